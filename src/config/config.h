@@ -1,0 +1,193 @@
+/* config: strict loaders for models, platforms, jobs and calibration files.
+ *
+ * Every loader reports user mistakes as "file:line:column: what is wrong, what was
+ * expected" in a config_error and returns false; nothing here exits or prints. */
+#ifndef SPSIM_CONFIG_CONFIG_H
+#define SPSIM_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CONFIG_NAME_MAX 64
+#define CONFIG_PATH_MAX 1024
+#define CONFIG_ERROR_MAX 1024
+
+typedef struct config_error {
+	char msg[CONFIG_ERROR_MAX];
+} config_error;
+
+/* printf-style helper: fills err->msg (err may be NULL). Always returns false so callers
+ * can write `return config_fail(err, ...)`. */
+bool config_fail(config_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------- units ----- */
+typedef enum config_unit_kind {
+	CONFIG_UNIT_BANDWIDTH, /* bytes per second: 400Gbps, 400Gb/s, 50GB/s, 25GiB/s */
+	CONFIG_UNIT_TIME,      /* seconds: 2us, 1.5ms, 700ns, 1s */
+	CONFIG_UNIT_SIZE,      /* bytes: 40GiB, 80GB, 512MiB, 4096B */
+	CONFIG_UNIT_FLOPS,     /* FLOP per second: 312TFLOPS, 989 TFLOP/s, 1.2PFLOPS */
+} config_unit_kind;
+
+/* Parses "<number><unit>" (a space between is allowed) into SI base units (bytes/s, s,
+ * bytes, FLOP/s). Decimal prefixes are powers of 1000, binary (Ki, Mi, Gi, Ti) of 1024;
+ * "b"/"bps" are bits. On failure writes "what is wrong, what was expected" (no location)
+ * into err and returns false. The value must be finite and > 0. */
+bool config_parse_quantity(const char *text, config_unit_kind kind, double *out, config_error *err);
+
+/* Formats a value back with a readable unit (e.g. "50 GB/s"), for reports. */
+const char *config_unit_name(config_unit_kind kind);
+
+/* ---------------------------------------------------------------- models ---- */
+typedef enum config_mlp { CONFIG_MLP_SWIGLU } config_mlp;
+typedef enum config_norm { CONFIG_NORM_RMSNORM, CONFIG_NORM_LAYERNORM } config_norm;
+
+typedef struct config_model {
+	char name[CONFIG_NAME_MAX];
+	char path[CONFIG_PATH_MAX];
+	int layers;       /* L */
+	int hidden;       /* h */
+	int heads;        /* a, query heads */
+	int kv_heads;     /* g */
+	int head_dim;     /* d */
+	int ffn;          /* MLP intermediate size */
+	int vocab;        /* V */
+	int max_position; /* longest sequence the model was configured for */
+	bool tied_embeddings;
+	bool qkv_bias;
+	config_mlp mlp;
+	config_norm norm;
+} config_model;
+
+/* Total parameter count (embeddings, attention, MLP, norms, biases, untied head). */
+double config_model_params(const config_model *m);
+/* Parameters of one transformer layer. */
+double config_model_layer_params(const config_model *m);
+
+/* -------------------------------------------------------------- platforms --- */
+typedef enum config_fabric {
+	CONFIG_FABRIC_NVSWITCH,    /* any-to-any at the per-GPU NVLink bandwidth */
+	CONFIG_FABRIC_NVLINK_MESH, /* a direct link of pair_bandwidth between each GPU pair */
+	CONFIG_FABRIC_PCIE,        /* per-GPU PCIe link to a host switch */
+} config_fabric;
+
+typedef enum config_topology {
+	CONFIG_TOPO_SINGLE_SWITCH, /* every NIC on one non-blocking switch */
+	CONFIG_TOPO_FAT_TREE,      /* two levels: leaves of nodes_per_leaf nodes, spine oversubscribed */
+	CONFIG_TOPO_RAIL,          /* rail-optimized: NIC i of every node on rail switch i */
+} config_topology;
+
+typedef struct config_platform {
+	char name[CONFIG_NAME_MAX];
+	char path[CONFIG_PATH_MAX];
+	int nodes;
+	int gpus_per_node;
+	struct {
+		char name[CONFIG_NAME_MAX];
+		double peak_flops;   /* dense bf16 FLOP/s */
+		double memory_bytes; /* HBM capacity */
+		double hbm_bandwidth;/* bytes/s */
+	} gpu;
+	struct {
+		config_fabric fabric;
+		double bandwidth;      /* per GPU, per direction, bytes/s (nvswitch, pcie) */
+		double pair_bandwidth; /* per GPU pair, per direction, bytes/s (nvlink-mesh) */
+		double latency;        /* seconds */
+	} intra;
+	struct {
+		int nics_per_node;
+		double nic_bandwidth; /* per NIC, per direction, bytes/s */
+		double latency;       /* seconds, NIC to NIC through the network */
+		config_topology topology;
+		int nodes_per_leaf;      /* fat-tree: nodes under one leaf switch */
+		double oversubscription; /* fat-tree: leaf down / up bandwidth ratio, >= 1 */
+	} inter;
+	struct {
+		double gemm;      /* achievable fraction of peak_flops for GEMMs */
+		double attention; /* for FlashAttention kernels */
+		double memory;    /* achievable fraction of hbm_bandwidth for memory-bound kernels */
+		double intra_link;/* achievable fraction of intra-node link bandwidth */
+		double inter_link;/* achievable fraction of NIC bandwidth */
+	} eff;
+} config_platform;
+
+static inline int config_platform_gpus(const config_platform *p) { return p->nodes * p->gpus_per_node; }
+/* Effective (efficiency-scaled) bandwidths used by the engines, bytes/s. */
+double config_platform_intra_bw(const config_platform *p);      /* per GPU per direction */
+double config_platform_intra_pair_bw(const config_platform *p); /* per pair (mesh) */
+double config_platform_nic_bw(const config_platform *p);        /* per NIC */
+
+/* ------------------------------------------------------------ calibration --- */
+/* A calibration file (written by validate mode and `spsim calibrate`, read by
+ * --calibration) overrides a platform's measured quantities:
+ *
+ *   calibration:
+ *     source: validate            # or nccl-tests; free text
+ *     platform: a100-2x4-ib400    # optional: the platform it was measured on
+ *     intra_node: {latency: 3us, bandwidth: 230GB/s}   # achieved, per GPU per direction
+ *     inter_node: {latency: 9us, bandwidth: 46GB/s}    # achieved, per NIC
+ *     efficiency: {gemm: 0.72, attention: 0.55, memory: 0.8}
+ *
+ * Every section and key is optional; present bandwidths replace the raw link bandwidth
+ * and set that link class's efficiency to 1 (the measurement already includes it). */
+typedef struct config_calibration {
+	char path[CONFIG_PATH_MAX];
+	char source[CONFIG_NAME_MAX];
+	char platform[CONFIG_NAME_MAX];
+	bool has_intra_latency, has_intra_bw, has_inter_latency, has_inter_bw;
+	double intra_latency, intra_bw, inter_latency, inter_bw;
+	bool has_gemm, has_attention, has_memory;
+	double gemm, attention, memory;
+} config_calibration;
+
+/* ------------------------------------------------------------------ jobs ---- */
+typedef enum config_strategy { CONFIG_STRATEGY_ULYSSES, CONFIG_STRATEGY_BASP } config_strategy;
+typedef enum config_recompute { CONFIG_RECOMPUTE_NONE, CONFIG_RECOMPUTE_FULL } config_recompute;
+typedef enum config_dtype { CONFIG_DTYPE_BF16 } config_dtype;
+
+typedef struct config_job {
+	config_strategy strategy;
+	int gpus;        /* W; 0 = all GPUs of the platform */
+	int sp;          /* N; 0 = W */
+	int micro_batch; /* B: sequences per SP domain per micro-step */
+	long seq_len;    /* S */
+	int grad_accum;
+	int zero_stage;  /* 0..3 */
+	config_recompute recompute;
+	config_dtype dtype;
+	int zero_overlap;            /* -1: DeepSpeed default for the stage, 0 off, 1 on */
+	double reduce_bucket_elems;  /* DeepSpeed reduce_bucket_size */
+	double allgather_bucket_elems; /* DeepSpeed allgather_bucket_size */
+	double prefetch_bucket_elems;  /* stage3_prefetch_bucket_size */
+	bool fp32_grad_comm;         /* reduce gradients in fp32 (DeepSpeed default when SP > 1) */
+	int fp32_grad_comm_set;      /* 0: derive from SP, 1: explicit */
+} config_job;
+
+/* DeepSpeed defaults (modeling.md "ZeRO as DeepSpeed actually runs it"). */
+void config_job_defaults(config_job *job);
+
+/* ---------------------------------------------------------------- loaders --- */
+/* Directories searched for shipped names, in order: $SPSIM_DATA_DIR, the build tree's
+ * source dir (compiled in), the install datadir (compiled in). */
+bool config_find_data(const char *kind, const char *name_or_path, char *out, size_t out_len, config_error *err);
+/* Lists shipped names of a kind ("models" or "platforms"), sorted; returns count, fills
+ * names (caller frees each and the array). */
+int config_list_data(const char *kind, char ***names);
+
+bool config_load_model(const char *name_or_path, config_model *out, config_error *err);
+bool config_load_platform(const char *name_or_path, config_platform *out, config_error *err);
+bool config_load_calibration(const char *path, config_calibration *out, config_error *err);
+/* Reads a job YAML whose keys match the CLI flags (gpus, strategy, sp, micro_batch,
+ * seq_len, grad_accum, zero, recompute, dtype, zero_overlap, model, platform, nodes,
+ * calibration). String keys it does not store in config_job go to the out-params when
+ * non-NULL (model/platform/calibration names, nodes; nodes = 0 when absent). */
+bool config_load_job(const char *path, config_job *job, char *model, char *platform, char *calibration,
+		     int *nodes, config_error *err);
+
+/* Writes a calibration in the format above (YAML, quantities with units). */
+#include <stdio.h>
+bool config_write_calibration(FILE *f, const config_calibration *c);
+
+/* Applies a calibration on top of a platform. */
+void config_apply_calibration(config_platform *p, const config_calibration *c);
+
+#endif

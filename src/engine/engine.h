@@ -1,0 +1,83 @@
+/* engine: executes a workload plan on a platform and reports time.
+ *
+ * Engines plug in through one table of function pointers (engine_ops); adding an engine is
+ * one new file plus one line in engine_registry. Nothing in an engine knows what Ulysses or
+ * BASP is: it sees an op program, a rank layout and a platform. */
+#ifndef SPSIM_ENGINE_ENGINE_H
+#define SPSIM_ENGINE_ENGINE_H
+
+#include "config/config.h"
+#include "workload/workload.h"
+
+typedef struct engine_breakdown {
+	double compute;           /* time of compute ops on the main stream */
+	double sp_comm;           /* time of SP all-to-alls */
+	double sp_comm_exposed;   /* part of sp_comm not hidden behind compute */
+	double zero_comm;         /* time of ZeRO collectives (wherever they run) */
+	double zero_comm_exposed; /* part of step time the main stream waits on ZeRO */
+	/* detail of compute */
+	double gemm, attention, memory_bound, optimizer;
+} engine_breakdown;
+
+typedef struct engine_result {
+	const char *engine;
+	double step_time;
+	engine_breakdown breakdown;
+	double fwd_time, bwd_time; /* main-stream time of one micro-step's forward and backward */
+	double tokens_per_s;
+	double mfu;
+} engine_result;
+
+typedef enum engine_placement_kind {
+	ENGINE_PLACE_CONTIGUOUS,
+	ENGINE_PLACE_STRIDED,
+	ENGINE_PLACE_RANDOM,
+} engine_placement_kind;
+
+typedef struct engine_options {
+	const char *trace_path;        /* Chrome/Perfetto trace, NULL for none */
+	engine_placement_kind placement;
+	unsigned long placement_seed;
+} engine_options;
+
+typedef struct engine_input {
+	const config_model *model;
+	const config_platform *platform;
+	const config_job *job;
+	const workload_plan *plan;
+	engine_options opt;
+} engine_input;
+
+typedef struct engine_ops {
+	const char *name;
+	const char *summary;
+	bool (*run)(const engine_input *in, engine_result *out, config_error *err);
+} engine_ops;
+
+/* NULL-terminated; the first is the default for run/compare. */
+extern const engine_ops *const engine_registry[];
+const engine_ops *engine_find(const char *name);
+
+/* ------------------------------------------------------- collective costs --- */
+/* Where a collective's ranks sit, as the analytic model needs it. */
+typedef struct engine_group_shape {
+	int size;              /* P ranks in the group */
+	int per_node;          /* ranks of the group on each node it spans (r); nodes = P / r */
+	int active_per_node;   /* GPUs of a node sending inter-node at the same time (all groups) */
+} engine_group_shape;
+
+/* The shape of a group kind under a layout with contiguous placement on platform p. */
+engine_group_shape engine_group_shape_of(const config_platform *p, const workload_layout *l, workload_group_kind g);
+
+/* Closed-form alpha-beta time of one collective (seconds); bytes as in workload_op. */
+double engine_collective_time(const config_platform *p, workload_coll c, workload_alg a, engine_group_shape s,
+			      double bytes);
+/* Time of a compute op under the platform's peak and efficiencies (roofline max). */
+double engine_compute_time(const config_platform *p, const workload_op *op);
+/* nccl-tests' bus bandwidth factor for a collective on P ranks (doc/PERFORMANCE.md). */
+double engine_busbw_factor(workload_coll c, int P);
+
+/* Shared final accounting: tokens/s and MFU from step time. */
+void engine_result_finish(const engine_input *in, engine_result *r);
+
+#endif

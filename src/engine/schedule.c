@@ -1,0 +1,2 @@
+/* placeholder: filled in by its module */
+typedef int spsim_placeholder_schedule;

@@ -1,0 +1,142 @@
+/* workload: a job on a model and platform -> rank groups, the per-rank op program and
+ * the memory model. Engine-agnostic: nothing here knows how ops are timed.
+ *
+ * The op program is a max-plus schedule, defined once here and executed the same way by
+ * every engine:
+ *   - A program is a list of blocks; a block is a list of ops executed `repeat` times
+ *     (once per layer for the layer blocks). The micro-step blocks run grad_accum times,
+ *     then the step blocks run once.
+ *   - Each op runs on a stream. An op starts when (a) the previous op on its stream has
+ *     ended and (b) its dependency, if any, has ended. Streams carry over from block to
+ *     block and from iteration to iteration.
+ *   - dep names an op of the same block by index, dep_iter iterations back (0: this
+ *     iteration; -1: the previous one). A dependency on an iteration before the first is
+ *     satisfied (prefetch before the block starts).
+ *   - A block with barrier set starts only when every stream has drained.
+ *   - SP collectives run on the main stream (DeepSpeed's all-to-alls are synchronous and
+ *     on the critical path; modeling.md). ZeRO collectives run on the zero stream when
+ *     overlap is on, otherwise on the main stream.
+ * Ranks of one class run identical programs; for Ulysses and divisible BASP every rank is
+ * of one class, so programs are built per class, never per GPU. */
+#ifndef SPSIM_WORKLOAD_WORKLOAD_H
+#define SPSIM_WORKLOAD_WORKLOAD_H
+
+#include "config/config.h"
+
+typedef enum workload_op_kind { WL_OP_COMPUTE, WL_OP_COMM } workload_op_kind;
+typedef enum workload_kernel { WL_KERNEL_GEMM, WL_KERNEL_ATTENTION, WL_KERNEL_MEMORY } workload_kernel;
+typedef enum workload_coll {
+	WL_COLL_ALLTOALL,
+	WL_COLL_ALLGATHER,
+	WL_COLL_REDUCESCATTER,
+	WL_COLL_ALLREDUCE,
+	WL_COLL_SENDRECV,
+	WL_COLL_BROADCAST,
+	WL_COLL_COUNT
+} workload_coll;
+typedef enum workload_alg {
+	WL_ALG_DIRECT,       /* all-to-all: every peer at once (NCCL's) */
+	WL_ALG_PAIRWISE,     /* all-to-all: P-1 rounds of one peer each */
+	WL_ALG_RING,         /* ring all-gather / reduce-scatter / all-reduce */
+	WL_ALG_HIERARCHICAL, /* intra-node phase, then inter-node, then intra-node */
+	WL_ALG_COUNT
+} workload_alg;
+typedef enum workload_group_kind {
+	WL_GROUP_SP,    /* the rank's all-to-all group: K ranks for BASP, N for Ulysses */
+	WL_GROUP_WORLD, /* every rank of the job: the ZeRO / data-parallel group */
+} workload_group_kind;
+typedef enum workload_stream { WL_STREAM_MAIN, WL_STREAM_ZERO, WL_STREAM_COUNT } workload_stream;
+typedef enum workload_category { WL_CAT_COMPUTE, WL_CAT_SP_COMM, WL_CAT_ZERO_COMM, WL_CAT_COUNT } workload_category;
+typedef enum workload_phase { WL_PHASE_FWD, WL_PHASE_BWD, WL_PHASE_RECOMPUTE, WL_PHASE_STEP } workload_phase;
+
+typedef struct workload_op {
+	const char *name; /* static string, e.g. "qkv_proj", "a2a_q" */
+	workload_op_kind kind;
+	workload_category cat;
+	workload_stream stream;
+	workload_phase phase;
+	/* compute */
+	workload_kernel kernel;
+	double flops;     /* FLOPs on this GPU */
+	double hbm_bytes; /* HBM bytes moved (memory-bound kernels) */
+	/* comm: bytes is the per-rank buffer as nccl-tests sizes it: the send buffer for
+	 * all-to-all, the full output for all-gather, the full input for reduce-scatter and
+	 * all-reduce, the message for send/recv. */
+	workload_coll coll;
+	workload_alg alg;
+	workload_group_kind group;
+	double bytes;
+	/* dependency (see the schedule above) */
+	int dep;
+	int dep_iter;
+} workload_op;
+
+typedef struct workload_block {
+	const char *name; /* "embed_fwd", "layer_fwd", "head", "layer_bwd", "grad_sync", "optimizer" */
+	int repeat;
+	bool barrier;
+	int layer_first; /* layer index of iteration 0, -1 if not a layer block */
+	int layer_step;  /* +1 forward, -1 backward */
+	workload_op *ops;
+	int n_ops;
+	int cap_ops;
+} workload_block;
+
+typedef struct workload_program {
+	workload_block *micro; /* run grad_accum times */
+	int n_micro;
+	workload_block *step; /* run once after the micro-steps */
+	int n_step;
+	int grad_accum;
+} workload_program;
+
+/* Rank layout: world ranks 0..W-1 in job order; SP groups are contiguous rank ranges.
+ * Placement of ranks onto GPUs is the engine's business (contiguous by default). */
+typedef struct workload_layout {
+	int world;           /* W */
+	int sp;              /* N: SP domain size; W / N data-parallel replicas */
+	int group_size;      /* ranks per all-to-all group (K for BASP, N for Ulysses) */
+	int n_groups;        /* all-to-all groups in the world */
+	int seqs_per_group;  /* sequences each group processes per micro-step */
+	long tokens_per_rank;/* local tokens t per micro-step */
+	int heads_per_rank;  /* query heads per rank during attention */
+	int kv_heads_per_rank; /* kv heads per rank during attention (after replication) */
+	int kv_replicated;   /* kv heads sent per rank group: g, or P when g < P */
+} workload_layout;
+
+typedef struct workload_memory {
+	double params, grads, optimizer; /* model states per GPU, bytes */
+	double activations;               /* saved for backward, all layers */
+	double logits;                    /* logits and their fp32 loss copies */
+	double buffers;                   /* all-to-all + ZeRO communication buffers */
+	double peak;
+	double capacity;
+	bool fits;
+} workload_memory;
+
+typedef struct workload_plan {
+	workload_layout layout;
+	workload_program program;
+	workload_memory memory;
+	double model_flops_per_step; /* 6 * params * tokens + attention, per GPU, for MFU */
+} workload_plan;
+
+/* Validates the job against model and platform and fills job defaults (gpus, sp). On
+ * failure writes a sentence that says what to change. */
+bool workload_check(const config_model *m, const config_platform *p, config_job *job, config_error *err);
+bool workload_layout_make(const config_model *m, const config_job *job, workload_layout *out, config_error *err);
+/* Builds the whole plan: layout, program, memory. workload_check must have passed. */
+bool workload_plan_make(const config_model *m, const config_platform *p, const config_job *job, workload_plan *out,
+			config_error *err);
+void workload_plan_finish(workload_plan *plan);
+
+void workload_memory_compute(const config_model *m, const config_platform *p, const config_job *job,
+			     const workload_layout *l, workload_memory *out);
+/* Longest sequence length (a multiple of `granule`) that fits; 0 if none does. */
+long workload_max_seq(const config_model *m, const config_platform *p, const config_job *job, long granule);
+
+const char *workload_coll_name(workload_coll c);
+const char *workload_alg_name(workload_alg a);
+const char *workload_strategy_name(config_strategy s);
+
+#endif
