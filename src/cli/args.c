@@ -1,2 +1,410 @@
-/* placeholder: filled in by its module */
-typedef int spsim_placeholder_args;
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "engine/analytic.h"
+
+#define SET(bit) (1u << (bit))
+enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32 };
+
+const struct option cli_job_options[] = {
+	{"model", required_argument, NULL, CLI_OPT_MODEL},
+	{"platform", required_argument, NULL, CLI_OPT_PLATFORM},
+	{"nodes", required_argument, NULL, CLI_OPT_NODES},
+	{"calibration", required_argument, NULL, CLI_OPT_CALIBRATION},
+	{"job", required_argument, NULL, CLI_OPT_JOB},
+	{"gpus", required_argument, NULL, CLI_OPT_GPUS},
+	{"strategy", required_argument, NULL, CLI_OPT_STRATEGY},
+	{"sp", required_argument, NULL, CLI_OPT_SP},
+	{"micro-batch", required_argument, NULL, CLI_OPT_MICRO_BATCH},
+	{"seq-len", required_argument, NULL, CLI_OPT_SEQ_LEN},
+	{"grad-accum", required_argument, NULL, CLI_OPT_GRAD_ACCUM},
+	{"zero", required_argument, NULL, CLI_OPT_ZERO},
+	{"recompute", required_argument, NULL, CLI_OPT_RECOMPUTE},
+	{"dtype", required_argument, NULL, CLI_OPT_DTYPE},
+	{"zero-overlap", required_argument, NULL, CLI_OPT_ZERO_OVERLAP},
+	{"reduce-bucket", required_argument, NULL, CLI_OPT_REDUCE_BUCKET},
+	{"allgather-bucket", required_argument, NULL, CLI_OPT_ALLGATHER_BUCKET},
+	{"prefetch-bucket", required_argument, NULL, CLI_OPT_PREFETCH_BUCKET},
+	{"fp32-grad-comm", required_argument, NULL, CLI_OPT_FP32_GRAD_COMM},
+	{"engine", required_argument, NULL, CLI_OPT_ENGINE},
+	{"format", required_argument, NULL, CLI_OPT_FORMAT},
+	{"trace", required_argument, NULL, CLI_OPT_TRACE},
+	{"placement", required_argument, NULL, CLI_OPT_PLACEMENT},
+	{"help", no_argument, NULL, CLI_OPT_HELP},
+	{NULL, 0, NULL, 0},
+};
+
+struct option *cli_options_concat(const struct option *extra)
+{
+	size_t n = 0;
+	while (extra && extra[n].name)
+		n++;
+	struct option *o = calloc(CLI_JOB_OPTIONS_COUNT + n + 1, sizeof *o);
+	if (!o)
+		return NULL;
+	memcpy(o, cli_job_options, CLI_JOB_OPTIONS_COUNT * sizeof *o);
+	if (n)
+		memcpy(o + CLI_JOB_OPTIONS_COUNT, extra, n * sizeof *o);
+	return o;
+}
+
+void cli_job_help(FILE *f)
+{
+	fputs("Model and cluster:\n"
+	      "  --model NAME|FILE        model: a shipped name (spsim models) or a YAML path (required)\n"
+	      "  --platform NAME|FILE     cluster: a shipped name (spsim platforms) or a YAML path (required)\n"
+	      "  --nodes N                override the platform's node count\n"
+	      "  --calibration FILE       measured link bandwidths/latencies and efficiencies (validate, calibrate)\n"
+	      "  --job FILE               job YAML with the keys below (gpus, strategy, sp, micro_batch, seq_len,\n"
+	      "                           grad_accum, zero, recompute, dtype, zero_overlap, ...); flags override it\n"
+	      "Job:\n"
+	      "  --gpus W                 world size (default: every GPU of the platform)\n"
+	      "  --strategy ulysses|basp  sequence parallelism (default ulysses)\n"
+	      "  --sp N                   SP domain size (default W; W/N data-parallel replicas)\n"
+	      "  --micro-batch B          sequences per SP domain per micro-step (default 1)\n"
+	      "  --seq-len S              tokens per sequence; K and M suffixes: 16K = 16384 (required)\n"
+	      "  --grad-accum G           micro-steps per optimizer step (default 1)\n"
+	      "  --zero 0|1|2|3           ZeRO stage (default 1)\n"
+	      "  --recompute none|full    activation recomputation (default none)\n"
+	      "  --dtype bf16             training precision (only bf16)\n"
+	      "  --zero-overlap on|off|default   overlap ZeRO traffic with compute (default: on for stage 3 only)\n"
+	      "  --reduce-bucket E, --allgather-bucket E, --prefetch-bucket E   ZeRO bucket sizes in elements\n"
+	      "                           (DeepSpeed defaults 5e8, 5e8, 5e7)\n"
+	      "  --fp32-grad-comm on|off|default  gradient reduction in fp32 (default: on when SP > 1)\n"
+	      "Engine and output:\n"
+	      "  --engine NAME            ",
+	      f);
+	for (int i = 0; engine_registry[i]; i++)
+		fprintf(f, "%s%s", i ? "|" : "", engine_registry[i]->name);
+	fprintf(f, " (default %s)\n", engine_registry[0]->name);
+	fputs("  --format table|json|csv  output format (default table)\n"
+	      "  --trace FILE             write a Chrome/Perfetto trace of the step (open in ui.perfetto.dev)\n"
+	      "  --placement contiguous|strided|random:SEED   rank placement (simgrid engine)\n",
+	      f);
+}
+
+void cli_job_init(cli_job_args *a)
+{
+	memset(a, 0, sizeof *a);
+	config_job_defaults(&a->job);
+	a->engine = engine_registry[0]->name;
+	a->format = REPORT_TABLE;
+	a->opt.placement = ENGINE_PLACE_CONTIGUOUS;
+}
+
+bool cli_parse_int(const char *flag, const char *s, long min, long max, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max) {
+		if (max == LONG_MAX)
+			fprintf(stderr, "spsim: %s expects an integer >= %ld, got '%s'\n", flag, min, s);
+		else
+			fprintf(stderr, "spsim: %s expects an integer from %ld to %ld, got '%s'\n", flag, min, max, s);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+bool cli_parse_tokens(const char *flag, const char *s, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	long mul = 1;
+	if (*end == 'K' || *end == 'k')
+		mul = 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1024 * 1024, end++;
+	if (errno || end == s || *end || v <= 0 || v > LONG_MAX / mul) {
+		fprintf(stderr, "spsim: %s expects a positive token count such as 16384 or 16K, got '%s'\n", flag, s);
+		return false;
+	}
+	*out = v * mul;
+	return true;
+}
+
+bool cli_parse_double(const char *flag, const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
+		fprintf(stderr, "spsim: %s expects a number from %g to %g, got '%s'\n", flag, lo, hi, s);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+static bool parse_tristate(const char *flag, const char *s, int *out)
+{
+	if (strcmp(s, "on") == 0 || strcmp(s, "true") == 0)
+		*out = 1;
+	else if (strcmp(s, "off") == 0 || strcmp(s, "false") == 0)
+		*out = 0;
+	else if (strcmp(s, "default") == 0)
+		*out = -1;
+	else {
+		fprintf(stderr, "spsim: %s expects on, off or default, got '%s'\n", flag, s);
+		return false;
+	}
+	return true;
+}
+
+static bool copy_arg(char *dst, const char *flag, const char *s)
+{
+	if (strlen(s) >= CONFIG_PATH_MAX) {
+		fprintf(stderr, "spsim: %s: value too long (at most %d characters)\n", flag, CONFIG_PATH_MAX - 1);
+		return false;
+	}
+	strcpy(dst, s);
+	return true;
+}
+
+int cli_job_option(cli_job_args *a, int id, const char *arg)
+{
+	long v;
+	double d;
+	config_job *j = &a->job;
+	switch (id) {
+	case CLI_OPT_MODEL: return copy_arg(a->model, "--model", arg) ? 1 : -1;
+	case CLI_OPT_PLATFORM: return copy_arg(a->platform, "--platform", arg) ? 1 : -1;
+	case CLI_OPT_CALIBRATION: return copy_arg(a->calibration, "--calibration", arg) ? 1 : -1;
+	case CLI_OPT_JOB: return copy_arg(a->job_file, "--job", arg) ? 1 : -1;
+	case CLI_OPT_NODES:
+		if (!cli_parse_int("--nodes", arg, 1, 1 << 20, &v))
+			return -1;
+		a->nodes = (int)v;
+		return 1;
+	case CLI_OPT_GPUS:
+		if (!cli_parse_int("--gpus", arg, 1, 1 << 24, &v))
+			return -1;
+		j->gpus = (int)v;
+		a->set |= SET(S_GPUS);
+		return 1;
+	case CLI_OPT_SP:
+		if (!cli_parse_int("--sp", arg, 1, 1 << 24, &v))
+			return -1;
+		j->sp = (int)v;
+		a->set |= SET(S_SP);
+		return 1;
+	case CLI_OPT_MICRO_BATCH:
+		if (!cli_parse_int("--micro-batch", arg, 1, 1 << 20, &v))
+			return -1;
+		j->micro_batch = (int)v;
+		a->set |= SET(S_MB);
+		return 1;
+	case CLI_OPT_SEQ_LEN:
+		if (!cli_parse_tokens("--seq-len", arg, &j->seq_len))
+			return -1;
+		a->set |= SET(S_SEQ);
+		return 1;
+	case CLI_OPT_GRAD_ACCUM:
+		if (!cli_parse_int("--grad-accum", arg, 1, 1 << 20, &v))
+			return -1;
+		j->grad_accum = (int)v;
+		a->set |= SET(S_GA);
+		return 1;
+	case CLI_OPT_ZERO:
+		if (!cli_parse_int("--zero", arg, 0, 3, &v))
+			return -1;
+		j->zero_stage = (int)v;
+		a->set |= SET(S_ZERO);
+		return 1;
+	case CLI_OPT_STRATEGY:
+		if (strcmp(arg, "ulysses") == 0)
+			j->strategy = CONFIG_STRATEGY_ULYSSES;
+		else if (strcmp(arg, "basp") == 0)
+			j->strategy = CONFIG_STRATEGY_BASP;
+		else {
+			fprintf(stderr, "spsim: --strategy expects ulysses or basp, got '%s'\n", arg);
+			return -1;
+		}
+		a->set |= SET(S_STRATEGY);
+		return 1;
+	case CLI_OPT_RECOMPUTE:
+		if (strcmp(arg, "none") == 0)
+			j->recompute = CONFIG_RECOMPUTE_NONE;
+		else if (strcmp(arg, "full") == 0)
+			j->recompute = CONFIG_RECOMPUTE_FULL;
+		else {
+			fprintf(stderr, "spsim: --recompute expects none or full, got '%s'\n", arg);
+			return -1;
+		}
+		a->set |= SET(S_RECOMPUTE);
+		return 1;
+	case CLI_OPT_DTYPE:
+		if (strcmp(arg, "bf16") != 0) {
+			fprintf(stderr, "spsim: --dtype expects bf16 (the only precision modelled), got '%s'\n", arg);
+			return -1;
+		}
+		j->dtype = CONFIG_DTYPE_BF16;
+		a->set |= SET(S_DTYPE);
+		return 1;
+	case CLI_OPT_ZERO_OVERLAP:
+		if (!parse_tristate("--zero-overlap", arg, &j->zero_overlap))
+			return -1;
+		a->set |= SET(S_OVERLAP);
+		return 1;
+	case CLI_OPT_FP32_GRAD_COMM: {
+		int t;
+		if (!parse_tristate("--fp32-grad-comm", arg, &t))
+			return -1;
+		j->fp32_grad_comm_set = t >= 0;
+		j->fp32_grad_comm = t == 1;
+		a->set |= SET(S_FP32);
+		return 1;
+	}
+	case CLI_OPT_REDUCE_BUCKET:
+	case CLI_OPT_ALLGATHER_BUCKET:
+	case CLI_OPT_PREFETCH_BUCKET: {
+		const char *flag = id == CLI_OPT_REDUCE_BUCKET	  ? "--reduce-bucket"
+				   : id == CLI_OPT_ALLGATHER_BUCKET ? "--allgather-bucket"
+								    : "--prefetch-bucket";
+		if (!cli_parse_double(flag, arg, 1, 1e15, &d))
+			return -1;
+		if (id == CLI_OPT_REDUCE_BUCKET)
+			j->reduce_bucket_elems = d, a->set |= SET(S_RB);
+		else if (id == CLI_OPT_ALLGATHER_BUCKET)
+			j->allgather_bucket_elems = d, a->set |= SET(S_AB);
+		else
+			j->prefetch_bucket_elems = d, a->set |= SET(S_PB);
+		return 1;
+	}
+	case CLI_OPT_ENGINE:
+		if (!engine_find(arg)) {
+			fprintf(stderr, "spsim: --engine expects one of:");
+			for (int i = 0; engine_registry[i]; i++)
+				fprintf(stderr, " %s", engine_registry[i]->name);
+			fprintf(stderr, "; got '%s'\n", arg);
+			return -1;
+		}
+		a->engine = engine_find(arg)->name;
+		return 1;
+	case CLI_OPT_FORMAT:
+		if (!report_format_parse(arg, &a->format)) {
+			fprintf(stderr, "spsim: --format expects table, json or csv, got '%s'\n", arg);
+			return -1;
+		}
+		return 1;
+	case CLI_OPT_TRACE: a->trace = arg; return 1;
+	case CLI_OPT_PLACEMENT: {
+		if (strcmp(arg, "contiguous") == 0)
+			a->opt.placement = ENGINE_PLACE_CONTIGUOUS;
+		else if (strcmp(arg, "strided") == 0)
+			a->opt.placement = ENGINE_PLACE_STRIDED;
+		else if (strncmp(arg, "random:", 7) == 0) {
+			long seed;
+			if (!cli_parse_int("--placement random:SEED", arg + 7, 0, LONG_MAX, &seed))
+				return -1;
+			a->opt.placement = ENGINE_PLACE_RANDOM;
+			a->opt.placement_seed = (unsigned long)seed;
+		} else {
+			fprintf(stderr, "spsim: --placement expects contiguous, strided or random:SEED, got '%s'\n", arg);
+			return -1;
+		}
+		return 1;
+	}
+	default: return 0;
+	}
+}
+
+bool cli_job_resolve(cli_job_args *a, const char *cmd)
+{
+	config_error err;
+	if (a->job_file[0]) {
+		config_job fromfile;
+		config_job_defaults(&fromfile);
+		char model[CONFIG_PATH_MAX] = "", platform[CONFIG_PATH_MAX] = "", cal[CONFIG_PATH_MAX] = "";
+		int nodes = 0;
+		if (!config_load_job(a->job_file, &fromfile, model, platform, cal, &nodes, &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
+			return false;
+		}
+		/* flags given on the command line win over the file */
+		config_job *j = &a->job;
+#define TAKE(bit, field)                  \
+	if (!(a->set & SET(bit)))         \
+		j->field = fromfile.field;
+		TAKE(S_GPUS, gpus)
+		TAKE(S_STRATEGY, strategy)
+		TAKE(S_SP, sp)
+		TAKE(S_MB, micro_batch)
+		TAKE(S_SEQ, seq_len)
+		TAKE(S_GA, grad_accum)
+		TAKE(S_ZERO, zero_stage)
+		TAKE(S_RECOMPUTE, recompute)
+		TAKE(S_DTYPE, dtype)
+		TAKE(S_OVERLAP, zero_overlap)
+		TAKE(S_RB, reduce_bucket_elems)
+		TAKE(S_AB, allgather_bucket_elems)
+		TAKE(S_PB, prefetch_bucket_elems)
+		if (!(a->set & SET(S_FP32))) {
+			j->fp32_grad_comm = fromfile.fp32_grad_comm;
+			j->fp32_grad_comm_set = fromfile.fp32_grad_comm_set;
+		}
+#undef TAKE
+		if (!a->model[0])
+			strcpy(a->model, model);
+		if (!a->platform[0])
+			strcpy(a->platform, platform);
+		if (!a->calibration[0])
+			strcpy(a->calibration, cal);
+		if (!a->nodes)
+			a->nodes = nodes;
+	}
+	if (!a->model[0] || !a->platform[0]) {
+		fprintf(stderr, "spsim %s: %s is required (a shipped name or a YAML path; see spsim %s)\n", cmd,
+			!a->model[0] ? "--model" : "--platform", !a->model[0] ? "models" : "platforms");
+		return false;
+	}
+	if (a->job.seq_len <= 0) {
+		fprintf(stderr, "spsim %s: --seq-len is required (tokens per sequence, e.g. 16K)\n", cmd);
+		return false;
+	}
+	if (!config_load_model(a->model, &a->m, &err) || !config_load_platform(a->platform, &a->p, &err)) {
+		fprintf(stderr, "spsim: %s\n", err.msg);
+		return false;
+	}
+	if (a->nodes)
+		a->p.nodes = a->nodes;
+	if (a->calibration[0]) {
+		if (!config_load_calibration(a->calibration, &a->cal, &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
+			return false;
+		}
+		config_apply_calibration(&a->p, &a->cal);
+		a->has_cal = true;
+	}
+	if (a->trace)
+		a->opt.trace_path = a->trace;
+	if (!workload_check(&a->m, &a->p, &a->job, &err)) {
+		fprintf(stderr, "spsim %s: %s\n", cmd, err.msg);
+		return false;
+	}
+	return true;
+}
+
+bool cli_simulate(const cli_job_args *a, const config_job *job, workload_plan *plan, engine_result *res)
+{
+	config_error err;
+	if (!workload_plan_make(&a->m, &a->p, job, plan, &err)) {
+		fprintf(stderr, "spsim: %s\n", err.msg);
+		return false;
+	}
+	const engine_ops *e = engine_find(a->engine);
+	engine_input in = {.model = &a->m, .platform = &a->p, .job = job, .plan = plan, .opt = a->opt};
+	if (!e->run(&in, res, &err)) {
+		fprintf(stderr, "spsim: %s engine: %s\n", e->name, err.msg);
+		workload_plan_finish(plan);
+		return false;
+	}
+	return true;
+}

@@ -1,2 +1,266 @@
-/* placeholder: filled in by its module */
-typedef int spsim_placeholder_cmd_list;
+/* spsim models, platforms, platform NAME */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "spsim_build.h"
+#if SPSIM_HAVE_SIMGRID && __has_include("engine/simgrid/simgrid.h")
+#include "engine/simgrid/simgrid.h"
+#define HAVE_XML 1
+#else
+#define HAVE_XML 0
+#endif
+
+static bool want_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return true;
+	return false;
+}
+
+/* Parses [--format F] only. */
+static int list_args(int argc, char **argv, report_format *fmt)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
+			if (!report_format_parse(argv[++i], fmt)) {
+				fprintf(stderr, "spsim %s: --format expects table, json or csv, got '%s'\n", argv[0], argv[i]);
+				return CLI_USAGE;
+			}
+		} else {
+			fprintf(stderr, "spsim %s: unexpected argument '%s' (see spsim %s --help)\n", argv[0], argv[i],
+				argv[0]);
+			return CLI_USAGE;
+		}
+	}
+	return -1;
+}
+
+int cli_cmd_models(int argc, char **argv)
+{
+	if (want_help(argc, argv)) {
+		puts("usage: spsim models [--format table|json|csv]\n"
+		     "Lists the shipped models with their shapes and computed parameter counts.");
+		return CLI_OK;
+	}
+	report_format fmt = REPORT_TABLE;
+	int rc = list_args(argc, argv, &fmt);
+	if (rc >= 0)
+		return rc;
+	char **names;
+	int n = config_list_data("models", &names);
+	json_t *arr = json_array();
+	if (fmt == REPORT_TABLE)
+		printf("%-16s %6s %6s %5s %4s %5s %6s %7s %5s %10s\n", "model", "layers", "hidden", "heads", "kv", "hdim",
+		       "ffn", "vocab", "tied", "params");
+	else if (fmt == REPORT_CSV)
+		printf("model,layers,hidden,heads,kv_heads,head_dim,ffn,vocab,tied_embeddings,qkv_bias,max_position,params\n");
+	rc = CLI_OK;
+	for (int i = 0; i < n; i++) {
+		config_model m;
+		config_error err;
+		if (!config_load_model(names[i], &m, &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
+			rc = CLI_FAIL;
+			continue;
+		}
+		double params = config_model_params(&m);
+		if (fmt == REPORT_TABLE)
+			printf("%-16s %6d %6d %5d %4d %5d %6d %7d %5s %9.2fB\n", m.name, m.layers, m.hidden, m.heads,
+			       m.kv_heads, m.head_dim, m.ffn, m.vocab, m.tied_embeddings ? "yes" : "no", params / 1e9);
+		else if (fmt == REPORT_CSV)
+			printf("%s,%d,%d,%d,%d,%d,%d,%d,%s,%s,%d,%.0f\n", m.name, m.layers, m.hidden, m.heads, m.kv_heads,
+			       m.head_dim, m.ffn, m.vocab, m.tied_embeddings ? "true" : "false",
+			       m.qkv_bias ? "true" : "false", m.max_position, params);
+		else
+			json_array_append_new(
+				arr, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:b, s:i, s:f}", "name", m.name,
+					       "layers", m.layers, "hidden", m.hidden, "heads", m.heads, "kv_heads",
+					       m.kv_heads, "head_dim", m.head_dim, "ffn", m.ffn, "vocab", m.vocab,
+					       "tied_embeddings", m.tied_embeddings, "qkv_bias", m.qkv_bias, "max_position",
+					       m.max_position, "params", params));
+	}
+	if (fmt == REPORT_JSON)
+		report_json_print(stdout, arr);
+	json_decref(arr);
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+static const char *fabric_name(config_fabric f)
+{
+	return f == CONFIG_FABRIC_NVSWITCH ? "nvswitch" : f == CONFIG_FABRIC_NVLINK_MESH ? "nvlink-mesh" : "pcie";
+}
+
+static const char *topo_name(config_topology t)
+{
+	return t == CONFIG_TOPO_SINGLE_SWITCH ? "single-switch" : t == CONFIG_TOPO_FAT_TREE ? "fat-tree" : "rail-optimized";
+}
+
+static json_t *platform_json(const config_platform *p)
+{
+	return json_pack("{s:s, s:i, s:i, s:{s:s, s:f, s:f, s:f}, s:{s:s, s:f, s:f, s:f}, s:{s:i, s:f, s:f, s:s, s:i, s:f},"
+			 " s:{s:f, s:f, s:f, s:f, s:f}}",
+			 "name", p->name, "nodes", p->nodes, "gpus_per_node", p->gpus_per_node, "gpu", "name",
+			 p->gpu.name, "peak_flops", p->gpu.peak_flops, "memory_bytes", p->gpu.memory_bytes,
+			 "hbm_bandwidth", p->gpu.hbm_bandwidth, "intra_node", "fabric", fabric_name(p->intra.fabric),
+			 "bandwidth", p->intra.bandwidth, "pair_bandwidth", p->intra.pair_bandwidth, "latency",
+			 p->intra.latency, "inter_node", "nics", p->inter.nics_per_node, "nic_bandwidth",
+			 p->inter.nic_bandwidth, "latency", p->inter.latency, "topology", topo_name(p->inter.topology),
+			 "nodes_per_leaf", p->inter.nodes_per_leaf, "oversubscription", p->inter.oversubscription,
+			 "efficiency", "gemm", p->eff.gemm, "attention", p->eff.attention, "memory", p->eff.memory,
+			 "intra_link", p->eff.intra_link, "inter_link", p->eff.inter_link);
+}
+
+static void platform_line(const config_platform *p)
+{
+	char mem[32];
+	double intra = p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH ? p->intra.pair_bandwidth : p->intra.bandwidth;
+	printf("%-16s %5d x %-2d %-14s %10s %5.0f %-12s %6.0f%s %3d x %4.0f Gb/s %s\n", p->name, p->nodes,
+	       p->gpus_per_node, p->gpu.name, report_bytes(p->gpu.memory_bytes, mem, sizeof mem), p->gpu.peak_flops / 1e12,
+	       fabric_name(p->intra.fabric), intra / 1e9,
+	       p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH ? " GB/s/pair" : " GB/s/GPU ", p->inter.nics_per_node,
+	       p->inter.nic_bandwidth * 8 / 1e9, topo_name(p->inter.topology));
+}
+
+int cli_cmd_platforms(int argc, char **argv)
+{
+	if (want_help(argc, argv)) {
+		puts("usage: spsim platforms [--format table|json]\n"
+		     "Lists the shipped clusters. spsim platform NAME shows one in full.");
+		return CLI_OK;
+	}
+	report_format fmt = REPORT_TABLE;
+	int rc = list_args(argc, argv, &fmt);
+	if (rc >= 0)
+		return rc;
+	char **names;
+	int n = config_list_data("platforms", &names);
+	json_t *arr = json_array();
+	if (fmt != REPORT_JSON)
+		printf("%-16s %-7s %-14s %10s %5s %-12s %16s %s\n", "platform", "nodes", "gpu", "memory", "TFLOP",
+		       "fabric", "intra bw", "network");
+	rc = CLI_OK;
+	for (int i = 0; i < n; i++) {
+		config_platform p;
+		config_error err;
+		if (!config_load_platform(names[i], &p, &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
+			rc = CLI_FAIL;
+			continue;
+		}
+		if (fmt == REPORT_JSON)
+			json_array_append_new(arr, platform_json(&p));
+		else
+			platform_line(&p);
+	}
+	if (fmt == REPORT_JSON)
+		report_json_print(stdout, arr);
+	json_decref(arr);
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+int cli_cmd_platform(int argc, char **argv)
+{
+	if (want_help(argc, argv) || argc < 2) {
+		FILE *f = argc < 2 && !want_help(argc, argv) ? stderr : stdout;
+		fputs("usage: spsim platform NAME|FILE [--nodes N] [--calibration FILE] [--xml] [--format table|json]\n"
+		      "Shows one platform with its effective (efficiency-scaled) bandwidths; --xml prints the\n"
+		      "SimGrid platform the simgrid engine generates from it.\n",
+		      f);
+		return argc < 2 && !want_help(argc, argv) ? CLI_USAGE : CLI_OK;
+	}
+	const char *name = NULL, *cal = NULL;
+	bool xml = false;
+	long nodes = 0;
+	report_format fmt = REPORT_TABLE;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--xml") == 0)
+			xml = true;
+		else if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc) {
+			if (!cli_parse_int("--nodes", argv[++i], 1, 1 << 20, &nodes))
+				return CLI_USAGE;
+		} else if (strcmp(argv[i], "--calibration") == 0 && i + 1 < argc)
+			cal = argv[++i];
+		else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
+			if (!report_format_parse(argv[++i], &fmt) || fmt == REPORT_CSV) {
+				fprintf(stderr, "spsim platform: --format expects table or json, got '%s'\n", argv[i]);
+				return CLI_USAGE;
+			}
+		} else if (argv[i][0] != '-' && !name)
+			name = argv[i];
+		else {
+			fprintf(stderr, "spsim platform: unexpected argument '%s' (see spsim platform --help)\n", argv[i]);
+			return CLI_USAGE;
+		}
+	}
+	if (!name) {
+		fprintf(stderr, "spsim platform: a platform NAME or FILE is required\n");
+		return CLI_USAGE;
+	}
+	config_platform p;
+	config_error err;
+	if (!config_load_platform(name, &p, &err)) {
+		fprintf(stderr, "spsim: %s\n", err.msg);
+		return CLI_USAGE;
+	}
+	if (nodes)
+		p.nodes = (int)nodes;
+	if (cal) {
+		config_calibration c;
+		if (!config_load_calibration(cal, &c, &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
+			return CLI_USAGE;
+		}
+		config_apply_calibration(&p, &c);
+	}
+	if (xml) {
+#if HAVE_XML
+		if (!engine_simgrid_platform_xml(&p, stdout, &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
+			return CLI_FAIL;
+		}
+		return CLI_OK;
+#else
+		fprintf(stderr, "spsim platform: --xml needs the simgrid engine; this build has none (install "
+				"libsimgrid-dev and rebuild)\n");
+		return CLI_USAGE;
+#endif
+	}
+	if (fmt == REPORT_JSON) {
+		json_t *j = platform_json(&p);
+		json_object_set_new(j, "effective",
+				    json_pack("{s:f, s:f, s:f}", "intra_bandwidth", config_platform_intra_bw(&p),
+					      "intra_pair_bandwidth", config_platform_intra_pair_bw(&p), "nic_bandwidth",
+					      config_platform_nic_bw(&p)));
+		report_json_print(stdout, j);
+		json_decref(j);
+		return CLI_OK;
+	}
+	char b[32];
+	printf("%s: %d nodes x %d %s (%s, %.0f TFLOP/s bf16, HBM %.0f GB/s)\n", p.name, p.nodes, p.gpus_per_node,
+	       p.gpu.name, report_bytes(p.gpu.memory_bytes, b, sizeof b), p.gpu.peak_flops / 1e12,
+	       p.gpu.hbm_bandwidth / 1e9);
+	if (p.intra.fabric == CONFIG_FABRIC_NVLINK_MESH)
+		printf("intra-node: nvlink-mesh, %.0f GB/s per pair per direction (effective %.0f), latency %.2f us\n",
+		       p.intra.pair_bandwidth / 1e9, config_platform_intra_pair_bw(&p) / 1e9, p.intra.latency * 1e6);
+	else
+		printf("intra-node: %s, %.0f GB/s per GPU per direction (effective %.0f), latency %.2f us\n",
+		       fabric_name(p.intra.fabric), p.intra.bandwidth / 1e9, config_platform_intra_bw(&p) / 1e9,
+		       p.intra.latency * 1e6);
+	printf("inter-node: %d NIC%s x %.0f Gb/s (effective %.1f GB/s each), latency %.2f us, %s", p.inter.nics_per_node,
+	       p.inter.nics_per_node == 1 ? "" : "s", p.inter.nic_bandwidth * 8 / 1e9, config_platform_nic_bw(&p) / 1e9,
+	       p.inter.latency * 1e6, topo_name(p.inter.topology));
+	if (p.inter.topology == CONFIG_TOPO_FAT_TREE)
+		printf(" (%d nodes per leaf, oversubscription %.2g:1)", p.inter.nodes_per_leaf, p.inter.oversubscription);
+	printf("\nefficiency: gemm %.2f, attention %.2f, memory %.2f, intra link %.2f, inter link %.2f\n", p.eff.gemm,
+	       p.eff.attention, p.eff.memory, p.eff.intra_link, p.eff.inter_link);
+	return CLI_OK;
+}

@@ -34,8 +34,13 @@ typedef enum config_unit_kind {
  * into err and returns false. The value must be finite and > 0. */
 bool config_parse_quantity(const char *text, config_unit_kind kind, double *out, config_error *err);
 
-/* Formats a value back with a readable unit (e.g. "50 GB/s"), for reports. */
+/* The SI base unit of a kind: "B/s", "s", "B", "FLOP/s". */
 const char *config_unit_name(config_unit_kind kind);
+/* The kind in words: "bandwidth", "time", "size", "FLOP rate". */
+const char *config_unit_kind_name(config_unit_kind kind);
+/* Formats a value with a readable decimal prefix (e.g. "50 GB/s", "2.5 us"), for
+ * reports; returns buf. */
+char *config_format_quantity(double value, config_unit_kind kind, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- models ---- */
 typedef enum config_mlp { CONFIG_MLP_SWIGLU } config_mlp;
@@ -89,6 +94,9 @@ typedef struct config_platform {
 	} gpu;
 	struct {
 		config_fabric fabric;
+		/* Both are always filled: for nvswitch/pcie pair_bandwidth = bandwidth (one pair may use
+		 * a GPU's whole link); for nvlink-mesh bandwidth defaults to pair_bandwidth x
+		 * (gpus_per_node - 1), the sum of a GPU's pair links. */
 		double bandwidth;      /* per GPU, per direction, bytes/s (nvswitch, pcie) */
 		double pair_bandwidth; /* per GPU pair, per direction, bytes/s (nvlink-mesh) */
 		double latency;        /* seconds */
@@ -98,8 +106,8 @@ typedef struct config_platform {
 		double nic_bandwidth; /* per NIC, per direction, bytes/s */
 		double latency;       /* seconds, NIC to NIC through the network */
 		config_topology topology;
-		int nodes_per_leaf;      /* fat-tree: nodes under one leaf switch */
-		double oversubscription; /* fat-tree: leaf down / up bandwidth ratio, >= 1 */
+		int nodes_per_leaf;      /* fat-tree: nodes under one leaf switch; 0 when not given (other topologies) */
+		double oversubscription; /* fat-tree: leaf down / up bandwidth ratio, >= 1; 1 elsewhere */
 	} inter;
 	struct {
 		double gemm;      /* achievable fraction of peak_flops for GEMMs */
@@ -162,8 +170,13 @@ typedef struct config_job {
 	int fp32_grad_comm_set;      /* 0: derive from SP, 1: explicit */
 } config_job;
 
-/* DeepSpeed defaults (modeling.md "ZeRO as DeepSpeed actually runs it"). */
+/* DeepSpeed defaults (modeling.md "ZeRO as DeepSpeed actually runs it"). seq_len is
+ * left 0 (not set): callers must supply one. */
 void config_job_defaults(config_job *job);
+/* Effective settings after DeepSpeed's defaults: overlap_comm (-1 -> on only for stage 3)
+ * and fp32 gradient communication (unset -> on when sp > 1). */
+bool config_job_zero_overlap(const config_job *job);
+bool config_job_fp32_grad_comm(const config_job *job, int sp);
 
 /* ---------------------------------------------------------------- loaders --- */
 /* Directories searched for shipped names, in order: $SPSIM_DATA_DIR, the build tree's
@@ -178,8 +191,24 @@ bool config_load_platform(const char *name_or_path, config_platform *out, config
 bool config_load_calibration(const char *path, config_calibration *out, config_error *err);
 /* Reads a job YAML whose keys match the CLI flags (gpus, strategy, sp, micro_batch,
  * seq_len, grad_accum, zero, recompute, dtype, zero_overlap, model, platform, nodes,
- * calibration). String keys it does not store in config_job go to the out-params when
- * non-NULL (model/platform/calibration names, nodes; nodes = 0 when absent). */
+ * calibration), under a top-level `job:` key:
+ *
+ *   job:
+ *     model: llama-3.1-8b        # shipped name or path
+ *     platform: a100-2x4-ib400
+ *     strategy: basp             # ulysses | basp
+ *     micro_batch: 4
+ *     seq_len: 32768
+ *     zero: 2                    # 0..3
+ *     zero_overlap: default      # true | false | default (DeepSpeed's per-stage default)
+ *     reduce_bucket: 5e8         # elements; also allgather_bucket, prefetch_bucket
+ *     fp32_grad_comm: true       # default: derived from SP
+ *
+ * Keys absent from the file keep their value in *job (call config_job_defaults first),
+ * so CLI flags can be applied on top afterwards. String keys it does not store in
+ * config_job go to the out-params when non-NULL: model/platform/calibration (buffers of
+ * CONFIG_PATH_MAX bytes; left untouched when the key is absent), nodes (0 when absent).
+ * Nothing is written unless the whole file is valid. */
 bool config_load_job(const char *path, config_job *job, char *model, char *platform, char *calibration,
 		     int *nodes, config_error *err);
 
@@ -187,7 +216,10 @@ bool config_load_job(const char *path, config_job *job, char *model, char *platf
 #include <stdio.h>
 bool config_write_calibration(FILE *f, const config_calibration *c);
 
-/* Applies a calibration on top of a platform. */
+/* Applies a calibration on top of a platform: latencies and compute efficiencies
+ * replace; a bandwidth replaces the link bandwidth and sets that link class's efficiency
+ * to 1. For an nvlink-mesh the intra bandwidth is per GPU, so pair_bandwidth becomes
+ * bandwidth / (gpus_per_node - 1). */
 void config_apply_calibration(config_platform *p, const config_calibration *c);
 
 #endif

@@ -1,2 +1,125 @@
-/* placeholder: filled in by its module */
-typedef int spsim_placeholder_job;
+/* Jobs: what to run (strategy, GPUs, batch, sequence, ZeRO) with DeepSpeed's defaults. */
+#include "config/config.h"
+#include "config/yamltree.h"
+
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+void config_job_defaults(config_job *job)
+{
+	memset(job, 0, sizeof *job);
+	job->strategy = CONFIG_STRATEGY_ULYSSES;
+	job->gpus = 0;        /* all GPUs of the platform */
+	job->sp = 0;          /* = gpus */
+	job->micro_batch = 1;
+	job->seq_len = 0;     /* not set: the caller must supply one */
+	job->grad_accum = 1;  /* DeepSpeed gradient_accumulation_steps default */
+	job->zero_stage = 1;
+	job->recompute = CONFIG_RECOMPUTE_NONE;
+	job->dtype = CONFIG_DTYPE_BF16;
+	/* modeling.md "ZeRO as DeepSpeed actually runs it": overlap_comm defaults to true only
+	 * for stage 3; reduce/allgather buckets 5e8 elements; stage-3 prefetch bucket 5e7;
+	 * gradients communicated in fp32 when SP > 1. */
+	job->zero_overlap = -1;
+	job->reduce_bucket_elems = 5e8;
+	job->allgather_bucket_elems = 5e8;
+	job->prefetch_bucket_elems = 5e7;
+	job->fp32_grad_comm = false;
+	job->fp32_grad_comm_set = 0;
+}
+
+bool config_job_zero_overlap(const config_job *job)
+{
+	return job->zero_overlap < 0 ? job->zero_stage == 3 : job->zero_overlap != 0;
+}
+
+bool config_job_fp32_grad_comm(const config_job *job, int sp)
+{
+	return job->fp32_grad_comm_set ? job->fp32_grad_comm : sp > 1;
+}
+
+static const char *const job_keys[] = {
+	"gpus",          "strategy",         "sp",              "micro_batch",    "seq_len",
+	"grad_accum",    "zero",             "recompute",       "dtype",          "zero_overlap",
+	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
+	"platform",      "nodes",            "calibration",     NULL,
+};
+
+static bool job_read(const yt_doc *doc, config_job *job, char *model, char *platform, char *calibration,
+		     int *nodes, config_error *err)
+{
+	static const char *const strategies[] = {"ulysses", "basp"};
+	static const char *const recomputes[] = {"none", "full"};
+	static const char *const dtypes[] = {"bf16"};
+	const yt_node *t;
+	if (!yt_top(doc, "job", &t, err) || !yt_check_keys(t, job_keys, err))
+		return false;
+	int strategy = job->strategy, recompute = job->recompute, dtype = job->dtype;
+	long zero = job->zero_stage;
+	bool has_fp32 = false;
+	if (!yt_enum(t, "strategy", false, strategies, 2, &strategy, NULL, err) ||
+	    !yt_posint(t, "gpus", false, &job->gpus, NULL, err) || !yt_posint(t, "sp", false, &job->sp, NULL, err) ||
+	    !yt_posint(t, "micro_batch", false, &job->micro_batch, NULL, err) ||
+	    !yt_int(t, "seq_len", false, 1, LONG_MAX, &job->seq_len, NULL, err) ||
+	    !yt_posint(t, "grad_accum", false, &job->grad_accum, NULL, err) ||
+	    !yt_int(t, "zero", false, 0, 3, &zero, NULL, err) ||
+	    !yt_enum(t, "recompute", false, recomputes, 2, &recompute, NULL, err) ||
+	    !yt_enum(t, "dtype", false, dtypes, 1, &dtype, NULL, err) ||
+	    !yt_double(t, "reduce_bucket", false, 0, true, INFINITY, &job->reduce_bucket_elems, NULL, err) ||
+	    !yt_double(t, "allgather_bucket", false, 0, true, INFINITY, &job->allgather_bucket_elems, NULL, err) ||
+	    !yt_double(t, "prefetch_bucket", false, 0, true, INFINITY, &job->prefetch_bucket_elems, NULL, err) ||
+	    !yt_bool(t, "fp32_grad_comm", false, &job->fp32_grad_comm, &has_fp32, err))
+		return false;
+	job->strategy = (config_strategy)strategy;
+	job->recompute = (config_recompute)recompute;
+	job->dtype = (config_dtype)dtype;
+	job->zero_stage = (int)zero;
+	if (has_fp32)
+		job->fp32_grad_comm_set = 1;
+	/* zero_overlap: true, false, or "default" (DeepSpeed's per-stage default). */
+	const yt_node *ov = yt_find(t, "zero_overlap");
+	if (ov && ov->kind == YT_SCALAR && strcmp(ov->value, "default") == 0) {
+		job->zero_overlap = -1;
+	} else if (ov) {
+		bool b = false;
+		if (ov->kind != YT_SCALAR || (strcmp(ov->value, "default") != 0 &&
+					      !yt_bool(t, "zero_overlap", false, &b, NULL, NULL)))
+			return yt_fail(err, ov, "'zero_overlap' must be true, false or default, got %s%.200s%s",
+				       ov->kind == YT_SCALAR ? "'" : "",
+				       ov->kind == YT_SCALAR ? ov->value : ov->kind == YT_MAP ? "a mapping" : "a sequence",
+				       ov->kind == YT_SCALAR ? "'" : "");
+		job->zero_overlap = b ? 1 : 0;
+	}
+	char m[CONFIG_PATH_MAX] = "", pl[CONFIG_PATH_MAX] = "", cal[CONFIG_PATH_MAX] = "";
+	int n = 0;
+	if (!yt_string(t, "model", false, m, sizeof m, NULL, err) ||
+	    !yt_string(t, "platform", false, pl, sizeof pl, NULL, err) ||
+	    !yt_string(t, "calibration", false, cal, sizeof cal, NULL, err) ||
+	    !yt_posint(t, "nodes", false, &n, NULL, err))
+		return false;
+	/* Outputs change only once the whole file is known to be valid. */
+	if (model && m[0])
+		memcpy(model, m, sizeof m);
+	if (platform && pl[0])
+		memcpy(platform, pl, sizeof pl);
+	if (calibration && cal[0])
+		memcpy(calibration, cal, sizeof cal);
+	if (nodes)
+		*nodes = n;
+	return true;
+}
+
+bool config_load_job(const char *path, config_job *job, char *model, char *platform, char *calibration, int *nodes,
+		     config_error *err)
+{
+	yt_doc *doc;
+	if (!yt_load(path, &doc, err))
+		return false;
+	config_job j = *job;
+	bool ok = job_read(doc, &j, model, platform, calibration, nodes, err);
+	yt_free(doc);
+	if (ok)
+		*job = j;
+	return ok;
+}

@@ -1,2 +1,130 @@
-/* placeholder: filled in by its module */
-typedef int spsim_placeholder_platform;
+/* Platform definitions (platforms/<name>.yaml): GPUs, intra-node fabric, network,
+ * achievable-efficiency defaults. */
+#include "config/config.h"
+#include "config/yamltree.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+double config_platform_intra_bw(const config_platform *p)
+{
+	return p->intra.bandwidth * p->eff.intra_link;
+}
+
+double config_platform_intra_pair_bw(const config_platform *p)
+{
+	return p->intra.pair_bandwidth * p->eff.intra_link;
+}
+
+double config_platform_nic_bw(const config_platform *p)
+{
+	return p->inter.nic_bandwidth * p->eff.inter_link;
+}
+
+static bool read_gpu(const yt_node *t, config_platform *p, config_error *err)
+{
+	static const char *const keys[] = {"name", "peak_bf16", "memory", "hbm_bandwidth", NULL};
+	const yt_node *g;
+	return yt_map(t, "gpu", true, &g, err) && yt_check_keys(g, keys, err) &&
+	       yt_string(g, "name", true, p->gpu.name, sizeof p->gpu.name, NULL, err) &&
+	       yt_quantity(g, "peak_bf16", true, CONFIG_UNIT_FLOPS, &p->gpu.peak_flops, NULL, err) &&
+	       yt_quantity(g, "memory", true, CONFIG_UNIT_SIZE, &p->gpu.memory_bytes, NULL, err) &&
+	       yt_quantity(g, "hbm_bandwidth", true, CONFIG_UNIT_BANDWIDTH, &p->gpu.hbm_bandwidth, NULL, err);
+}
+
+static bool read_intra(const yt_node *t, config_platform *p, config_error *err)
+{
+	static const char *const keys[] = {"fabric", "bandwidth", "pair_bandwidth", "latency", NULL};
+	static const char *const fabrics[] = {"nvswitch", "nvlink-mesh", "pcie"};
+	const yt_node *in;
+	int fabric = 0;
+	bool has_bw = false, has_pair = false;
+	if (!yt_map(t, "intra_node", true, &in, err) || !yt_check_keys(in, keys, err) ||
+	    !yt_enum(in, "fabric", true, fabrics, 3, &fabric, NULL, err) ||
+	    !yt_quantity(in, "latency", true, CONFIG_UNIT_TIME, &p->intra.latency, NULL, err))
+		return false;
+	p->intra.fabric = (config_fabric)fabric;
+	bool mesh = p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH;
+	/* A mesh is described by its pair links; a switch or PCIe by the per-GPU link. */
+	if (!yt_quantity(in, "pair_bandwidth", mesh, CONFIG_UNIT_BANDWIDTH, &p->intra.pair_bandwidth, &has_pair,
+			 err) ||
+	    !yt_quantity(in, "bandwidth", !mesh, CONFIG_UNIT_BANDWIDTH, &p->intra.bandwidth, &has_bw, err))
+		return false;
+	if (!mesh && has_pair)
+		return yt_fail(err, yt_find(in, "pair_bandwidth"),
+			       "'pair_bandwidth' applies only to fabric nvlink-mesh, expected 'bandwidth' alone "
+			       "for fabric %s", fabrics[fabric]);
+	if (mesh) {
+		/* Per GPU, the mesh offers one pair link to each of the other GPUs of the node. */
+		if (!has_bw)
+			p->intra.bandwidth =
+				p->intra.pair_bandwidth * (p->gpus_per_node > 1 ? p->gpus_per_node - 1 : 1);
+	} else {
+		/* Through a switch one pair can use a GPU's whole link. */
+		p->intra.pair_bandwidth = p->intra.bandwidth;
+	}
+	return true;
+}
+
+static bool read_inter(const yt_node *t, config_platform *p, config_error *err)
+{
+	static const char *const keys[] = {"nics",     "nic_bandwidth",  "latency",          "topology",
+					   "nodes_per_leaf", "oversubscription", NULL};
+	static const char *const topos[] = {"single-switch", "fat-tree", "rail-optimized"};
+	const yt_node *in;
+	int topo = 0;
+	if (!yt_map(t, "inter_node", true, &in, err) || !yt_check_keys(in, keys, err) ||
+	    !yt_posint(in, "nics", true, &p->inter.nics_per_node, NULL, err) ||
+	    !yt_quantity(in, "nic_bandwidth", true, CONFIG_UNIT_BANDWIDTH, &p->inter.nic_bandwidth, NULL, err) ||
+	    !yt_quantity(in, "latency", true, CONFIG_UNIT_TIME, &p->inter.latency, NULL, err) ||
+	    !yt_enum(in, "topology", true, topos, 3, &topo, NULL, err))
+		return false;
+	p->inter.topology = (config_topology)topo;
+	bool fat = p->inter.topology == CONFIG_TOPO_FAT_TREE;
+	/* Only a fat-tree has leaves; elsewhere nodes_per_leaf stays 0 and oversubscription 1. */
+	p->inter.nodes_per_leaf = 0;
+	p->inter.oversubscription = 1.0;
+	return yt_posint(in, "nodes_per_leaf", fat, &p->inter.nodes_per_leaf, NULL, err) &&
+	       yt_double(in, "oversubscription", fat, 1.0, false, INFINITY, &p->inter.oversubscription, NULL, err);
+}
+
+static bool read_eff(const yt_node *t, config_platform *p, config_error *err)
+{
+	static const char *const keys[] = {"gemm", "attention", "memory", "intra_link", "inter_link", NULL};
+	const yt_node *e;
+	return yt_map(t, "efficiency", true, &e, err) && yt_check_keys(e, keys, err) &&
+	       yt_double(e, "gemm", true, 0, true, 1, &p->eff.gemm, NULL, err) &&
+	       yt_double(e, "attention", true, 0, true, 1, &p->eff.attention, NULL, err) &&
+	       yt_double(e, "memory", true, 0, true, 1, &p->eff.memory, NULL, err) &&
+	       yt_double(e, "intra_link", true, 0, true, 1, &p->eff.intra_link, NULL, err) &&
+	       yt_double(e, "inter_link", true, 0, true, 1, &p->eff.inter_link, NULL, err);
+}
+
+static bool platform_read(const yt_doc *doc, config_platform *p, config_error *err)
+{
+	static const char *const keys[] = {"name",       "nodes",      "gpus_per_node", "gpu",
+					   "intra_node", "inter_node", "efficiency",    NULL};
+	const yt_node *t;
+	return yt_top(doc, "platform", &t, err) && yt_check_keys(t, keys, err) &&
+	       yt_string(t, "name", true, p->name, sizeof p->name, NULL, err) &&
+	       yt_posint(t, "nodes", true, &p->nodes, NULL, err) &&
+	       yt_posint(t, "gpus_per_node", true, &p->gpus_per_node, NULL, err) && read_gpu(t, p, err) &&
+	       read_intra(t, p, err) && read_inter(t, p, err) && read_eff(t, p, err);
+}
+
+bool config_load_platform(const char *name_or_path, config_platform *out, config_error *err)
+{
+	config_platform p;
+	memset(&p, 0, sizeof p);
+	if (!config_find_data("platforms", name_or_path, p.path, sizeof p.path, err))
+		return false;
+	yt_doc *doc;
+	if (!yt_load(p.path, &doc, err))
+		return false;
+	bool ok = platform_read(doc, &p, err);
+	yt_free(doc);
+	if (ok)
+		*out = p;
+	return ok;
+}

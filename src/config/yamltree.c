@@ -1,2 +1,550 @@
-/* placeholder: filled in by its module */
-typedef int spsim_placeholder_yamltree;
+/* yamltree: libyaml events -> a located node tree, and strict typed accessors. */
+#include "config/yamltree.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+static void node_free(yt_node *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < n->n; i++) {
+		if (n->keys)
+			node_free(n->keys[i]);
+		node_free(n->items[i]);
+	}
+	free(n->keys);
+	free(n->items);
+	free(n->value);
+	free(n);
+}
+
+void yt_free(yt_doc *doc)
+{
+	if (!doc)
+		return;
+	node_free(doc->root);
+	free(doc->file);
+	free(doc);
+}
+
+bool yt_fail(config_error *err, const yt_node *n, const char *fmt, ...)
+{
+	if (!err)
+		return false;
+	int k = snprintf(err->msg, sizeof err->msg, "%s:%d:%d: ", n->file, n->line, n->col);
+	if (k < 0 || (size_t)k >= sizeof err->msg)
+		return false;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err->msg + k, sizeof err->msg - (size_t)k, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+static char *dup_str(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+static yt_node *node_new(yt_kind kind, const yaml_mark_t *mark, const char *file)
+{
+	yt_node *n = calloc(1, sizeof *n);
+	if (!n)
+		return NULL;
+	n->kind = kind;
+	n->line = (int)mark->line + 1;
+	n->col = (int)mark->column + 1;
+	n->file = file;
+	return n;
+}
+
+/* Appends (key, item) to a container; key is NULL for sequences and for a map's value
+ * slot filled later. */
+static bool node_push(yt_node *c, yt_node *key, yt_node *item)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 8;
+		yt_node **items = realloc(c->items, cap * sizeof *items);
+		if (!items)
+			return false;
+		c->items = items;
+		if (c->kind == YT_MAP) {
+			yt_node **keys = realloc(c->keys, cap * sizeof *keys);
+			if (!keys)
+				return false;
+			c->keys = keys;
+		}
+		c->cap = cap;
+	}
+	if (c->kind == YT_MAP)
+		c->keys[c->n] = key;
+	c->items[c->n++] = item;
+	return true;
+}
+
+static const char *where(const yt_node *map, char *buf, size_t len)
+{
+	if (map->name)
+		snprintf(buf, len, "in '%s'", map->name);
+	else
+		snprintf(buf, len, "at the top level");
+	return buf;
+}
+
+/* Places a freshly parsed node into the tree. Takes ownership of n in all cases. */
+static bool attach(yt_doc *doc, yt_node **stack, size_t depth, yt_node *n, config_error *err)
+{
+	if (depth == 0) {
+		if (doc->root) {
+			bool r = yt_fail(err, n, "a second document, expected a single YAML document");
+			node_free(n);
+			return r;
+		}
+		doc->root = n;
+		return true;
+	}
+	yt_node *c = stack[depth - 1];
+	if (c->kind == YT_SEQ) {
+		n->name = c->name;
+		if (!node_push(c, NULL, n)) {
+			node_free(n);
+			return config_fail(err, "%s: out of memory", doc->file);
+		}
+		return true;
+	}
+	if (c->n > 0 && c->items[c->n - 1] == NULL) { /* the value of the last key */
+		n->name = c->keys[c->n - 1]->value;
+		c->items[c->n - 1] = n;
+		return true;
+	}
+	char w[CONFIG_NAME_MAX + 32];
+	if (n->kind != YT_SCALAR) {
+		bool r = yt_fail(err, n, "a %s used as a key %s, expected a plain key name",
+				 n->kind == YT_MAP ? "mapping" : "sequence", where(c, w, sizeof w));
+		node_free(n);
+		return r;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		if (strcmp(c->keys[i]->value, n->value) == 0) {
+			bool r = yt_fail(err, n, "duplicate key '%s' %s (first at line %d), expected each key once",
+					 n->value, where(c, w, sizeof w), c->keys[i]->line);
+			node_free(n);
+			return r;
+		}
+	}
+	if (!node_push(c, n, NULL)) {
+		node_free(n);
+		return config_fail(err, "%s: out of memory", doc->file);
+	}
+	return true;
+}
+
+static bool parse(yaml_parser_t *parser, yt_doc *doc, config_error *err)
+{
+	yt_node **stack = NULL;
+	size_t depth = 0, cap = 0;
+	bool ok = false, done = false;
+	while (!done) {
+		yaml_event_t ev;
+		if (!yaml_parser_parse(parser, &ev)) {
+			yaml_mark_t m = parser->problem_mark;
+			if (parser->context)
+				config_fail(err, "%s:%d:%d: YAML syntax error: %s (%s at line %d), expected valid YAML",
+					    doc->file, (int)m.line + 1, (int)m.column + 1,
+					    parser->problem ? parser->problem : "unknown problem", parser->context,
+					    (int)parser->context_mark.line + 1);
+			else
+				config_fail(err, "%s:%d:%d: YAML syntax error: %s, expected valid YAML", doc->file,
+					    (int)m.line + 1, (int)m.column + 1,
+					    parser->problem ? parser->problem : "unknown problem");
+			goto out;
+		}
+		yt_node *n = NULL;
+		bool push = false, good = true;
+		switch (ev.type) {
+		case YAML_STREAM_END_EVENT:
+			done = true;
+			break;
+		case YAML_SCALAR_EVENT:
+			n = node_new(YT_SCALAR, &ev.start_mark, doc->file);
+			if (n && !(n->value = dup_str((const char *)ev.data.scalar.value))) {
+				free(n);
+				n = NULL;
+			}
+			good = n != NULL;
+			break;
+		case YAML_MAPPING_START_EVENT:
+			n = node_new(YT_MAP, &ev.start_mark, doc->file);
+			good = n != NULL;
+			push = true;
+			break;
+		case YAML_SEQUENCE_START_EVENT:
+			n = node_new(YT_SEQ, &ev.start_mark, doc->file);
+			good = n != NULL;
+			push = true;
+			break;
+		case YAML_MAPPING_END_EVENT:
+		case YAML_SEQUENCE_END_EVENT:
+			depth--;
+			break;
+		case YAML_ALIAS_EVENT:
+			config_fail(err, "%s:%d:%d: alias '*%s' is not supported, expected plain values", doc->file,
+				    (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+				    (const char *)ev.data.alias.anchor);
+			yaml_event_delete(&ev);
+			goto out;
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+		if (!good) {
+			config_fail(err, "%s: out of memory", doc->file);
+			goto out;
+		}
+		if (!n)
+			continue;
+		if (!attach(doc, stack, depth, n, err))
+			goto out;
+		if (push) {
+			if (depth == cap) {
+				size_t ncap = cap ? 2 * cap : 16;
+				yt_node **s = realloc(stack, ncap * sizeof *s);
+				if (!s) {
+					config_fail(err, "%s: out of memory", doc->file);
+					goto out;
+				}
+				stack = s;
+				cap = ncap;
+			}
+			stack[depth++] = n;
+		}
+	}
+	ok = true;
+out:
+	free(stack);
+	return ok;
+}
+
+bool yt_load(const char *path, yt_doc **out, config_error *err)
+{
+	*out = NULL;
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		char buf[256];
+		if (strerror_r(errno, buf, sizeof buf) != 0)
+			snprintf(buf, sizeof buf, "error %d", errno);
+		return config_fail(err, "%s: cannot open: %s, expected a readable YAML file", path, buf);
+	}
+	yt_doc *doc = calloc(1, sizeof *doc);
+	if (!doc || !(doc->file = dup_str(path))) {
+		free(doc);
+		fclose(f);
+		return config_fail(err, "%s: out of memory", path);
+	}
+	yaml_parser_t parser;
+	if (!yaml_parser_initialize(&parser)) {
+		yt_free(doc);
+		fclose(f);
+		return config_fail(err, "%s: cannot initialise the YAML parser", path);
+	}
+	yaml_parser_set_input_file(&parser, f);
+	bool ok = parse(&parser, doc, err);
+	yaml_parser_delete(&parser);
+	fclose(f);
+	if (!ok) {
+		yt_free(doc);
+		return false;
+	}
+	*out = doc;
+	return true;
+}
+
+/* ------------------------------------------------------------- accessors --- */
+
+/* How a node reads in "got ..." messages. */
+static const char *got(const yt_node *v, char *buf, size_t len)
+{
+	if (v->kind == YT_MAP)
+		return "a mapping";
+	if (v->kind == YT_SEQ)
+		return "a sequence";
+	if (v->value[0] == '\0')
+		return "nothing";
+	snprintf(buf, len, "'%.200s'", v->value);
+	return buf;
+}
+
+const yt_node *yt_find(const yt_node *map, const char *key)
+{
+	if (!map || map->kind != YT_MAP)
+		return NULL;
+	for (size_t i = 0; i < map->n; i++)
+		if (strcmp(map->keys[i]->value, key) == 0)
+			return map->items[i];
+	return NULL;
+}
+
+bool yt_check_keys(const yt_node *map, const char *const *known, config_error *err)
+{
+	for (size_t i = 0; i < map->n; i++) {
+		const char *k = map->keys[i]->value;
+		bool ok = false;
+		for (const char *const *p = known; *p; p++)
+			if (strcmp(*p, k) == 0)
+				ok = true;
+		if (ok)
+			continue;
+		char list[512] = "";
+		size_t used = 0;
+		for (const char *const *p = known; *p; p++) {
+			int w = snprintf(list + used, sizeof list - used, "%s%s", p == known ? "" : ", ", *p);
+			if (w < 0 || (size_t)w >= sizeof list - used)
+				break;
+			used += (size_t)w;
+		}
+		char w[CONFIG_NAME_MAX + 32];
+		return yt_fail(err, map->keys[i], "unknown key '%s' %s, expected one of: %s", k, where(map, w, sizeof w),
+			       list);
+	}
+	return true;
+}
+
+/* Looks key up; a missing required key is an error at the map. */
+static bool lookup(const yt_node *map, const char *key, bool required, const yt_node **v, bool *found,
+		   config_error *err)
+{
+	*v = yt_find(map, key);
+	if (found)
+		*found = *v != NULL;
+	if (!*v && required) {
+		char w[CONFIG_NAME_MAX + 32];
+		return yt_fail(err, map, "missing required key '%s' %s", key, where(map, w, sizeof w));
+	}
+	return true;
+}
+
+bool yt_top(const yt_doc *doc, const char *top, const yt_node **out, config_error *err)
+{
+	const yt_node *r = doc->root;
+	if (!r)
+		return config_fail(err, "%s:1:1: empty file, expected a mapping with the key '%s'", doc->file, top);
+	if (r->kind != YT_MAP) {
+		char b[256];
+		return yt_fail(err, r, "the top level is %s, expected a mapping with the key '%s'", got(r, b, sizeof b),
+			       top);
+	}
+	const char *const known[] = {top, NULL};
+	if (!yt_check_keys(r, known, err))
+		return false;
+	return yt_map(r, top, true, out, err);
+}
+
+bool yt_map(const yt_node *map, const char *key, bool required, const yt_node **out, config_error *err)
+{
+	const yt_node *v;
+	if (!lookup(map, key, required, &v, NULL, err))
+		return false;
+	if (!v) {
+		*out = NULL;
+		return true;
+	}
+	if (v->kind != YT_MAP) {
+		char b[256];
+		return yt_fail(err, v, "'%s' must be a mapping, got %s", key, got(v, b, sizeof b));
+	}
+	*out = v;
+	return true;
+}
+
+static bool parse_long(const char *s, long *out)
+{
+	if (!*s)
+		return false;
+	for (const char *p = (*s == '-' || *s == '+') ? s + 1 : s; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	if (s[0] && (s[0] == '-' || s[0] == '+') && !s[1])
+		return false;
+	errno = 0;
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool yt_int(const yt_node *map, const char *key, bool required, long min, long max, long *out, bool *found,
+	    config_error *err)
+{
+	const yt_node *v;
+	if (!lookup(map, key, required, &v, found, err))
+		return false;
+	if (!v)
+		return true;
+	long x = 0;
+	if (v->kind != YT_SCALAR || !parse_long(v->value, &x) || x < min || x > max) {
+		char b[256], what[96];
+		if (min == 1 && max >= INT_MAX)
+			snprintf(what, sizeof what, "a positive integer");
+		else if (max >= INT_MAX)
+			snprintf(what, sizeof what, "an integer >= %ld", min);
+		else
+			snprintf(what, sizeof what, "an integer from %ld to %ld", min, max);
+		return yt_fail(err, v, "'%s' must be %s, got %s", key, what, got(v, b, sizeof b));
+	}
+	*out = x;
+	return true;
+}
+
+bool yt_posint(const yt_node *map, const char *key, bool required, int *out, bool *found, config_error *err)
+{
+	long x;
+	bool f = false;
+	if (!yt_int(map, key, required, 1, INT_MAX, &x, &f, err))
+		return false;
+	if (found)
+		*found = f;
+	if (f)
+		*out = (int)x;
+	return true;
+}
+
+/* A plain decimal number (no inf, nan or hex). */
+static bool parse_double(const char *s, double *out)
+{
+	const char *p = s;
+	if (*p == '+' || *p == '-')
+		p++;
+	if (!((*p >= '0' && *p <= '9') || *p == '.'))
+		return false;
+	for (const char *q = p; *q; q++)
+		if (!((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' || *q == '+' || *q == '-'))
+			return false;
+	errno = 0;
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || errno == ERANGE || !isfinite(v))
+		return false;
+	*out = v;
+	return true;
+}
+
+bool yt_double(const yt_node *map, const char *key, bool required, double lo, bool lo_open, double hi,
+	       double *out, bool *found, config_error *err)
+{
+	const yt_node *v;
+	if (!lookup(map, key, required, &v, found, err))
+		return false;
+	if (!v)
+		return true;
+	double x = 0;
+	if (v->kind != YT_SCALAR || !parse_double(v->value, &x) || x < lo || (lo_open && x == lo) || x > hi) {
+		char b[256], what[96];
+		if (isinf(hi))
+			snprintf(what, sizeof what, "a number %s %g", lo_open ? ">" : ">=", lo);
+		else
+			snprintf(what, sizeof what, "a number in %s%g, %g]", lo_open ? "(" : "[", lo, hi);
+		return yt_fail(err, v, "'%s' must be %s, got %s", key, what, got(v, b, sizeof b));
+	}
+	*out = x;
+	return true;
+}
+
+bool yt_bool(const yt_node *map, const char *key, bool required, bool *out, bool *found, config_error *err)
+{
+	const yt_node *v;
+	if (!lookup(map, key, required, &v, found, err))
+		return false;
+	if (!v)
+		return true;
+	if (v->kind == YT_SCALAR) {
+		static const char *const yes[] = {"true", "True", "TRUE", "yes", "on"};
+		static const char *const no[] = {"false", "False", "FALSE", "no", "off"};
+		for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+			if (strcmp(v->value, yes[i]) == 0) {
+				*out = true;
+				return true;
+			}
+			if (strcmp(v->value, no[i]) == 0) {
+				*out = false;
+				return true;
+			}
+		}
+	}
+	char b[256];
+	return yt_fail(err, v, "'%s' must be true or false, got %s", key, got(v, b, sizeof b));
+}
+
+bool yt_enum(const yt_node *map, const char *key, bool required, const char *const *names, int n, int *out,
+	     bool *found, config_error *err)
+{
+	const yt_node *v;
+	if (!lookup(map, key, required, &v, found, err))
+		return false;
+	if (!v)
+		return true;
+	if (v->kind == YT_SCALAR)
+		for (int i = 0; i < n; i++)
+			if (strcmp(v->value, names[i]) == 0) {
+				*out = i;
+				return true;
+			}
+	char b[256], list[512] = "";
+	size_t used = 0;
+	for (int i = 0; i < n; i++) {
+		int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", names[i]);
+		if (w < 0 || (size_t)w >= sizeof list - used)
+			break;
+		used += (size_t)w;
+	}
+	return yt_fail(err, v, "'%s' must be one of: %s, got %s", key, list, got(v, b, sizeof b));
+}
+
+bool yt_quantity(const yt_node *map, const char *key, bool required, config_unit_kind kind, double *out,
+		 bool *found, config_error *err)
+{
+	const yt_node *v;
+	if (!lookup(map, key, required, &v, found, err))
+		return false;
+	if (!v)
+		return true;
+	if (v->kind != YT_SCALAR) {
+		char b[256];
+		return yt_fail(err, v, "'%s' must be a %s with a unit, got %s", key, config_unit_kind_name(kind),
+			       got(v, b, sizeof b));
+	}
+	config_error qe;
+	if (!config_parse_quantity(v->value, kind, out, &qe))
+		return yt_fail(err, v, "'%s': %s", key, qe.msg);
+	return true;
+}
+
+bool yt_string(const yt_node *map, const char *key, bool required, char *out, size_t len, bool *found,
+	       config_error *err)
+{
+	const yt_node *v;
+	if (!lookup(map, key, required, &v, found, err))
+		return false;
+	if (!v)
+		return true;
+	char b[256];
+	if (v->kind != YT_SCALAR || v->value[0] == '\0')
+		return yt_fail(err, v, "'%s' must be a non-empty string, got %s", key, got(v, b, sizeof b));
+	size_t n = strlen(v->value);
+	if (n >= len)
+		return yt_fail(err, v, "'%s' is %zu characters long, expected at most %zu", key, n, len - 1);
+	memcpy(out, v->value, n + 1);
+	return true;
+}

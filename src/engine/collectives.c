@@ -1,2 +1,219 @@
-/* placeholder: filled in by its module */
-typedef int spsim_placeholder_collectives;
+/* Closed-form alpha-beta costs of collectives, topology-aware. Derived in docs/model.md
+ * "Collectives"; the algorithms are NCCL's (src/device/all_to_all, ring algorithms in
+ * src/graph, tuning model time = latency·steps + bytes/bandwidth: modeling.md).
+ *
+ * All bandwidths are effective ones (link bandwidth x the platform's efficiency for that
+ * link class, config_platform_*_bw), so calibration moves both engines the same way. */
+#include <math.h>
+
+#include "engine/engine.h"
+
+engine_group_shape engine_group_shape_of(const config_platform *p, const workload_layout *l, workload_group_kind g)
+{
+	int G = p->gpus_per_node;
+	int P = g == WL_GROUP_SP ? l->group_size : l->world;
+	engine_group_shape s = {.size = P};
+	/* Contiguous placement: a group of P <= G ranks aligned to P stays in one node;
+	 * a larger group spans P / G whole nodes. */
+	if (P <= G)
+		s.per_node = P;
+	else
+		s.per_node = G;
+	int used = l->world < G ? l->world : G;
+	s.active_per_node = used;
+	return s;
+}
+
+/* Per-GPU intra-node bandwidth available to one rank talking to `peers` local peers at once. */
+static double intra_fanout_bw(const config_platform *p, int peers)
+{
+	if (p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH)
+		return config_platform_intra_pair_bw(p) * (peers > 0 ? peers : 1); /* one link per peer */
+	return config_platform_intra_bw(p);
+}
+
+/* Bandwidth of one ring direction through the intra-node fabric. On an NVLink mesh NCCL
+ * builds several rings over disjoint links: a complete graph on r GPUs holds floor((r-1)/2)
+ * edge-disjoint Hamiltonian cycles (Walecki), each usable in both directions, so rings move
+ * 2·floor((r-1)/2) pair bandwidths per GPU (one pair link when r = 2). */
+static double intra_ring_bw(const config_platform *p, int r)
+{
+	if (p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH) {
+		int rings = 2 * ((r - 1) / 2);
+		return config_platform_intra_pair_bw(p) * (rings > 0 ? rings : 1);
+	}
+	return config_platform_intra_bw(p);
+}
+
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+/* Inter-node bandwidth per sending GPU when `active` GPUs of a node send at once: each GPU
+ * is bound to one NIC (GPU i -> NIC i mod nics; an all-to-all cannot aggregate NICs for
+ * one GPU: modeling.md), so ceil(active / nics) GPUs share a NIC. */
+static double nic_share_bw(const config_platform *p, int active)
+{
+	int per_nic = ceil_div(active > 0 ? active : 1, p->inter.nics_per_node);
+	return config_platform_nic_bw(p) / per_nic;
+}
+
+/* Fat-tree: the rate a node can push off its leaf when its group spans `nodes` nodes and
+ * all of them send at once. Leaf uplink = nodes_per_leaf·nics·nic_bw / oversubscription,
+ * shared by the leaf's nodes; the fraction of a node's peers beyond its leaf crosses it. */
+static double leaf_penalty(const config_platform *p, int nodes)
+{
+	if (p->inter.topology != CONFIG_TOPO_FAT_TREE || p->inter.oversubscription <= 1.0)
+		return 1.0;
+	int npl = p->inter.nodes_per_leaf;
+	if (nodes <= npl)
+		return 1.0;
+	double remote_nodes = nodes - 1;
+	double beyond = (double)(nodes - npl) / remote_nodes; /* share of inter traffic leaving the leaf */
+	/* Time scales by max(1, beyond·oversubscription). */
+	double f = beyond * p->inter.oversubscription;
+	return f > 1.0 ? f : 1.0;
+}
+
+static double alltoall_direct(const config_platform *p, engine_group_shape s, double bytes)
+{
+	int P = s.size, r = s.per_node;
+	double c = bytes / P; /* to each peer */
+	int local = r - 1, remote = P - r;
+	double t_intra = 0, t_inter = 0;
+	if (local > 0)
+		t_intra = local * c / intra_fanout_bw(p, local);
+	if (remote > 0) {
+		t_inter = remote * c / nic_share_bw(p, s.active_per_node) * leaf_penalty(p, P / r);
+		if (p->intra.fabric == CONFIG_FABRIC_PCIE) /* NIC traffic also crosses the GPU's PCIe link */
+			t_intra = (local + remote) * c / config_platform_intra_bw(p);
+	}
+	double alpha = remote > 0 ? p->inter.latency : p->intra.latency;
+	return alpha + fmax(t_intra, t_inter);
+}
+
+static double alltoall_pairwise(const config_platform *p, engine_group_shape s, double bytes)
+{
+	int P = s.size, r = s.per_node;
+	double c = bytes / P;
+	double t = (r - 1) * (p->intra.latency + c / intra_fanout_bw(p, 1));
+	t += (P - r) * (p->inter.latency + c / nic_share_bw(p, s.active_per_node) * leaf_penalty(p, P / r));
+	return t;
+}
+
+/* One ring step: the chunk crosses every hop at once; the slowest hop sets the pace. */
+static double ring_step(const config_platform *p, engine_group_shape s, double chunk)
+{
+	int P = s.size, r = s.per_node;
+	double bw = intra_ring_bw(p, r);
+	double alpha = p->intra.latency;
+	if (P > r) {
+		/* Each group's ring crosses every node boundary once; NCCL spreads its channels
+		 * over the node's NICs, so a node's NICs carry one chunk per group with ranks on it. */
+		int groups_per_node = s.active_per_node / r;
+		if (groups_per_node < 1)
+			groups_per_node = 1;
+		double nic = config_platform_nic_bw(p) * p->inter.nics_per_node / groups_per_node;
+		nic /= leaf_penalty(p, P / r);
+		if (nic < bw)
+			bw = nic;
+		alpha = p->inter.latency;
+	}
+	return alpha + chunk / bw;
+}
+
+static double ring(const config_platform *p, workload_coll c, engine_group_shape s, double bytes)
+{
+	int P = s.size;
+	double chunk = bytes / P;
+	int steps = c == WL_COLL_ALLREDUCE ? 2 * (P - 1) : P - 1;
+	return steps * ring_step(p, s, chunk);
+}
+
+/* Intra-node ring phase, inter-node ring over one rank per node (one ring per local rank,
+ * each on its own NIC share), intra-node ring phase. */
+static double hierarchical(const config_platform *p, workload_coll c, engine_group_shape s, double bytes)
+{
+	int P = s.size, r = s.per_node, nodes = P / r;
+	if (nodes <= 1 || r <= 1)
+		return ring(p, c, s, bytes);
+	engine_group_shape intra = {.size = r, .per_node = r, .active_per_node = s.active_per_node};
+	engine_group_shape inter = {.size = nodes, .per_node = 1, .active_per_node = s.active_per_node};
+	double t_inter_bytes = bytes / r;
+	switch (c) {
+	case WL_COLL_ALLREDUCE:
+		return ring(p, WL_COLL_REDUCESCATTER, intra, bytes) + ring(p, WL_COLL_ALLREDUCE, inter, t_inter_bytes) +
+		       ring(p, WL_COLL_ALLGATHER, intra, bytes);
+	case WL_COLL_ALLGATHER:
+		/* gather across nodes on each local rank's slice, then within the node */
+		return ring(p, WL_COLL_ALLGATHER, inter, t_inter_bytes) + ring(p, WL_COLL_ALLGATHER, intra, bytes);
+	case WL_COLL_REDUCESCATTER:
+		return ring(p, WL_COLL_REDUCESCATTER, intra, bytes) +
+		       ring(p, WL_COLL_REDUCESCATTER, inter, t_inter_bytes);
+	case WL_COLL_ALLTOALL: {
+		/* intra exchange to aggregate per destination node, inter exchange of the
+		 * aggregated blocks, intra exchange to deliver */
+		double t = alltoall_direct(p, intra, bytes);
+		t += alltoall_direct(p, inter, bytes);
+		return t + alltoall_direct(p, intra, bytes);
+	}
+	default:
+		return ring(p, c, s, bytes);
+	}
+}
+
+double engine_collective_time(const config_platform *p, workload_coll c, workload_alg a, engine_group_shape s,
+			      double bytes)
+{
+	if (s.size <= 1 || bytes <= 0)
+		return 0.0;
+	switch (c) {
+	case WL_COLL_ALLTOALL:
+		if (a == WL_ALG_PAIRWISE)
+			return alltoall_pairwise(p, s, bytes);
+		if (a == WL_ALG_HIERARCHICAL)
+			return hierarchical(p, c, s, bytes);
+		return alltoall_direct(p, s, bytes);
+	case WL_COLL_ALLGATHER:
+	case WL_COLL_REDUCESCATTER:
+	case WL_COLL_ALLREDUCE:
+		if (a == WL_ALG_HIERARCHICAL)
+			return hierarchical(p, c, s, bytes);
+		return ring(p, c, s, bytes);
+	case WL_COLL_SENDRECV: {
+		/* one message between two ranks: same node when the shape keeps them together */
+		if (s.per_node >= 2)
+			return p->intra.latency + bytes / intra_fanout_bw(p, 1);
+		return p->inter.latency + bytes / nic_share_bw(p, s.active_per_node);
+	}
+	case WL_COLL_BROADCAST: {
+		/* pipelined ring: latency per hop, the payload once at the slowest hop's rate */
+		double step = ring_step(p, s, bytes);
+		double alpha = s.size > s.per_node ? p->inter.latency : p->intra.latency;
+		return (s.size - 2) * alpha + step;
+	}
+	case WL_COLL_COUNT:
+		break;
+	}
+	return 0.0;
+}
+
+double engine_busbw_factor(workload_coll c, int P)
+{
+	/* nccl-tests doc/PERFORMANCE.md: busbw = algbw x factor. */
+	if (P <= 1)
+		return c == WL_COLL_SENDRECV || c == WL_COLL_BROADCAST ? 1.0 : 0.0;
+	switch (c) {
+	case WL_COLL_ALLREDUCE: return 2.0 * (P - 1) / P;
+	case WL_COLL_ALLTOALL:
+	case WL_COLL_ALLGATHER:
+	case WL_COLL_REDUCESCATTER: return (double)(P - 1) / P;
+	default: return 1.0;
+	}
+}
+
+double engine_compute_time(const config_platform *p, const workload_op *op)
+{
+	double eff = op->kernel == WL_KERNEL_ATTENTION ? p->eff.attention : p->eff.gemm;
+	double t_flops = op->flops > 0 ? op->flops / (p->gpu.peak_flops * eff) : 0.0;
+	double t_mem = op->hbm_bytes > 0 ? op->hbm_bytes / (p->gpu.hbm_bandwidth * p->eff.memory) : 0.0;
+	return fmax(t_flops, t_mem); /* roofline */
+}

@@ -1,2 +1,225 @@
-/* placeholder: filled in by its module */
-typedef int spsim_placeholder_report;
+#include <string.h>
+
+#include "report/report.h"
+
+bool report_format_parse(const char *s, report_format *out)
+{
+	if (strcmp(s, "table") == 0)
+		*out = REPORT_TABLE;
+	else if (strcmp(s, "json") == 0)
+		*out = REPORT_JSON;
+	else if (strcmp(s, "csv") == 0)
+		*out = REPORT_CSV;
+	else
+		return false;
+	return true;
+}
+
+const char *report_time(double s, char *buf, size_t len)
+{
+	if (s >= 1.0)
+		snprintf(buf, len, "%.3f s", s);
+	else if (s >= 1e-3)
+		snprintf(buf, len, "%.2f ms", s * 1e3);
+	else
+		snprintf(buf, len, "%.1f us", s * 1e6);
+	return buf;
+}
+
+const char *report_bytes(double b, char *buf, size_t len)
+{
+	static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int i = 0;
+	while (b >= 1024.0 && i < 4) {
+		b /= 1024.0;
+		i++;
+	}
+	snprintf(buf, len, i ? "%.2f %s" : "%.0f %s", b, u[i]);
+	return buf;
+}
+
+static const char *recompute_name(config_recompute r) { return r == CONFIG_RECOMPUTE_FULL ? "full" : "none"; }
+
+json_t *report_run_json(const report_run *r)
+{
+	const config_job *j = r->job;
+	const workload_layout *l = &r->plan->layout;
+	const workload_memory *m = &r->plan->memory;
+	const engine_breakdown *b = &r->result->breakdown;
+	workload_volume v;
+	workload_volume_of(r->plan, &v);
+	json_t *o = json_object();
+	json_object_set_new(o, "engine", json_string(r->result->engine));
+	json_object_set_new(o, "model", json_string(r->model->name));
+	json_object_set_new(o, "platform", json_string(r->platform->name));
+	json_object_set_new(o, "nodes", json_integer(r->platform->nodes));
+	if (r->label)
+		json_object_set_new(o, "label", json_string(r->label));
+	if (r->calibration)
+		json_object_set_new(o, "calibration", json_string(r->calibration));
+	json_object_set_new(
+		o, "job",
+		json_pack("{s:s, s:i, s:i, s:i, s:i, s:I, s:i, s:s, s:i, s:i, s:i, s:I, s:i, s:i, s:b}", "strategy",
+			  workload_strategy_name(j->strategy), "gpus", j->gpus, "sp", j->sp, "micro_batch", j->micro_batch,
+			  "group_size", l->group_size, "seq_len", (json_int_t)j->seq_len, "zero_stage", j->zero_stage,
+			  "recompute", recompute_name(j->recompute), "grad_accum", j->grad_accum, "dp_replicas",
+			  l->world / l->sp, "groups", l->n_groups, "tokens_per_gpu", (json_int_t)l->tokens_per_rank,
+			  "heads_per_gpu", l->heads_per_rank, "kv_heads_per_gpu", l->kv_heads_per_rank, "zero_overlap",
+			  j->zero_overlap < 0 ? j->zero_stage == 3 : j->zero_overlap != 0));
+	json_object_set_new(o, "step_time_s", json_real(r->result->step_time));
+	json_object_set_new(o, "breakdown_s",
+			    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "compute", b->compute,
+				      "sp_comm", b->sp_comm, "sp_comm_exposed", b->sp_comm_exposed, "zero_comm",
+				      b->zero_comm, "zero_comm_exposed", b->zero_comm_exposed, "gemm", b->gemm,
+				      "attention", b->attention, "memory_bound", b->memory_bound, "optimizer",
+				      b->optimizer, "forward", r->result->fwd_time, "backward", r->result->bwd_time));
+	json_object_set_new(o, "comm_bytes_per_gpu",
+			    json_pack("{s:f, s:f, s:f, s:i, s:i}", "sp", v.sp_bytes, "sp_off_gpu", v.sp_off_gpu, "zero",
+				      v.zero_bytes, "sp_collectives", v.sp_collectives, "zero_collectives",
+				      v.zero_collectives));
+	json_object_set_new(o, "memory_bytes",
+			    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "params", m->params, "grads", m->grads,
+				      "optimizer", m->optimizer, "activations", m->activations, "logits", m->logits,
+				      "buffers", m->buffers, "peak", m->peak, "capacity", m->capacity));
+	json_object_set_new(o, "fits", json_boolean(m->fits));
+	json_object_set_new(o, "tokens_per_s", json_real(r->result->tokens_per_s));
+	json_object_set_new(o, "mfu", json_real(r->result->mfu));
+	return o;
+}
+
+void report_json_print(FILE *f, json_t *v)
+{
+	json_dumpf(v, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	fputc('\n', f);
+}
+
+static void job_line(FILE *f, const report_run *r)
+{
+	const config_job *j = r->job;
+	const workload_layout *l = &r->plan->layout;
+	fprintf(f, "job: %s, %d GPUs, SP %d (%d replica%s), micro-batch %d", workload_strategy_name(j->strategy),
+		j->gpus, j->sp, l->world / l->sp, l->world / l->sp == 1 ? "" : "s", j->micro_batch);
+	if (j->strategy == CONFIG_STRATEGY_BASP)
+		fprintf(f, " -> %d groups of K=%d per domain", j->sp / l->group_size, l->group_size);
+	fprintf(f, ", seq %ld, ZeRO-%d, recompute %s, grad-accum %d\n", j->seq_len, j->zero_stage,
+		recompute_name(j->recompute), j->grad_accum);
+}
+
+void report_run_table(FILE *f, const report_run *r)
+{
+	char a[32], b2[32], c[32];
+	const engine_result *res = r->result;
+	const engine_breakdown *b = &res->breakdown;
+	const workload_memory *m = &r->plan->memory;
+	const workload_layout *l = &r->plan->layout;
+	workload_volume v;
+	workload_volume_of(r->plan, &v);
+	fprintf(f, "%s on %s (%d nodes x %d GPUs), engine %s%s%s\n", r->model->name, r->platform->name,
+		r->platform->nodes, r->platform->gpus_per_node, res->engine, r->calibration ? ", calibration " : "",
+		r->calibration ? r->calibration : "");
+	job_line(f, r);
+	fprintf(f, "per GPU: %ld tokens, %d of %d heads in attention, all-to-all group %d\n", l->tokens_per_rank,
+		l->heads_per_rank, r->model->heads, l->group_size);
+	fprintf(f, "\n%-22s %12s\n", "step time", report_time(res->step_time, a, sizeof a));
+	fprintf(f, "  %-20s %12s   (gemm %s, attention %s", "compute", report_time(b->compute, a, sizeof a),
+		report_time(b->gemm, b2, sizeof b2), report_time(b->attention, c, sizeof c));
+	fprintf(f, ", memory-bound %s", report_time(b->memory_bound, a, sizeof a));
+	fprintf(f, ", optimizer %s)\n", report_time(b->optimizer, a, sizeof a));
+	fprintf(f, "  %-20s %12s   exposed %s, %s per GPU sent off-GPU\n", "sp all-to-all",
+		report_time(b->sp_comm, a, sizeof a), report_time(b->sp_comm_exposed, b2, sizeof b2),
+		report_bytes(v.sp_off_gpu, c, sizeof c));
+	fprintf(f, "  %-20s %12s   exposed %s\n", "zero comm", report_time(b->zero_comm, a, sizeof a),
+		report_time(b->zero_comm_exposed, b2, sizeof b2));
+	fprintf(f, "%-22s %12.0f\n", "tokens/s", res->tokens_per_s);
+	fprintf(f, "%-22s %11.1f%%\n", "MFU", 100.0 * res->mfu);
+	fprintf(f, "\nmemory per GPU: peak %s of %s -> %s\n", report_bytes(m->peak, a, sizeof a),
+		report_bytes(m->capacity, b2, sizeof b2), m->fits ? "fits" : "DOES NOT FIT");
+	fprintf(f, "  params %s, grads %s, optimizer %s\n", report_bytes(m->params, a, sizeof a),
+		report_bytes(m->grads, b2, sizeof b2), report_bytes(m->optimizer, c, sizeof c));
+	fprintf(f, "  activations %s, logits %s, buffers %s\n", report_bytes(m->activations, a, sizeof a),
+		report_bytes(m->logits, b2, sizeof b2), report_bytes(m->buffers, c, sizeof c));
+}
+
+static const char *const csv_cols =
+	"label,engine,model,platform,nodes,strategy,gpus,sp,micro_batch,group_size,seq_len,zero_stage,recompute,"
+	"grad_accum,step_time_s,compute_s,sp_comm_s,sp_comm_exposed_s,zero_comm_s,zero_comm_exposed_s,"
+	"mem_params,mem_grads,mem_optimizer,mem_activations,mem_logits,mem_buffers,mem_peak,mem_capacity,fits,"
+	"tokens_per_s,mfu";
+
+void report_csv_header(FILE *f) { fprintf(f, "%s\n", csv_cols); }
+
+void report_csv_row(FILE *f, const report_run *r)
+{
+	const config_job *j = r->job;
+	const engine_breakdown *b = &r->result->breakdown;
+	const workload_memory *m = &r->plan->memory;
+	/* names are [a-z0-9.-] (validated by the loaders), so no field needs quoting */
+	fprintf(f, "%s,%s,%s,%s,%d,%s,%d,%d,%d,%d,%ld,%d,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,", r->label ? r->label : "",
+		r->result->engine, r->model->name, r->platform->name, r->platform->nodes,
+		workload_strategy_name(j->strategy), j->gpus, j->sp, j->micro_batch, r->plan->layout.group_size,
+		j->seq_len, j->zero_stage, recompute_name(j->recompute), j->grad_accum, r->result->step_time, b->compute,
+		b->sp_comm, b->sp_comm_exposed, b->zero_comm, b->zero_comm_exposed);
+	fprintf(f, "%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%s,%.6g,%.6g\n", m->params, m->grads, m->optimizer,
+		m->activations, m->logits, m->buffers, m->peak, m->capacity, m->fits ? "true" : "false",
+		r->result->tokens_per_s, r->result->mfu);
+}
+
+json_t *report_compare_json(const report_run *runs, int n)
+{
+	json_t *arr = json_array(), *sp = json_object(), *spc = json_object();
+	for (int i = 0; i < n; i++) {
+		json_array_append_new(arr, report_run_json(&runs[i]));
+		const char *key = runs[i].label ? runs[i].label : workload_strategy_name(runs[i].job->strategy);
+		double s = runs[i].result->step_time > 0 ? runs[0].result->step_time / runs[i].result->step_time : 0;
+		json_object_set_new(sp, key, json_real(s));
+		double c = runs[i].result->breakdown.sp_comm > 0
+				   ? runs[0].result->breakdown.sp_comm / runs[i].result->breakdown.sp_comm
+				   : 0;
+		json_object_set_new(spc, key, json_real(c));
+	}
+	return json_pack("{s:o, s:s, s:o, s:o}", "runs", arr, "baseline",
+			 runs[0].label ? runs[0].label : workload_strategy_name(runs[0].job->strategy), "speedup", sp,
+			 "sp_comm_speedup", spc);
+}
+
+void report_compare_table(FILE *f, const report_run *runs, int n)
+{
+	char buf[64];
+	const report_run *r0 = &runs[0];
+	fprintf(f, "%s on %s (%d nodes x %d GPUs), engine %s\n", r0->model->name, r0->platform->name,
+		r0->platform->nodes, r0->platform->gpus_per_node, r0->result->engine);
+	fprintf(f, "%d GPUs, micro-batch %d, seq %ld, ZeRO-%d, recompute %s, grad-accum %d\n\n", r0->job->gpus,
+		r0->job->micro_batch, r0->job->seq_len, r0->job->zero_stage, recompute_name(r0->job->recompute),
+		r0->job->grad_accum);
+	fprintf(f, "%-24s", "");
+	for (int i = 0; i < n; i++)
+		fprintf(f, " %16s", runs[i].label ? runs[i].label : workload_strategy_name(runs[i].job->strategy));
+	fputc('\n', f);
+#define ROW(title, expr)                                     \
+	do {                                                 \
+		fprintf(f, "%-24s", title);                  \
+		for (int i = 0; i < n; i++) {                \
+			const report_run *r = &runs[i];      \
+			(void)r;                             \
+			fprintf(f, " %16s", (expr));         \
+		}                                            \
+		fputc('\n', f);                              \
+	} while (0)
+	ROW("SP size / group size", (snprintf(buf, sizeof buf, "%d / %d", r->job->sp, r->plan->layout.group_size), buf));
+	ROW("tokens per GPU", (snprintf(buf, sizeof buf, "%ld", r->plan->layout.tokens_per_rank), buf));
+	ROW("step time", report_time(r->result->step_time, buf, sizeof buf));
+	ROW("  compute", report_time(r->result->breakdown.compute, buf, sizeof buf));
+	ROW("  sp all-to-all", report_time(r->result->breakdown.sp_comm, buf, sizeof buf));
+	ROW("  zero comm (exposed)", report_time(r->result->breakdown.zero_comm_exposed, buf, sizeof buf));
+	ROW("tokens/s", (snprintf(buf, sizeof buf, "%.0f", r->result->tokens_per_s), buf));
+	ROW("MFU", (snprintf(buf, sizeof buf, "%.1f%%", 100.0 * r->result->mfu), buf));
+	ROW("memory peak", report_bytes(r->plan->memory.peak, buf, sizeof buf));
+	ROW("  activations", report_bytes(r->plan->memory.activations, buf, sizeof buf));
+	ROW("fits", r->plan->memory.fits ? "yes" : "NO");
+	ROW("speedup (step)", (snprintf(buf, sizeof buf, "%.2fx", r0->result->step_time / r->result->step_time), buf));
+	ROW("speedup (all-to-all)",
+	    (r->result->breakdown.sp_comm > 0
+		     ? (snprintf(buf, sizeof buf, "%.2fx", r0->result->breakdown.sp_comm / r->result->breakdown.sp_comm), buf)
+		     : "no all-to-all"));
+#undef ROW
+}

@@ -1,2 +1,115 @@
-/* placeholder: filled in by its module */
-typedef int spsim_placeholder_layout;
+/* Job validation and rank-group formation (basp.md: "BASP: Batch-Aware Sequence
+ * Parallelism", "DeepSpeed-Ulysses"). */
+#include <stdio.h>
+
+#include "workload/workload.h"
+
+static int gcd(int a, int b)
+{
+	while (b) {
+		int t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* Lists the divisors of n as "1, 2, 4, 8" into buf, for messages that say what to change. */
+static const char *divisors(int n, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (int d = 1; d <= n && used + 16 < len; d++) {
+		if (n % d == 0)
+			used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? ", " : "", d);
+	}
+	return buf;
+}
+
+bool workload_check(const config_model *m, const config_platform *p, config_job *job, config_error *err)
+{
+	char dv[256];
+	int avail = config_platform_gpus(p);
+	if (job->gpus < 0)
+		return config_fail(err, "--gpus must be a positive number of GPUs, got %d", job->gpus);
+	if (job->gpus == 0)
+		job->gpus = avail;
+	if (job->gpus > avail)
+		return config_fail(err,
+				   "--gpus %d is larger than platform '%s' (%d nodes x %d GPUs = %d); lower --gpus or raise --nodes",
+				   job->gpus, p->name, p->nodes, p->gpus_per_node, avail);
+	if (job->sp < 0)
+		return config_fail(err, "--sp must be a positive SP domain size, got %d", job->sp);
+	if (job->sp == 0)
+		job->sp = job->gpus;
+	if (job->sp > job->gpus)
+		return config_fail(err, "--sp %d is larger than --gpus %d; the SP domain cannot exceed the job", job->sp,
+				   job->gpus);
+	if (job->gpus % job->sp != 0)
+		return config_fail(err,
+				   "--gpus %d is not a multiple of --sp %d: data-parallel replicas = gpus / sp must be whole; use --sp in {%s}",
+				   job->gpus, job->sp, divisors(job->gpus, dv, sizeof dv));
+	if (job->micro_batch <= 0)
+		return config_fail(err, "--micro-batch must be a positive number of sequences, got %d", job->micro_batch);
+	if (job->seq_len <= 0)
+		return config_fail(err, "--seq-len must be a positive number of tokens, got %ld", job->seq_len);
+	if (job->grad_accum <= 0)
+		return config_fail(err, "--grad-accum must be a positive number of micro-steps, got %d", job->grad_accum);
+	if (job->zero_stage < 0 || job->zero_stage > 3)
+		return config_fail(err, "--zero must be 0, 1, 2 or 3, got %d", job->zero_stage);
+
+	int N = job->sp, B = job->micro_batch, P = N;
+	const char *what = "the SP size";
+	if (job->strategy == CONFIG_STRATEGY_BASP) {
+		if (B > N)
+			return config_fail(err,
+					   "BASP with micro-batch %d larger than the SP size %d has no group to give each sequence (it falls back to data parallelism); use --micro-batch <= %d or a larger --sp",
+					   B, N, N);
+		if (N % B != 0)
+			return config_fail(err,
+					   "BASP needs the micro-batch to divide the SP size: %d %% %d != 0; use --micro-batch in {%s}",
+					   N, B, divisors(N, dv, sizeof dv));
+		P = N / B;
+		what = "the BASP group size K = sp / micro-batch";
+	}
+	if (m->heads % P != 0)
+		return config_fail(err,
+				   "model '%s' has %d attention heads, not divisible by %s (%d); each rank must get whole heads: use a group size in {%s}",
+				   m->name, m->heads, what, P, divisors(m->heads, dv, sizeof dv));
+	if (m->kv_heads % P != 0 && P % m->kv_heads != 0)
+		return config_fail(err,
+				   "model '%s' has %d kv heads and %s is %d: kv heads must divide it or be divisible by it (DeepSpeed's kv-head replication); use a group size in {%s}",
+				   m->name, m->kv_heads, what, P, divisors(gcd(m->heads, m->kv_heads * P), dv, sizeof dv));
+	long shards = job->strategy == CONFIG_STRATEGY_BASP ? P : N;
+	if (job->seq_len % shards != 0)
+		return config_fail(err,
+				   "--seq-len %ld is not divisible by the %ld sequence shards (each GPU holds seq_len / %ld tokens of a sequence); use a multiple of %ld",
+				   job->seq_len, shards, shards, shards);
+	return true;
+}
+
+bool workload_layout_make(const config_model *m, const config_job *job, workload_layout *l, config_error *err)
+{
+	int W = job->gpus, N = job->sp, B = job->micro_batch;
+	if (W <= 0 || N <= 0 || W % N != 0)
+		return config_fail(err, "internal: layout needs a checked job (gpus %d, sp %d)", W, N);
+	*l = (workload_layout){.world = W, .sp = N};
+	if (job->strategy == CONFIG_STRATEGY_BASP) {
+		/* B groups of K = N/B contiguous ranks per SP domain; group i takes sequence i. */
+		l->group_size = N / B;
+		l->seqs_per_group = 1;
+		l->tokens_per_rank = job->seq_len / l->group_size;
+	} else {
+		/* Every rank of the domain holds S/N tokens of each of the B sequences. */
+		l->group_size = N;
+		l->seqs_per_group = B;
+		l->tokens_per_rank = (long)B * job->seq_len / N;
+	}
+	l->n_groups = W / l->group_size;
+	int P = l->group_size;
+	l->heads_per_rank = m->heads / P;
+	/* kv heads: split when g >= P, else replicated so each rank gets one (modeling.md). */
+	l->kv_heads_per_rank = m->kv_heads >= P ? m->kv_heads / P : 1;
+	l->kv_replicated = m->kv_heads >= P ? m->kv_heads : P;
+	return true;
+}

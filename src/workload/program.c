@@ -1,2 +1,383 @@
-/* placeholder: filled in by its module */
-typedef int spsim_placeholder_program;
+/* The per-rank op program of one training step (see workload.h for its schedule).
+ *
+ * Sources for what is emitted:
+ * - attention all-to-alls: DeepSpeed sequence/layer.py (DistributedAttention): Q, K, V
+ *   scattered separately, output gathered back; backward mirrors; modeling.md.
+ * - FLOPs: Megatron's per-token accounting for projections and MLP (2·m·n·k per GEMM,
+ *   backward = 2x forward); FlashAttention's 4·S²·a·d forward, halved when causal, backward
+ *   2.5x forward (flash_attn benchmarks); modeling.md "FLOPs".
+ * - ZeRO: DeepSpeed runtime/zero/stage_1_and_2.py and stage3.py as summarised in
+ *   modeling.md "ZeRO as DeepSpeed actually runs it". */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "workload/workload.h"
+
+#define BF16 2.0
+#define FP32 4.0
+
+typedef struct builder {
+	const config_model *m;
+	const config_job *job;
+	const workload_layout *l;
+	workload_block *blocks;
+	int n, cap;
+	bool oom;
+} builder;
+
+static workload_block *block_new(builder *b, const char *name, int repeat, bool barrier, int layer_first,
+				 int layer_step)
+{
+	if (b->n == b->cap) {
+		int cap = b->cap ? 2 * b->cap : 8;
+		workload_block *nb = realloc(b->blocks, (size_t)cap * sizeof *nb);
+		if (!nb) {
+			b->oom = true;
+			return NULL;
+		}
+		b->blocks = nb;
+		b->cap = cap;
+	}
+	workload_block *blk = &b->blocks[b->n++];
+	*blk = (workload_block){.name = name, .repeat = repeat, .barrier = barrier, .layer_first = layer_first,
+				.layer_step = layer_step};
+	return blk;
+}
+
+/* Appends an op; returns its index, -1 when out of memory. */
+static int op_add(builder *b, workload_block *blk, workload_op op)
+{
+	if (!blk)
+		return -1;
+	if (blk->n_ops == blk->cap_ops) {
+		int cap = blk->cap_ops ? 2 * blk->cap_ops : 32;
+		workload_op *ops = realloc(blk->ops, (size_t)cap * sizeof *ops);
+		if (!ops) {
+			b->oom = true;
+			return -1;
+		}
+		blk->ops = ops;
+		blk->cap_ops = cap;
+	}
+	if (op.chunks < 1)
+		op.chunks = 1;
+	blk->ops[blk->n_ops] = op;
+	return blk->n_ops++;
+}
+
+static int gemm(builder *b, workload_block *blk, const char *name, workload_phase ph, double flops)
+{
+	return op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
+					    .stream = WL_STREAM_MAIN, .phase = ph, .kernel = WL_KERNEL_GEMM,
+					    .flops = flops, .dep = -1});
+}
+
+static int memop(builder *b, workload_block *blk, const char *name, workload_phase ph, double bytes)
+{
+	return op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
+					    .stream = WL_STREAM_MAIN, .phase = ph, .kernel = WL_KERNEL_MEMORY,
+					    .hbm_bytes = bytes, .dep = -1});
+}
+
+static int attn(builder *b, workload_block *blk, const char *name, workload_phase ph, double flops)
+{
+	return op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
+					    .stream = WL_STREAM_MAIN, .phase = ph, .kernel = WL_KERNEL_ATTENTION,
+					    .flops = flops, .dep = -1});
+}
+
+/* One SP all-to-all of a per-rank buffer of `bytes`, with the layout copies around it:
+ * a permute into the send layout and one out of the receive layout, each reading and
+ * writing the buffer once (memory-bound; modeling.md "Layout permutes"). */
+static void sp_a2a(builder *b, workload_block *blk, const char *pack, const char *name, const char *unpack,
+		   workload_phase ph, double bytes)
+{
+	if (b->l->group_size <= 1)
+		return; /* K = 1: whole sequences per GPU, nothing to exchange */
+	memop(b, blk, pack, ph, 2.0 * bytes);
+	op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
+				     .phase = ph, .coll = WL_COLL_ALLTOALL, .alg = WL_ALG_DIRECT,
+				     .group = WL_GROUP_SP, .bytes = bytes, .dep = -1});
+	memop(b, blk, unpack, ph, 2.0 * bytes);
+}
+
+static int zero_op(builder *b, workload_block *blk, const char *name, workload_phase ph, workload_coll c,
+		   workload_stream stream, double bytes, int chunks, int dep, int dep_iter)
+{
+	return op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_ZERO_COMM, .stream = stream,
+					    .phase = ph, .coll = c, .alg = WL_ALG_RING, .group = WL_GROUP_WORLD,
+					    .bytes = bytes, .chunks = chunks, .dep = dep, .dep_iter = dep_iter});
+}
+
+/* Sizes every layer op needs, per rank. */
+typedef struct layer_dims {
+	double t;           /* local tokens */
+	double q, kv, o;    /* all-to-all buffers, bytes: Q, each of K and V, O */
+	double attn_fwd;    /* FlashAttention forward FLOPs on this rank */
+	double qkv, out, up, down; /* forward GEMM FLOPs */
+	double h_bytes;     /* one [t, h] bf16 activation */
+	double ffn_bytes;   /* one [t, ffn] bf16 activation */
+} layer_dims;
+
+static layer_dims dims_of(const config_model *m, const workload_layout *l, const config_job *job)
+{
+	layer_dims d;
+	double t = (double)l->tokens_per_rank, h = m->hidden, a = m->heads, g = m->kv_heads, hd = m->head_dim;
+	d.t = t;
+	d.q = t * a * hd * BF16;
+	d.kv = t * l->kv_replicated * hd * BF16;
+	d.o = d.q;
+	/* Causal FlashAttention forward: 4·S²·heads·d / 2 per sequence, for this rank's
+	 * heads of each sequence it holds during attention. */
+	d.attn_fwd = l->seqs_per_group * 2.0 * (double)job->seq_len * (double)job->seq_len * l->heads_per_rank * hd;
+	d.qkv = 2.0 * t * h * (a * hd + 2.0 * g * hd);
+	d.out = 2.0 * t * a * hd * h;
+	d.up = 2.0 * t * h * 2.0 * m->ffn; /* gate and up projections */
+	d.down = 2.0 * t * m->ffn * h;
+	d.h_bytes = t * h * BF16;
+	d.ffn_bytes = t * m->ffn * BF16;
+	return d;
+}
+
+static void layer_forward(builder *b, workload_block *blk, const layer_dims *d, workload_phase ph)
+{
+	memop(b, blk, "input_norm", ph, 2.0 * d->h_bytes);
+	gemm(b, blk, "qkv_proj", ph, d->qkv);
+	sp_a2a(b, blk, "a2a_q_pack", "a2a_q", "a2a_q_unpack", ph, d->q);
+	sp_a2a(b, blk, "a2a_k_pack", "a2a_k", "a2a_k_unpack", ph, d->kv);
+	sp_a2a(b, blk, "a2a_v_pack", "a2a_v", "a2a_v_unpack", ph, d->kv);
+	attn(b, blk, "attn_fwd", ph, d->attn_fwd);
+	sp_a2a(b, blk, "a2a_o_pack", "a2a_o", "a2a_o_unpack", ph, d->o);
+	gemm(b, blk, "out_proj", ph, d->out);
+	memop(b, blk, "residual_norm", ph, 3.0 * d->h_bytes); /* add residual, normalise */
+	gemm(b, blk, "mlp_gate_up", ph, d->up);
+	memop(b, blk, "swiglu", ph, 3.0 * d->ffn_bytes); /* read gate and up, write product */
+	gemm(b, blk, "mlp_down", ph, d->down);
+	memop(b, blk, "residual_add", ph, 3.0 * d->h_bytes);
+}
+
+static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
+{
+	const workload_phase ph = WL_PHASE_BWD;
+	/* Backward of a GEMM = activation gradient + weight gradient = 2x forward FLOPs. */
+	gemm(b, blk, "mlp_down_bwd", ph, 2.0 * d->down);
+	memop(b, blk, "swiglu_bwd", ph, 5.0 * d->ffn_bytes); /* read gate, up, dout; write dgate, dup */
+	gemm(b, blk, "mlp_gate_up_bwd", ph, 2.0 * d->up);
+	memop(b, blk, "residual_norm_bwd", ph, 4.0 * d->h_bytes);
+	gemm(b, blk, "out_proj_bwd", ph, 2.0 * d->out);
+	sp_a2a(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o);
+	attn(b, blk, "attn_bwd", ph, 2.5 * d->attn_fwd);
+	sp_a2a(b, blk, "a2a_dq_pack", "a2a_dq", "a2a_dq_unpack", ph, d->q);
+	sp_a2a(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv);
+	sp_a2a(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv);
+	gemm(b, blk, "qkv_proj_bwd", ph, 2.0 * d->qkv);
+	memop(b, blk, "input_norm_bwd", ph, 4.0 * d->h_bytes);
+}
+
+/* Overlap of ZeRO collectives with compute: DeepSpeed's overlap_comm defaults to true for
+ * stage 3 only (modeling.md); --zero-overlap overrides. */
+static bool zero_overlap(const config_job *job)
+{
+	if (job->zero_overlap >= 0)
+		return job->zero_overlap != 0;
+	return job->zero_stage == 3;
+}
+
+/* Gradients are communicated in fp32 when SP > 1 (DeepSpeed default; modeling.md). */
+double workload_grad_comm_bytes(const config_job *job, const workload_layout *l)
+{
+	if (job->fp32_grad_comm_set)
+		return job->fp32_grad_comm ? FP32 : BF16;
+	return l->sp > 1 ? FP32 : BF16;
+}
+
+static int chunks_of(double elems, double bucket)
+{
+	if (bucket <= 0)
+		return 1;
+	double c = ceil(elems / bucket);
+	return c < 1 ? 1 : (int)c;
+}
+
+bool workload_plan_make(const config_model *m, const config_platform *p, const config_job *job, workload_plan *out,
+			config_error *err)
+{
+	memset(out, 0, sizeof *out);
+	if (!workload_layout_make(m, job, &out->layout, err))
+		return false;
+	const workload_layout *l = &out->layout;
+	builder b = {.m = m, .job = job, .l = l};
+	layer_dims d = dims_of(m, l, job);
+	const int L = m->layers, W = l->world, Z = job->zero_stage;
+	const bool overlap = zero_overlap(job);
+	const workload_stream zs = overlap ? WL_STREAM_ZERO : WL_STREAM_MAIN;
+	const workload_stream ps = overlap ? WL_STREAM_PREFETCH : WL_STREAM_MAIN;
+	const double gbytes = workload_grad_comm_bytes(job, l);
+	const double layer_params = config_model_layer_params(m);
+	const double all_params = config_model_params(m);
+	const double embed_params = (double)m->vocab * m->hidden;
+	const double head_params = m->tied_embeddings ? 0.0 : embed_params;
+	/* Stage 3 keeps parameters under 1e5 elements unpartitioned (modeling.md); the
+	 * norms are, the embedding and head are not. */
+	const double outer_params = all_params - L * layer_params; /* embeddings, head, final norm */
+
+	/* ---- one micro-step ---- */
+	workload_block *blk = block_new(&b, "embed_fwd", 1, false, -1, 0);
+	if (Z == 3)
+		zero_op(&b, blk, "zero3_gather_embed", WL_PHASE_FWD, WL_COLL_ALLGATHER, WL_STREAM_MAIN,
+			embed_params * BF16, chunks_of(embed_params, job->allgather_bucket_elems), -1, 0);
+	memop(&b, blk, "embedding", WL_PHASE_FWD, 2.0 * d.h_bytes);
+
+	blk = block_new(&b, "layer_fwd", L, false, 0, 1);
+	if (Z == 3) {
+		/* Prefetch: layer l's gather may start once layer l-1 has started (its first
+		 * compute op ended), and layer l waits for it. */
+		int g = zero_op(&b, blk, "zero3_gather", WL_PHASE_FWD, WL_COLL_ALLGATHER, ps, layer_params * BF16,
+				chunks_of(layer_params, job->prefetch_bucket_elems), 1, -1);
+		layer_forward(&b, blk, &d, WL_PHASE_FWD);
+		if (blk && blk->n_ops > g + 1)
+			blk->ops[g + 1].dep = g;
+	} else {
+		layer_forward(&b, blk, &d, WL_PHASE_FWD);
+	}
+
+	blk = block_new(&b, "head", 1, false, -1, 0);
+	if (Z == 3 && head_params > 0)
+		zero_op(&b, blk, "zero3_gather_head", WL_PHASE_FWD, WL_COLL_ALLGATHER, WL_STREAM_MAIN,
+			head_params * BF16, chunks_of(head_params, job->allgather_bucket_elems), -1, 0);
+	memop(&b, blk, "final_norm", WL_PHASE_FWD, 2.0 * d.h_bytes);
+	gemm(&b, blk, "logits", WL_PHASE_FWD, 2.0 * d.t * m->hidden * m->vocab);
+	/* Cross-entropy in fp32: read bf16 logits, write and re-read an fp32 copy. */
+	memop(&b, blk, "loss", WL_PHASE_FWD, d.t * m->vocab * (BF16 + 2.0 * FP32));
+	memop(&b, blk, "loss_bwd", WL_PHASE_BWD, d.t * m->vocab * (FP32 + BF16));
+	gemm(&b, blk, "logits_bwd", WL_PHASE_BWD, 2.0 * 2.0 * d.t * m->hidden * m->vocab);
+	memop(&b, blk, "final_norm_bwd", WL_PHASE_BWD, 4.0 * d.h_bytes);
+	if (Z == 2 && head_params > 0)
+		zero_op(&b, blk, "zero_grad_allreduce_head", WL_PHASE_BWD, WL_COLL_ALLREDUCE, zs, head_params * gbytes,
+			chunks_of(head_params, job->reduce_bucket_elems), blk ? blk->n_ops - 1 : -1, 0);
+	if (Z == 3 && head_params > 0)
+		zero_op(&b, blk, "zero3_reduce_scatter_head", WL_PHASE_BWD, WL_COLL_REDUCESCATTER, zs,
+			head_params * gbytes, chunks_of(head_params, job->reduce_bucket_elems), blk ? blk->n_ops - 1 : -1,
+			0);
+
+	blk = block_new(&b, "layer_bwd", L, false, L - 1, -1);
+	{
+		int first = -1;
+		if (Z == 3)
+			first = zero_op(&b, blk, "zero3_gather_bwd", WL_PHASE_BWD, WL_COLL_ALLGATHER, ps,
+					layer_params * BF16, chunks_of(layer_params, job->prefetch_bucket_elems), 1, -1);
+		int before = blk ? blk->n_ops : 0;
+		if (job->recompute == CONFIG_RECOMPUTE_FULL)
+			layer_forward(&b, blk, &d, WL_PHASE_RECOMPUTE);
+		layer_backward(&b, blk, &d);
+		if (blk && first >= 0 && blk->n_ops > before)
+			blk->ops[before].dep = first;
+		int last = blk ? blk->n_ops - 1 : -1;
+		if (Z == 2)
+			zero_op(&b, blk, "zero_grad_allreduce", WL_PHASE_BWD, WL_COLL_ALLREDUCE, zs, layer_params * gbytes,
+				chunks_of(layer_params, job->reduce_bucket_elems), last, 0);
+		if (Z == 3)
+			zero_op(&b, blk, "zero3_reduce_scatter", WL_PHASE_BWD, WL_COLL_REDUCESCATTER, zs,
+				layer_params * gbytes, chunks_of(layer_params, job->reduce_bucket_elems), last, 0);
+	}
+
+	blk = block_new(&b, "embed_bwd", 1, false, -1, 0);
+	memop(&b, blk, "embedding_bwd", WL_PHASE_BWD, 2.0 * d.h_bytes);
+	{
+		/* The embedding gradient, and the rest of the outer parameters when tied. */
+		double eg = outer_params - head_params;
+		int last = blk ? blk->n_ops - 1 : -1;
+		if (Z == 2)
+			zero_op(&b, blk, "zero_grad_allreduce_embed", WL_PHASE_BWD, WL_COLL_ALLREDUCE, zs, eg * gbytes,
+				chunks_of(eg, job->reduce_bucket_elems), last, 0);
+		if (Z == 3)
+			zero_op(&b, blk, "zero3_reduce_scatter_embed", WL_PHASE_BWD, WL_COLL_REDUCESCATTER, zs,
+				eg * gbytes, chunks_of(eg, job->reduce_bucket_elems), last, 0);
+	}
+	int n_micro = b.n;
+
+	/* ---- once per step ---- */
+	if (W > 1 && (Z == 0 || Z == 1)) {
+		/* Stage 0 (DDP-style) and stage 1: all-reduce every gradient at the accumulation
+		 * boundary, bucketed. */
+		blk = block_new(&b, "grad_sync", 1, true, -1, 0);
+		zero_op(&b, blk, "zero_grad_allreduce", WL_PHASE_STEP, WL_COLL_ALLREDUCE, WL_STREAM_MAIN,
+			all_params * gbytes, chunks_of(all_params, job->reduce_bucket_elems), -1, 0);
+	}
+	blk = block_new(&b, "optimizer", 1, true, -1, 0);
+	{
+		/* Fused Adam on this rank's shard: read fp32 master, m, v and the fp32 gradient,
+		 * write master, m, v and the bf16 weight: 16 + 14 = 30 bytes per parameter
+		 * (DeepSpeed FusedAdam / apex multi_tensor_adam, one pass). */
+		double shard = Z >= 1 ? all_params / W : all_params;
+		int o = op_add(&b, blk, (workload_op){.name = "adam", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
+						      .stream = WL_STREAM_MAIN, .phase = WL_PHASE_STEP,
+						      .kernel = WL_KERNEL_MEMORY, .hbm_bytes = 30.0 * shard, .dep = -1});
+		(void)o;
+	}
+	if (W > 1 && (Z == 1 || Z == 2))
+		zero_op(&b, blk, "zero_param_allgather", WL_PHASE_STEP, WL_COLL_ALLGATHER, WL_STREAM_MAIN,
+			all_params * BF16, chunks_of(all_params, job->allgather_bucket_elems), -1, 0);
+
+	if (b.oom) {
+		for (int i = 0; i < b.n; i++)
+			free(b.blocks[i].ops);
+		free(b.blocks);
+		return config_fail(err, "out of memory building the op program");
+	}
+	out->program.micro = b.blocks;
+	out->program.n_micro = n_micro;
+	out->program.step = b.blocks + n_micro;
+	out->program.n_step = b.n - n_micro;
+	out->program.grad_accum = job->grad_accum;
+
+	/* Model FLOPs for MFU: every compute op's FLOPs except recompute (the work the
+	 * model needs, not what the schedule repeats). */
+	double f = 0;
+	for (int i = 0; i < b.n; i++)
+		for (int j = 0; j < b.blocks[i].n_ops; j++) {
+			const workload_op *op = &b.blocks[i].ops[j];
+			if (op->kind == WL_OP_COMPUTE && op->phase != WL_PHASE_RECOMPUTE)
+				f += op->flops * b.blocks[i].repeat * (i < n_micro ? job->grad_accum : 1);
+		}
+	out->model_flops_per_step = f;
+	workload_memory_compute(m, p, job, l, &out->memory);
+	return true;
+}
+
+void workload_plan_finish(workload_plan *plan)
+{
+	if (!plan)
+		return;
+	workload_block *all = plan->program.micro;
+	int n = plan->program.n_micro + plan->program.n_step;
+	for (int i = 0; i < n; i++)
+		free(all[i].ops);
+	free(all);
+	memset(plan, 0, sizeof *plan);
+}
+
+void workload_volume_of(const workload_plan *plan, workload_volume *v)
+{
+	const workload_program *prog = &plan->program;
+	const int P = plan->layout.group_size;
+	*v = (workload_volume){0};
+	for (int i = 0; i < prog->n_micro + prog->n_step; i++) {
+		const workload_block *blk = i < prog->n_micro ? &prog->micro[i] : &prog->step[i - prog->n_micro];
+		double times = (double)blk->repeat * (i < prog->n_micro ? prog->grad_accum : 1);
+		for (int j = 0; j < blk->n_ops; j++) {
+			const workload_op *op = &blk->ops[j];
+			if (op->kind != WL_OP_COMM)
+				continue;
+			if (op->cat == WL_CAT_SP_COMM) {
+				v->sp_bytes += op->bytes * times;
+				v->sp_off_gpu += op->bytes * (P - 1) / P * times;
+				v->sp_collectives += (int)times;
+			} else {
+				v->zero_bytes += op->bytes * times;
+				v->zero_collectives += (int)times * op->chunks;
+			}
+		}
+	}
+}

@@ -45,7 +45,11 @@ typedef enum workload_group_kind {
 	WL_GROUP_SP,    /* the rank's all-to-all group: K ranks for BASP, N for Ulysses */
 	WL_GROUP_WORLD, /* every rank of the job: the ZeRO / data-parallel group */
 } workload_group_kind;
-typedef enum workload_stream { WL_STREAM_MAIN, WL_STREAM_ZERO, WL_STREAM_COUNT } workload_stream;
+/* MAIN: compute and SP all-to-alls (and ZeRO collectives when overlap is off).
+ * ZERO: gradient reductions when overlap is on. PREFETCH: ZeRO-3 parameter all-gathers
+ * when overlap is on (DeepSpeed runs gathers and reductions on separate CUDA streams:
+ * stage3 allgather stream vs reduce_and_partition_stream, runtime/zero/stage3.py). */
+typedef enum workload_stream { WL_STREAM_MAIN, WL_STREAM_ZERO, WL_STREAM_PREFETCH, WL_STREAM_COUNT } workload_stream;
 typedef enum workload_category { WL_CAT_COMPUTE, WL_CAT_SP_COMM, WL_CAT_ZERO_COMM, WL_CAT_COUNT } workload_category;
 typedef enum workload_phase { WL_PHASE_FWD, WL_PHASE_BWD, WL_PHASE_RECOMPUTE, WL_PHASE_STEP } workload_phase;
 
@@ -66,6 +70,7 @@ typedef struct workload_op {
 	workload_alg alg;
 	workload_group_kind group;
 	double bytes;
+	int chunks; /* the op is `chunks` back-to-back calls of bytes/chunks each (buckets) */
 	/* dependency (see the schedule above) */
 	int dep;
 	int dep_iter;
@@ -134,6 +139,18 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 			     const workload_layout *l, workload_memory *out);
 /* Longest sequence length (a multiple of `granule`) that fits; 0 if none does. */
 long workload_max_seq(const config_model *m, const config_platform *p, const config_job *job, long granule);
+
+/* Bytes per gradient element on the wire: 4 when SP > 1 (DeepSpeed's fp32 reduction
+ * with sequence parallelism; modeling.md) unless the job says otherwise. */
+double workload_grad_comm_bytes(const config_job *job, const workload_layout *l);
+
+/* Communication volume of one step for one rank, bytes: the all-to-all buffers it hands to
+ * NCCL, the part of them that leaves the GPU ((P-1)/P of each), and ZeRO buffers. */
+typedef struct workload_volume {
+	double sp_bytes, sp_off_gpu, zero_bytes;
+	int sp_collectives, zero_collectives;
+} workload_volume;
+void workload_volume_of(const workload_plan *plan, workload_volume *out);
 
 const char *workload_coll_name(workload_coll c);
 const char *workload_alg_name(workload_alg a);

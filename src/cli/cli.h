@@ -1,0 +1,91 @@
+/* cli: command-line parsing shared by the subcommands. Only main() exits. */
+#ifndef SPSIM_CLI_CLI_H
+#define SPSIM_CLI_CLI_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "config/config.h"
+#include "engine/engine.h"
+#include "report/report.h"
+
+/* Exit codes: 0 success, 1 internal failure, 2 bad input (usage, YAML, job). */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* Everything that names a job: model, platform, job flags, engine and output. */
+typedef struct cli_job_args {
+	char model[CONFIG_PATH_MAX];
+	char platform[CONFIG_PATH_MAX];
+	char calibration[CONFIG_PATH_MAX];
+	char job_file[CONFIG_PATH_MAX];
+	int nodes;
+	config_job job;
+	/* which job fields were given on the command line (they override a job YAML) */
+	unsigned set;
+	const char *engine;
+	report_format format;
+	const char *trace;
+	engine_options opt;
+	/* loaded */
+	config_model m;
+	config_platform p;
+	config_calibration cal;
+	bool has_cal;
+} cli_job_args;
+
+/* getopt_long option ids for the shared job flags (>= 256 so they never clash with short options). */
+enum {
+	CLI_OPT_MODEL = 256,
+	CLI_OPT_PLATFORM,
+	CLI_OPT_NODES,
+	CLI_OPT_CALIBRATION,
+	CLI_OPT_JOB,
+	CLI_OPT_GPUS,
+	CLI_OPT_STRATEGY,
+	CLI_OPT_SP,
+	CLI_OPT_MICRO_BATCH,
+	CLI_OPT_SEQ_LEN,
+	CLI_OPT_GRAD_ACCUM,
+	CLI_OPT_ZERO,
+	CLI_OPT_RECOMPUTE,
+	CLI_OPT_DTYPE,
+	CLI_OPT_ZERO_OVERLAP,
+	CLI_OPT_REDUCE_BUCKET,
+	CLI_OPT_ALLGATHER_BUCKET,
+	CLI_OPT_PREFETCH_BUCKET,
+	CLI_OPT_FP32_GRAD_COMM,
+	CLI_OPT_ENGINE,
+	CLI_OPT_FORMAT,
+	CLI_OPT_TRACE,
+	CLI_OPT_PLACEMENT,
+	CLI_OPT_HELP,
+	CLI_OPT_FIRST_FREE, /* commands number their own options from here */
+};
+
+/* The shared job options, NULL-terminated, for building a command's option table. */
+extern const struct option cli_job_options[];
+#define CLI_JOB_OPTIONS_COUNT 24
+/* Help text for the shared job options. */
+void cli_job_help(FILE *f);
+
+void cli_job_init(cli_job_args *a);
+/* Handles one getopt_long result; returns 1 if consumed, 0 if not a job option, -1 on
+ * error (message printed). */
+int cli_job_option(cli_job_args *a, int id, const char *arg);
+/* Loads job YAML, applies flags over it, loads model/platform/calibration, checks the job.
+ * Prints the error and returns false on failure. */
+bool cli_job_resolve(cli_job_args *a, const char *cmd);
+
+/* Strict number parsing for flags: prints "--flag expects ..., got 'x'" on failure. */
+bool cli_parse_int(const char *flag, const char *s, long min, long max, long *out);
+/* Token counts accept K and M suffixes (x1024, x1048576): 16K = 16384. */
+bool cli_parse_tokens(const char *flag, const char *s, long *out);
+bool cli_parse_double(const char *flag, const char *s, double lo, double hi, double *out);
+
+/* Runs one job through the chosen engine: plan + result. Caller finishes the plan. */
+bool cli_simulate(const cli_job_args *a, const config_job *job, workload_plan *plan, engine_result *res);
+
+/* Fills out the option table: cli_job_options followed by extra (NULL-terminated). */
+struct option *cli_options_concat(const struct option *extra);
+
+#endif

@@ -1,0 +1,64 @@
+/* yamltree: a YAML file as a small tree of maps, sequences and scalars that remembers
+ * where each node sits (file:line:column, 1-based), plus typed, strict accessors whose
+ * errors read "FILE:LINE:COL: what is wrong, what was expected". Private to config. */
+#ifndef SPSIM_CONFIG_YAMLTREE_H
+#define SPSIM_CONFIG_YAMLTREE_H
+
+#include "config/config.h"
+
+typedef enum yt_kind { YT_SCALAR, YT_MAP, YT_SEQ } yt_kind;
+
+typedef struct yt_node yt_node;
+struct yt_node {
+	yt_kind kind;
+	int line, col;
+	const char *file; /* owned by the document */
+	const char *name; /* key this node is the value of; NULL at the top level */
+	char *value;      /* scalar text */
+	/* map: keys[i] (scalars) -> items[i]; sequence: items[i] */
+	yt_node **keys, **items;
+	size_t n, cap;
+};
+
+typedef struct yt_doc {
+	char *file;
+	yt_node *root; /* NULL for an empty document */
+} yt_doc;
+
+/* Loads path; on failure err holds "path:line:col: ..." (or "path: ...") and *out is NULL. */
+bool yt_load(const char *path, yt_doc **out, config_error *err);
+void yt_free(yt_doc *doc);
+
+/* Formats "file:line:col: " + message into err, pointing at node n. Returns false. */
+bool yt_fail(config_error *err, const yt_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The document's root as a mapping holding exactly the key top (e.g. "model"); returns
+ * the mapping under it. */
+bool yt_top(const yt_doc *doc, const char *top, const yt_node **out, config_error *err);
+
+/* Fails on any key of map not in known (NULL-terminated), listing the known keys. */
+bool yt_check_keys(const yt_node *map, const char *const *known, config_error *err);
+
+/* The value of key in map, or NULL. */
+const yt_node *yt_find(const yt_node *map, const char *key);
+
+/* Typed accessors. `required`: a missing key is an error ("missing required key 'k' in
+ * 'map'"); otherwise a missing key leaves *out untouched. *found (may be NULL) tells
+ * whether the key was there. */
+bool yt_map(const yt_node *map, const char *key, bool required, const yt_node **out, config_error *err);
+bool yt_int(const yt_node *map, const char *key, bool required, long min, long max, long *out, bool *found,
+	    config_error *err);
+bool yt_posint(const yt_node *map, const char *key, bool required, int *out, bool *found, config_error *err);
+/* A number in [lo, hi], or (lo, hi] when lo_open. */
+bool yt_double(const yt_node *map, const char *key, bool required, double lo, bool lo_open, double hi,
+	       double *out, bool *found, config_error *err);
+bool yt_bool(const yt_node *map, const char *key, bool required, bool *out, bool *found, config_error *err);
+/* One of names[0..n-1]; *out gets its index. */
+bool yt_enum(const yt_node *map, const char *key, bool required, const char *const *names, int n, int *out,
+	     bool *found, config_error *err);
+bool yt_quantity(const yt_node *map, const char *key, bool required, config_unit_kind kind, double *out,
+		 bool *found, config_error *err);
+bool yt_string(const yt_node *map, const char *key, bool required, char *out, size_t len, bool *found,
+	       config_error *err);
+
+#endif
