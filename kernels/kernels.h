@@ -142,7 +142,6 @@ int kernels_cuda_attn_bwd(const kernels_attn_shape *s, const void *q, const void
 int kernels_cuda_permute(const kernels_permute *p, const void *src, void *dst, void *stream);
 /* handle: a cublasHandle_t already bound to the stream. */
 int kernels_cuda_gemm(void *cublas_handle, const kernels_gemm *g, const void *a, const void *b, void *c);
-const char *kernels_cuda_error_string(int err);
 
 #ifdef __cplusplus
 }

@@ -606,6 +606,8 @@ START_TEST(data_env_dir_first)
 {
 	/* $SPSIM_DATA_DIR is searched before the compiled-in source and install dirs: a
 	 * one-layer llama-3.1-8b there shadows the shipped one, and its extra model is listed. */
+	char saved[CONFIG_PATH_MAX];
+	snprintf(saved, sizeof saved, "%s", getenv("SPSIM_DATA_DIR"));
 	char dir[] = "/tmp/spsim-config-XXXXXX";
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	const char *text = "model: {name: shadow, layers: 1, hidden: 64, heads: 4, ffn: 128, vocab: 10, "
@@ -636,6 +638,8 @@ START_TEST(data_env_dir_first)
 	remove_file(dir, "models", "llama-3.1-8b.yaml");
 	remove_file(dir, "models", "extra.yaml");
 	rmdir(dir);
+	/* Restored so the suite also runs in one process (CK_FORK=no). */
+	setenv("SPSIM_DATA_DIR", saved, 1);
 }
 END_TEST
 

@@ -170,7 +170,9 @@ json_t *report_compare_json(const report_run *runs, int n)
 	for (int i = 0; i < n; i++) {
 		json_array_append_new(arr, report_run_json(&runs[i]));
 		const char *key = runs[i].label ? runs[i].label : workload_strategy_name(runs[i].job->strategy);
-		double s = runs[i].result->step_time > 0 ? runs[0].result->step_time / runs[i].result->step_time : 0;
+		/* Throughput ratio: equals the step-time ratio when both runs train the same
+		 * tokens per step, and stays fair when they do not (ulysses:sp=N/B). */
+		double s = runs[0].result->tokens_per_s > 0 ? runs[i].result->tokens_per_s / runs[0].result->tokens_per_s : 0;
 		json_object_set_new(sp, key, json_real(s));
 		double c = runs[i].result->breakdown.sp_comm > 0
 				   ? runs[0].result->breakdown.sp_comm / runs[i].result->breakdown.sp_comm
@@ -216,7 +218,8 @@ void report_compare_table(FILE *f, const report_run *runs, int n)
 	ROW("memory peak", report_bytes(r->plan->memory.peak, buf, sizeof buf));
 	ROW("  activations", report_bytes(r->plan->memory.activations, buf, sizeof buf));
 	ROW("fits", r->plan->memory.fits ? "yes" : "NO");
-	ROW("speedup (step)", (snprintf(buf, sizeof buf, "%.2fx", r0->result->step_time / r->result->step_time), buf));
+	ROW("speedup (tokens/s)",
+	    (snprintf(buf, sizeof buf, "%.2fx", r->result->tokens_per_s / r0->result->tokens_per_s), buf));
 	ROW("speedup (all-to-all)",
 	    (r->result->breakdown.sp_comm > 0
 		     ? (snprintf(buf, sizeof buf, "%.2fx", r0->result->breakdown.sp_comm / r->result->breakdown.sp_comm), buf)

@@ -1,0 +1,278 @@
+/* nccltests: calibrating a platform from nccl-tests logs.
+ *
+ * A single-node log (every rank on one host) only exercises the intra-node links, so it
+ * fits the intra_node class; a multi-node log then fits the inter_node class with the
+ * intra-node one held at its fitted (or the platform's) values. Each log is modelled on
+ * its own layout, and its time is the one spsim's engine gives that collective:
+ * engine_collective_time on the platform with the candidate calibration applied
+ * (config_apply_calibration), so the fit inverts exactly the model that later uses it.
+ * The inversion per algorithm is derived in docs/nccl-tests.md. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nccltests/nccltests.h"
+
+void nccltests_generic_platform(config_platform *p, int nodes, int gpus_per_node)
+{
+	memset(p, 0, sizeof *p);
+	snprintf(p->name, sizeof p->name, "nccl-tests-layout");
+	p->nodes = nodes;
+	p->gpus_per_node = gpus_per_node;
+	snprintf(p->gpu.name, sizeof p->gpu.name, "unknown");
+	p->gpu.peak_flops = 312e12;
+	p->gpu.memory_bytes = 80.0 * (1 << 30);
+	p->gpu.hbm_bandwidth = 2e12;
+	p->intra.fabric = CONFIG_FABRIC_NVSWITCH;
+	p->intra.bandwidth = p->intra.pair_bandwidth = 100e9;
+	p->intra.latency = 2e-6;
+	p->inter.nics_per_node = gpus_per_node;
+	p->inter.nic_bandwidth = 25e9;
+	p->inter.latency = 5e-6;
+	p->inter.topology = CONFIG_TOPO_SINGLE_SWITCH;
+	p->inter.oversubscription = 1.0;
+	p->eff.gemm = p->eff.attention = p->eff.memory = 1.0;
+	p->eff.intra_link = p->eff.inter_link = 1.0;
+}
+
+typedef struct log_model {
+	const nccltests_log *log;
+	config_platform base; /* the log's layout, the already fitted class applied */
+	engine_group_shape *shapes;
+	int n_shapes;
+	workload_alg alg;
+	bool inter;
+} log_model;
+
+typedef struct fit_ctx {
+	log_model *models;
+	int *model_of; /* point -> model */
+	double *bytes;
+	double *times;
+	int n, cap;
+	bool inter; /* the class being fitted */
+} fit_ctx;
+
+static double model_time(void *vctx, int i, double latency, double bandwidth)
+{
+	const fit_ctx *c = vctx;
+	const log_model *m = &c->models[c->model_of[i]];
+	config_platform p = m->base;
+	config_calibration cal;
+	memset(&cal, 0, sizeof cal);
+	if (c->inter) {
+		cal.has_inter_latency = cal.has_inter_bw = true;
+		cal.inter_latency = latency;
+		cal.inter_bw = bandwidth;
+	} else {
+		cal.has_intra_latency = cal.has_intra_bw = true;
+		cal.intra_latency = latency;
+		cal.intra_bw = bandwidth;
+	}
+	config_apply_calibration(&p, &cal);
+	double t = 0;
+	for (int k = 0; k < m->n_shapes; k++)
+		t = fmax(t, engine_collective_time(&p, m->log->coll, m->alg, m->shapes[k], c->bytes[i]));
+	return t;
+}
+
+static void note(nccltests_calib_report *rep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(nccltests_calib_report *rep, const char *fmt, ...)
+{
+	size_t len = strlen(rep->notes);
+	if (len + 2 >= sizeof rep->notes)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(rep->notes + len, sizeof rep->notes - len, fmt, ap);
+	va_end(ap);
+	len = strlen(rep->notes);
+	if (len + 1 < sizeof rep->notes) {
+		rep->notes[len] = '\n';
+		rep->notes[len + 1] = '\0';
+	}
+}
+
+static bool push_point(fit_ctx *c, int model, double bytes, double time)
+{
+	if (c->n == c->cap) {
+		int cap = c->cap ? 2 * c->cap : 64;
+		int *mo = realloc(c->model_of, (size_t)cap * sizeof *mo);
+		if (!mo)
+			return false;
+		c->model_of = mo;
+		double *b = realloc(c->bytes, (size_t)cap * sizeof *b);
+		if (!b)
+			return false;
+		c->bytes = b;
+		double *t = realloc(c->times, (size_t)cap * sizeof *t);
+		if (!t)
+			return false;
+		c->times = t;
+		c->cap = cap;
+	}
+	c->model_of[c->n] = model;
+	c->bytes[c->n] = bytes;
+	c->times[c->n] = time;
+	c->n++;
+	return true;
+}
+
+static bool row_usable(const nccltests_row *r, int col)
+{
+	return r->has[col] && r->size > 0 && r->time_us[col] > 0 && r->wrong[col] <= 0;
+}
+
+/* Adds a log's rows within [min, max]; falls back to all sizes when fewer than two
+ * distinct sizes lie in the range. */
+static bool add_log_points(fit_ctx *c, int model, const nccltests_log *log, const nccltests_calib_opts *o,
+			   nccltests_calib_report *rep)
+{
+	int col = o->in_place ? NCCLTESTS_IP : NCCLTESTS_OOP;
+	double lo = o->min_bytes, hi = o->max_bytes > 0 ? o->max_bytes : INFINITY;
+	int wrong = 0, distinct = 0;
+	double last = -1;
+	for (int i = 0; i < log->n_rows; i++) {
+		const nccltests_row *r = &log->rows[i];
+		if (r->has[col] && r->wrong[col] > 0)
+			wrong++;
+		if (row_usable(r, col) && r->size >= lo && r->size <= hi && r->size != last) {
+			distinct++;
+			last = r->size;
+		}
+	}
+	if (wrong)
+		note(rep, "%s: %d row%s with #wrong > 0 left out of the fit", log->path, wrong, wrong == 1 ? "" : "s");
+	if (distinct < 2) {
+		if (lo > 0 || isfinite(hi))
+			note(rep, "%s: fewer than two sizes in the fitted range, fitting all its sizes", log->path);
+		lo = 0;
+		hi = INFINITY;
+	}
+	for (int i = 0; i < log->n_rows; i++) {
+		const nccltests_row *r = &log->rows[i];
+		if (row_usable(r, col) && r->size >= lo && r->size <= hi &&
+		    !push_point(c, model, r->size, r->time_us[col] * 1e-6))
+			return false;
+	}
+	return true;
+}
+
+static bool fit_class(log_model *models, int n_models, bool inter, const nccltests_calib_opts *o,
+		      nccltests_calib_class *out, nccltests_calib_report *rep, config_error *err)
+{
+	fit_ctx c = {.models = models, .inter = inter};
+	const config_platform *start = NULL;
+	bool ok = true;
+	for (int m = 0; m < n_models && ok; m++) {
+		if (models[m].inter != inter)
+			continue;
+		if (!start)
+			start = &models[m].base;
+		out->n_logs++;
+		ok = add_log_points(&c, m, models[m].log, o, rep);
+		if (!ok)
+			config_fail(err, "out of memory");
+	}
+	if (ok && out->n_logs > 0) {
+		double L0 = inter ? start->inter.latency : start->intra.latency;
+		double B0 = inter ? config_platform_nic_bw(start) : config_platform_intra_bw(start);
+		config_error why;
+		ok = nccltests_fit_model(model_time, &c, c.times, c.n, L0, B0, &out->fit, &why);
+		if (ok) {
+			out->fitted = true;
+		} else {
+			char logs[512] = "";
+			for (int m = 0; m < n_models; m++)
+				if (models[m].inter == inter && strlen(logs) + strlen(models[m].log->path) + 3 < sizeof logs) {
+					if (logs[0])
+						strcat(logs, ", ");
+					strcat(logs, models[m].log->path);
+				}
+			config_fail(err, "%s: cannot fit the %s links: %s", logs, inter ? "inter-node" : "intra-node", why.msg);
+		}
+	}
+	free(c.model_of);
+	free(c.bytes);
+	free(c.times);
+	return ok;
+}
+
+bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_calib_opts *opts,
+			 config_calibration *out, nccltests_calib_report *rep, config_error *err)
+{
+	memset(rep, 0, sizeof *rep);
+	memset(out, 0, sizeof *out);
+	snprintf(out->source, sizeof out->source, "nccl-tests");
+	if (opts->platform)
+		snprintf(out->platform, sizeof out->platform, "%s", opts->platform->name);
+	log_model *models = calloc((size_t)(n_logs > 0 ? n_logs : 1), sizeof *models);
+	if (!models)
+		return config_fail(err, "out of memory");
+	int n = 0;
+	bool ok = true;
+	for (int i = 0; i < n_logs && ok; i++) {
+		const nccltests_log *log = &logs[i];
+		if (log->ranks < 2) {
+			note(rep, "%s: one rank moves no data between GPUs, nothing to fit", log->path);
+			continue;
+		}
+		log_model *m = &models[n];
+		m->log = log;
+		m->inter = log->nodes > 1;
+		m->alg = opts->alg_set ? opts->alg : nccltests_default_alg(log->coll);
+		if (opts->platform) {
+			m->base = *opts->platform;
+			if (opts->platform->gpus_per_node != log->gpus_per_node)
+				note(rep, "%s: %d GPUs per node, %s has %d; modelling the log's layout", log->path,
+				     log->gpus_per_node, opts->platform->name, opts->platform->gpus_per_node);
+		} else {
+			nccltests_generic_platform(&m->base, log->nodes, log->gpus_per_node);
+		}
+		m->base.nodes = log->nodes;
+		m->base.gpus_per_node = log->gpus_per_node;
+		nccltests_setup s = {.platform = &m->base, .coll = log->coll, .alg = m->alg, .gpus = log->ranks,
+				     .group_size = log->ranks, .placement = ENGINE_PLACE_CONTIGUOUS};
+		config_error why;
+		if (!nccltests_shapes(&s, &m->shapes, &m->n_shapes, &why)) {
+			ok = config_fail(err, "%s: %s", log->path, why.msg);
+			break;
+		}
+		n++;
+	}
+	bool any_intra = false, any_inter = false;
+	for (int i = 0; i < n; i++) {
+		any_intra |= !models[i].inter;
+		any_inter |= models[i].inter;
+	}
+	if (ok && n == 0)
+		ok = config_fail(err, "no log has two or more ranks: nothing to calibrate");
+	if (ok && any_inter && !any_intra && !opts->platform)
+		ok = config_fail(err, "multi-node logs alone need the intra-node links from somewhere: pass --platform, or "
+				 "a single-node log as well");
+	if (ok && any_intra)
+		ok = fit_class(models, n, false, opts, &rep->intra, rep, err);
+	if (ok && rep->intra.fitted) {
+		out->has_intra_latency = out->has_intra_bw = true;
+		out->intra_latency = rep->intra.fit.latency;
+		out->intra_bw = rep->intra.fit.bandwidth;
+		for (int i = 0; i < n; i++)
+			if (models[i].inter)
+				config_apply_calibration(&models[i].base, out);
+	} else if (ok && any_inter) {
+		note(rep, "no single-node log: the inter-node fit holds the intra-node links at %s's values",
+		     opts->platform->name);
+	}
+	if (ok && any_inter)
+		ok = fit_class(models, n, true, opts, &rep->inter, rep, err);
+	if (ok && rep->inter.fitted) {
+		out->has_inter_latency = out->has_inter_bw = true;
+		out->inter_latency = rep->inter.fit.latency;
+		out->inter_bw = rep->inter.fit.bandwidth;
+	}
+	for (int i = 0; i < n; i++)
+		free(models[i].shapes);
+	free(models);
+	return ok;
+}
