@@ -1,6 +1,7 @@
 /* CPU references of the layer kernels (kernels.h). Plain loops, written for clarity: the
  * test suites hold the CUDA kernels and the partitioned layer against these. */
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +374,9 @@ const char *kernels_gemm_check(const kernels_gemm *g)
 		return "GEMM dimensions must be >= 1";
 	if (g->lda < (g->trans_a ? g->m : g->k) || g->ldb < (g->trans_b ? g->k : g->n) || g->ldc < g->n)
 		return "a GEMM leading dimension is shorter than its row";
+	if (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->lda > INT_MAX || g->ldb > INT_MAX ||
+	    g->ldc > INT_MAX)
+		return "a GEMM dimension exceeds INT_MAX";
 	return NULL;
 }
 
@@ -391,4 +395,54 @@ void kernels_cpu_gemm(const kernels_gemm *g, const kernels_bf16 *a, const kernel
 				acc += (double)g->beta * kernels_bf16_to_f32(c[i * g->ldc + j]);
 			c[i * g->ldc + j] = kernels_f32_to_bf16((float)acc);
 		}
+}
+
+/* ------------------------------------------------------------ comparison --- */
+static int compare(const void *got, const void *want, size_t n, int bf16, double tol, kernels_compare_result *r)
+{
+#define AT(p, e) (bf16 ? (double)kernels_bf16_to_f32(((const kernels_bf16 *)(p))[e]) : (double)((const float *)(p))[e])
+	memset(r, 0, sizeof *r);
+	r->n = n;
+	double ss = 0;
+	for (size_t e = 0; e < n; e++) {
+		double w = AT(want, e);
+		ss += w * w;
+		if (fabs(w) > r->max_want)
+			r->max_want = fabs(w);
+	}
+	r->rms_want = n ? sqrt(ss / (double)n) : 0;
+	for (size_t e = 0; e < n; e++) {
+		double g = AT(got, e), w = AT(want, e);
+		if (!isfinite(g)) {
+			r->nonfinite = 1;
+			r->bad++;
+			r->worst = e;
+			r->max_norm = INFINITY;
+			r->max_abs = INFINITY;
+			continue;
+		}
+		double err = fabs(g - w), den = fabs(w) + r->rms_want;
+		double norm = den > 0 ? err / den : (err > 0 ? INFINITY : 0);
+		if (err > r->max_abs)
+			r->max_abs = err;
+		if (norm > r->max_norm) {
+			r->max_norm = norm;
+			r->worst = e;
+		}
+		if (norm > tol)
+			r->bad++;
+	}
+	return r->bad == 0;
+#undef AT
+}
+
+int kernels_compare_bf16(const kernels_bf16 *got, const kernels_bf16 *want, size_t n, double tol,
+			 kernels_compare_result *r)
+{
+	return compare(got, want, n, 1, tol, r);
+}
+
+int kernels_compare_f32(const float *got, const float *want, size_t n, double tol, kernels_compare_result *r)
+{
+	return compare(got, want, n, 0, tol, r);
 }

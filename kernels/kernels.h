@@ -32,6 +32,23 @@ typedef uint16_t kernels_bf16;
 kernels_bf16 kernels_f32_to_bf16(float f);
 float kernels_bf16_to_f32(kernels_bf16 b);
 
+/* Element-wise comparison of a result with its reference. Element e passes when
+ *   |got − want| <= tol · (|want| + rms(want)),
+ * a relative bound that does not blow up where the reference crosses zero. bf16 keeps 8
+ * significant bits (unit roundoff 2^-8); a result that went through a few bf16 roundings
+ * and a different fp32 summation order sits within a few units of it. */
+typedef struct kernels_compare_result {
+	size_t n, bad, worst; /* elements, failures, index of the largest normalised error */
+	double max_abs;       /* largest |got − want| */
+	double max_norm;      /* largest |got − want| / (|want| + rms(want)) */
+	double rms_want, max_want;
+	int nonfinite;        /* got holds NaN or Inf */
+} kernels_compare_result;
+#define KERNELS_BF16_TOL (1.0 / 32)
+int kernels_compare_bf16(const kernels_bf16 *got, const kernels_bf16 *want, size_t n, double tol,
+			 kernels_compare_result *r);
+int kernels_compare_f32(const float *got, const float *want, size_t n, double tol, kernels_compare_result *r);
+
 /* ------------------------------------------------------------- attention --- */
 typedef struct kernels_attn_shape {
 	int nseq;     /* sequences */

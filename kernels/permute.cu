@@ -51,8 +51,7 @@ __global__ void permute_kernel(permute_params p, const uint16_t *src, uint16_t *
 					acc[x] += bf16_bits_to_f32(from[x]);
 			}
 			for (int x = 0; x < VEC; x++) {
-				__nv_bfloat16 b = __float2bfloat16_rn(acc[x]);
-				to[x] = *(uint16_t *)&b;
+				to[x] = __bfloat16_as_ushort(__float2bfloat16_rn(acc[x]));
 			}
 			continue;
 		}

@@ -1,6 +1,7 @@
 /* nccltests: names, size conventions and nccl-tests' output format. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -115,6 +116,54 @@ workload_alg nccltests_default_alg(workload_coll c)
 	default:
 		return WL_ALG_RING;
 	}
+}
+
+bool nccltests_parse_size(const char *text, double *out)
+{
+	char *end;
+	double v = strtod(text, &end);
+	if (end == text || !(v >= 0) || !isfinite(v))
+		return false;
+	double mult = 1;
+	switch (*end) {
+	case 'k': case 'K': mult = 1024.0; end++; break;
+	case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
+	case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+	case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+	default: break;
+	}
+	if (mult > 1 && *end == 'i')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end)
+		return false;
+	*out = floor(v * mult);
+	return true;
+}
+
+bool nccltests_alg_from_name(workload_coll c, const char *name, workload_alg *out)
+{
+	for (int a = 0; a < WL_ALG_COUNT; a++) {
+		if (strcasecmp(name, workload_alg_name((workload_alg)a)) != 0)
+			continue;
+		/* the algorithms engine_collective_time implements for each collective */
+		bool ok;
+		switch (c) {
+		case WL_COLL_ALLTOALL: ok = a != WL_ALG_RING; break;
+		case WL_COLL_ALLGATHER:
+		case WL_COLL_REDUCESCATTER:
+		case WL_COLL_ALLREDUCE: ok = a == WL_ALG_RING || a == WL_ALG_HIERARCHICAL; break;
+		case WL_COLL_SENDRECV: ok = a == WL_ALG_DIRECT; break;
+		case WL_COLL_BROADCAST: ok = a == WL_ALG_RING; break;
+		default: ok = false; break;
+		}
+		if (!ok)
+			return false;
+		*out = (workload_alg)a;
+		return true;
+	}
+	return false;
 }
 
 /* nccl-tests' getFloatStr (src/common.cu): count the integer digits, then pick the

@@ -44,6 +44,11 @@ double nccltests_count(workload_coll c, double size, int type_size, int ranks);
 /* nccl-tests rounds a requested size so that every rank gets whole elements: count =
  * size / type_size, and for per-rank collectives (count / ranks) * ranks. */
 double nccltests_round_size(workload_coll c, double size, int type_size, int ranks);
+/* nccl-tests' size syntax for -b/-e/-i: an integer with an optional K, M, G or T suffix
+ * (powers of 1024; "KB", "KiB" also read). Returns false when malformed or negative. */
+bool nccltests_parse_size(const char *text, double *out);
+/* An algorithm name ("ring", "direct", "pairwise", "hierarchical") valid for a collective. */
+bool nccltests_alg_from_name(workload_coll c, const char *name, workload_alg *out);
 /* The algorithm spsim's op program uses for a collective (ring, direct all-to-all). */
 workload_alg nccltests_default_alg(workload_coll c);
 

@@ -420,8 +420,12 @@ static bool parse_line(parse_state *st, char *s, int line, config_error *err)
 				break;
 			}
 	/* a result row starts with the size in bytes; anything else (NCCL INFO lines,
-	 * version banners, prompts) is chatter */
-	if (!st->have_cols || !all_digits(tok[0]) || n > MAX_TOKENS)
+	 * version banners, prompts) is chatter. A line that starts with a digit and has a
+	 * datatype where the header puts one is a row gone wrong, not chatter. */
+	if (!st->have_cols || n > MAX_TOKENS || !isdigit((unsigned char)tok[0][0]))
+		return true;
+	int ti = st->cols.idx_type;
+	if (!all_digits(tok[0]) && !(ti < n && nccltests_type_size(tok[ti]) > 0))
 		return true;
 	return parse_row(st, tok, n, line, err);
 }

@@ -156,6 +156,13 @@ def allgather_old_4():
     return "".join(out)
 
 
+def bad_row():
+    """all_reduce_perf.1x8.log with a unit glued to the size on line 23."""
+    lines = allreduce_8().splitlines(True)
+    lines[22] = lines[22].replace("         256", "       4096B", 1)
+    return "".join(lines)
+
+
 def write(name, text):
     with open(name, "w", newline="") as f:
         f.write(text)
@@ -165,3 +172,4 @@ if __name__ == "__main__":
     write("all_reduce_perf.1x8.log", allreduce_8())
     write("a2a-2x8.log", alltoall_2x8())
     write("all_gather_old.1x4.log", allgather_old_4())
+    write("bad_row.log", bad_row())

@@ -1,0 +1,62 @@
+/* engine/simgrid: the discrete-event engine. The platform becomes a SimGrid platform
+ * (platform.c), every GPU an actor per stream that executes the op program with
+ * executions and flows (executor.c, collectives.c). docs/simgrid.md derives the
+ * generated platform, the collective algorithms and the exactness of the two reductions
+ * that make large runs fast (ring aggregation, translation symmetry).
+ *
+ * SimGrid can be initialised once per process: a second simulation in the same process
+ * fails with an error (run each point in its own process, as sweeps and tests do). */
+#ifndef SPSIM_ENGINE_SIMGRID_SIMGRID_H
+#define SPSIM_ENGINE_SIMGRID_SIMGRID_H
+
+#include <stdio.h>
+
+#include "engine/engine.h"
+
+/* Tells engine/registry.c that this engine is built. */
+#define SPSIM_SIMGRID_READY 1
+
+extern const engine_ops engine_simgrid;
+
+/* Writes the SimGrid platform (XML, DTD 4.1) generated for p: one zone per node, a host
+ * per GPU, the intra-node fabric, NICs and the inter-node network. Link latencies are
+ * the platform's; bandwidths are effective (x efficiency). */
+bool engine_simgrid_platform_xml(const config_platform *p, FILE *out, config_error *err);
+
+/* Parses "contiguous", "strided" or "random:SEED" into opt->placement/placement_seed. */
+bool engine_placement_parse(const char *text, engine_options *opt, config_error *err);
+
+/* World rank -> GPU index (node * gpus_per_node + local) for `world` ranks on platform p:
+ * contiguous fills node after node; strided deals consecutive ranks to consecutive nodes;
+ * random permutes the contiguous slots with a seeded generator (same seed, same map). */
+bool engine_placement_map(const config_platform *p, int world, const engine_options *opt, int *gpu_of_rank,
+			  config_error *err);
+
+/* Knobs of the reductions, for tests and the benchmark; engine_simgrid.run uses the
+ * defaults (every reduction on where it is exact). */
+typedef enum engine_simgrid_ring_mode {
+	ENGINE_SG_RING_AGGREGATED, /* one flow per ring edge carrying every step's bytes */
+	ENGINE_SG_RING_LOCKSTEP,   /* one flow per edge per step, steps in sequence */
+} engine_simgrid_ring_mode;
+
+typedef struct engine_simgrid_options {
+	engine_simgrid_ring_mode ring;
+	bool symmetry;   /* simulate one period of nodes when the system is translation symmetric */
+	bool merge_compute; /* run back-to-back compute ops as one execution */
+} engine_simgrid_options;
+
+typedef struct engine_simgrid_stats {
+	int simulated_ranks; /* ranks with actors (a period under symmetry, else the world) */
+	int period_nodes;    /* nodes in the simulated period (0: no symmetry used) */
+	long flows;          /* flows started */
+	long executions;     /* compute executions started */
+	double xml_bytes;    /* size of the generated platform */
+} engine_simgrid_stats;
+
+void engine_simgrid_options_default(engine_simgrid_options *o);
+
+/* engine_simgrid.run with explicit options; stats may be NULL. */
+bool engine_simgrid_run_with(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
+			     engine_simgrid_stats *stats, config_error *err);
+
+#endif

@@ -1,0 +1,382 @@
+/* analytic: collective closed forms, the max-plus schedule, and invariants of whole steps.
+ * Hand platform (tests/testutil.h): NVSwitch 100 GB/s per GPU, 1 us; NICs 10 GB/s, 10 us;
+ * efficiencies 1; 100 TFLOP/s; 1000 GB/s HBM. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "engine/analytic.h"
+#include "engine/schedule.h"
+#include "testutil.h"
+
+static engine_group_shape shape(int P, int r, int active)
+{
+	return (engine_group_shape){.size = P, .per_node = r, .active_per_node = active};
+}
+
+START_TEST(alltoall_inside_a_node)
+{
+	/* P = 4 on one NVSwitch node, 4 MB buffer: 1 MB to each of 3 peers over the GPU's
+	 * 100 GB/s link: 1 us + 3e6 / 100e9 = 31 us. */
+	config_platform p = tu_platform(1, 4, 1);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 4e6), 31e-6,
+			1e-12);
+	/* pairwise: 3 rounds of 1 us + 1e6/100e9 = 33 us */
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_PAIRWISE, shape(4, 4, 4), 4e6), 33e-6,
+			1e-12);
+}
+END_TEST
+
+START_TEST(alltoall_across_nodes_is_set_by_the_nic)
+{
+	/* P = 8 over 2 nodes of 4, 8 MB: 1 MB per peer; 3 local peers (30 us on NVLink),
+	 * 4 remote peers. One NIC shared by 4 GPUs: 2.5 GB/s each -> 4e6 / 2.5e9 = 1.6 ms,
+	 * plus the network latency 10 us. */
+	config_platform p = tu_platform(2, 4, 1);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 8e6),
+			10e-6 + 1.6e-3, 1e-12);
+	/* One NIC per GPU: 4e6 / 10e9 = 400 us. */
+	p.inter.nics_per_node = 4;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 8e6),
+			10e-6 + 400e-6, 1e-12);
+	/* Efficiency scales the NIC: 0.5 -> 800 us. */
+	p.eff.inter_link = 0.5;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 8e6),
+			10e-6 + 800e-6, 1e-12);
+}
+END_TEST
+
+START_TEST(ring_collectives)
+{
+	/* Intra-node ring, P = 4, 4 MB: chunk 1 MB, step 1 us + 10 us.
+	 * all-gather / reduce-scatter: 3 steps = 33 us; all-reduce: 6 steps = 66 us. */
+	config_platform p = tu_platform(1, 4, 1);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(4, 4, 4), 4e6), 33e-6,
+			1e-12);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_REDUCESCATTER, WL_ALG_RING, shape(4, 4, 4), 4e6), 33e-6,
+			1e-12);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(4, 4, 4), 4e6), 66e-6,
+			1e-12);
+	/* Across 2 nodes, P = 8, one NIC: the ring crosses the NIC once per node: step
+	 * 10 us + 1 MB / 10 GB/s = 110 us; all-reduce 14 steps = 1.54 ms. */
+	config_platform q = tu_platform(2, 4, 1);
+	ck_assert_close(engine_collective_time(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 8e6), 14 * 110e-6,
+			1e-12);
+	/* Two groups of 8 spanning the same nodes (4 per node each, 8 GPUs per node):
+	 * their rings share the NIC -> 5 GB/s each: step 10 us + 200 us. */
+	config_platform r = tu_platform(2, 8, 1);
+	ck_assert_close(engine_collective_time(&r, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 8), 8e6), 7 * 210e-6,
+			1e-12);
+}
+END_TEST
+
+START_TEST(mesh_uses_every_pair_link)
+{
+	/* NVLink mesh, 50 GB/s per pair, 4 GPUs. All-to-all: each of 3 peers over its own
+	 * link, 1 MB at 50 GB/s = 20 us (+1 us). Ring: K4 holds one Hamiltonian cycle
+	 * usable both ways: 2 x 50 GB/s; all-gather 4 MB: 3 x (1 us + 1e6/100e9). */
+	config_platform p = tu_platform(1, 4, 1);
+	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
+	p.intra.pair_bandwidth = 50e9;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 4e6), 21e-6,
+			1e-12);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(4, 4, 4), 4e6), 33e-6,
+			1e-12);
+	/* two GPUs: one pair link, 2 MB buffer: 1 MB at 50 GB/s */
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(2, 2, 4), 2e6), 21e-6,
+			1e-12);
+}
+END_TEST
+
+START_TEST(hierarchical_is_the_sum_of_its_phases)
+{
+	/* P = 8 = 2 nodes x 4, 4 NICs: reduce-scatter of the 8 MB in the node (chunk 2 MB,
+	 * 3 x (1 + 20) us), all-reduce of 2 MB between the 2 nodes on each GPU's NIC
+	 * (2 steps x (10 us + 1 MB / 10 GB/s)), all-gather in the node (3 x 21 us). */
+	config_platform p = tu_platform(2, 4, 4);
+	double want = 3 * 21e-6 + 2 * (10e-6 + 100e-6) + 3 * 21e-6;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_HIERARCHICAL, shape(8, 4, 4), 8e6), want,
+			1e-12);
+}
+END_TEST
+
+START_TEST(fat_tree_oversubscription_slows_cross_leaf_traffic)
+{
+	/* 4 nodes, 2 per leaf, 2:1 oversubscribed. A group over all 4 nodes sends 2/3 of its
+	 * inter-node bytes beyond its leaf, at half rate: time x (2/3)·2 = 4/3. */
+	config_platform p = tu_platform(4, 1, 1);
+	double flat = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 1, 1), 4e6) - 10e-6;
+	p.inter.topology = CONFIG_TOPO_FAT_TREE;
+	p.inter.nodes_per_leaf = 2;
+	p.inter.oversubscription = 2;
+	double tree = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 1, 1), 4e6) - 10e-6;
+	ck_assert_close(tree / flat, 4.0 / 3.0, 1e-9);
+}
+END_TEST
+
+START_TEST(busbw_factors_follow_nccl_tests)
+{
+	ck_assert_close(engine_busbw_factor(WL_COLL_ALLREDUCE, 8), 2.0 * 7 / 8, 1e-15);
+	ck_assert_close(engine_busbw_factor(WL_COLL_ALLGATHER, 8), 7.0 / 8, 1e-15);
+	ck_assert_close(engine_busbw_factor(WL_COLL_REDUCESCATTER, 4), 3.0 / 4, 1e-15);
+	ck_assert_close(engine_busbw_factor(WL_COLL_ALLTOALL, 2), 0.5, 1e-15);
+	ck_assert_close(engine_busbw_factor(WL_COLL_SENDRECV, 2), 1.0, 1e-15);
+}
+END_TEST
+
+START_TEST(compute_is_a_roofline)
+{
+	config_platform p = tu_platform(1, 1, 1);
+	workload_op gemm = {.kind = WL_OP_COMPUTE, .kernel = WL_KERNEL_GEMM, .flops = 1e12};
+	workload_op copy = {.kind = WL_OP_COMPUTE, .kernel = WL_KERNEL_MEMORY, .hbm_bytes = 1e9};
+	ck_assert_close(engine_compute_time(&p, &gemm), 10e-3, 1e-12); /* 1e12 / 100e12 */
+	ck_assert_close(engine_compute_time(&p, &copy), 1e-3, 1e-12);  /* 1e9 / 1000e9 */
+	p.eff.gemm = 0.5;
+	ck_assert_close(engine_compute_time(&p, &gemm), 20e-3, 1e-12);
+}
+END_TEST
+
+/* A hand-built program: block "b" x3 of [A: main, 1 s] [Z: zero stream, 2 s, after A]. */
+START_TEST(schedule_overlaps_streams)
+{
+	workload_op ops[2] = {
+		{.name = "A", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN, .dep = -1},
+		{.name = "Z", .kind = WL_OP_COMM, .cat = WL_CAT_ZERO_COMM, .stream = WL_STREAM_ZERO, .dep = 0},
+	};
+	workload_block blk = {.name = "b", .repeat = 3, .layer_first = 0, .layer_step = 1, .ops = ops, .n_ops = 2};
+	workload_program prog = {.micro = &blk, .n_micro = 1, .grad_accum = 1};
+	double d[2] = {1, 2}, *dur[1] = {d};
+	engine_result r;
+	config_error err;
+	/* A ends at 1, 2, 3. Z: [1,3], [3,5], [5,7]. Step 7; compute 3, ZeRO 6 of which
+	 * 7 - 3 = 4 exposed. */
+	ck_assert(engine_schedule_run(&prog, dur, &r, NULL, NULL, &err));
+	ck_assert_close(r.step_time, 7, 1e-15);
+	ck_assert_close(r.breakdown.compute, 3, 1e-15);
+	ck_assert_close(r.breakdown.zero_comm, 6, 1e-15);
+	ck_assert_close(r.breakdown.zero_comm_exposed, 4, 1e-15);
+	/* A barrier block after it waits for the zero stream: a 1 s op starts at 7. */
+	workload_op o2 = {.name = "opt", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
+			  .phase = WL_PHASE_STEP, .dep = -1};
+	workload_block step = {.name = "opt", .repeat = 1, .barrier = true, .layer_first = -1, .ops = &o2, .n_ops = 1};
+	prog.step = &step;
+	prog.n_step = 1;
+	double d2[1] = {1}, *dur2[2] = {d, d2};
+	ck_assert(engine_schedule_run(&prog, dur2, &r, NULL, NULL, &err));
+	ck_assert_close(r.step_time, 8, 1e-15);
+	ck_assert_close(r.breakdown.optimizer, 1, 1e-15);
+	/* A dependency on a later op of the same iteration is rejected. */
+	ops[0].dep = 1;
+	ck_assert(!engine_schedule_run(&prog, dur2, &r, NULL, NULL, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "invalid dependency"));
+}
+END_TEST
+
+START_TEST(schedule_prefetch_one_iteration_ahead)
+{
+	/* [G: prefetch 3 s, after C of the previous iteration] [C: main 2 s, after G].
+	 * G0 [0,3], C0 [3,5]; G1 waits for C0: [5,8], C1 [8,10]; G2 [10,13], C2 [13,15]. */
+	workload_op ops[2] = {
+		{.name = "G", .kind = WL_OP_COMM, .cat = WL_CAT_ZERO_COMM, .stream = WL_STREAM_PREFETCH, .dep = 1,
+		 .dep_iter = -1},
+		{.name = "C", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN, .dep = 0},
+	};
+	workload_block blk = {.name = "b", .repeat = 3, .layer_first = 0, .layer_step = 1, .ops = ops, .n_ops = 2};
+	workload_program prog = {.micro = &blk, .n_micro = 1, .grad_accum = 2};
+	double d[2] = {3, 2}, *dur[1] = {d};
+	engine_result r;
+	config_error err;
+	/* Second micro-step: G0 waits only for the stream (G2 ended 13): [13,16], C0 [16,18],
+	 * G1 [18,21], C1 [21,23], G2 [23,26], C2 [26,28]. */
+	ck_assert(engine_schedule_run(&prog, dur, &r, NULL, NULL, &err));
+	ck_assert_close(r.step_time, 28, 1e-15);
+}
+END_TEST
+
+/* Collects the end of every op instance, to check the extrapolation against unrolling. */
+static void visit_max(void *ctx, const workload_block *b, int it, int micro, const workload_op *op, double s, double e)
+{
+	double *mx = ctx;
+	if (e > *mx)
+		*mx = e;
+}
+
+START_TEST(extrapolation_equals_unrolled_schedule)
+{
+	config_error err;
+	config_model m;
+	config_platform p;
+	ck_assert_msg(config_load_model("llama-3.1-8b", &m, &err), "%s", err.msg);
+	ck_assert_msg(config_load_platform("a100-2x4-ib400", &p, &err), "%s", err.msg);
+	for (int z = 0; z <= 3; z++)
+		for (int ov = -1; ov <= 1; ov++)
+			for (int B = 1; B <= 8; B *= 2)
+				for (int rc = 0; rc < 2; rc++) {
+					config_job j = tu_job(B % 2 ? CONFIG_STRATEGY_ULYSSES : CONFIG_STRATEGY_BASP, 8, 8, B,
+							      8192, z);
+					j.zero_overlap = ov;
+					j.grad_accum = 2;
+					j.recompute = rc ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
+					ck_assert_msg(workload_check(&m, &p, &j, &err), "%s", err.msg);
+					workload_plan plan;
+					ck_assert(workload_plan_make(&m, &p, &j, &plan, &err));
+					double **dur;
+					ck_assert(engine_analytic_durations(&p, &plan, &dur, &err));
+					engine_result fast, slow;
+					double mx = 0;
+					ck_assert(engine_schedule_run(&plan.program, dur, &fast, NULL, NULL, &err));
+					ck_assert(engine_schedule_run(&plan.program, dur, &slow, visit_max, &mx, &err));
+					ck_assert_close(fast.step_time, slow.step_time, 1e-9);
+					ck_assert_close(mx, slow.step_time, 1e-12);
+					engine_durations_free(dur, plan.program.n_micro + plan.program.n_step);
+					workload_plan_finish(&plan);
+				}
+}
+END_TEST
+
+static engine_result run_job(const config_model *m, const config_platform *p, config_job j)
+{
+	config_error err;
+	ck_assert_msg(workload_check(m, p, &j, &err), "%s", err.msg);
+	workload_plan plan;
+	ck_assert(workload_plan_make(m, p, &j, &plan, &err));
+	engine_input in = {.model = m, .platform = p, .job = &j, .plan = &plan};
+	engine_result r;
+	ck_assert(engine_find("analytic")->run(&in, &r, &err));
+	workload_plan_finish(&plan);
+	return r;
+}
+
+START_TEST(breakdown_conserves_step_time)
+{
+	/* The main stream runs compute and SP all-to-alls back to back; ZeRO exposure is
+	 * the rest: compute + sp_exposed + zero_exposed = step, and exposed <= total. */
+	config_error err;
+	config_model m;
+	config_platform p;
+	ck_assert(config_load_model("llama-3.2-1b", &m, &err));
+	ck_assert(config_load_platform("dgx-h100", &p, &err));
+	p.nodes = 2;
+	for (int z = 0; z <= 3; z++)
+		for (int B = 1; B <= 4; B *= 2) {
+			engine_result r = run_job(&m, &p, tu_job(CONFIG_STRATEGY_BASP, 16, 16, B, 16384, z));
+			const engine_breakdown *b = &r.breakdown;
+			ck_assert_close(b->compute + b->sp_comm_exposed + b->zero_comm_exposed, r.step_time, 1e-9);
+			ck_assert(b->zero_comm_exposed <= b->zero_comm * (1 + 1e-9) + 1e-12);
+			ck_assert_close(b->gemm + b->attention + b->memory_bound + b->optimizer, b->compute, 1e-9);
+			ck_assert(r.mfu > 0 && r.mfu < 1);
+		}
+}
+END_TEST
+
+START_TEST(faster_network_never_slows_a_step)
+{
+	config_error err;
+	config_model m;
+	config_platform p;
+	ck_assert(config_load_model("llama-3.1-8b", &m, &err));
+	ck_assert(config_load_platform("a100-2x4-ib400", &p, &err));
+	double prev = INFINITY;
+	for (double gbps = 100; gbps <= 1600; gbps *= 2) {
+		p.inter.nic_bandwidth = gbps * 1e9 / 8;
+		engine_result r = run_job(&m, &p, tu_job(CONFIG_STRATEGY_ULYSSES, 8, 8, 2, 16384, 3));
+		ck_assert(r.step_time <= prev);
+		prev = r.step_time;
+	}
+	/* and longer sequences always take longer */
+	prev = 0;
+	for (long S = 2048; S <= 65536; S *= 2) {
+		engine_result r = run_job(&m, &p, tu_job(CONFIG_STRATEGY_BASP, 8, 8, 2, S, 3));
+		ck_assert(r.step_time > prev);
+		prev = r.step_time;
+	}
+}
+END_TEST
+
+START_TEST(tokens_per_second_counts_every_replica)
+{
+	/* W = 16, N = 8: two SP domains x B = 2 sequences x 4096 tokens x grad_accum 3 per
+	 * step. */
+	config_error err;
+	config_model m;
+	config_platform p;
+	ck_assert(config_load_model("llama-3.2-1b", &m, &err));
+	ck_assert(config_load_platform("dgx-h100", &p, &err));
+	p.nodes = 2;
+	config_job j = tu_job(CONFIG_STRATEGY_BASP, 16, 8, 2, 4096, 1);
+	j.grad_accum = 3;
+	engine_result r = run_job(&m, &p, j);
+	ck_assert_close(r.tokens_per_s * r.step_time, 2.0 * 2 * 4096 * 3, 1e-12);
+}
+END_TEST
+
+START_TEST(analytic_trace_is_valid_json)
+{
+	config_error err;
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 3);
+	ck_assert(workload_check(&m, &p, &j, &err));
+	workload_plan plan;
+	ck_assert(workload_plan_make(&m, &p, &j, &plan, &err));
+	char path[] = "/tmp/spsim-trace-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	engine_input in = {.model = &m, .platform = &p, .job = &j, .plan = &plan, .opt = {.trace_path = path}};
+	engine_result r, plain;
+	ck_assert_msg(engine_find("analytic")->run(&in, &r, &err), "%s", err.msg);
+	in.opt.trace_path = NULL;
+	ck_assert(engine_find("analytic")->run(&in, &plain, &err));
+	ck_assert_close(r.step_time, plain.step_time, 1e-12); /* tracing does not change the result */
+	json_error_t je;
+	json_t *root = json_load_file(path, 0, &je);
+	ck_assert_msg(root != NULL, "trace is not JSON: %s", je.text);
+	json_t *ev = json_object_get(root, "traceEvents");
+	ck_assert(json_is_array(ev));
+	/* every slice of the last op ends at the step time */
+	double last = 0;
+	int slices = 0;
+	size_t i;
+	json_t *e;
+	json_array_foreach(ev, i, e)
+	{
+		if (strcmp(json_string_value(json_object_get(e, "ph")), "X") != 0)
+			continue;
+		slices++;
+		double end = json_number_value(json_object_get(e, "ts")) + json_number_value(json_object_get(e, "dur"));
+		if (end > last)
+			last = end;
+	}
+	ck_assert_close(last, r.step_time * 1e6, 1e-9);
+	ck_assert_int_gt(slices, 8 * m.layers);
+	json_decref(root);
+	unlink(path);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("analytic");
+	TCase *tc = tcase_create("analytic");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, alltoall_inside_a_node);
+	tcase_add_test(tc, alltoall_across_nodes_is_set_by_the_nic);
+	tcase_add_test(tc, ring_collectives);
+	tcase_add_test(tc, mesh_uses_every_pair_link);
+	tcase_add_test(tc, hierarchical_is_the_sum_of_its_phases);
+	tcase_add_test(tc, fat_tree_oversubscription_slows_cross_leaf_traffic);
+	tcase_add_test(tc, busbw_factors_follow_nccl_tests);
+	tcase_add_test(tc, compute_is_a_roofline);
+	tcase_add_test(tc, schedule_overlaps_streams);
+	tcase_add_test(tc, schedule_prefetch_one_iteration_ahead);
+	tcase_add_test(tc, extrapolation_equals_unrolled_schedule);
+	tcase_add_test(tc, breakdown_conserves_step_time);
+	tcase_add_test(tc, faster_network_never_slows_a_step);
+	tcase_add_test(tc, tokens_per_second_counts_every_replica);
+	tcase_add_test(tc, analytic_trace_is_valid_json);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}

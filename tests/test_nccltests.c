@@ -1,0 +1,905 @@
+/* nccltests: reading nccl-tests logs, fitting link parameters to them, printing
+ * predictions in nccl-tests' format.
+ *
+ * The logs are written from nccl-tests' documented format (README.md, doc/PERFORMANCE.md,
+ * the printf formats of src/common.cu): the fixtures in tests/data/nccltests/ by
+ * gen_fixtures.py there, others built here. Their times come from known latencies and
+ * bandwidths through the closed forms the analytic engine uses (derived in
+ * docs/nccl-tests.md), so the fit each should give is known. */
+#include "nccltests/nccltests.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GBs 1e9
+#define US 1e-6
+#define MiB (1024.0 * 1024.0)
+
+/* ------------------------------------------------------------- helpers --- */
+
+static void assert_close(double got, double want, double rel)
+{
+	ck_assert_msg(fabs(got - want) <= rel * fabs(want), "got %.10g, want %.10g (relative tolerance %g)", got, want,
+		      rel);
+}
+
+static void fixture(char *buf, size_t len, const char *name)
+{
+	const char *root = getenv("SPSIM_DATA_DIR");
+	ck_assert_ptr_nonnull(root);
+	snprintf(buf, len, "%s/tests/data/nccltests/%s", root, name);
+}
+
+static void parse_fixture(const char *name, const nccltests_parse_opts *o, nccltests_log *log)
+{
+	char path[CONFIG_PATH_MAX];
+	fixture(path, sizeof path, name);
+	config_error e = {""};
+	ck_assert_msg(nccltests_parse_file(path, o, log, &e), "%s", e.msg);
+}
+
+static void parse_text(const char *text, const nccltests_parse_opts *o, nccltests_log *log)
+{
+	config_error e = {""};
+	ck_assert_msg(nccltests_parse_text("mem.log", text, o, log, &e), "%s", e.msg);
+}
+
+/* Parses text that must fail; returns the message. */
+static const char *parse_error(const char *name, const char *text, const nccltests_parse_opts *o)
+{
+	static config_error e; /* each Check test runs in its own process */
+	nccltests_log log;
+	e.msg[0] = '\0';
+	ck_assert_msg(!nccltests_parse_text(name, text, o, &log, &e), "accepted:\n%s", text);
+	return e.msg;
+}
+
+static void expect_contains(const char *msg, const char *want)
+{
+	ck_assert_msg(strstr(msg, want), "message '%s' lacks '%s'", msg, want);
+}
+
+/* A single-node table with the rank table, as nccl-tests 2.13+ prints it. */
+static const char *TABLE_HEAD =
+	"# nThread 1 nGpus 2 minBytes 1024 maxBytes 4096 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+	"validation: 1 graph: 0\n"
+	"#\n"
+	"# Using devices\n"
+	"#  Rank  0 Group  0 Pid   1000 on      host0 device  0 [0x07] NVIDIA H100 80GB HBM3\n"
+	"#  Rank  1 Group  0 Pid   1000 on      host0 device  1 [0x08] NVIDIA H100 80GB HBM3\n"
+	"#\n"
+	"#                                                              out-of-place                       in-place   "
+	"       \n"
+	"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+	"#wrong\n"
+	"#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s) "
+	"      \n";
+
+static char *concat(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *s = malloc(la + lb + 1);
+	ck_assert_ptr_nonnull(s);
+	memcpy(s, a, la);
+	memcpy(s + la, b, lb + 1);
+	return s;
+}
+
+/* Writes a log in nccl-tests' format for `coll` on nodes x gpn ranks with times from
+ * fn(bytes) (seconds), sizes lo..hi by factor 2, with spsim's own formatter. */
+typedef double (*time_fn)(double bytes, const double *prm);
+
+static char *make_log(workload_coll c, int nodes, int gpn, time_fn fn, const double *prm, double lo, double hi)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ck_assert_ptr_nonnull(f);
+	int P = nodes * gpn;
+	fprintf(f, "# Collective test starting: %s\n", nccltests_test_name(c));
+	fprintf(f, "# nThread 1 nGpus 1 minBytes %.0f maxBytes %.0f step: 2(factor) warmup iters: 5 iters: 20 agg iters: "
+		   "1 validation: 1 graph: 0\n#\n# Using devices\n", lo, hi);
+	for (int r = 0; r < P; r++)
+		fprintf(f, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] NVIDIA H100 80GB HBM3\n", r, 0, 100 + r,
+			r / gpn == 0 ? "alpha" : r / gpn == 1 ? "beta" : "gamma", r % gpn, r);
+	fprintf(f, "#\n");
+	nccltests_print_table_header(f);
+	for (double s = lo; s <= hi; s *= 2) {
+		double size = nccltests_round_size(c, s, 4, P);
+		nccltests_result r;
+		nccltests_result_make(c, P, 4, size, fn(size, prm), &r);
+		nccltests_print_row(f, &r, "float", nccltests_default_redop(c), nccltests_default_root(c));
+	}
+	fclose(f);
+	return buf;
+}
+
+/* ring all-reduce on P = prm[0] ranks of one node: 2(P-1) steps of L + (S/P)/B */
+static double t_ring_allreduce(double S, const double *prm)
+{
+	double P = prm[0], L = prm[1], B = prm[2];
+	return 2 * (P - 1) * (L + S / P / B);
+}
+
+/* direct all-to-all on one node: one latency, (P-1)/P of the buffer through the GPU's link */
+static double t_a2a_intra(double S, const double *prm)
+{
+	double P = prm[0], L = prm[1], B = prm[2];
+	return L + (P - 1) * (S / P) / B;
+}
+
+/* direct all-to-all over nodes of r GPUs with one NIC per GPU, the NIC the bottleneck:
+ * P - r of the P blocks leave the node through the GPU's NIC */
+static double t_a2a_inter(double S, const double *prm)
+{
+	double P = prm[0], r = prm[1], L = prm[2], B = prm[3];
+	return L + (P - r) * (S / P) / B;
+}
+
+static void finish_logs(nccltests_log *logs, int n)
+{
+	for (int i = 0; i < n; i++)
+		nccltests_log_finish(&logs[i]);
+}
+
+/* -------------------------------------------------------------- names ----- */
+
+START_TEST(test_names_and_conventions)
+{
+	workload_coll c;
+	ck_assert(nccltests_coll_from_name("all_reduce_perf", &c) && c == WL_COLL_ALLREDUCE);
+	ck_assert(nccltests_coll_from_name("reducescatter", &c) && c == WL_COLL_REDUCESCATTER);
+	ck_assert(nccltests_coll_from_name("All-Gather", &c) && c == WL_COLL_ALLGATHER);
+	ck_assert(nccltests_coll_from_name("alltoall", &c) && c == WL_COLL_ALLTOALL);
+	ck_assert(nccltests_coll_from_name("sendrecv_perf", &c) && c == WL_COLL_SENDRECV);
+	ck_assert(!nccltests_coll_from_name("gather_perf", &c));
+	ck_assert_int_eq(nccltests_type_size("bfloat16"), 2);
+	ck_assert_int_eq(nccltests_type_size("double"), 8);
+	ck_assert_int_eq(nccltests_type_size("nope"), 0);
+	/* all-gather on 8 ranks, 1 MiB of float output: 32768 floats per rank */
+	ck_assert_double_eq(nccltests_count(WL_COLL_ALLGATHER, MiB, 4, 8), 32768);
+	ck_assert_double_eq(nccltests_count(WL_COLL_ALLREDUCE, MiB, 4, 8), 262144);
+	/* 100 bytes of float on 8 ranks: 25 floats -> 3 per rank -> 96 bytes */
+	ck_assert_double_eq(nccltests_round_size(WL_COLL_ALLTOALL, 100, 4, 8), 96);
+	ck_assert_double_eq(nccltests_round_size(WL_COLL_ALLREDUCE, 102, 4, 8), 100);
+	ck_assert_str_eq(nccltests_default_redop(WL_COLL_ALLGATHER), "none");
+	ck_assert_int_eq(nccltests_default_root(WL_COLL_BROADCAST), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------- output ----- */
+
+START_TEST(test_float_format_is_nccl_tests)
+{
+	/* getFloatStr: 2 decimals while the integer digits leave room, then 1, 0, exponent */
+	static const struct {
+		double v;
+		int w;
+		const char *want;
+	} cases[] = {
+		{105.9, 7, " 105.90"},  {5.63, 7, "   5.63"},    {90330, 7, "90330.0"}, {123456, 7, " 123456"},
+		{1234567, 7, "1234567"}, {12345678, 7, "1.2e+07"}, {9.9, 6, "  9.90"},   {230.5, 6, "230.50"},
+		{1234.5, 6, "1234.5"},  {0, 6, "  0.00"},
+	};
+	char buf[32];
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		nccltests_format_float(cases[i].v, cases[i].w, buf, sizeof buf);
+		ck_assert_msg(strcmp(buf, cases[i].want) == 0, "%g width %d: got '%s', want '%s'", cases[i].v, cases[i].w,
+			      buf, cases[i].want);
+	}
+}
+END_TEST
+
+START_TEST(test_table_header_is_nccl_tests)
+{
+	/* The three header lines exactly as nccl-tests prints them (column groups, names, units). */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	nccltests_print_table_header(f);
+	fclose(f);
+	const char *want =
+		"#                                                              out-of-place                       in-place "
+		"         \n"
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+		"busbw #wrong\n"
+		"#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
+		"(GB/s)       \n";
+	ck_assert_str_eq(buf, want);
+	free(buf);
+}
+END_TEST
+
+START_TEST(test_row_values_and_busbw)
+{
+	/* 8-rank all-reduce of 1 GiB in 8204.77 us: algbw = 2^30 / 8204.77e-6 / 1e9 = 130.87 GB/s,
+	 * busbw = algbw x 2(8-1)/8 = 229.02 GB/s (nccl-tests doc/PERFORMANCE.md) */
+	nccltests_result r;
+	nccltests_result_make(WL_COLL_ALLREDUCE, 8, 4, 1073741824.0, 8204.77e-6, &r);
+	assert_close(r.algbw, 130.8681, 1e-5);
+	assert_close(r.busbw, 229.0192, 1e-5);
+	ck_assert_double_eq(r.count, 268435456);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	nccltests_print_row(f, &r, "float", "sum", -1);
+	fclose(f);
+	ck_assert_str_eq(buf, "  1073741824     268435456     float     sum      -1  8204.77  130.87  229.02    N/A  "
+			      "8204.77  130.87  229.02    N/A\n");
+	free(buf);
+	/* all-to-all and all-gather: (n-1)/n; send/recv: 1 */
+	nccltests_result_make(WL_COLL_ALLTOALL, 16, 4, 1e9, 0.1, &r);
+	assert_close(r.busbw, 10.0 * 15 / 16, 1e-12);
+	nccltests_result_make(WL_COLL_SENDRECV, 16, 4, 1e9, 0.1, &r);
+	assert_close(r.busbw, 10.0, 1e-12);
+}
+END_TEST
+
+START_TEST(test_output_reads_back)
+{
+	/* what `spsim collective` prints, spsim reads: a generated 2x4 all-gather table parses
+	 * into the same layout, collective, sizes and times */
+	double prm[] = {8, 3 * US, 150 * GBs};
+	char *text = make_log(WL_COLL_ALLGATHER, 2, 4, t_ring_allreduce, prm, 1024, 64 * MiB);
+	nccltests_log log;
+	parse_text(text, NULL, &log);
+	ck_assert_int_eq(log.coll, WL_COLL_ALLGATHER);
+	ck_assert_str_eq(log.coll_from, "header");
+	ck_assert_int_eq(log.ranks, 8);
+	ck_assert_int_eq(log.nodes, 2);
+	ck_assert_int_eq(log.gpus_per_node, 4);
+	ck_assert_int_eq(log.n_rows, 17);
+	ck_assert_double_eq(log.rows[0].size, 1024);
+	ck_assert_double_eq(log.rows[0].count, 32);
+	/* times print with 2 decimals: 824.94 us */
+	assert_close(log.rows[16].time_us[1], t_ring_allreduce(64 * MiB, prm) * 1e6, 1e-5);
+	ck_assert(log.rows[16].wrong[0] == -1);
+	nccltests_log_finish(&log);
+	free(text);
+}
+END_TEST
+
+/* ------------------------------------------------------------- parser ----- */
+
+START_TEST(test_parse_allreduce_fixture)
+{
+	nccltests_log log;
+	parse_fixture("all_reduce_perf.1x8.log", NULL, &log);
+	ck_assert_int_eq(log.coll, WL_COLL_ALLREDUCE);
+	ck_assert_str_eq(log.coll_from, "header");
+	ck_assert_int_eq(log.ranks, 8);
+	ck_assert_int_eq(log.nodes, 1);
+	ck_assert_int_eq(log.gpus_per_node, 8);
+	ck_assert_int_eq(log.nthreads, 1);
+	ck_assert_int_eq(log.ngpus, 8);
+	ck_assert_int_eq(log.groups, 2);
+	ck_assert_int_eq(log.header_line, 16);
+	/* 8 B .. 1 GiB by 2: 28 sizes */
+	ck_assert_int_eq(log.n_rows, 28);
+	const nccltests_row *r = &log.rows[0];
+	ck_assert_int_eq(r->line, 18);
+	ck_assert_double_eq(r->size, 8);
+	ck_assert_double_eq(r->count, 2);
+	ck_assert_str_eq(r->type, "float");
+	ck_assert_str_eq(r->redop, "sum");
+	ck_assert_int_eq(r->root, -1);
+	/* 14 latency steps of 2.5 us */
+	ck_assert_double_eq(r->time_us[0], 35.0);
+	ck_assert(r->has[0] && r->has[1]);
+	ck_assert_double_eq(r->wrong[0], 0);
+	ck_assert_double_eq(log.rows[27].busbw[1], 229.02);
+	ck_assert(log.has_avg_busbw);
+	nccltests_log_finish(&log);
+}
+END_TEST
+
+START_TEST(test_parse_mpi_prefixes_chatter_crlf)
+{
+	/* "[1,0]<stdout>:" prefixes, NCCL INFO lines inside the table, CRLF, "N/A" in #wrong,
+	 * the older %7.1f time format; the collective named only on the mpirun line */
+	nccltests_log log;
+	parse_fixture("a2a-2x8.log", NULL, &log);
+	ck_assert_int_eq(log.coll, WL_COLL_ALLTOALL);
+	ck_assert_str_eq(log.coll_from, "command line");
+	ck_assert_int_eq(log.ranks, 16);
+	ck_assert_int_eq(log.nodes, 2);
+	ck_assert_int_eq(log.gpus_per_node, 8);
+	/* 1 KiB .. 4 GiB by 2: 23 sizes */
+	ck_assert_int_eq(log.n_rows, 23);
+	ck_assert_double_eq(log.rows[0].count, 16);
+	ck_assert(log.rows[0].wrong[1] == -1);
+	ck_assert_double_eq(log.avg_busbw, 30.1234);
+	nccltests_log_finish(&log);
+}
+END_TEST
+
+START_TEST(test_parse_old_format_from_file_name)
+{
+	/* 2019 all_gather_perf: no redop/root columns, "error" column, rccl-style rank lines
+	 * without Group, the collective only in the file name */
+	nccltests_log log;
+	parse_fixture("all_gather_old.1x4.log", NULL, &log);
+	ck_assert_int_eq(log.coll, WL_COLL_ALLGATHER);
+	ck_assert_str_eq(log.coll_from, "file name");
+	ck_assert_int_eq(log.ranks, 4);
+	ck_assert_int_eq(log.nodes, 1);
+	ck_assert_str_eq(log.rows[0].redop, "");
+	ck_assert_int_eq(log.rows[0].root, -1);
+	ck_assert_int_eq(log.n_rows, 9); /* 4 KiB .. 256 MiB by 4 */
+	nccltests_log_finish(&log);
+}
+END_TEST
+
+START_TEST(test_parse_newer_columns_and_one_group)
+{
+	/* newer headers add #iters and timestamps; -I 0 (out-of-place only) prints one group */
+	const char *text =
+		"# Collective test starting: sendrecv_perf\n"
+		"#  Rank  0 Group  0 Pid   1000 on      host0 device  0 [0000:07:00] NVIDIA H100\n"
+		"#  Rank  1 Group  0 Pid   1001 on      host1 device  0 [0000:07:00] NVIDIA H100\n"
+		"#       size         count      type   redop    root     time   algbw   busbw  #wrong  #iters  timestamp\n"
+		"     1048576        262144     float     sum      -1    45.10   23.25   23.25       0      20  2024-05-01 "
+		"10:00:00\n"
+		"     2097152        524288     float     sum      -1    66.00   31.78   31.78       0      20  2024-05-01 "
+		"10:00:01\n";
+	nccltests_log log;
+	parse_text(text, NULL, &log);
+	ck_assert_int_eq(log.coll, WL_COLL_SENDRECV);
+	ck_assert_int_eq(log.groups, 1);
+	ck_assert_int_eq(log.nodes, 2);
+	ck_assert_int_eq(log.gpus_per_node, 1);
+	ck_assert(log.rows[1].has[0] && !log.rows[1].has[1]);
+	ck_assert_double_eq(log.rows[1].time_us[0], 66.0);
+	nccltests_log_finish(&log);
+}
+END_TEST
+
+START_TEST(test_parse_collective_from_columns)
+{
+	/* no test name anywhere: busbw/algbw = 2(2-1)/2 = 1 for all-reduce on 2 ranks is
+	 * ambiguous, so use 4 ranks: 2(4-1)/4 = 1.5 */
+	const char *text =
+		"#  Rank  0 Group  0 Pid 1 on h device 0 [0x07] GPU\n"
+		"#  Rank  1 Group  0 Pid 1 on h device 1 [0x07] GPU\n"
+		"#  Rank  2 Group  0 Pid 1 on h device 2 [0x07] GPU\n"
+		"#  Rank  3 Group  0 Pid 1 on h device 3 [0x07] GPU\n"
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+		"busbw #wrong\n"
+		"   268435456      67108864     float     sum      -1  2684.35  100.00  150.00      0  2684.35  100.00  "
+		"150.00      0\n";
+	nccltests_log log;
+	parse_text(text, NULL, &log);
+	ck_assert_int_eq(log.coll, WL_COLL_ALLREDUCE);
+	ck_assert_str_eq(log.coll_from, "columns");
+	nccltests_log_finish(&log);
+	/* reduce-scatter: a reduction with per-rank counts (size = count x 4 ranks x 4 B) */
+	const char *rs =
+		"#  Rank  0 Group  0 Pid 1 on h device 0 [0x07] GPU\n"
+		"#  Rank  1 Group  0 Pid 1 on h device 1 [0x07] GPU\n"
+		"#  Rank  2 Group  0 Pid 1 on h device 2 [0x07] GPU\n"
+		"#  Rank  3 Group  0 Pid 1 on h device 3 [0x07] GPU\n"
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+		"   268435456      16777216     float     sum      -1  2684.35  100.00   75.00      0\n";
+	parse_text(rs, NULL, &log);
+	ck_assert_int_eq(log.coll, WL_COLL_REDUCESCATTER);
+	nccltests_log_finish(&log);
+	/* all-gather and all-to-all print alike: ask */
+	const char *ag =
+		"#  Rank  0 Group  0 Pid 1 on h device 0 [0x07] GPU\n"
+		"#  Rank  1 Group  0 Pid 1 on h device 1 [0x07] GPU\n"
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+		"   268435456      33554432     float    none      -1  2684.35  100.00   50.00      0\n";
+	expect_contains(parse_error("x.log", ag, NULL), "pass --op");
+	nccltests_parse_opts o = {.coll_set = true, .coll = WL_COLL_ALLTOALL};
+	parse_text(ag, &o, &log);
+	ck_assert_int_eq(log.coll, WL_COLL_ALLTOALL);
+	ck_assert_str_eq(log.coll_from, "option");
+	nccltests_log_finish(&log);
+}
+END_TEST
+
+START_TEST(test_parse_without_rank_table)
+{
+	/* a log trimmed to its table: P from the count column (all-to-all: size = count x P x 4),
+	 * GPUs per node from the option */
+	const char *text =
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+		"busbw #wrong\n"
+		"     1048576         16384     float    none      -1    30.00   34.95   32.77      0    30.00   34.95   "
+		"32.77    N/A\n";
+	expect_contains(parse_error("alltoall.log", text, NULL), "alltoall.log:1: no '# Using devices' rank table");
+	nccltests_parse_opts o = {.gpus_per_node = 8};
+	nccltests_log log;
+	ck_assert(nccltests_parse_text("alltoall.log", text, &o, &log, &(config_error){""}));
+	ck_assert_int_eq(log.ranks, 16);
+	ck_assert_int_eq(log.nodes, 2);
+	nccltests_log_finish(&log);
+	/* nodes given instead */
+	o = (nccltests_parse_opts){.nodes = 4};
+	ck_assert(nccltests_parse_text("alltoall.log", text, &o, &log, &(config_error){""}));
+	ck_assert_int_eq(log.gpus_per_node, 4);
+	nccltests_log_finish(&log);
+}
+END_TEST
+
+START_TEST(test_parse_errors_are_line_numbered)
+{
+	/* TABLE_HEAD is 9 lines; the first row is line 10 */
+	char *t;
+	t = concat(TABLE_HEAD, "        1024           256     float     sum      -1    1x.00    0.10    0.10      0    "
+			       "10.00    0.10    0.10      0\n");
+	ck_assert_str_eq(parse_error("all_reduce.log", t, NULL),
+			 "all_reduce.log:10: time '1x.00' is not a duration, expected microseconds >= 0");
+	free(t);
+	t = concat(TABLE_HEAD, "        1024           256     float     sum      -1    10.00    0.10\n");
+	ck_assert_str_eq(parse_error("all_reduce.log", t, NULL),
+			 "all_reduce.log:10: 7 fields in a result row, the header at line 8 has 13 columns");
+	free(t);
+	t = concat(TABLE_HEAD, "        1024           256    float7     sum      -1    10.00    0.10    0.10      0    "
+			       "10.00    0.10    0.10      0\n");
+	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10: unknown datatype 'float7'");
+	free(t);
+	t = concat(TABLE_HEAD, "        1024           256     float     sum      -1   -10.00    0.10    0.10      0    "
+			       "10.00    0.10    0.10      0\n");
+	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10: time '-10.00'");
+	free(t);
+	t = concat(TABLE_HEAD, "        1024           256     float     sum      -1    10.00    0.10    0.10    bad    "
+			       "10.00    0.10    0.10      0\n");
+	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10: #wrong 'bad'");
+	free(t);
+	/* header, no rows */
+	ck_assert_str_eq(parse_error("all_reduce.log", TABLE_HEAD, NULL),
+			 "all_reduce.log:8: no result rows under the column header");
+	/* no table at all */
+	expect_contains(parse_error("all_reduce.log", "NCCL INFO hello\nsomething else\n", NULL),
+			"all_reduce.log: no nccl-tests result table");
+	/* a per-rank collective whose sizes do not match count x ranks */
+	t = concat(TABLE_HEAD, "        1024           256     float    none      -1    10.00    0.10    0.10      0    "
+			       "10.00    0.10    0.10      0\n");
+	ck_assert_str_eq(parse_error("all_gather.log", t, NULL),
+			 "all_gather.log:10: size 1024 is not count 256 x 2 ranks x 4 B (float) as all_gather_perf prints "
+			 "it; wrong collective (from file name) or rank count");
+	free(t);
+}
+END_TEST
+
+START_TEST(test_parse_rank_table_errors)
+{
+	const char *dup = "#  Rank  0 Group  0 Pid 1 on a device 0 [0x07] GPU\n"
+			  "#  Rank  0 Group  0 Pid 1 on a device 0 [0x07] GPU\n";
+	ck_assert_str_eq(parse_error("all_reduce.log", dup, NULL),
+			 "all_reduce.log:2: rank 0 listed twice (first at line 1); split concatenated logs");
+	const char *uneven = "#  Rank  0 Group  0 Pid 1 on a device 0 [0x07] GPU\n"
+			     "#  Rank  1 Group  0 Pid 1 on a device 1 [0x07] GPU\n"
+			     "#  Rank  2 Group  0 Pid 1 on b device 0 [0x07] GPU\n"
+			     "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+			     "     1048576        262144     float     sum      -1    30.00   34.95   46.60      0\n";
+	expect_contains(parse_error("all_reduce.log", uneven, NULL),
+			"all_reduce.log:1: hosts run different numbers of ranks (a: 2, b: 1)");
+	const char *nohost = "#  Rank  0 Group  0 Pid 1 at a device 0 [0x07] GPU\n";
+	expect_contains(parse_error("all_reduce.log", nohost, NULL), "all_reduce.log:1: rank line without 'on HOST'");
+	const char *two = "# Collective test starting: all_reduce_perf\n"
+			  "# Collective test starting: all_gather_perf\n";
+	expect_contains(parse_error("x.log", two, NULL), "x.log:2: a second test (all_gather_perf)");
+	const char *gather = "# Collective test starting: gather_perf\n";
+	expect_contains(parse_error("x.log", gather, NULL), "x.log:1: test 'gather_perf' is not one spsim models");
+}
+END_TEST
+
+START_TEST(test_parse_malformed_fixture_files)
+{
+	char path[CONFIG_PATH_MAX], want[CONFIG_PATH_MAX + 200];
+	config_error e = {""};
+	nccltests_log log;
+	fixture(path, sizeof path, "bad_row.log");
+	ck_assert(!nccltests_parse_file(path, NULL, &log, &e));
+	snprintf(want, sizeof want, "%s:23: size '4096B' is not a byte count, expected an unsigned integer", path);
+	ck_assert_str_eq(e.msg, want);
+	fixture(path, sizeof path, "no_such_file.log");
+	ck_assert(!nccltests_parse_file(path, NULL, &log, &e));
+	expect_contains(e.msg, "cannot open");
+}
+END_TEST
+
+/* ------------------------------------------------------------ least squares */
+
+START_TEST(test_linfit_exact)
+{
+	/* t = 14 L + (1.75 S) g with L = 2.5 us, B = 230 GB/s: the normal equations return them */
+	nccltests_point p[20];
+	int n = 0;
+	for (double S = 1024; S <= 1e9; S *= 3)
+		p[n] = (nccltests_point){.time = 14 * 2.5e-6 + 1.75 * S / 230e9, .s = 14, .k = 1.75 * S}, n++;
+	double L, B;
+	config_error e = {""};
+	ck_assert_msg(nccltests_linfit(p, n, &L, &B, &e), "%s", e.msg);
+	assert_close(L, 2.5e-6, 1e-9);
+	assert_close(B, 230e9, 1e-9);
+	/* r (the other link class's share) is subtracted before the fit */
+	for (int i = 0; i < n; i++)
+		p[i].r = 7e-6, p[i].time += 7e-6;
+	ck_assert(nccltests_linfit(p, n, &L, &B, &e));
+	assert_close(L, 2.5e-6, 1e-9);
+	assert_close(B, 230e9, 1e-9);
+}
+END_TEST
+
+START_TEST(test_linfit_edge_cases)
+{
+	double L, B;
+	config_error e = {""};
+	/* times below what the bandwidth alone explains would need a negative latency: pinned to 0 */
+	nccltests_point neg[] = {{.time = 0.9e-6, .s = 1, .k = 1e3}, {.time = 0.9e-3, .s = 1, .k = 1e6}};
+	ck_assert(nccltests_linfit(neg, 2, &L, &B, &e));
+	ck_assert_double_eq(L, 0);
+	assert_close(B, 1e9 / 0.9, 1e-9);
+	/* one size cannot separate latency from bandwidth */
+	nccltests_point one[] = {{.time = 1e-5, .s = 2, .k = 1e3}, {.time = 1.1e-5, .s = 2, .k = 1e3}};
+	ck_assert(!nccltests_linfit(one, 2, &L, &B, &e));
+	expect_contains(e.msg, "two different sizes");
+	/* flat times: no bandwidth */
+	nccltests_point flat[] = {{.time = 1e-5, .s = 1, .k = 1e3}, {.time = 1e-5, .s = 1, .k = 1e4},
+				  {.time = 0.9e-5, .s = 1, .k = 1e5}};
+	ck_assert(!nccltests_linfit(flat, 3, &L, &B, &e));
+	expect_contains(e.msg, "do not grow with the message size");
+	/* a model without this bandwidth */
+	nccltests_point none[] = {{.time = 1e-5, .s = 1, .k = 0}, {.time = 2e-5, .s = 1, .k = 0}};
+	ck_assert(!nccltests_linfit(none, 2, &L, &B, &e));
+	expect_contains(e.msg, "does not depend on this bandwidth");
+	ck_assert(!nccltests_linfit(none, 1, &L, &B, &e));
+	expect_contains(e.msg, "at least two sizes");
+}
+END_TEST
+
+/* t = L + max(S / B, S / 40 GB/s): a min() of bandwidths, as a ring through two link classes */
+static double kinked(void *ctx, int i, double L, double B)
+{
+	const double *S = ctx;
+	return L + fmax(S[i] / B, S[i] / 40e9);
+}
+
+START_TEST(test_fit_model_through_a_kink)
+{
+	double S[12], t[12];
+	for (int i = 0; i < 12; i++) {
+		S[i] = 4096.0 * pow(4, i);
+		t[i] = 5e-6 + S[i] / 25e9; /* truth: L = 5 us, B = 25 GB/s (the bottleneck) */
+	}
+	nccltests_fit f;
+	config_error e = {""};
+	/* started where the other link is the bottleneck (B0 = 100 GB/s): no slope at first */
+	ck_assert_msg(nccltests_fit_model(kinked, S, t, 12, 1e-6, 100e9, &f, &e), "%s", e.msg);
+	assert_close(f.latency, 5e-6, 1e-9);
+	assert_close(f.bandwidth, 25e9, 1e-9);
+	ck_assert(f.rms_rel < 1e-9);
+	ck_assert_int_eq(f.n_points, 12);
+}
+END_TEST
+
+/* ----------------------------------------------------------- calibration -- */
+
+static void calibrate(nccltests_log *logs, int n, const nccltests_calib_opts *o, config_calibration *cal,
+		      nccltests_calib_report *rep)
+{
+	config_error e = {""};
+	ck_assert_msg(nccltests_calibrate(logs, n, o, cal, rep, &e), "%s", e.msg);
+}
+
+START_TEST(test_calibrate_intra_from_fixture)
+{
+	/* all_reduce_perf.1x8.log: t = 14 (L + S / (8 B)), L = 2.5 us, B = 230 GB/s; times are
+	 * printed with 2 decimals (35.00 us), so the fit is exact to their rounding */
+	nccltests_log log;
+	parse_fixture("all_reduce_perf.1x8.log", NULL, &log);
+	nccltests_calib_opts o = {0};
+	config_calibration cal;
+	nccltests_calib_report rep;
+	calibrate(&log, 1, &o, &cal, &rep);
+	ck_assert(cal.has_intra_latency && cal.has_intra_bw);
+	ck_assert(!cal.has_inter_latency && !cal.has_inter_bw);
+	assert_close(cal.intra_latency, 2.5e-6, 1e-4);
+	assert_close(cal.intra_bw, 230e9, 1e-4);
+	ck_assert_str_eq(cal.source, "nccl-tests");
+	ck_assert(rep.intra.fitted && rep.intra.n_logs == 1 && !rep.inter.fitted);
+	ck_assert(rep.intra.fit.max_rel < 1e-3);
+	nccltests_log_finish(&log);
+}
+END_TEST
+
+START_TEST(test_calibrate_inter_from_fixtures)
+{
+	/* intra-node from the 1x8 all-reduce, inter-node from the 2x8 all-to-all:
+	 * t = L_inter + (16 - 8)(S/16) / B_nic with L_inter = 12 us, B_nic = 46 GB/s (one NIC per
+	 * GPU on the generic platform; the NIC, not NVLink, is the bottleneck: 8/16/46 > 7/16/230) */
+	nccltests_log logs[2];
+	parse_fixture("a2a-2x8.log", NULL, &logs[0]);
+	parse_fixture("all_reduce_perf.1x8.log", NULL, &logs[1]);
+	nccltests_calib_opts o = {0};
+	config_calibration cal;
+	nccltests_calib_report rep;
+	calibrate(logs, 2, &o, &cal, &rep);
+	assert_close(cal.intra_latency, 2.5e-6, 1e-4);
+	assert_close(cal.intra_bw, 230e9, 1e-4);
+	assert_close(cal.inter_latency, 12e-6, 1e-3);
+	assert_close(cal.inter_bw, 46e9, 1e-3);
+	ck_assert(rep.inter.fitted && rep.inter.n_logs == 1);
+	/* the multi-node log alone needs the intra-node links from a platform */
+	config_error e = {""};
+	ck_assert(!nccltests_calibrate(logs, 1, &o, &cal, &rep, &e));
+	expect_contains(e.msg, "pass --platform, or a single-node log");
+	config_platform p;
+	nccltests_generic_platform(&p, 2, 8);
+	o.platform = &p;
+	calibrate(logs, 1, &o, &cal, &rep);
+	ck_assert(!cal.has_intra_bw);
+	assert_close(cal.inter_bw, 46e9, 1e-3);
+	expect_contains(rep.notes, "holds the intra-node links");
+	finish_logs(logs, 2);
+}
+END_TEST
+
+START_TEST(test_calibrate_generated_logs_recover_parameters)
+{
+	/* every supported single-node form: all-reduce, all-to-all; 4 GPUs; L = 4 us, B = 80 GB/s */
+	double ar[] = {4, 4 * US, 80 * GBs}, a2a[] = {4, 4 * US, 80 * GBs};
+	char *t1 = make_log(WL_COLL_ALLREDUCE, 1, 4, t_ring_allreduce, ar, 64, 2048 * MiB);
+	char *t2 = make_log(WL_COLL_ALLTOALL, 1, 4, t_a2a_intra, a2a, 64, 2048 * MiB);
+	nccltests_log logs[2];
+	parse_text(t1, NULL, &logs[0]);
+	parse_text(t2, NULL, &logs[1]);
+	nccltests_calib_opts o = {0};
+	config_calibration cal;
+	nccltests_calib_report rep;
+	calibrate(logs, 2, &o, &cal, &rep);
+	assert_close(cal.intra_latency, 4e-6, 1e-3);
+	assert_close(cal.intra_bw, 80e9, 1e-3);
+	ck_assert_int_eq(rep.intra.n_logs, 2);
+	/* three nodes of 4 with one NIC per GPU: L = 9 us, B = 22 GB/s */
+	double inter[] = {12, 4, 9 * US, 22 * GBs};
+	char *t3 = make_log(WL_COLL_ALLTOALL, 3, 4, t_a2a_inter, inter, 1024, 1024 * MiB);
+	nccltests_log all[3] = {logs[0], logs[1]};
+	parse_text(t3, NULL, &all[2]);
+	calibrate(all, 3, &o, &cal, &rep);
+	assert_close(cal.inter_latency, 9e-6, 1e-3);
+	assert_close(cal.inter_bw, 22e9, 1e-3);
+	finish_logs(all, 3);
+	free(t1);
+	free(t2);
+	free(t3);
+}
+END_TEST
+
+START_TEST(test_calibrate_fit_range_and_wrong_rows)
+{
+	/* -b 1M fits only sizes >= 1 MiB; rows with #wrong > 0 are left out and said so */
+	double ar[] = {8, 2.5 * US, 230 * GBs};
+	char *text = make_log(WL_COLL_ALLREDUCE, 1, 8, t_ring_allreduce, ar, 8, 1024 * MiB);
+	nccltests_log log;
+	parse_text(text, NULL, &log);
+	log.rows[3].wrong[0] = 12; /* pretend nccl-tests found wrong elements at 64 B */
+	log.rows[3].time_us[0] *= 50;
+	nccltests_calib_opts o = {.min_bytes = MiB};
+	config_calibration cal;
+	nccltests_calib_report rep;
+	calibrate(&log, 1, &o, &cal, &rep);
+	ck_assert_int_eq(rep.intra.fit.n_points, 11); /* 1 MiB .. 1 GiB */
+	assert_close(cal.intra_bw, 230e9, 1e-3);
+	expect_contains(rep.notes, "1 row with #wrong > 0 left out");
+	/* a range holding one size falls back to every size */
+	o.min_bytes = 1024 * MiB;
+	calibrate(&log, 1, &o, &cal, &rep);
+	ck_assert_int_eq(rep.intra.fit.n_points, 27);
+	expect_contains(rep.notes, "fewer than two sizes in the fitted range");
+	nccltests_log_finish(&log);
+	free(text);
+}
+END_TEST
+
+/* ring all-reduce with a deterministic +-1.5% ripple: not exactly affine, as real logs */
+static double t_ripple(double S, const double *prm)
+{
+	static int k;
+	return t_ring_allreduce(S, prm) * (1 + ((k++ % 3) - 1) * 0.015);
+}
+
+START_TEST(test_round_trip_calibrate_then_predict)
+{
+	/* calibrate -> collective reproduces the log's busbw within 2% for sizes >= 1 MiB,
+	 * for an exact log and for one with a 1.5% ripple */
+	double ar[] = {8, 3 * US, 180 * GBs};
+	for (int rippled = 0; rippled < 2; rippled++) {
+		char *text = make_log(WL_COLL_ALLREDUCE, 1, 8, rippled ? t_ripple : t_ring_allreduce, ar, 1024,
+				      4096 * MiB);
+		nccltests_log log;
+		parse_text(text, NULL, &log);
+		nccltests_calib_opts o = {.min_bytes = MiB};
+		config_calibration cal;
+		nccltests_calib_report rep;
+		calibrate(&log, 1, &o, &cal, &rep);
+		config_platform p;
+		nccltests_generic_platform(&p, 1, 8);
+		config_apply_calibration(&p, &cal);
+		nccltests_setup s = {.platform = &p, .coll = WL_COLL_ALLREDUCE, .alg = WL_ALG_RING, .gpus = 8, .group_size = 8};
+		for (int i = 0; i < log.n_rows; i++) {
+			const nccltests_row *r = &log.rows[i];
+			if (r->size < MiB)
+				continue;
+			double t;
+			ck_assert(nccltests_predict_time(&s, r->size, &t, &(config_error){""}));
+			nccltests_result res;
+			nccltests_result_make(WL_COLL_ALLREDUCE, 8, 4, r->size, t, &res);
+			ck_assert_msg(fabs(res.busbw - r->busbw[0]) <= 0.02 * r->busbw[0],
+				      "%.0f B: predicted busbw %.2f, log %.2f (ripple %d)", r->size, res.busbw, r->busbw[0],
+				      rippled);
+		}
+		nccltests_log_finish(&log);
+		free(text);
+	}
+}
+END_TEST
+
+START_TEST(test_calibration_yaml_round_trip)
+{
+	/* the calibration written by `spsim calibrate` is what --calibration reads */
+	nccltests_log log;
+	parse_fixture("all_reduce_perf.1x8.log", NULL, &log);
+	nccltests_calib_opts o = {0};
+	config_calibration cal, back;
+	nccltests_calib_report rep;
+	calibrate(&log, 1, &o, &cal, &rep);
+	char path[] = "/tmp/spsim-nccltests-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	FILE *f = fdopen(fd, "w");
+	ck_assert(config_write_calibration(f, &cal));
+	fclose(f);
+	config_error e = {""};
+	ck_assert_msg(config_load_calibration(path, &back, &e), "%s", e.msg);
+	unlink(path);
+	ck_assert_str_eq(back.source, "nccl-tests");
+	ck_assert(back.has_intra_latency && back.has_intra_bw && !back.has_inter_bw);
+	assert_close(back.intra_latency, cal.intra_latency, 1e-8);
+	assert_close(back.intra_bw, cal.intra_bw, 1e-8);
+	nccltests_log_finish(&log);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- predict -- */
+
+START_TEST(test_groups_and_placement_shapes)
+{
+	config_platform p;
+	nccltests_generic_platform(&p, 2, 8);
+	nccltests_setup s = {.platform = &p, .coll = WL_COLL_ALLTOALL, .alg = WL_ALG_DIRECT, .gpus = 16, .group_size = 8};
+	engine_group_shape *sh;
+	int n;
+	config_error e = {""};
+	/* contiguous groups of 8 stay in their node: one shape, no network */
+	ck_assert(nccltests_shapes(&s, &sh, &n, &e));
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(sh[0].size, 8);
+	ck_assert_int_eq(sh[0].per_node, 8);
+	free(sh);
+	double t8, t16;
+	ck_assert(nccltests_predict_time(&s, 64 * MiB, &t8, &e));
+	/* one latency + 7/8 of 64 MiB through the 100 GB/s NVSwitch port of the generic platform */
+	assert_close(t8, 2e-6 + 7.0 / 8 * 64 * MiB / 100e9, 1e-12);
+	/* strided placement splits each group 4 + 4 over the two nodes: every GPU crosses */
+	s.placement = ENGINE_PLACE_STRIDED;
+	ck_assert(nccltests_shapes(&s, &sh, &n, &e));
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(sh[0].per_node, 4);
+	ck_assert_int_eq(sh[0].active_per_node, 8);
+	free(sh);
+	/* one global group of 16 matches the engine's own contiguous shape */
+	s.placement = ENGINE_PLACE_CONTIGUOUS;
+	s.group_size = 16;
+	ck_assert(nccltests_predict_time(&s, 64 * MiB, &t16, &e));
+	workload_layout l = {.world = 16, .sp = 16, .group_size = 16, .n_groups = 1};
+	engine_group_shape want = engine_group_shape_of(&p, &l, WL_GROUP_SP);
+	assert_close(t16, engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, want, 64 * MiB), 1e-12);
+	ck_assert(t16 > t8);
+	/* random placement is reproducible from its seed */
+	s.placement = ENGINE_PLACE_RANDOM;
+	s.seed = 7;
+	int a[16], b[16];
+	nccltests_place(&s, a);
+	nccltests_place(&s, b);
+	ck_assert_mem_eq(a, b, sizeof a);
+}
+END_TEST
+
+START_TEST(test_sendrecv_shape)
+{
+	/* nccl-tests' sendrecv: rank i sends to i+1; on 2 nodes of 8 the pairs 7->8 and 15->0
+	 * cross, one sender per node: the message costs a NIC hop */
+	config_platform p;
+	nccltests_generic_platform(&p, 2, 8);
+	nccltests_setup s = {.platform = &p, .coll = WL_COLL_SENDRECV, .alg = WL_ALG_DIRECT, .gpus = 16, .group_size = 16};
+	engine_group_shape *sh;
+	int n;
+	ck_assert(nccltests_shapes(&s, &sh, &n, &(config_error){""}));
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(sh[0].size, 2);
+	ck_assert_int_eq(sh[0].per_node, 1);
+	ck_assert_int_eq(sh[0].active_per_node, 1);
+	free(sh);
+	double t;
+	ck_assert(nccltests_predict_time(&s, 1e8, &t, &(config_error){""}));
+	assert_close(t, 5e-6 + 1e8 / 25e9, 1e-12);
+	/* inside one node: an NVSwitch hop */
+	s.gpus = s.group_size = 8;
+	ck_assert(nccltests_predict_time(&s, 1e8, &t, &(config_error){""}));
+	assert_close(t, 2e-6 + 1e8 / 100e9, 1e-12);
+}
+END_TEST
+
+START_TEST(test_setup_errors)
+{
+	config_platform p;
+	nccltests_generic_platform(&p, 2, 8);
+	config_error e = {""};
+	nccltests_setup s = {.platform = &p, .coll = WL_COLL_ALLREDUCE, .alg = WL_ALG_RING, .gpus = 24, .group_size = 24};
+	ck_assert(!nccltests_setup_check(&s, &e));
+	expect_contains(e.msg, "pass --nodes 3");
+	s.gpus = 16;
+	s.group_size = 6;
+	ck_assert(!nccltests_setup_check(&s, &e));
+	expect_contains(e.msg, "--groups 6 must divide the 16 GPUs");
+}
+END_TEST
+
+static Suite *nccltests_suite(void)
+{
+	Suite *s = suite_create("nccltests");
+	TCase *out = tcase_create("output");
+	tcase_add_test(out, test_names_and_conventions);
+	tcase_add_test(out, test_float_format_is_nccl_tests);
+	tcase_add_test(out, test_table_header_is_nccl_tests);
+	tcase_add_test(out, test_row_values_and_busbw);
+	tcase_add_test(out, test_output_reads_back);
+	suite_add_tcase(s, out);
+	TCase *parse = tcase_create("parse");
+	tcase_add_test(parse, test_parse_allreduce_fixture);
+	tcase_add_test(parse, test_parse_mpi_prefixes_chatter_crlf);
+	tcase_add_test(parse, test_parse_old_format_from_file_name);
+	tcase_add_test(parse, test_parse_newer_columns_and_one_group);
+	tcase_add_test(parse, test_parse_collective_from_columns);
+	tcase_add_test(parse, test_parse_without_rank_table);
+	tcase_add_test(parse, test_parse_errors_are_line_numbered);
+	tcase_add_test(parse, test_parse_rank_table_errors);
+	tcase_add_test(parse, test_parse_malformed_fixture_files);
+	suite_add_tcase(s, parse);
+	TCase *fit = tcase_create("fit");
+	tcase_add_test(fit, test_linfit_exact);
+	tcase_add_test(fit, test_linfit_edge_cases);
+	tcase_add_test(fit, test_fit_model_through_a_kink);
+	suite_add_tcase(s, fit);
+	TCase *cal = tcase_create("calibrate");
+	tcase_add_test(cal, test_calibrate_intra_from_fixture);
+	tcase_add_test(cal, test_calibrate_inter_from_fixtures);
+	tcase_add_test(cal, test_calibrate_generated_logs_recover_parameters);
+	tcase_add_test(cal, test_calibrate_fit_range_and_wrong_rows);
+	tcase_add_test(cal, test_round_trip_calibrate_then_predict);
+	tcase_add_test(cal, test_calibration_yaml_round_trip);
+	suite_add_tcase(s, cal);
+	TCase *pred = tcase_create("predict");
+	tcase_add_test(pred, test_groups_and_placement_shapes);
+	tcase_add_test(pred, test_sendrecv_shape);
+	tcase_add_test(pred, test_setup_errors);
+	suite_add_tcase(s, pred);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(nccltests_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,325 @@
+/* workload: job checks, rank groups, and the op program's FLOPs and bytes against hand
+ * derivations for a tiny model (tests/testutil.h: L=2, h=64, a=4, g=2, d=16, ffn=128). */
+#include <stdlib.h>
+
+#include "testutil.h"
+
+static config_platform P8; /* 2 nodes x 4 GPUs */
+
+static void setup(void) { P8 = tu_platform(2, 4, 1); }
+
+static void plan_ok(const config_model *m, config_job *j, workload_plan *plan)
+{
+	config_error err;
+	ck_assert_msg(workload_check(m, &P8, j, &err), "%s", err.msg);
+	ck_assert_msg(workload_plan_make(m, &P8, j, plan, &err), "%s", err.msg);
+}
+
+static void check_fails(const config_model *m, config_job j, const char *needle)
+{
+	config_error err = {{0}};
+	ck_assert_msg(!workload_check(m, &P8, &j, &err), "job accepted, expected an error about '%s'", needle);
+	ck_assert_msg(strstr(err.msg, needle), "message '%s' lacks '%s'", err.msg, needle);
+}
+
+START_TEST(defaults_fill_world_and_sp)
+{
+	config_model m = tu_model();
+	config_platform p4 = tu_platform(1, 4, 1);
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 0, 0, 1, 64, 1);
+	config_error err;
+	ck_assert_msg(workload_check(&m, &p4, &j, &err), "%s", err.msg);
+	ck_assert_int_eq(j.gpus, 4); /* every GPU of the platform */
+	ck_assert_int_eq(j.sp, 4);   /* SP domain = world */
+}
+END_TEST
+
+START_TEST(basp_groups_are_k_contiguous_ranks)
+{
+	/* W = 8, N = 8, B = 2: K = 4, two groups per domain; one sequence per group;
+	 * tokens per GPU S/K = 64/4 = 16 = B·S/N. */
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_BASP, 8, 8, 2, 64, 1);
+	workload_layout l;
+	config_error err;
+	ck_assert(workload_check(&m, &P8, &j, &err));
+	ck_assert(workload_layout_make(&m, &j, &l, &err));
+	ck_assert_int_eq(l.group_size, 4);
+	ck_assert_int_eq(l.n_groups, 2);
+	ck_assert_int_eq(l.seqs_per_group, 1);
+	ck_assert_int_eq(l.tokens_per_rank, 16);
+	ck_assert_int_eq(l.heads_per_rank, 1);    /* a/K = 4/4 */
+	ck_assert_int_eq(l.kv_heads_per_rank, 1); /* g = 2 < K = 4: replicated, one per rank */
+	ck_assert_int_eq(l.kv_replicated, 4);
+}
+END_TEST
+
+START_TEST(ulysses_group_is_the_domain)
+{
+	/* W = 8, N = 4: 2 data-parallel replicas, each one all-to-all group of 4 holding
+	 * B·S/N = 2·64/4 = 32 tokens of both sequences. */
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 4, 2, 64, 1);
+	workload_layout l;
+	config_error err;
+	ck_assert(workload_check(&m, &P8, &j, &err));
+	ck_assert(workload_layout_make(&m, &j, &l, &err));
+	ck_assert_int_eq(l.group_size, 4);
+	ck_assert_int_eq(l.n_groups, 2);
+	ck_assert_int_eq(l.seqs_per_group, 2);
+	ck_assert_int_eq(l.tokens_per_rank, 32);
+}
+END_TEST
+
+START_TEST(basp_b1_is_ulysses_and_b_equals_n_has_no_group)
+{
+	config_model m = tu_model();
+	workload_layout u, b;
+	config_error err;
+	config_job ju = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 64, 1);
+	config_job jb = tu_job(CONFIG_STRATEGY_BASP, 4, 4, 1, 64, 1);
+	ck_assert(workload_layout_make(&m, &ju, &u, &err) && workload_layout_make(&m, &jb, &b, &err));
+	ck_assert_mem_eq(&u, &b, sizeof u); /* B = 1: K = N, the same layout */
+	config_job jn = tu_job(CONFIG_STRATEGY_BASP, 4, 4, 4, 64, 1);
+	workload_plan plan;
+	plan_ok(&m, &jn, &plan);
+	ck_assert_int_eq(plan.layout.group_size, 1);
+	ck_assert_int_eq(tu_count(&plan, WL_CAT_SP_COMM, WL_COLL_ALLTOALL), 0); /* whole sequences per GPU */
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+START_TEST(job_errors_say_what_to_change)
+{
+	config_model m = tu_model();
+	check_fails(&m, tu_job(CONFIG_STRATEGY_BASP, 8, 8, 3, 64, 1), "use --micro-batch in {1, 2, 4, 8}");
+	check_fails(&m, tu_job(CONFIG_STRATEGY_BASP, 8, 8, 16, 64, 1), "larger than the SP size");
+	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 8, 8, 1, 64, 1), "4 attention heads, not divisible");
+	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 8, 3, 1, 63, 1), "not a multiple of --sp 3");
+	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 30, 1), "not divisible by the 4 sequence shards");
+	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 16, 4, 1, 64, 1), "larger than platform 'hand'");
+	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, -1, 4, 1, 64, 1), "--gpus must be a positive");
+	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 0, 64, 1), "--micro-batch must be a positive");
+	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 0, 1), "--seq-len must be a positive");
+	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 64, 4), "--zero must be 0, 1, 2 or 3");
+	config_job ga = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 64, 1);
+	ga.grad_accum = 0;
+	check_fails(&m, ga, "--grad-accum must be a positive");
+	/* kv heads 4 and a group of 6: neither divides the other (12 heads divide by 6). */
+	config_model k = m;
+	k.heads = 12;
+	k.kv_heads = 4;
+	check_fails(&k, tu_job(CONFIG_STRATEGY_ULYSSES, 6, 6, 1, 60, 1), "kv heads must divide it");
+}
+END_TEST
+
+START_TEST(layer_flops_and_bytes_match_hand_derivation)
+{
+	/* Ulysses, N = 4, B = 1, S = 32: t = 8 tokens per GPU, P = 4, a/P = 1 head,
+	 * g = 2 < P so K and V are replicated to P = 4 heads before the all-to-all. */
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	workload_plan plan;
+	plan_ok(&m, &j, &plan);
+	/* qkv: 2·t·h·(a·d + 2·g·d) = 2·8·64·(64 + 64) = 131072 */
+	ck_assert_close(tu_find(&plan, "layer_fwd", "qkv_proj")->flops, 131072, 1e-12);
+	/* out: 2·t·a·d·h = 2·8·64·64 = 65536; gate+up: 2·t·h·2·ffn = 262144; down 131072 */
+	ck_assert_close(tu_find(&plan, "layer_fwd", "out_proj")->flops, 65536, 1e-12);
+	ck_assert_close(tu_find(&plan, "layer_fwd", "mlp_gate_up")->flops, 262144, 1e-12);
+	ck_assert_close(tu_find(&plan, "layer_fwd", "mlp_down")->flops, 131072, 1e-12);
+	/* causal attention: 4·S²·heads·d / 2 = 2·32²·1·16 = 32768; backward 2.5x */
+	ck_assert_close(tu_find(&plan, "layer_fwd", "attn_fwd")->flops, 32768, 1e-12);
+	ck_assert_close(tu_find(&plan, "layer_bwd", "attn_bwd")->flops, 81920, 1e-12);
+	/* backward GEMMs are 2x forward */
+	ck_assert_close(tu_find(&plan, "layer_bwd", "qkv_proj_bwd")->flops, 262144, 1e-12);
+	/* all-to-all buffers: Q t·a·d·2 = 8·64·2 = 1024 B; K t·P·d·2 = 8·4·16·2 = 1024 B */
+	ck_assert_close(tu_find(&plan, "layer_fwd", "a2a_q")->bytes, 1024, 1e-12);
+	ck_assert_close(tu_find(&plan, "layer_fwd", "a2a_k")->bytes, 1024, 1e-12);
+	ck_assert_close(tu_find(&plan, "layer_bwd", "a2a_dv")->bytes, 1024, 1e-12);
+	/* a layout copy reads and writes the buffer: 2 x 1024 */
+	ck_assert_close(tu_find(&plan, "layer_fwd", "a2a_q_pack")->hbm_bytes, 2048, 1e-12);
+	/* logits: 2·t·h·V = 2·8·64·100 = 102400 */
+	ck_assert_close(tu_find(&plan, "head", "logits")->flops, 102400, 1e-12);
+	ck_assert_int_eq(tu_find(&plan, "layer_fwd", "a2a_q")->group, WL_GROUP_SP);
+	ck_assert_int_eq(tu_find(&plan, "layer_fwd", "a2a_q")->alg, WL_ALG_DIRECT);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+START_TEST(basp_and_ulysses_do_the_same_attention_work)
+{
+	/* N = 4, B = 2, S = 32. Ulysses: B·S/N = 16 tokens, 1 head of 2 sequences;
+	 * BASP K = 2: S/K = 16 tokens, 2 heads of 1 sequence. Same attention FLOPs:
+	 * 2 seqs·2·S²·1·d = 1·2·S²·2·d = 65536. */
+	config_model m = tu_model();
+	config_job ju = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 2, 32, 1);
+	config_job jb = tu_job(CONFIG_STRATEGY_BASP, 4, 4, 2, 32, 1);
+	workload_plan u, b;
+	plan_ok(&m, &ju, &u);
+	plan_ok(&m, &jb, &b);
+	ck_assert_close(tu_find(&u, "layer_fwd", "attn_fwd")->flops, 65536, 1e-12);
+	ck_assert_close(tu_find(&b, "layer_fwd", "attn_fwd")->flops, 65536, 1e-12);
+	ck_assert_close(tu_find(&u, "layer_fwd", "qkv_proj")->flops, tu_find(&b, "layer_fwd", "qkv_proj")->flops,
+			1e-12);
+	/* Q buffer: t·a·d·2 = 16·64·2 = 2048 B both; K: Ulysses replicates to P = 4 heads
+	 * (16·4·16·2 = 2048), BASP with K = 2 = g needs none (16·2·16·2 = 1024). */
+	ck_assert_close(tu_find(&u, "layer_fwd", "a2a_k")->bytes, 2048, 1e-12);
+	ck_assert_close(tu_find(&b, "layer_fwd", "a2a_k")->bytes, 1024, 1e-12);
+	ck_assert_close(u.model_flops_per_step, b.model_flops_per_step, 1e-12);
+	workload_plan_finish(&u);
+	workload_plan_finish(&b);
+}
+END_TEST
+
+START_TEST(all_to_all_counts_follow_deepspeed)
+{
+	/* 4 forward (Q, K, V, O) + 4 backward per layer; full recompute adds 4 more. */
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	workload_plan plan;
+	plan_ok(&m, &j, &plan);
+	ck_assert_int_eq(tu_count(&plan, WL_CAT_SP_COMM, WL_COLL_ALLTOALL), 8 * m.layers);
+	workload_plan_finish(&plan);
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	plan_ok(&m, &j, &plan);
+	ck_assert_int_eq(tu_count(&plan, WL_CAT_SP_COMM, WL_COLL_ALLTOALL), 12 * m.layers);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+START_TEST(off_gpu_bytes_ratio_basp_over_ulysses)
+{
+	/* Same buffers (g = a = 8 >= N, no replication), N = 8, B = 2, K = 4:
+	 * off-GPU bytes ratio = ((K-1)/K) / ((N-1)/N) = (3/4)/(7/8) = 6/7. */
+	config_model m = tu_model();
+	m.heads = 8;
+	m.kv_heads = 8;
+	m.head_dim = 8;
+	config_job ju = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 8, 2, 64, 1);
+	config_job jb = tu_job(CONFIG_STRATEGY_BASP, 8, 8, 2, 64, 1);
+	workload_plan u, b;
+	plan_ok(&m, &ju, &u);
+	plan_ok(&m, &jb, &b);
+	workload_volume vu, vb;
+	workload_volume_of(&u, &vu);
+	workload_volume_of(&b, &vb);
+	ck_assert_close(vb.sp_bytes, vu.sp_bytes, 1e-12); /* same buffers handed to NCCL */
+	ck_assert_close(vb.sp_off_gpu / vu.sp_off_gpu, (3.0 / 4.0) / (7.0 / 8.0), 1e-12);
+	ck_assert_int_eq(vu.sp_collectives, vb.sp_collectives);
+	workload_plan_finish(&u);
+	workload_plan_finish(&b);
+}
+END_TEST
+
+/* Sum of ZeRO bytes of one collective kind over the whole step. */
+static double zero_bytes(const workload_plan *plan, workload_coll c)
+{
+	double s = 0;
+	const workload_program *pr = &plan->program;
+	for (int i = 0; i < pr->n_micro + pr->n_step; i++) {
+		const workload_block *b = i < pr->n_micro ? &pr->micro[i] : &pr->step[i - pr->n_micro];
+		double times = (double)b->repeat * (i < pr->n_micro ? pr->grad_accum : 1);
+		for (int j = 0; j < b->n_ops; j++)
+			if (b->ops[j].cat == WL_CAT_ZERO_COMM && b->ops[j].coll == c)
+				s += b->ops[j].bytes * times;
+	}
+	return s;
+}
+
+START_TEST(zero_traffic_per_stage_conserves_parameters)
+{
+	/* psi = params; gradients in fp32 (4 B) because SP = 4 > 1; bf16 weights 2 B.
+	 * Stage 1: all-reduce 4·psi once per step + all-gather 2·psi.
+	 * Stage 2: the same bytes, the all-reduce split over layers during backward, every
+	 *          micro-step (x grad_accum = 2).
+	 * Stage 3: gathers every partitioned parameter in forward (psi less the final norm's h
+	 *          weights: under 1e5 elements, never partitioned) and the layers again in
+	 *          backward, 2 B each, every micro-step; reduce-scatter 4·psi. */
+	config_model m = tu_model();
+	double psi = config_model_params(&m), lp = config_model_layer_params(&m);
+	workload_plan plan;
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	j.grad_accum = 2;
+	plan_ok(&m, &j, &plan);
+	ck_assert_close(zero_bytes(&plan, WL_COLL_ALLREDUCE), 4 * psi, 1e-12);
+	ck_assert_close(zero_bytes(&plan, WL_COLL_ALLGATHER), 2 * psi, 1e-12);
+	ck_assert_ptr_nonnull(tu_find(&plan, "grad_sync", "zero_grad_allreduce"));
+	workload_plan_finish(&plan);
+
+	j.zero_stage = 2;
+	plan_ok(&m, &j, &plan);
+	ck_assert_close(zero_bytes(&plan, WL_COLL_ALLREDUCE), 2 * 4 * psi, 1e-12);
+	ck_assert_close(zero_bytes(&plan, WL_COLL_ALLGATHER), 2 * psi, 1e-12);
+	ck_assert_ptr_nonnull(tu_find(&plan, "layer_bwd", "zero_grad_allreduce"));
+	ck_assert_int_eq(tu_find(&plan, "layer_bwd", "zero_grad_allreduce")->stream, WL_STREAM_MAIN); /* no overlap */
+	workload_plan_finish(&plan);
+
+	j.zero_stage = 3;
+	plan_ok(&m, &j, &plan);
+	ck_assert_close(zero_bytes(&plan, WL_COLL_ALLGATHER), 2 * (2 * (psi - m.hidden) + 2 * m.layers * lp), 1e-12);
+	ck_assert_close(zero_bytes(&plan, WL_COLL_REDUCESCATTER), 2 * 4 * psi, 1e-12);
+	ck_assert_int_eq(tu_find(&plan, "layer_fwd", "zero3_gather")->stream, WL_STREAM_PREFETCH); /* overlap on */
+	workload_plan_finish(&plan);
+
+	/* SP = 1 (pure data parallelism): gradients travel in bf16. */
+	j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 1, 1, 32, 1);
+	plan_ok(&m, &j, &plan);
+	ck_assert_close(zero_bytes(&plan, WL_COLL_ALLREDUCE), 2 * psi, 1e-12);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+START_TEST(zero_overlap_flag_moves_collectives)
+{
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 2);
+	j.zero_overlap = 1;
+	workload_plan plan;
+	plan_ok(&m, &j, &plan);
+	const workload_op *op = tu_find(&plan, "layer_bwd", "zero_grad_allreduce");
+	ck_assert_int_eq(op->stream, WL_STREAM_ZERO);
+	ck_assert_int_ge(op->dep, 0); /* waits for its layer's backward */
+	workload_plan_finish(&plan);
+	j.zero_stage = 3;
+	j.zero_overlap = 0;
+	plan_ok(&m, &j, &plan);
+	ck_assert_int_eq(tu_find(&plan, "layer_fwd", "zero3_gather")->stream, WL_STREAM_MAIN);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+START_TEST(buckets_split_large_reductions)
+{
+	/* A bucket of 1000 elements: the stage-1 all-reduce of psi elements becomes
+	 * ceil(psi / 1000) calls. */
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	j.reduce_bucket_elems = 1000;
+	workload_plan plan;
+	plan_ok(&m, &j, &plan);
+	ck_assert_int_eq(tu_find(&plan, "grad_sync", "zero_grad_allreduce")->chunks,
+			 (int)ceil(config_model_params(&m) / 1000));
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("workload");
+	TCase *tc = tcase_create("workload");
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, defaults_fill_world_and_sp);
+	tcase_add_test(tc, basp_groups_are_k_contiguous_ranks);
+	tcase_add_test(tc, ulysses_group_is_the_domain);
+	tcase_add_test(tc, basp_b1_is_ulysses_and_b_equals_n_has_no_group);
+	tcase_add_test(tc, job_errors_say_what_to_change);
+	tcase_add_test(tc, layer_flops_and_bytes_match_hand_derivation);
+	tcase_add_test(tc, basp_and_ulysses_do_the_same_attention_work);
+	tcase_add_test(tc, all_to_all_counts_follow_deepspeed);
+	tcase_add_test(tc, off_gpu_bytes_ratio_basp_over_ulysses);
+	tcase_add_test(tc, zero_traffic_per_stage_conserves_parameters);
+	tcase_add_test(tc, zero_overlap_flag_moves_collectives);
+	tcase_add_test(tc, buckets_split_large_reductions);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
