@@ -19,18 +19,20 @@ bool engine_analytic_durations(const config_platform *p, const workload_plan *pl
 {
 	const workload_program *prog = &plan->program;
 	int nb = prog->n_micro + prog->n_step;
-	double **dur = calloc((size_t)nb, sizeof *dur);
+	size_t nops = 0;
+	for (int b = 0; b < nb; b++)
+		nops += (size_t)(b < prog->n_micro ? prog->micro[b].n_ops : prog->step[b - prog->n_micro].n_ops);
+	/* one allocation: the row pointers, then every row */
+	double **dur = malloc((size_t)nb * sizeof *dur + (nops + 1) * sizeof **dur);
 	if (!dur)
 		return config_fail(err, "out of memory");
+	double *row = (double *)(dur + nb);
 	for (int b = 0; b < nb; b++) {
 		const workload_block *blk = b < prog->n_micro ? &prog->micro[b] : &prog->step[b - prog->n_micro];
-		dur[b] = malloc((size_t)(blk->n_ops ? blk->n_ops : 1) * sizeof **dur);
-		if (!dur[b]) {
-			engine_durations_free(dur, nb);
-			return config_fail(err, "out of memory");
-		}
+		dur[b] = row;
 		for (int j = 0; j < blk->n_ops; j++)
-			dur[b][j] = engine_op_time(p, &plan->layout, &blk->ops[j]);
+			row[j] = engine_op_time(p, &plan->layout, &blk->ops[j]);
+		row += blk->n_ops;
 	}
 	*out = dur;
 	return true;
@@ -38,10 +40,7 @@ bool engine_analytic_durations(const config_platform *p, const workload_plan *pl
 
 void engine_durations_free(double **dur, int n)
 {
-	if (!dur)
-		return;
-	for (int b = 0; b < n; b++)
-		free(dur[b]);
+	(void)n;
 	free(dur);
 }
 

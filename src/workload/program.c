@@ -51,7 +51,7 @@ static int op_add(builder *b, workload_block *blk, workload_op op)
 	if (!blk)
 		return -1;
 	if (blk->n_ops == blk->cap_ops) {
-		int cap = blk->cap_ops ? 2 * blk->cap_ops : 32;
+		int cap = blk->cap_ops ? 2 * blk->cap_ops : 96; /* a layer block with recompute holds ~80 */
 		workload_op *ops = realloc(blk->ops, (size_t)cap * sizeof *ops);
 		if (!ops) {
 			b->oom = true;
