@@ -101,6 +101,21 @@ START_TEST(hierarchical_is_the_sum_of_its_phases)
 }
 END_TEST
 
+START_TEST(hierarchical_alltoall_moves_the_same_inter_node_bytes)
+{
+	/* P = 16 over 2 nodes of 8, one NIC per GPU, 16 MB: direct sends 8 remote chunks of
+	 * 1 MB per GPU over its NIC (800 us) and 7 local ones over NVLink in parallel;
+	 * hierarchical first exchanges inside the node (1 + 7·2e6/100e9 = 141 us), then 8 MB
+	 * between the two nodes per GPU (10 + 8e6/10e9 = 810 us), then inside again (141 us).
+	 * Same NIC bytes: in alpha-beta terms the hierarchy only adds the NVLink phases. */
+	config_platform p = tu_platform(2, 8, 8);
+	double direct = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(16, 8, 8), 16e6);
+	double hier = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_HIERARCHICAL, shape(16, 8, 8), 16e6);
+	ck_assert_close(direct, 10e-6 + 800e-6, 1e-12);
+	ck_assert_close(hier, 2 * (1e-6 + 7 * 2e6 / 100e9) + 10e-6 + 8e6 / 10e9, 1e-12);
+}
+END_TEST
+
 START_TEST(fat_tree_oversubscription_slows_cross_leaf_traffic)
 {
 	/* 4 nodes, 2 per leaf, 2:1 oversubscribed. A group over all 4 nodes sends 2/3 of its
@@ -368,6 +383,7 @@ int main(void)
 	tcase_add_test(tc, mesh_uses_every_pair_link);
 	tcase_add_test(tc, hierarchical_is_the_sum_of_its_phases);
 	tcase_add_test(tc, fat_tree_oversubscription_slows_cross_leaf_traffic);
+	tcase_add_test(tc, hierarchical_alltoall_moves_the_same_inter_node_bytes);
 	tcase_add_test(tc, busbw_factors_follow_nccl_tests);
 	tcase_add_test(tc, compute_is_a_roofline);
 	tcase_add_test(tc, schedule_overlaps_streams);

@@ -303,6 +303,22 @@ START_TEST(buckets_split_large_reductions)
 }
 END_TEST
 
+START_TEST(a2a_algorithm_follows_the_job)
+{
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	j.a2a = CONFIG_A2A_HIERARCHICAL;
+	workload_plan plan;
+	plan_ok(&m, &j, &plan);
+	ck_assert_int_eq(tu_find(&plan, "layer_bwd", "a2a_dq")->alg, WL_ALG_HIERARCHICAL);
+	workload_plan_finish(&plan);
+	j.a2a = CONFIG_A2A_PAIRWISE;
+	plan_ok(&m, &j, &plan);
+	ck_assert_int_eq(tu_find(&plan, "layer_fwd", "a2a_o")->alg, WL_ALG_PAIRWISE);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("workload");
@@ -320,6 +336,7 @@ int main(void)
 	tcase_add_test(tc, zero_traffic_per_stage_conserves_parameters);
 	tcase_add_test(tc, zero_overlap_flag_moves_collectives);
 	tcase_add_test(tc, buckets_split_large_reductions);
+	tcase_add_test(tc, a2a_algorithm_follows_the_job);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -8,7 +8,7 @@
 #include "engine/analytic.h"
 
 #define SET(bit) (1u << (bit))
-enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32 };
+enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A };
 
 const struct option cli_job_options[] = {
 	{"model", required_argument, NULL, CLI_OPT_MODEL},
@@ -35,20 +35,22 @@ const struct option cli_job_options[] = {
 	{"trace", required_argument, NULL, CLI_OPT_TRACE},
 	{"placement", required_argument, NULL, CLI_OPT_PLACEMENT},
 	{"help", no_argument, NULL, CLI_OPT_HELP},
+	{"a2a", required_argument, NULL, CLI_OPT_A2A},
 	{NULL, 0, NULL, 0},
 };
 
 struct option *cli_options_concat(const struct option *extra)
 {
+	const size_t n_job = sizeof cli_job_options / sizeof cli_job_options[0] - 1;
 	size_t n = 0;
 	while (extra && extra[n].name)
 		n++;
-	struct option *o = calloc(CLI_JOB_OPTIONS_COUNT + n + 1, sizeof *o);
+	struct option *o = calloc(n_job + n + 1, sizeof *o);
 	if (!o)
 		return NULL;
-	memcpy(o, cli_job_options, CLI_JOB_OPTIONS_COUNT * sizeof *o);
+	memcpy(o, cli_job_options, n_job * sizeof *o);
 	if (n)
-		memcpy(o + CLI_JOB_OPTIONS_COUNT, extra, n * sizeof *o);
+		memcpy(o + n_job, extra, n * sizeof *o);
 	return o;
 }
 
@@ -75,6 +77,8 @@ void cli_job_help(FILE *f)
 	      "  --reduce-bucket E, --allgather-bucket E, --prefetch-bucket E   ZeRO bucket sizes in elements\n"
 	      "                           (DeepSpeed defaults 5e8, 5e8, 5e7)\n"
 	      "  --fp32-grad-comm on|off|default  gradient reduction in fp32 (default: on when SP > 1)\n"
+	      "  --a2a direct|pairwise|hierarchical  SP all-to-all algorithm (default direct, as NCCL);\n"
+	      "                           hierarchical helps groups that span nodes\n"
 	      "Engine and output:\n"
 	      "  --engine NAME            ",
 	      f);
@@ -278,6 +282,19 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 			j->prefetch_bucket_elems = d, a->set |= SET(S_PB);
 		return 1;
 	}
+	case CLI_OPT_A2A:
+		if (strcmp(arg, "direct") == 0)
+			j->a2a = CONFIG_A2A_DIRECT;
+		else if (strcmp(arg, "pairwise") == 0)
+			j->a2a = CONFIG_A2A_PAIRWISE;
+		else if (strcmp(arg, "hierarchical") == 0)
+			j->a2a = CONFIG_A2A_HIERARCHICAL;
+		else {
+			fprintf(stderr, "spsim: --a2a expects direct, pairwise or hierarchical, got '%s'\n", arg);
+			return -1;
+		}
+		a->set |= SET(S_A2A);
+		return 1;
 	case CLI_OPT_ENGINE:
 		if (!engine_find(arg)) {
 			fprintf(stderr, "spsim: --engine expects one of:");
@@ -346,6 +363,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_RB, reduce_bucket_elems)
 		TAKE(S_AB, allgather_bucket_elems)
 		TAKE(S_PB, prefetch_bucket_elems)
+		TAKE(S_A2A, a2a)
 		if (!(a->set & SET(S_FP32))) {
 			j->fp32_grad_comm = fromfile.fp32_grad_comm;
 			j->fp32_grad_comm_set = fromfile.fp32_grad_comm_set;

@@ -59,12 +59,12 @@ enum {
 	CLI_OPT_TRACE,
 	CLI_OPT_PLACEMENT,
 	CLI_OPT_HELP,
+	CLI_OPT_A2A,
 	CLI_OPT_FIRST_FREE, /* commands number their own options from here */
 };
 
 /* The shared job options, NULL-terminated, for building a command's option table. */
 extern const struct option cli_job_options[];
-#define CLI_JOB_OPTIONS_COUNT 24
 /* Help text for the shared job options. */
 void cli_job_help(FILE *f);
 

@@ -151,6 +151,10 @@ typedef struct config_calibration {
 typedef enum config_strategy { CONFIG_STRATEGY_ULYSSES, CONFIG_STRATEGY_BASP } config_strategy;
 typedef enum config_recompute { CONFIG_RECOMPUTE_NONE, CONFIG_RECOMPUTE_FULL } config_recompute;
 typedef enum config_dtype { CONFIG_DTYPE_BF16 } config_dtype;
+/* Algorithm of the SP all-to-alls: NCCL's direct exchange (DeepSpeed's default), pairwise
+ * rounds, or hierarchical (gather per node over NVLink, exchange between nodes, scatter)
+ * for groups that span nodes. */
+typedef enum config_a2a { CONFIG_A2A_DIRECT, CONFIG_A2A_PAIRWISE, CONFIG_A2A_HIERARCHICAL } config_a2a;
 
 typedef struct config_job {
 	config_strategy strategy;
@@ -168,6 +172,7 @@ typedef struct config_job {
 	double prefetch_bucket_elems;  /* stage3_prefetch_bucket_size */
 	bool fp32_grad_comm;         /* reduce gradients in fp32 (DeepSpeed default when SP > 1) */
 	int fp32_grad_comm_set;      /* 0: derive from SP, 1: explicit */
+	config_a2a a2a;              /* SP all-to-all algorithm */
 } config_job;
 
 /* DeepSpeed defaults (modeling.md "ZeRO as DeepSpeed actually runs it"). seq_len is
@@ -190,7 +195,7 @@ bool config_load_model(const char *name_or_path, config_model *out, config_error
 bool config_load_platform(const char *name_or_path, config_platform *out, config_error *err);
 bool config_load_calibration(const char *path, config_calibration *out, config_error *err);
 /* Reads a job YAML whose keys match the CLI flags (gpus, strategy, sp, micro_batch,
- * seq_len, grad_accum, zero, recompute, dtype, zero_overlap, model, platform, nodes,
+ * seq_len, grad_accum, zero, recompute, dtype, zero_overlap, a2a, model, platform, nodes,
  * calibration), under a top-level `job:` key:
  *
  *   job:
@@ -203,6 +208,7 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     zero_overlap: default      # true | false | default (DeepSpeed's per-stage default)
  *     reduce_bucket: 5e8         # elements; also allgather_bucket, prefetch_bucket
  *     fp32_grad_comm: true       # default: derived from SP
+ *     a2a: direct                # direct | pairwise | hierarchical
  *
  * Keys absent from the file keep their value in *job (call config_job_defaults first),
  * so CLI flags can be applied on top afterwards. String keys it does not store in

@@ -66,6 +66,8 @@ json_t *report_run_json(const report_run *r)
 			  l->world / l->sp, "groups", l->n_groups, "tokens_per_gpu", (json_int_t)l->tokens_per_rank,
 			  "heads_per_gpu", l->heads_per_rank, "kv_heads_per_gpu", l->kv_heads_per_rank, "zero_overlap",
 			  j->zero_overlap < 0 ? j->zero_stage == 3 : j->zero_overlap != 0));
+	static const char *const a2a[] = {"direct", "pairwise", "hierarchical"};
+	json_object_set_new(json_object_get(o, "job"), "a2a", json_string(a2a[j->a2a]));
 	json_object_set_new(o, "step_time_s", json_real(r->result->step_time));
 	json_object_set_new(o, "breakdown_s",
 			    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "compute", b->compute,

@@ -87,6 +87,11 @@ static int attn(builder *b, workload_block *blk, const char *name, workload_phas
 					    .flops = flops, .dep = -1});
 }
 
+static workload_alg a2a_alg(config_a2a a)
+{
+	return a == CONFIG_A2A_PAIRWISE ? WL_ALG_PAIRWISE : a == CONFIG_A2A_HIERARCHICAL ? WL_ALG_HIERARCHICAL : WL_ALG_DIRECT;
+}
+
 /* One SP all-to-all of a per-rank buffer of `bytes`, with the layout copies around it:
  * a permute into the send layout and one out of the receive layout, each reading and
  * writing the buffer once (memory-bound; modeling.md "Layout permutes"). */
@@ -97,7 +102,7 @@ static void sp_a2a(builder *b, workload_block *blk, const char *pack, const char
 		return; /* K = 1: whole sequences per GPU, nothing to exchange */
 	memop(b, blk, pack, ph, 2.0 * bytes);
 	op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
-				     .phase = ph, .coll = WL_COLL_ALLTOALL, .alg = WL_ALG_DIRECT,
+				     .phase = ph, .coll = WL_COLL_ALLTOALL, .alg = a2a_alg(b->job->a2a),
 				     .group = WL_GROUP_SP, .bytes = bytes, .dep = -1});
 	memop(b, blk, unpack, ph, 2.0 * bytes);
 }
