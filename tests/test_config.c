@@ -873,7 +873,7 @@ START_TEST(job_errors)
 	expect_error(JOB, "job_unknown_key.yaml",
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
-		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a");
+		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven");
 	expect_error(JOB, "job_bad_seq.yaml", "2:12: 'seq_len' must be a positive integer, got '32k'");
 	expect_error(JOB, "model_ok.yaml", "1:1: unknown key 'model' at the top level, expected one of: job");
 }

@@ -9,10 +9,12 @@
 #include "nccltests/nccltests.h"
 
 #include <check.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define GBs 1e9
@@ -354,6 +356,23 @@ START_TEST(test_parse_newer_columns_and_one_group)
 	ck_assert_int_eq(log.gpus_per_node, 1);
 	ck_assert(log.rows[1].has[0] && !log.rows[1].has[1]);
 	ck_assert_double_eq(log.rows[1].time_us[0], 66.0);
+	nccltests_log_finish(&log);
+}
+END_TEST
+
+START_TEST(test_parse_empty_hostname)
+{
+	/* a host without a name prints as "on        device": one node */
+	const char *text =
+		"# Collective test starting: all_reduce_perf\n"
+		"#  Rank  0 Group  0 Pid   4349 on            device  0 [0x01] NVIDIA A100 80GB PCIe\n"
+		"#  Rank  1 Group  0 Pid   4349 on            device  1 [0x23] NVIDIA A100 80GB PCIe\n"
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+		"     1048576        262144     float     sum      -1    45.10   23.25   23.25       0\n";
+	nccltests_log log;
+	parse_text(text, NULL, &log);
+	ck_assert_int_eq(log.ranks, 2);
+	ck_assert_int_eq(log.nodes, 1);
 	nccltests_log_finish(&log);
 }
 END_TEST
@@ -706,6 +725,37 @@ static double t_ripple(double S, const double *prm)
 	return t_ring_allreduce(S, prm) * (1 + ((k++ % 3) - 1) * 0.015);
 }
 
+/* NCCL switches protocols: LL (12 us, 20 GB/s) for small sizes, Simple (2.8 us per step,
+ * 230 GB/s) for large ones; the log shows the faster of the two */
+static double t_two_protocols(double S, const double *prm)
+{
+	double ll = 12 * US + 1.75 * S / (20 * GBs);
+	return fmin(ll, t_ring_allreduce(S, prm));
+}
+
+START_TEST(test_calibrate_sizes_above_protocol_switch)
+{
+	/* fitting sizes >= 1 MiB (the CLI's default) recovers the large-message line exactly;
+	 * one line through every size cannot, and misses the bandwidth by more than 5% */
+	double ar[] = {8, 2.8 * US, 230 * GBs};
+	char *text = make_log(WL_COLL_ALLREDUCE, 1, 8, t_two_protocols, ar, 8, 8192 * MiB);
+	nccltests_log log;
+	parse_text(text, NULL, &log);
+	config_calibration cal;
+	nccltests_calib_report rep;
+	nccltests_calib_opts o = {.min_bytes = MiB};
+	calibrate(&log, 1, &o, &cal, &rep);
+	assert_close(cal.intra_latency, 2.8e-6, 1e-3);
+	assert_close(cal.intra_bw, 230e9, 1e-3);
+	o.min_bytes = 0;
+	calibrate(&log, 1, &o, &cal, &rep);
+	ck_assert_msg(fabs(cal.intra_bw / 230e9 - 1) > 0.05, "all-size fit %.1f GB/s", cal.intra_bw / 1e9);
+	ck_assert(rep.intra.fit.max_rel > 0.2);
+	nccltests_log_finish(&log);
+	free(text);
+}
+END_TEST
+
 START_TEST(test_round_trip_calibrate_then_predict)
 {
 	/* calibrate -> collective reproduces the log's busbw within 2% for sizes >= 1 MiB,
@@ -853,6 +903,170 @@ START_TEST(test_setup_errors)
 }
 END_TEST
 
+
+/* -------------------------------------------------------------------- CLI -- */
+
+/* Runs `$SPSIM_EXE args` in the source root; returns the exit code, fills stdout and stderr. */
+static int run_spsim(const char *args, char **out, char **errtext)
+{
+	const char *exe = getenv("SPSIM_EXE"), *root = getenv("SPSIM_DATA_DIR");
+	ck_assert_ptr_nonnull(exe);
+	ck_assert_ptr_nonnull(root);
+	char dir[] = "/tmp/spsim-nccltests-cli-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >'%s/out' 2>'%s/err'", root, exe, args, dir, dir);
+	int st = system(cmd);
+	char *bufs[2] = {NULL, NULL};
+	const char *names[2] = {"out", "err"};
+	for (int i = 0; i < 2; i++) {
+		char path[256];
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		FILE *f = fopen(path, "rb");
+		ck_assert_ptr_nonnull(f);
+		fseek(f, 0, SEEK_END);
+		long n = ftell(f);
+		fseek(f, 0, SEEK_SET);
+		bufs[i] = malloc((size_t)n + 1);
+		ck_assert_ptr_nonnull(bufs[i]);
+		ck_assert_int_eq(fread(bufs[i], 1, (size_t)n, f), (size_t)n);
+		bufs[i][n] = '\0';
+		fclose(f);
+		unlink(path);
+	}
+	rmdir(dir);
+	*out = bufs[0];
+	*errtext = bufs[1];
+	ck_assert_msg(!strstr(bufs[1], "unknown command"), "spsim does not know the command: %s", bufs[1]);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(test_cli_collective_prints_nccl_tests)
+{
+	char *out, *err;
+	ck_assert_int_eq(run_spsim("collective --help", &out, &err), 0);
+	expect_contains(out, "usage: spsim collective OP");
+	free(out), free(err);
+	/* dgx-a100: 8 GPUs on NVSwitch at 300 GB/s x 0.77 = 231 GB/s per GPU, 2 us per step */
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-a100 -b 1M -e 1G -f 2", &out, &err), 0);
+	nccltests_log log;
+	parse_text(out, NULL, &log);
+	ck_assert_int_eq(log.coll, WL_COLL_ALLREDUCE);
+	ck_assert_int_eq(log.ranks, 8);
+	ck_assert_int_eq(log.n_rows, 11);
+	/* 1 GiB: t = 14 (2 us + 2^30 / 8 / 231e9) = 8161.6 us; busbw = 2^30 / t x 14/8 = 230.24 */
+	const nccltests_row *big = &log.rows[10];
+	assert_close(big->time_us[0], 14 * (2.0 + 1073741824.0 / 8 / 231e9 * 1e6), 1e-5);
+	assert_close(big->busbw[0], 1073741824.0 / (big->time_us[0] * 1e3) * 14 / 8, 1e-4);
+	nccltests_log_finish(&log);
+	free(out), free(err);
+	/* JSON and CSV carry the same numbers */
+	ck_assert_int_eq(run_spsim("collective alltoall --platform dgx-a100 -b 1M -e 4M -f 2 --format json", &out, &err),
+			 0);
+	json_error_t je;
+	json_t *j = json_loads(out, 0, &je);
+	ck_assert_msg(j != NULL, "%s", je.text);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "results")), 3);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "group_size")), 8);
+	json_decref(j);
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective sendrecv --platform dgx-a100 -b 1M -e 1M --format csv", &out, &err), 0);
+	ck_assert(strncmp(out, "size,count,type,redop,root,time_us,algbw_GBps,busbw_GBps\n1048576,262144,float,sum,-1,",
+			  83) == 0);
+	free(out), free(err);
+}
+END_TEST
+
+START_TEST(test_cli_groups_and_errors)
+{
+	char *out, *err;
+	/* 4 nodes of 8: groups of 8 stay on NVLink, one group of 32 crosses the network */
+	ck_assert_int_eq(run_spsim("collective alltoall --platform dgx-a100 --nodes 4 --groups 8 -b 64M -e 64M "
+				   "--format json", &out, &err), 0);
+	json_t *j = json_loads(out, 0, NULL);
+	double t8 = json_real_value(json_object_get(json_array_get(json_object_get(j, "results"), 0), "time"));
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "groups")), 4);
+	json_decref(j);
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective alltoall --platform dgx-a100 --nodes 4 -b 64M -e 64M --format json", &out,
+				   &err), 0);
+	j = json_loads(out, 0, NULL);
+	double t32 = json_real_value(json_object_get(json_array_get(json_object_get(j, "results"), 0), "time"));
+	json_decref(j);
+	ck_assert_msg(t32 > 3 * t8, "group of 32 %.1f us vs groups of 8 %.1f us", t32, t8);
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective alltoall --platform dgx-a100 --groups 3", &out, &err), 2);
+	expect_contains(err, "--groups 3 must divide the 8 GPUs");
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective gather --platform dgx-a100", &out, &err), 2);
+	expect_contains(err, "unknown collective 'gather'");
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective allreduce", &out, &err), 2);
+	expect_contains(err, "--platform is required");
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-a100 -b 8X", &out, &err), 2);
+	expect_contains(err, "-b expects a size");
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective alltoall --platform dgx-a100 --alg ring", &out, &err), 2);
+	expect_contains(err, "--alg 'ring' is not an algorithm spsim models for alltoall");
+	free(out), free(err);
+}
+END_TEST
+
+START_TEST(test_cli_calibrate_round_trip)
+{
+	/* spsim collective's output is an nccl-tests log: calibrating on it gives back the
+	 * platform's effective links (dgx-a100: 2 us, 300 GB/s x 0.77 = 231 GB/s) */
+	char *out, *err;
+	char dir[] = "/tmp/spsim-nccltests-rt-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char args[1024];
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-a100 -b 8 -e 1G -f 2", &out, &err), 0);
+	char path[256];
+	snprintf(path, sizeof path, "%s/ar.log", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(out, f);
+	fclose(f);
+	free(out), free(err);
+	snprintf(args, sizeof args, "calibrate --from-nccl-tests %s/ar.log --platform dgx-a100 --output %s/cal.yaml", dir,
+		 dir);
+	ck_assert_int_eq(run_spsim(args, &out, &err), 0);
+	expect_contains(err, "intra_node: latency 2 us, bandwidth 231 GB/s per GPU");
+	free(out), free(err);
+	snprintf(path, sizeof path, "%s/cal.yaml", dir);
+	config_calibration cal;
+	config_error e = {""};
+	ck_assert_msg(config_load_calibration(path, &cal, &e), "%s", e.msg);
+	assert_close(cal.intra_latency, 2e-6, 1e-3);
+	assert_close(cal.intra_bw, 231e9, 1e-3);
+	ck_assert_str_eq(cal.platform, "dgx-a100");
+	unlink(path);
+	snprintf(path, sizeof path, "%s/ar.log", dir);
+	unlink(path);
+	rmdir(dir);
+	/* compare: before calibration the dgx-a100 links, after it the log's */
+	ck_assert_int_eq(run_spsim("collective --compare tests/data/nccltests/all_reduce_perf.1x8.log --platform "
+				   "dgx-a100 --format json", &out, &err), 0);
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert(json_real_value(json_object_get(j, "calibrated_max_abs_error_pct_1MiB_up")) < 0.1);
+	assert_close(json_real_value(json_object_get(json_object_get(j, "fit"), "bandwidth_GBps")), 230, 1e-3);
+	json_decref(j);
+	free(out), free(err);
+	/* a malformed log is refused with its line */
+	ck_assert_int_eq(run_spsim("calibrate --from-nccl-tests tests/data/nccltests/bad_row.log", &out, &err), 2);
+	expect_contains(err, "bad_row.log:23: size '4096B' is not a byte count");
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("calibrate", &out, &err), 2);
+	expect_contains(err, "--from-nccl-tests LOG is required");
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("calibrate --help", &out, &err), 0);
+	expect_contains(out, "usage: spsim calibrate --from-nccl-tests LOG");
+	free(out), free(err);
+}
+END_TEST
+
 static Suite *nccltests_suite(void)
 {
 	Suite *s = suite_create("nccltests");
@@ -868,6 +1082,7 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(parse, test_parse_mpi_prefixes_chatter_crlf);
 	tcase_add_test(parse, test_parse_old_format_from_file_name);
 	tcase_add_test(parse, test_parse_newer_columns_and_one_group);
+	tcase_add_test(parse, test_parse_empty_hostname);
 	tcase_add_test(parse, test_parse_collective_from_columns);
 	tcase_add_test(parse, test_parse_without_rank_table);
 	tcase_add_test(parse, test_parse_errors_are_line_numbered);
@@ -884,6 +1099,7 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cal, test_calibrate_inter_from_fixtures);
 	tcase_add_test(cal, test_calibrate_generated_logs_recover_parameters);
 	tcase_add_test(cal, test_calibrate_fit_range_and_wrong_rows);
+	tcase_add_test(cal, test_calibrate_sizes_above_protocol_switch);
 	tcase_add_test(cal, test_round_trip_calibrate_then_predict);
 	tcase_add_test(cal, test_calibration_yaml_round_trip);
 	suite_add_tcase(s, cal);
@@ -892,6 +1108,12 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(pred, test_sendrecv_shape);
 	tcase_add_test(pred, test_setup_errors);
 	suite_add_tcase(s, pred);
+	TCase *cli = tcase_create("cli");
+	tcase_set_timeout(cli, 60);
+	tcase_add_test(cli, test_cli_collective_prints_nccl_tests);
+	tcase_add_test(cli, test_cli_groups_and_errors);
+	tcase_add_test(cli, test_cli_calibrate_round_trip);
+	suite_add_tcase(s, cli);
 	return s;
 }
 

@@ -319,6 +319,112 @@ START_TEST(a2a_algorithm_follows_the_job)
 }
 END_TEST
 
+START_TEST(basp_uneven_unequal_groups)
+{
+	/* N = 8, B = 3 on 2 nodes x 4: 8 = 3 + 3 + 2. Placed larger first: [0-2] [3-5] [6-7];
+	 * the second group of 3 keeps one rank (rank 3) on node 0. Tokens S/3 and S/2;
+	 * heads ceil(4/3) = 2 and 4/2 = 2 of the tiny model's 4. */
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_BASP, 8, 8, 3, 96, 1);
+	config_error err;
+	ck_assert(!workload_check(&m, &P8, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "--basp-uneven unequal (groups of 2 and 3 GPUs)"));
+	j.basp_uneven = CONFIG_BASP_UNEVEN_UNEQUAL;
+	ck_assert_msg(workload_check(&m, &P8, &j, &err), "%s", err.msg);
+	workload_composite c;
+	ck_assert_msg(workload_compose(&m, &P8, &j, &c, &err), "%s", err.msg);
+	ck_assert_int_eq(c.kind, WL_COMPOSE_PARALLEL);
+	ck_assert_int_eq(c.n_parts, 2);
+	const workload_layout *two = &c.parts[0].plan.layout, *three = &c.parts[1].plan.layout;
+	ck_assert_int_eq(two->group_size, 2);
+	ck_assert_int_eq(three->group_size, 3);
+	ck_assert_int_eq(c.parts[0].ranks + c.parts[1].ranks, 8);
+	ck_assert_int_eq(two->tokens_per_rank, 48);
+	ck_assert_int_eq(three->tokens_per_rank, 32);
+	ck_assert_int_eq(three->heads_per_rank, 2);
+	ck_assert_int_eq(three->straddle_per_node, 1);
+	ck_assert_int_eq(two->straddle_per_node, 0);
+	/* the busier GPUs hold more activations */
+	ck_assert(c.parts[0].plan.memory.activations > c.parts[1].plan.memory.activations);
+	workload_compose_finish(&c);
+	/* the sequence must split over both sizes */
+	j.seq_len = 64;
+	ck_assert(!workload_check(&m, &P8, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "use a multiple of 6"));
+}
+END_TEST
+
+START_TEST(basp_uneven_extra_micro_steps)
+{
+	/* N = 8: B = 3 -> 2 sequences on groups of 4, then 1 on the whole domain (K = 8 is
+	 * too many for the tiny model's 4 heads, so use a = g = 8); B = 7 -> 4 + 2 + 1. */
+	config_model m = tu_model();
+	m.heads = 8;
+	m.kv_heads = 8;
+	m.head_dim = 8;
+	config_job j = tu_job(CONFIG_STRATEGY_BASP, 8, 8, 3, 64, 1);
+	j.basp_uneven = CONFIG_BASP_UNEVEN_EXTRA_STEP;
+	config_error err;
+	ck_assert_msg(workload_check(&m, &P8, &j, &err), "%s", err.msg);
+	workload_composite c;
+	ck_assert(workload_compose(&m, &P8, &j, &c, &err));
+	ck_assert_int_eq(c.kind, WL_COMPOSE_SEQUENTIAL);
+	ck_assert_int_eq(c.n_parts, 2);
+	ck_assert_int_eq(c.parts[0].job.micro_batch, 2);
+	ck_assert_int_eq(c.parts[1].job.micro_batch, 1);
+	/* the merged program holds both micro-steps, each with its own group size */
+	int sizes[9] = {0};
+	const workload_program *pr = &c.merged.program;
+	for (int b = 0; b < pr->n_micro; b++)
+		for (int k = 0; k < pr->micro[b].n_ops; k++)
+			if (pr->micro[b].ops[k].cat == WL_CAT_SP_COMM)
+				sizes[pr->micro[b].ops[k].group_size] += pr->micro[b].repeat;
+	ck_assert_int_eq(sizes[4], 8 * m.layers);
+	ck_assert_int_eq(sizes[8], 8 * m.layers);
+	/* model FLOPs are those of three sequences: part flops add up */
+	ck_assert_close(c.merged.model_flops_per_step,
+			c.parts[0].plan.model_flops_per_step + c.parts[1].plan.model_flops_per_step, 1e-12);
+	workload_compose_finish(&c);
+	j.micro_batch = 7;
+	ck_assert(workload_compose(&m, &P8, &j, &c, &err));
+	ck_assert_int_eq(c.n_parts, 3);
+	ck_assert_int_eq(c.parts[0].job.micro_batch + c.parts[1].job.micro_batch + c.parts[2].job.micro_batch, 7);
+	ck_assert_int_eq(c.parts[1].job.micro_batch, 2);
+	workload_compose_finish(&c);
+}
+END_TEST
+
+START_TEST(uneven_composites_through_the_engine)
+{
+	config_model m = tu_model();
+	m.heads = 8;
+	m.kv_heads = 8;
+	m.head_dim = 8;
+	config_error err;
+	const engine_ops *e = engine_find("analytic");
+	for (int mode = CONFIG_BASP_UNEVEN_UNEQUAL; mode <= CONFIG_BASP_UNEVEN_EXTRA_STEP; mode++) {
+		config_job j = tu_job(CONFIG_STRATEGY_BASP, 8, 8, 3, 96, 2);
+		j.basp_uneven = (config_basp_uneven)mode;
+		ck_assert_msg(workload_check(&m, &P8, &j, &err), "%s", err.msg);
+		workload_composite c;
+		ck_assert(workload_compose(&m, &P8, &j, &c, &err));
+		engine_result r, parts[WORKLOAD_MAX_PARTS];
+		const workload_plan *primary;
+		engine_options opt = {0};
+		ck_assert_msg(engine_run_composite(e, &m, &P8, &j, &c, opt, &r, parts, &primary, &err), "%s", err.msg);
+		if (mode == CONFIG_BASP_UNEVEN_UNEQUAL) {
+			/* the slowest part sets the step */
+			double mx = fmax(parts[0].step_time, parts[1].step_time);
+			ck_assert(r.step_time == mx);
+		}
+		const engine_breakdown *b = &r.breakdown;
+		ck_assert_close(b->compute + b->sp_comm_exposed + b->zero_comm_exposed, r.step_time, 1e-9);
+		ck_assert_close(r.tokens_per_s * r.step_time, 3.0 * 96, 1e-9); /* three sequences a step */
+		workload_compose_finish(&c);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("workload");
@@ -337,6 +443,9 @@ int main(void)
 	tcase_add_test(tc, zero_overlap_flag_moves_collectives);
 	tcase_add_test(tc, buckets_split_large_reductions);
 	tcase_add_test(tc, a2a_algorithm_follows_the_job);
+	tcase_add_test(tc, basp_uneven_unequal_groups);
+	tcase_add_test(tc, basp_uneven_extra_micro_steps);
+	tcase_add_test(tc, uneven_composites_through_the_engine);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -8,7 +8,7 @@
 #include "engine/analytic.h"
 
 #define SET(bit) (1u << (bit))
-enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A };
+enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A, S_UNEVEN };
 
 const struct option cli_job_options[] = {
 	{"model", required_argument, NULL, CLI_OPT_MODEL},
@@ -36,6 +36,7 @@ const struct option cli_job_options[] = {
 	{"placement", required_argument, NULL, CLI_OPT_PLACEMENT},
 	{"help", no_argument, NULL, CLI_OPT_HELP},
 	{"a2a", required_argument, NULL, CLI_OPT_A2A},
+	{"basp-uneven", required_argument, NULL, CLI_OPT_BASP_UNEVEN},
 	{NULL, 0, NULL, 0},
 };
 
@@ -79,6 +80,10 @@ void cli_job_help(FILE *f)
 	      "  --fp32-grad-comm on|off|default  gradient reduction in fp32 (default: on when SP > 1)\n"
 	      "  --a2a direct|pairwise|hierarchical  SP all-to-all algorithm (default direct, as NCCL);\n"
 	      "                           hierarchical helps groups that span nodes\n"
+	      "  --basp-uneven error|unequal|extra-step  BASP when the micro-batch does not divide --sp:\n"
+	      "                           unequal: groups of floor(N/B) and ceil(N/B) GPUs side by side;\n"
+	      "                           extra-step: equal groups, the remaining sequences in more\n"
+	      "                           micro-steps (default error)\n"
 	      "Engine and output:\n"
 	      "  --engine NAME            ",
 	      f);
@@ -295,6 +300,19 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		}
 		a->set |= SET(S_A2A);
 		return 1;
+	case CLI_OPT_BASP_UNEVEN:
+		if (strcmp(arg, "error") == 0)
+			j->basp_uneven = CONFIG_BASP_UNEVEN_ERROR;
+		else if (strcmp(arg, "unequal") == 0)
+			j->basp_uneven = CONFIG_BASP_UNEVEN_UNEQUAL;
+		else if (strcmp(arg, "extra-step") == 0)
+			j->basp_uneven = CONFIG_BASP_UNEVEN_EXTRA_STEP;
+		else {
+			fprintf(stderr, "spsim: --basp-uneven expects error, unequal or extra-step, got '%s'\n", arg);
+			return -1;
+		}
+		a->set |= SET(S_UNEVEN);
+		return 1;
 	case CLI_OPT_ENGINE:
 		if (!engine_find(arg)) {
 			fprintf(stderr, "spsim: --engine expects one of:");
@@ -364,6 +382,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_AB, allgather_bucket_elems)
 		TAKE(S_PB, prefetch_bucket_elems)
 		TAKE(S_A2A, a2a)
+		TAKE(S_UNEVEN, basp_uneven)
 		if (!(a->set & SET(S_FP32))) {
 			j->fp32_grad_comm = fromfile.fp32_grad_comm;
 			j->fp32_grad_comm_set = fromfile.fp32_grad_comm_set;
@@ -410,19 +429,28 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 	return true;
 }
 
-bool cli_simulate(const cli_job_args *a, const config_job *job, workload_plan *plan, engine_result *res)
+bool cli_simulate(const cli_job_args *a, const config_job *job, cli_sim *out)
 {
 	config_error err;
-	if (!workload_plan_make(&a->m, &a->p, job, plan, &err)) {
+	memset(out, 0, sizeof *out);
+	if (!workload_compose(&a->m, &a->p, job, &out->comp, &err)) {
 		fprintf(stderr, "spsim: %s\n", err.msg);
 		return false;
 	}
 	const engine_ops *e = engine_find(a->engine);
-	engine_input in = {.model = &a->m, .platform = &a->p, .job = job, .plan = plan, .opt = a->opt};
-	if (!e->run(&in, res, &err)) {
+	if (!engine_run_composite(e, &a->m, &a->p, job, &out->comp, a->opt, &out->res, out->parts, &out->plan, &err)) {
 		fprintf(stderr, "spsim: %s engine: %s\n", e->name, err.msg);
-		workload_plan_finish(plan);
+		workload_compose_finish(&out->comp);
 		return false;
 	}
 	return true;
+}
+
+void cli_sim_finish(cli_sim *s) { workload_compose_finish(&s->comp); }
+
+report_run cli_sim_report(const cli_job_args *a, const config_job *job, const cli_sim *s, const char *label)
+{
+	return (report_run){.label = label, .model = &a->m, .platform = &a->p, .job = job, .plan = s->plan,
+			    .result = &s->res, .calibration = a->has_cal ? a->calibration : NULL, .composite = &s->comp,
+			    .part_results = s->parts};
 }

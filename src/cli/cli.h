@@ -60,6 +60,7 @@ enum {
 	CLI_OPT_PLACEMENT,
 	CLI_OPT_HELP,
 	CLI_OPT_A2A,
+	CLI_OPT_BASP_UNEVEN,
 	CLI_OPT_FIRST_FREE, /* commands number their own options from here */
 };
 
@@ -82,8 +83,20 @@ bool cli_parse_int(const char *flag, const char *s, long min, long max, long *ou
 bool cli_parse_tokens(const char *flag, const char *s, long *out);
 bool cli_parse_double(const char *flag, const char *s, double lo, double hi, double *out);
 
-/* Runs one job through the chosen engine: plan + result. Caller finishes the plan. */
-bool cli_simulate(const cli_job_args *a, const config_job *job, workload_plan *plan, engine_result *res);
+/* One simulated job: its composite (one part unless BASP with N % B != 0), the plan
+ * whose result is reported, the result, and per-part results of unequal groups. */
+typedef struct cli_sim {
+	workload_composite comp;
+	const workload_plan *plan;
+	engine_result res;
+	engine_result parts[WORKLOAD_MAX_PARTS];
+} cli_sim;
+
+/* Runs one job through the chosen engine. Caller calls cli_sim_finish. Prints errors. */
+bool cli_simulate(const cli_job_args *a, const config_job *job, cli_sim *out);
+void cli_sim_finish(cli_sim *s);
+/* The report of a simulated job. */
+report_run cli_sim_report(const cli_job_args *a, const config_job *job, const cli_sim *s, const char *label);
 
 /* Fills out the option table: cli_job_options followed by extra (NULL-terminated). */
 struct option *cli_options_concat(const struct option *extra);

@@ -81,14 +81,17 @@ int cli_cmd_run(int argc, char **argv)
 		return rc;
 	if (!cli_job_resolve(&a, "run"))
 		return CLI_USAGE;
-	workload_plan plan;
-	engine_result res;
-	if (!cli_simulate(&a, &a.job, &plan, &res))
+	cli_sim *sim = malloc(sizeof *sim);
+	if (!sim)
 		return CLI_FAIL;
-	report_run r = {.model = &a.m, .platform = &a.p, .job = &a.job, .plan = &plan, .result = &res,
-			.calibration = a.has_cal ? a.calibration : NULL};
+	if (!cli_simulate(&a, &a.job, sim)) {
+		free(sim);
+		return CLI_FAIL;
+	}
+	report_run r = cli_sim_report(&a, &a.job, sim, NULL);
 	emit_run(&a, &r);
-	workload_plan_finish(&plan);
+	cli_sim_finish(sim);
+	free(sim);
 	return CLI_OK;
 }
 
@@ -190,8 +193,11 @@ int cli_cmd_compare(int argc, char **argv)
 		return CLI_FAIL;
 	char *labels[MAX_STRATEGIES];
 	config_job jobs[MAX_STRATEGIES];
-	workload_plan plans[MAX_STRATEGIES];
-	engine_result res[MAX_STRATEGIES];
+	cli_sim *sims = calloc(MAX_STRATEGIES, sizeof *sims);
+	if (!sims) {
+		free(list);
+		return CLI_FAIL;
+	}
 	char traces[MAX_STRATEGIES][CONFIG_PATH_MAX + 64];
 	report_run runs[MAX_STRATEGIES];
 	int n = 0;
@@ -228,14 +234,12 @@ int cli_cmd_compare(int argc, char **argv)
 			trace_name(a.trace, labels[i], traces[i], sizeof traces[i]);
 			ai.opt.trace_path = traces[i];
 		}
-		if (!cli_simulate(&ai, &jobs[i], &plans[i], &res[i])) {
+		if (!cli_simulate(&ai, &jobs[i], &sims[i])) {
 			rc = CLI_FAIL;
 			break;
 		}
 		done++;
-		runs[i] = (report_run){.label = labels[i], .model = &a.m, .platform = &a.p, .job = &jobs[i],
-				       .plan = &plans[i], .result = &res[i],
-				       .calibration = a.has_cal ? a.calibration : NULL};
+		runs[i] = cli_sim_report(&a, &jobs[i], &sims[i], labels[i]);
 	}
 	if (rc == CLI_OK) {
 		if (a.format == REPORT_JSON) {
@@ -251,7 +255,8 @@ int cli_cmd_compare(int argc, char **argv)
 		}
 	}
 	for (int i = 0; i < done; i++)
-		workload_plan_finish(&plans[i]);
+		cli_sim_finish(&sims[i]);
+	free(sims);
 	free(list);
 	return rc;
 }

@@ -8,5 +8,9 @@ int cli_cmd_max_seq(int argc, char **argv);
 int cli_cmd_models(int argc, char **argv);
 int cli_cmd_platforms(int argc, char **argv);
 int cli_cmd_platform(int argc, char **argv);
+/* spsim collective OP: one collective in nccl-tests' format (cmd_collective.c) */
+int cli_cmd_collective(int argc, char **argv);
+/* spsim calibrate --from-nccl-tests LOG...: calibration YAML from nccl-tests logs (cmd_calibrate.c) */
+int cli_cmd_calibrate(int argc, char **argv);
 
 #endif

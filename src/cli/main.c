@@ -19,6 +19,8 @@ static const command commands[] = {
 	{"models", cli_cmd_models, "list shipped models"},
 	{"platforms", cli_cmd_platforms, "list shipped clusters"},
 	{"platform", cli_cmd_platform, "show one cluster (--xml: its SimGrid platform)"},
+	{"collective", cli_cmd_collective, "one collective in nccl-tests' format (--compare LOG: against a real log)"},
+	{"calibrate", cli_cmd_calibrate, "calibration YAML fitted to nccl-tests logs"},
 	{NULL, NULL, NULL},
 };
 

@@ -154,6 +154,12 @@ typedef enum config_dtype { CONFIG_DTYPE_BF16 } config_dtype;
 /* Algorithm of the SP all-to-alls: NCCL's direct exchange (DeepSpeed's default), pairwise
  * rounds, or hierarchical (gather per node over NVLink, exchange between nodes, scatter)
  * for groups that span nodes. */
+/* BASP when the micro-batch does not divide the SP size (see workload_compose). */
+typedef enum config_basp_uneven {
+	CONFIG_BASP_UNEVEN_ERROR,
+	CONFIG_BASP_UNEVEN_UNEQUAL,
+	CONFIG_BASP_UNEVEN_EXTRA_STEP,
+} config_basp_uneven;
 typedef enum config_a2a { CONFIG_A2A_DIRECT, CONFIG_A2A_PAIRWISE, CONFIG_A2A_HIERARCHICAL } config_a2a;
 
 typedef struct config_job {
@@ -173,6 +179,7 @@ typedef struct config_job {
 	bool fp32_grad_comm;         /* reduce gradients in fp32 (DeepSpeed default when SP > 1) */
 	int fp32_grad_comm_set;      /* 0: derive from SP, 1: explicit */
 	config_a2a a2a;              /* SP all-to-all algorithm */
+	config_basp_uneven basp_uneven; /* what BASP does when N % B != 0 */
 } config_job;
 
 /* DeepSpeed defaults (modeling.md "ZeRO as DeepSpeed actually runs it"). seq_len is
@@ -195,7 +202,7 @@ bool config_load_model(const char *name_or_path, config_model *out, config_error
 bool config_load_platform(const char *name_or_path, config_platform *out, config_error *err);
 bool config_load_calibration(const char *path, config_calibration *out, config_error *err);
 /* Reads a job YAML whose keys match the CLI flags (gpus, strategy, sp, micro_batch,
- * seq_len, grad_accum, zero, recompute, dtype, zero_overlap, a2a, model, platform, nodes,
+ * seq_len, grad_accum, zero, recompute, dtype, zero_overlap, a2a, basp_uneven, model, platform, nodes,
  * calibration), under a top-level `job:` key:
  *
  *   job:
@@ -209,6 +216,7 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     reduce_bucket: 5e8         # elements; also allgather_bucket, prefetch_bucket
  *     fp32_grad_comm: true       # default: derived from SP
  *     a2a: direct                # direct | pairwise | hierarchical
+ *     basp_uneven: error         # error | unequal | extra-step
  *
  * Keys absent from the file keep their value in *job (call config_job_defaults first),
  * so CLI flags can be applied on top afterwards. String keys it does not store in

@@ -43,7 +43,7 @@ static const char *const job_keys[] = {
 	"gpus",          "strategy",         "sp",              "micro_batch",    "seq_len",
 	"grad_accum",    "zero",             "recompute",       "dtype",          "zero_overlap",
 	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
-	"platform",      "nodes",            "calibration",     "a2a",            NULL,
+	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",    NULL,
 };
 
 static bool job_read(const yt_doc *doc, config_job *job, char *model, char *platform, char *calibration,
@@ -53,10 +53,12 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	static const char *const recomputes[] = {"none", "full"};
 	static const char *const dtypes[] = {"bf16"};
 	static const char *const a2as[] = {"direct", "pairwise", "hierarchical"};
+	static const char *const unevens[] = {"error", "unequal", "extra-step"};
 	const yt_node *t;
 	if (!yt_top(doc, "job", &t, err) || !yt_check_keys(t, job_keys, err))
 		return false;
-	int strategy = job->strategy, recompute = job->recompute, dtype = job->dtype, a2a = job->a2a;
+	int strategy = job->strategy, recompute = job->recompute, dtype = job->dtype, a2a = job->a2a,
+	    uneven = job->basp_uneven;
 	long zero = job->zero_stage;
 	bool has_fp32 = false;
 	if (!yt_enum(t, "strategy", false, strategies, 2, &strategy, NULL, err) ||
@@ -68,6 +70,7 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	    !yt_enum(t, "recompute", false, recomputes, 2, &recompute, NULL, err) ||
 	    !yt_enum(t, "dtype", false, dtypes, 1, &dtype, NULL, err) ||
 	    !yt_enum(t, "a2a", false, a2as, 3, &a2a, NULL, err) ||
+	    !yt_enum(t, "basp_uneven", false, unevens, 3, &uneven, NULL, err) ||
 	    !yt_double(t, "reduce_bucket", false, 0, true, INFINITY, &job->reduce_bucket_elems, NULL, err) ||
 	    !yt_double(t, "allgather_bucket", false, 0, true, INFINITY, &job->allgather_bucket_elems, NULL, err) ||
 	    !yt_double(t, "prefetch_bucket", false, 0, true, INFINITY, &job->prefetch_bucket_elems, NULL, err) ||
@@ -77,6 +80,7 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	job->recompute = (config_recompute)recompute;
 	job->dtype = (config_dtype)dtype;
 	job->a2a = (config_a2a)a2a;
+	job->basp_uneven = (config_basp_uneven)uneven;
 	job->zero_stage = (int)zero;
 	if (has_fp32)
 		job->fp32_grad_comm_set = 1;

@@ -10,7 +10,7 @@ double engine_op_time(const config_platform *p, const workload_layout *l, const 
 {
 	if (op->kind == WL_OP_COMPUTE)
 		return engine_compute_time(p, op);
-	engine_group_shape s = engine_group_shape_of(p, l, op->group);
+	engine_group_shape s = engine_op_shape(p, l, op);
 	int chunks = op->chunks > 1 ? op->chunks : 1;
 	return chunks * engine_collective_time(p, op->coll, op->alg, s, op->bytes / chunks);
 }

@@ -19,9 +19,23 @@ engine_group_shape engine_group_shape_of(const config_platform *p, const workloa
 		s.per_node = P;
 	else
 		s.per_node = G;
+	/* The slowest group straddles a node boundary: its ranks on the smaller side talk to
+	 * the rest over the network. */
+	if (g == WL_GROUP_SP && l->straddle_per_node > 0 && l->straddle_per_node < s.per_node)
+		s.per_node = l->straddle_per_node;
 	int used = l->world < G ? l->world : G;
 	s.active_per_node = used;
 	return s;
+}
+
+engine_group_shape engine_op_shape(const config_platform *p, const workload_layout *l, const workload_op *op)
+{
+	if (op->group == WL_GROUP_SP && op->group_size > 0 && op->group_size != l->group_size) {
+		workload_layout k = *l;
+		k.group_size = op->group_size;
+		return engine_group_shape_of(p, &k, op->group);
+	}
+	return engine_group_shape_of(p, l, op->group);
 }
 
 /* Per-GPU intra-node bandwidth available to one rank talking to `peers` local peers at once. */

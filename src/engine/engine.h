@@ -69,6 +69,17 @@ typedef struct engine_group_shape {
 /* The shape of a group kind under a layout with contiguous placement on platform p. */
 engine_group_shape engine_group_shape_of(const config_platform *p, const workload_layout *l, workload_group_kind g);
 
+/* The shape of an op's group: its group kind, or its own SP group size when set. */
+engine_group_shape engine_op_shape(const config_platform *p, const workload_layout *l, const workload_op *op);
+
+/* Runs a composite (workload_compose) through an engine: each part of a PARALLEL
+ * composite on its own, the slowest setting the step; the merged program of a SEQUENTIAL
+ * one; the job of a SINGLE one. Fills out (the step) and, when non-NULL, part_out[i] per
+ * part (PARALLEL only). *primary is the plan whose result `out` is. */
+bool engine_run_composite(const engine_ops *e, const config_model *m, const config_platform *p, const config_job *job,
+			  const workload_composite *c, engine_options opt, engine_result *out, engine_result *part_out,
+			  const workload_plan **primary, config_error *err);
+
 /* Closed-form alpha-beta time of one collective (seconds); bytes as in workload_op. */
 double engine_collective_time(const config_platform *p, workload_coll c, workload_alg a, engine_group_shape s,
 			      double bytes);

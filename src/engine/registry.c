@@ -34,3 +34,38 @@ void engine_result_finish(const engine_input *in, engine_result *r)
 	/* MFU: model FLOPs of this GPU (recompute excluded) over peak x step time. */
 	r->mfu = r->step_time > 0 ? in->plan->model_flops_per_step / (in->platform->gpu.peak_flops * r->step_time) : 0;
 }
+
+bool engine_run_composite(const engine_ops *e, const config_model *m, const config_platform *p, const config_job *job,
+			  const workload_composite *c, engine_options opt, engine_result *out, engine_result *part_out,
+			  const workload_plan **primary, config_error *err)
+{
+	if (c->kind != WL_COMPOSE_PARALLEL) {
+		const workload_plan *plan = c->kind == WL_COMPOSE_SEQUENTIAL ? &c->merged : &c->parts[0].plan;
+		engine_input in = {.model = m, .platform = p, .job = job, .plan = plan, .opt = opt};
+		*primary = plan;
+		return e->run(&in, out, err);
+	}
+	/* Unequal groups run side by side; the slowest part sets the step. Each part is
+	 * simulated over the whole world with its own group size (an engine sees one group
+	 * size at a time), so contention between parts of different sizes is not seen. */
+	int slowest = 0;
+	double flops = 0;
+	engine_result tmp[WORKLOAD_MAX_PARTS];
+	for (int i = 0; i < c->n_parts; i++) {
+		engine_input in = {.model = m, .platform = p, .job = job, .plan = &c->parts[i].plan, .opt = opt};
+		if (i > 0)
+			in.opt.trace_path = NULL; /* one trace: the first part's */
+		if (!e->run(&in, &tmp[i], err))
+			return false;
+		if (tmp[i].step_time > tmp[slowest].step_time)
+			slowest = i;
+		flops += c->parts[i].plan.model_flops_per_step * c->parts[i].ranks;
+		if (part_out)
+			part_out[i] = tmp[i];
+	}
+	*out = tmp[slowest];
+	*primary = &c->parts[slowest].plan;
+	/* MFU over every GPU: the parts do different work per GPU. */
+	out->mfu = out->step_time > 0 ? flops / job->gpus / (p->gpu.peak_flops * out->step_time) : 0;
+	return true;
+}

@@ -182,8 +182,9 @@ typedef struct nccltests_setup {
 
 /* Checks a setup against its platform (gpus fit, K divides gpus, ...). */
 bool nccltests_setup_check(const nccltests_setup *s, config_error *err);
-/* Node of each rank under the placement (contiguous: rank / gpus_per_node; strided:
- * round-robin over the nodes the job occupies; random: a seeded shuffle of those GPUs). */
+/* Node of each rank under the placement, the same map as the SimGrid engine's
+ * engine_placement_map: contiguous fills node after node; strided deals consecutive ranks
+ * to consecutive nodes; random shuffles the job's GPU slots with a seeded splitmix64. */
 void nccltests_place(const nccltests_setup *s, int *node_of_rank);
 /* Shape of group g (ranks g*K .. g*K+K-1) under a placement: per_node is the largest
  * divisor of K not above the fewest ranks the group has on one node (the worst-placed

@@ -47,7 +47,8 @@ typedef struct table_cols {
 
 typedef struct rank_entry {
 	int rank;
-	int host; /* index into hosts */
+	int host;  /* index into hosts */
+	int group; /* "Group" field: nccl-tests' communicator colour; 0 when absent */
 	int line;
 } rank_entry;
 
@@ -303,11 +304,16 @@ static bool parse_rank_line(parse_state *st, char **tok, int n, int line, config
 		return config_fail(err, "%s:%d: rank line without a rank number, expected '#  Rank N Group G Pid P on HOST "
 				   "device D ...'", st->name, line);
 	const char *host = NULL;
-	for (int i = 2; i + 1 < n; i++)
+	long group = 0;
+	for (int i = 2; i + 1 < n; i++) {
+		if (strcmp(tok[i], "Group") == 0 && !parse_int(tok[i + 1], &group))
+			return config_fail(err, "%s:%d: Group '%s' is not an integer", st->name, line, tok[i + 1]);
 		if (strcmp(tok[i], "on") == 0) {
-			host = tok[i + 1];
+			/* an empty hostname prints as "on        device": one unnamed host */
+			host = strcmp(tok[i + 1], "device") == 0 ? "" : tok[i + 1];
 			break;
 		}
+	}
 	if (!host)
 		return config_fail(err, "%s:%d: rank line without 'on HOST', expected '#  Rank N Group G Pid P on HOST "
 				   "device D ...'", st->name, line);
@@ -341,7 +347,7 @@ static bool parse_rank_line(parse_state *st, char **tok, int n, int line, config
 		st->ranks = r;
 		st->cap_ranks = cap;
 	}
-	st->ranks[st->n_ranks++] = (rank_entry){(int)rank, h, line};
+	st->ranks[st->n_ranks++] = (rank_entry){(int)rank, h, (int)group, line};
 	if (!st->first_rank_line)
 		st->first_rank_line = line;
 	return true;
@@ -510,6 +516,11 @@ static bool resolve_layout(parse_state *st, const nccltests_parse_opts *o, confi
 			return config_fail(err, "%s:%d: the rank table lists %d ranks but numbers them up to %d (truncated "
 					   "table?); pass --gpus-per-node and --nodes", st->name, st->first_rank_line,
 					   st->n_ranks, maxr);
+		for (int i = 1; i < st->n_ranks; i++)
+			if (st->ranks[i].group != st->ranks[0].group)
+				return config_fail(err, "%s:%d: ranks in several communicators (Group %d and %d); spsim reads "
+						   "runs of one communicator", st->name, st->ranks[i].line, st->ranks[0].group,
+						   st->ranks[i].group);
 		int *per_host = calloc((size_t)st->n_hosts, sizeof *per_host);
 		if (!per_host)
 			return config_fail(err, "%s: out of memory", st->name);
@@ -553,7 +564,9 @@ static bool resolve_layout(parse_state *st, const nccltests_parse_opts *o, confi
 	return true;
 }
 
-static bool resolve_coll(parse_state *st, const nccltests_parse_opts *o, config_error *err)
+/* Which collective the log is, from the strongest evidence; false when only the columns
+ * can tell (they need the layout first). */
+static bool resolve_coll(parse_state *st, const nccltests_parse_opts *o)
 {
 	nccltests_log *log = st->log;
 	if (o && o->coll_set) {
@@ -576,9 +589,8 @@ static bool resolve_coll(parse_state *st, const nccltests_parse_opts *o, config_
 				log->coll_from = "file name";
 				return true;
 			}
-		return false; /* try the columns once the layout is known */
+		return false;
 	}
-	(void)err;
 	return true;
 }
 
@@ -629,17 +641,16 @@ bool nccltests_parse_text(const char *name, const char *text, const nccltests_pa
 		ok = config_fail(err, "%s:%d: no result rows under the column header", name, out->header_line);
 	bool coll_known = false;
 	if (ok)
-		coll_known = resolve_coll(&st, opts, err);
+		coll_known = resolve_coll(&st, opts);
 	if (ok && !coll_known) {
-		/* the layout first (needs no collective when a rank table exists), then the columns */
+		/* the layout first (with a rank table or both options it needs no collective),
+		 * then the columns */
 		if (st.n_ranks == 0 && !(opts->gpus_per_node > 0 && opts->nodes > 0))
 			ok = config_fail(err, "%s:%d: cannot tell which collective this table is (no 'Collective test starting' "
 					 "line, no *_perf command, no hint in the file name) nor how many ranks ran it; pass "
 					 "--op and --gpus-per-node/--nodes", name, out->header_line);
-		if (ok) {
-			out->coll = WL_COLL_ALLREDUCE; /* placeholder for resolve_layout's messages */
+		if (ok)
 			ok = resolve_layout(&st, opts, err);
-		}
 		if (ok && !coll_from_columns(out, &out->coll))
 			ok = config_fail(err, "%s:%d: cannot tell which collective this table is (all-gather and all-to-all "
 					 "print alike); pass --op or name the file after the test (alltoall_perf.log)", name,

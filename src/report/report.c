@@ -84,6 +84,25 @@ json_t *report_run_json(const report_run *r)
 				      "optimizer", m->optimizer, "activations", m->activations, "logits", m->logits,
 				      "buffers", m->buffers, "peak", m->peak, "capacity", m->capacity));
 	json_object_set_new(o, "fits", json_boolean(m->fits));
+	if (r->composite && r->composite->kind != WL_COMPOSE_SINGLE) {
+		const workload_composite *c = r->composite;
+		json_t *parts = json_array();
+		for (int i = 0; i < c->n_parts; i++) {
+			const workload_part *pt = &c->parts[i];
+			json_t *e = json_pack("{s:i, s:i, s:i, s:I, s:i, s:f}", "group_size", pt->plan.layout.group_size,
+					      "groups", pt->plan.layout.n_groups, "ranks", pt->ranks, "tokens_per_gpu",
+					      (json_int_t)pt->plan.layout.tokens_per_rank, "heads_per_gpu",
+					      pt->plan.layout.heads_per_rank, "memory_peak_bytes", pt->plan.memory.peak);
+			if (c->kind == WL_COMPOSE_PARALLEL && r->part_results)
+				json_object_set_new(e, "step_time_s", json_real(r->part_results[i].step_time));
+			else
+				json_object_set_new(e, "sequences", json_integer(pt->job.micro_batch));
+			json_array_append_new(parts, e);
+		}
+		json_object_set_new(o, "basp_uneven",
+				    json_pack("{s:s, s:o}", "mode",
+					      c->kind == WL_COMPOSE_PARALLEL ? "unequal" : "extra-step", "parts", parts));
+	}
 	json_object_set_new(o, "tokens_per_s", json_real(r->result->tokens_per_s));
 	json_object_set_new(o, "mfu", json_real(r->result->mfu));
 	return o;
@@ -101,7 +120,7 @@ static void job_line(FILE *f, const report_run *r)
 	const workload_layout *l = &r->plan->layout;
 	fprintf(f, "job: %s, %d GPUs, SP %d (%d replica%s), micro-batch %d", workload_strategy_name(j->strategy),
 		j->gpus, j->sp, l->world / l->sp, l->world / l->sp == 1 ? "" : "s", j->micro_batch);
-	if (j->strategy == CONFIG_STRATEGY_BASP)
+	if (j->strategy == CONFIG_STRATEGY_BASP && (!r->composite || r->composite->kind == WL_COMPOSE_SINGLE))
 		fprintf(f, " -> %d groups of K=%d per domain", j->sp / l->group_size, l->group_size);
 	fprintf(f, ", seq %ld, ZeRO-%d, recompute %s, grad-accum %d\n", j->seq_len, j->zero_stage,
 		recompute_name(j->recompute), j->grad_accum);
@@ -122,6 +141,24 @@ void report_run_table(FILE *f, const report_run *r)
 	job_line(f, r);
 	fprintf(f, "per GPU: %ld tokens, %d of %d heads in attention, all-to-all group %d\n", l->tokens_per_rank,
 		l->heads_per_rank, r->model->heads, l->group_size);
+	if (r->composite && r->composite->kind == WL_COMPOSE_PARALLEL) {
+		fprintf(f, "unequal BASP groups (the slowest sets the step):\n");
+		for (int i = 0; i < r->composite->n_parts; i++) {
+			const workload_part *pt = &r->composite->parts[i];
+			fprintf(f, "  %d groups of %d GPUs: %ld tokens, %d heads per GPU, step %s, peak %s\n",
+				pt->plan.layout.n_groups, pt->plan.layout.group_size, pt->plan.layout.tokens_per_rank,
+				pt->plan.layout.heads_per_rank,
+				report_time(r->part_results ? r->part_results[i].step_time : 0, a, sizeof a),
+				report_bytes(pt->plan.memory.peak, b2, sizeof b2));
+		}
+	} else if (r->composite && r->composite->kind == WL_COMPOSE_SEQUENTIAL) {
+		fprintf(f, "BASP micro-steps per optimizer step:");
+		for (int i = 0; i < r->composite->n_parts; i++)
+			fprintf(f, "%s %d sequence%s on groups of %d", i ? "," : "", r->composite->parts[i].job.micro_batch,
+				r->composite->parts[i].job.micro_batch == 1 ? "" : "s",
+				r->composite->parts[i].plan.layout.group_size);
+		fputc('\n', f);
+	}
 	fprintf(f, "\n%-22s %12s\n", "step time", report_time(res->step_time, a, sizeof a));
 	fprintf(f, "  %-20s %12s   (gemm %s, attention %s", "compute", report_time(b->compute, a, sizeof a),
 		report_time(b->gemm, b2, sizeof b2), report_time(b->attention, c, sizeof c));

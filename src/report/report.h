@@ -18,6 +18,9 @@ typedef struct report_run {
 	const workload_plan *plan;
 	const engine_result *result;
 	const char *calibration; /* path or NULL */
+	/* BASP with N % B != 0: the parts and (unequal groups) their results; may be NULL */
+	const workload_composite *composite;
+	const engine_result *part_results;
 } report_run;
 
 bool report_format_parse(const char *s, report_format *out);

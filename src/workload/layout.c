@@ -26,6 +26,65 @@ static const char *divisors(int n, char *buf, size_t len)
 	return buf;
 }
 
+static bool check_heads(const config_model *m, int P, const char *what, config_error *err)
+{
+	char dv[256];
+	if (m->heads % P != 0)
+		return config_fail(err,
+				   "model '%s' has %d attention heads, not divisible by %s (%d); each rank must get whole heads: use a group size in {%s}",
+				   m->name, m->heads, what, P, divisors(m->heads, dv, sizeof dv));
+	if (m->kv_heads % P != 0 && P % m->kv_heads != 0)
+		return config_fail(err,
+				   "model '%s' has %d kv heads and %s is %d: kv heads must divide it or be divisible by it (DeepSpeed's kv-head replication); use a group size in {%s}",
+				   m->name, m->kv_heads, what, P, divisors(gcd(m->heads, m->kv_heads * P), dv, sizeof dv));
+	return true;
+}
+
+/* Unequal groups: heads are split as evenly as possible (ceil(a/K) on the busiest rank),
+ * an extension of DeepSpeed's even split (docs/model.md); the sequence must split evenly
+ * within both group sizes. */
+static bool check_unequal(const config_model *m, const config_job *job, config_error *err)
+{
+	int q = job->sp / job->micro_batch;
+	long S = job->seq_len;
+	if (S % q != 0 || S % (q + 1) != 0)
+		return config_fail(err,
+				   "--seq-len %ld must split evenly over both BASP group sizes %d and %d (unequal groups); use a multiple of %d",
+				   S, q, q + 1, q * (q + 1));
+	if (q > m->heads)
+		return config_fail(err, "BASP groups of %d GPUs exceed the %d attention heads of '%s'", q, m->heads,
+				   m->name);
+	return true;
+}
+
+/* Largest divisor of n not above x (1 always qualifies). */
+static int divisor_at_most(int n, int x)
+{
+	for (int d = x < n ? x : n; d > 1; d--)
+		if (n % d == 0)
+			return d;
+	return 1;
+}
+
+static bool check_extra_step(const config_model *m, const config_platform *p, const config_job *job,
+			     config_error *err)
+{
+	for (int left = job->micro_batch; left > 0;) {
+		int d = divisor_at_most(job->sp, left);
+		config_job sub = *job;
+		sub.micro_batch = d;
+		sub.basp_uneven = CONFIG_BASP_UNEVEN_ERROR;
+		config_error e2;
+		if (!workload_check(m, p, &sub, &e2))
+			return config_fail(err, "with --basp-uneven extra-step, the micro-step of %d sequence%s: %s", d,
+					   d == 1 ? "" : "s", e2.msg);
+		left -= d;
+	}
+	return true;
+}
+
+int workload_divisor_at_most(int n, int x) { return divisor_at_most(n, x); }
+
 bool workload_check(const config_model *m, const config_platform *p, config_job *job, config_error *err)
 {
 	char dv[256];
@@ -65,21 +124,20 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 			return config_fail(err,
 					   "BASP with micro-batch %d larger than the SP size %d has no group to give each sequence (it falls back to data parallelism); use --micro-batch <= %d or a larger --sp",
 					   B, N, N);
-		if (N % B != 0)
+		if (N % B != 0) {
+			if (job->basp_uneven == CONFIG_BASP_UNEVEN_UNEQUAL)
+				return check_unequal(m, job, err);
+			if (job->basp_uneven == CONFIG_BASP_UNEVEN_EXTRA_STEP)
+				return check_extra_step(m, p, job, err);
 			return config_fail(err,
-					   "BASP needs the micro-batch to divide the SP size: %d %% %d != 0; use --micro-batch in {%s}",
-					   N, B, divisors(N, dv, sizeof dv));
+					   "BASP needs the micro-batch to divide the SP size: %d %% %d != 0; use --micro-batch in {%s}, or --basp-uneven unequal (groups of %d and %d GPUs) or --basp-uneven extra-step (the remaining sequences in another micro-step)",
+					   N, B, divisors(N, dv, sizeof dv), N / B, N / B + 1);
+		}
 		P = N / B;
 		what = "the BASP group size K = sp / micro-batch";
 	}
-	if (m->heads % P != 0)
-		return config_fail(err,
-				   "model '%s' has %d attention heads, not divisible by %s (%d); each rank must get whole heads: use a group size in {%s}",
-				   m->name, m->heads, what, P, divisors(m->heads, dv, sizeof dv));
-	if (m->kv_heads % P != 0 && P % m->kv_heads != 0)
-		return config_fail(err,
-				   "model '%s' has %d kv heads and %s is %d: kv heads must divide it or be divisible by it (DeepSpeed's kv-head replication); use a group size in {%s}",
-				   m->name, m->kv_heads, what, P, divisors(gcd(m->heads, m->kv_heads * P), dv, sizeof dv));
+	if (!check_heads(m, P, what, err))
+		return false;
 	long shards = job->strategy == CONFIG_STRATEGY_BASP ? P : N;
 	if (job->seq_len % shards != 0)
 		return config_fail(err,

@@ -208,9 +208,17 @@ static int chunks_of(double elems, double bucket)
 bool workload_plan_make(const config_model *m, const config_platform *p, const config_job *job, workload_plan *out,
 			config_error *err)
 {
-	memset(out, 0, sizeof *out);
-	if (!workload_layout_make(m, job, &out->layout, err))
+	workload_layout l;
+	if (!workload_layout_make(m, job, &l, err))
 		return false;
+	return workload_plan_make_layout(m, p, job, &l, out, err);
+}
+
+bool workload_plan_make_layout(const config_model *m, const config_platform *p, const config_job *job,
+			       const workload_layout *layout, workload_plan *out, config_error *err)
+{
+	memset(out, 0, sizeof *out);
+	out->layout = *layout;
 	const workload_layout *l = &out->layout;
 	builder b = {.m = m, .job = job, .l = l};
 	layer_dims d = dims_of(m, l, job);

@@ -71,6 +71,8 @@ typedef struct workload_op {
 	workload_group_kind group;
 	double bytes;
 	int chunks; /* the op is `chunks` back-to-back calls of bytes/chunks each (buckets) */
+	int group_size; /* WL_GROUP_SP only: contiguous groups of this many ranks; 0 = the
+			 * layout's group_size (differs in merged programs: see workload_compose) */
 	/* dependency (see the schedule above) */
 	int dep;
 	int dep_iter;
@@ -107,6 +109,8 @@ typedef struct workload_layout {
 	int heads_per_rank;  /* query heads per rank during attention */
 	int kv_heads_per_rank; /* kv heads per rank during attention (after replication) */
 	int kv_replicated;   /* kv heads sent per rank group: g, or P when g < P */
+	int straddle_per_node; /* > 0: some group of this layout straddles a node boundary with
+				* only this many of its ranks on one side (unequal BASP groups) */
 } workload_layout;
 
 typedef struct workload_memory {
@@ -126,6 +130,34 @@ typedef struct workload_plan {
 	double model_flops_per_step; /* 6 * params * tokens + attention, per GPU, for MFU */
 } workload_plan;
 
+/* BASP when B does not divide N (docs/model.md "BASP beyond divisibility"). A composite
+ * is one or more equal sub-jobs ("parts"):
+ *  - SINGLE: the job itself (every divisible job).
+ *  - PARALLEL (--basp-uneven unequal): groups of floor(N/B) and ceil(N/B) ranks run side
+ *    by side, one sequence each; a part per group size, each run as an equal BASP job
+ *    over the world; the slowest part sets the pace, memory is the largest part's.
+ *  - SEQUENTIAL (--basp-uneven extra-step): micro-steps of d_i sequences, d_i the
+ *    largest divisor of N not above what is left of B, greedily, run one after another
+ *    before one optimizer step; merged into one program (`merged`). */
+typedef enum workload_compose_kind { WL_COMPOSE_SINGLE, WL_COMPOSE_PARALLEL, WL_COMPOSE_SEQUENTIAL } workload_compose_kind;
+#define WORKLOAD_MAX_PARTS 16
+typedef struct workload_part {
+	config_job job;    /* an equal (divisible) job */
+	workload_plan plan;
+	int ranks;         /* ranks that run this part (PARALLEL); W otherwise */
+} workload_part;
+typedef struct workload_composite {
+	workload_compose_kind kind;
+	int n_parts;
+	workload_part parts[WORKLOAD_MAX_PARTS];
+	workload_plan merged; /* SEQUENTIAL: all parts' micro-steps then one optimizer step */
+} workload_composite;
+
+/* Builds the composite of a checked job (workload_check passed). */
+bool workload_compose(const config_model *m, const config_platform *p, const config_job *job,
+		      workload_composite *out, config_error *err);
+void workload_compose_finish(workload_composite *c);
+
 /* Validates the job against model and platform and fills job defaults (gpus, sp). On
  * failure writes a sentence that says what to change. */
 bool workload_check(const config_model *m, const config_platform *p, config_job *job, config_error *err);
@@ -133,7 +165,12 @@ bool workload_layout_make(const config_model *m, const config_job *job, workload
 /* Builds the whole plan: layout, program, memory. workload_check must have passed. */
 bool workload_plan_make(const config_model *m, const config_platform *p, const config_job *job, workload_plan *out,
 			config_error *err);
+/* The same with a given layout (parts of a composite). */
+bool workload_plan_make_layout(const config_model *m, const config_platform *p, const config_job *job,
+			       const workload_layout *layout, workload_plan *out, config_error *err);
 void workload_plan_finish(workload_plan *plan);
+/* Largest divisor of n not above x. */
+int workload_divisor_at_most(int n, int x);
 
 void workload_memory_compute(const config_model *m, const config_platform *p, const config_job *job,
 			     const workload_layout *l, workload_memory *out);

@@ -1,6 +1,7 @@
 /* Rank placement: which GPU each world rank runs on. The workload layout forms groups
  * from contiguous rank ranges; placement decides whether those ranges share nodes. */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -27,4 +27,100 @@ void sgx_ghost_name(char *buf, size_t len, int local);
 /* True when the fat-tree has more than one leaf in a system of `system_nodes` nodes. */
 bool sgx_has_leaves(const config_platform *p, int system_nodes);
 
+/* ------------------------------------------------------------- execution --- */
+#include <simgrid/forward.h>
+
+#include "report/trace.h"
+
+/* A collective group: its logical members and the rings NCCL would build over them. */
+typedef struct sgx_group {
+	int size;
+	int *members;     /* logical ranks, group order */
+	int n_ch;         /* ring channels (NCCL channels), each carrying 1/n_ch of the bytes */
+	int *order;       /* n_ch x size: channel c's ring, as member indices */
+	int *pos;         /* n_ch x size: position of member index i in channel c's ring */
+	double lat_max;   /* largest latency of any ring edge */
+	int nodes;        /* nodes spanned */
+	int per_node;     /* members on each node when uniform, else 0 */
+	struct sgx_group *intra; /* hierarchical: one subgroup per node (nodes of them) */
+	struct sgx_group *inter; /* hierarchical: one subgroup per local index (per_node) */
+	int *sub_intra;   /* member index -> index of its intra subgroup / position in it */
+	int *sub_inter;
+	int sim_members;  /* members that have actors */
+	sg_bar_t bar[WL_STREAM_COUNT];
+} sgx_group;
+
+typedef struct sgx_acc {
+	double compute, gemm, attention, memory_bound, optimizer, sp_comm, zero_comm;
+	double fwd, bwd; /* main stream, summed over micro-steps */
+	double end;
+} sgx_acc;
+
+typedef struct sgx_run sgx_run;
+
+typedef struct sgx_rank {
+	sgx_run *run;
+	int rank;       /* logical world rank (== simulated index) */
+	int node, local;
+	sg_host_t host;
+	long done[WL_STREAM_COUNT];
+	/* a stream actor blocked on another stream of this rank: waits until done[on] > seq */
+	bool waiting[WL_STREAM_COUNT];
+	int wait_on[WL_STREAM_COUNT];
+	long wait_seq[WL_STREAM_COUNT];
+	sg_sem_t sem[WL_STREAM_COUNT];
+	sgx_acc acc;
+} sgx_rank;
+
+/* Receives, on a ghost host, the flows that enter the period from the previous one. */
+typedef struct sgx_proxy {
+	sg_sem_t ready, done;
+	sg_mailbox_t mbox;
+} sgx_proxy;
+
+typedef struct sgx_block_info {
+	const workload_block *blk;
+	int cnt[WL_STREAM_COUNT]; /* ops per iteration on each stream */
+	int *pre;                 /* index of op j among its stream's ops in one iteration */
+	bool *target;             /* op j is a dependency of an op on another stream */
+} sgx_block_info;
+
+struct sgx_run {
+	const engine_input *in;
+	const config_platform *p;
+	const workload_program *prog;
+	const workload_layout *lay;
+	engine_simgrid_options opt;
+	int W, Wsim, gpn;
+	int *gpu_of;        /* logical rank -> GPU (node * gpn + local) */
+	bool quotient;
+	int period_nodes;
+	sgx_rank *ranks;    /* Wsim */
+	sg_host_t ghost_host[64];
+	sgx_proxy *proxy;   /* gpn x WL_STREAM_COUNT when quotient */
+	sgx_block_info *blocks; /* n_micro + n_step */
+	int n_blocks;
+	bool stream_used[WL_STREAM_COUNT];
+	bool merge;
+	sgx_group world;
+	sgx_group *sp;      /* n_groups SP groups (NULL entries for groups without actors) */
+	int n_sp;
+	/* mailbox table: open addressing on (src, dst, stream) */
+	unsigned long long *mb_key;
+	sg_mailbox_t *mb_val;
+	size_t mb_cap, mb_n;
+	report_trace *trace;
+	long flows, execs;
+	bool oom;
+	bool broken; /* the symmetry reduction met a flow it cannot map (internal error) */
+};
+
+/* collectives.c */
+bool sgx_groups_build(sgx_run *r, config_error *err);
+void sgx_groups_free(sgx_run *r);
+/* Runs one collective op (all its chunks) for rank R on stream s; blocks in simulated time. */
+void sgx_collective(sgx_rank *R, int s, const workload_op *op);
+double sgx_latency(const sgx_run *r, int a, int b);
+void sgx_proxy_actor(int argc, char **argv);
+
 #endif

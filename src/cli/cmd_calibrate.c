@@ -1,0 +1,250 @@
+/* spsim calibrate --from-nccl-tests LOG...: a calibration YAML fitted to real nccl-tests
+ * output, no GPU run of ours needed. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "nccltests/nccltests.h"
+
+enum {
+	OPT_FROM = CLI_OPT_FIRST_FREE,
+	OPT_OUTPUT,
+	OPT_OP,
+	OPT_GPUS_PER_NODE,
+	OPT_LOG_NODES,
+	OPT_IN_PLACE,
+	OPT_ALG,
+};
+
+static const struct option options[] = {
+	{"from-nccl-tests", required_argument, NULL, OPT_FROM},
+	{"platform", required_argument, NULL, CLI_OPT_PLATFORM},
+	{"output", required_argument, NULL, OPT_OUTPUT},
+	{"op", required_argument, NULL, OPT_OP},
+	{"gpus-per-node", required_argument, NULL, OPT_GPUS_PER_NODE},
+	{"nodes", required_argument, NULL, OPT_LOG_NODES},
+	{"minbytes", required_argument, NULL, 'b'},
+	{"maxbytes", required_argument, NULL, 'e'},
+	{"in-place", no_argument, NULL, OPT_IN_PLACE},
+	{"alg", required_argument, NULL, OPT_ALG},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: spsim calibrate --from-nccl-tests LOG [LOG...] [options]\n"
+	      "Fits intra-node and inter-node latency and bandwidth to real nccl-tests output\n"
+	      "(all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, sendrecv_perf,\n"
+	      "broadcast_perf) and writes a calibration YAML for --calibration. Single-node logs fit the\n"
+	      "intra_node links; multi-node logs the inter_node links, with intra_node held at the fitted\n"
+	      "(or the platform's) values. Each log's layout comes from its '# Using devices' table.\n"
+	      "\n"
+	      "  --from-nccl-tests LOG   an nccl-tests log; more LOGs may follow as arguments\n"
+	      "  --platform NAME|FILE    the cluster the logs come from (default: a generic NVSwitch node with\n"
+	      "                          one NIC per GPU; required for multi-node logs without a single-node one)\n"
+	      "  --output FILE           write the YAML there (default: standard output)\n"
+	      "  -b, --minbytes SIZE     fit only sizes >= SIZE (default 1M: the sizes a training step moves,\n"
+	      "                          above NCCL's small-message protocols; -b 0 fits every size)\n"
+	      "  -e, --maxbytes SIZE     fit only sizes <= SIZE\n"
+	      "  --in-place              fit the in-place columns (default out-of-place)\n"
+	      "  --alg ALG               algorithm to invert (default the op program's: direct for alltoall and\n"
+	      "                          sendrecv, ring otherwise)\n"
+	      "  --op OP                 collective of logs that do not name it (allreduce, alltoall, ...)\n"
+	      "  --gpus-per-node N, --nodes N   layout of the logs: needed for logs without a '# Using devices'\n"
+	      "                          table, overrides the table otherwise\n"
+	      "\n"
+	      "A summary of each fit (parameters, rms and largest relative error) goes to standard error.\n"
+	      "Example: spsim calibrate --from-nccl-tests ar-1node.log a2a-4nodes.log --platform dgx-h100 \\\n"
+	      "             --output h100-cluster.yaml\n",
+	      f);
+}
+
+typedef struct cal_args {
+	const char **logs;
+	int n_logs;
+	char platform[CONFIG_PATH_MAX];
+	const char *output;
+	nccltests_parse_opts po;
+	nccltests_calib_opts co;
+	const char *alg_name;
+} cal_args;
+
+static int parse_args(int argc, char **argv, cal_args *a)
+{
+	long v;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":b:e:h", options, NULL)) != -1) {
+		switch (c) {
+		case 'h': usage(stdout); return CLI_OK;
+		case OPT_FROM: a->logs[a->n_logs++] = optarg; break;
+		case CLI_OPT_PLATFORM:
+			if (strlen(optarg) >= sizeof a->platform) {
+				fprintf(stderr, "spsim calibrate: --platform path too long\n");
+				return CLI_USAGE;
+			}
+			strcpy(a->platform, optarg);
+			break;
+		case OPT_OUTPUT: a->output = optarg; break;
+		case OPT_OP:
+			if (!nccltests_coll_from_name(optarg, &a->po.coll)) {
+				fprintf(stderr, "spsim calibrate: --op expects allreduce, allgather, reducescatter, alltoall, "
+						"sendrecv or broadcast, got '%s'\n", optarg);
+				return CLI_USAGE;
+			}
+			a->po.coll_set = true;
+			break;
+		case OPT_GPUS_PER_NODE:
+			if (!cli_parse_int("--gpus-per-node", optarg, 1, 1 << 16, &v))
+				return CLI_USAGE;
+			a->po.gpus_per_node = (int)v;
+			break;
+		case OPT_LOG_NODES:
+			if (!cli_parse_int("--nodes", optarg, 1, 1 << 20, &v))
+				return CLI_USAGE;
+			a->po.nodes = (int)v;
+			break;
+		case 'b':
+		case 'e': {
+			double d;
+			if (!nccltests_parse_size(optarg, &d)) {
+				fprintf(stderr, "spsim calibrate: -%c expects a size in bytes (e.g. 1M), got '%s'\n", c, optarg);
+				return CLI_USAGE;
+			}
+			if (c == 'b')
+				a->co.min_bytes = d;
+			else
+				a->co.max_bytes = d;
+			break;
+		}
+		case OPT_IN_PLACE: a->co.in_place = true; break;
+		case OPT_ALG: a->alg_name = optarg; break;
+		case ':':
+			fprintf(stderr, "spsim calibrate: %s needs a value (see spsim calibrate --help)\n", argv[optind - 1]);
+			return CLI_USAGE;
+		default:
+			fprintf(stderr, "spsim calibrate: unknown option '%s' (see spsim calibrate --help)\n", argv[optind - 1]);
+			return CLI_USAGE;
+		}
+	}
+	for (int i = optind; i < argc; i++)
+		a->logs[a->n_logs++] = argv[i];
+	if (a->n_logs == 0) {
+		fprintf(stderr, "spsim calibrate: --from-nccl-tests LOG is required (see spsim calibrate --help)\n");
+		return CLI_USAGE;
+	}
+	if (a->co.max_bytes > 0 && a->co.min_bytes > a->co.max_bytes) {
+		fprintf(stderr, "spsim calibrate: -b is larger than -e\n");
+		return CLI_USAGE;
+	}
+	return -1;
+}
+
+static void print_class(const char *name, const nccltests_calib_class *k, const char *per)
+{
+	if (!k->fitted)
+		return;
+	fprintf(stderr,
+		"spsim calibrate: %s: latency %.4g us, bandwidth %.4g GB/s %s (rms error %.2f%%, largest %.2f%% over %d "
+		"points of %d log%s)\n",
+		name, k->fit.latency * 1e6, k->fit.bandwidth / 1e9, per, k->fit.rms_rel * 100, k->fit.max_rel * 100,
+		k->fit.n_points, k->n_logs, k->n_logs == 1 ? "" : "s");
+}
+
+int cli_cmd_calibrate(int argc, char **argv)
+{
+	cal_args a;
+	memset(&a, 0, sizeof a);
+	a.co.min_bytes = 1024.0 * 1024;
+	a.logs = calloc((size_t)argc + 1, sizeof *a.logs);
+	if (!a.logs)
+		return CLI_FAIL;
+	int rc = parse_args(argc, argv, &a);
+	nccltests_log *logs = NULL;
+	config_platform p;
+	config_error err;
+	if (rc >= 0)
+		goto out;
+	rc = CLI_USAGE;
+	if (a.platform[0]) {
+		if (!config_load_platform(a.platform, &p, &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
+			goto out;
+		}
+		a.co.platform = &p;
+	}
+	logs = calloc((size_t)a.n_logs, sizeof *logs);
+	if (!logs) {
+		rc = CLI_FAIL;
+		goto out;
+	}
+	for (int i = 0; i < a.n_logs; i++) {
+		if (!nccltests_parse_file(a.logs[i], &a.po, &logs[i], &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
+			goto out;
+		}
+		const nccltests_log *l = &logs[i];
+		if (a.alg_name && !nccltests_alg_from_name(l->coll, a.alg_name, &a.co.alg)) {
+			fprintf(stderr, "spsim calibrate: --alg '%s' is not an algorithm spsim models for %s\n", a.alg_name,
+				workload_coll_name(l->coll));
+			goto out;
+		}
+		a.co.alg_set = a.alg_name != NULL;
+		fprintf(stderr, "spsim calibrate: %s: %s (from %s), %d ranks on %d node%s x %d GPUs, %d sizes -> %s\n",
+			l->path, nccltests_test_name(l->coll), l->coll_from, l->ranks, l->nodes, l->nodes == 1 ? "" : "s",
+			l->gpus_per_node, l->n_rows, l->ranks < 2 ? "skipped" : l->nodes > 1 ? "inter_node" : "intra_node");
+	}
+	config_calibration cal;
+	nccltests_calib_report rep;
+	if (!nccltests_calibrate(logs, a.n_logs, &a.co, &cal, &rep, &err)) {
+		fprintf(stderr, "spsim calibrate: %s\n", err.msg);
+		goto out;
+	}
+	if (rep.notes[0]) {
+		for (char *line = strtok(rep.notes, "\n"); line; line = strtok(NULL, "\n"))
+			fprintf(stderr, "spsim calibrate: note: %s\n", line);
+	}
+	print_class("intra_node", &rep.intra, "per GPU");
+	print_class("inter_node", &rep.inter, "per NIC");
+	const nccltests_calib_class *ks[] = {&rep.intra, &rep.inter};
+	for (int i = 0; i < 2; i++)
+		if (ks[i]->fitted && ks[i]->fit.max_rel > 0.05 && a.co.min_bytes <= 0) {
+			fprintf(stderr, "spsim calibrate: note: one alpha-beta line cannot follow NCCL's protocol changes "
+					"over every size; -b 1M (the default) fits the sizes training moves\n");
+			break;
+		}
+	FILE *f = stdout;
+	if (a.output) {
+		f = fopen(a.output, "w");
+		if (!f) {
+			fprintf(stderr, "spsim calibrate: cannot write %s: %s\n", a.output, strerror(errno));
+			goto out;
+		}
+	}
+	fprintf(f, "# Fitted by spsim calibrate from nccl-tests output:");
+	for (int i = 0; i < a.n_logs; i++)
+		fprintf(f, " %s", a.logs[i]);
+	fprintf(f, "\n");
+	bool ok = config_write_calibration(f, &cal);
+	if (f != stdout)
+		ok = fclose(f) == 0 && ok;
+	if (!ok) {
+		fprintf(stderr, "spsim calibrate: writing %s failed\n", a.output ? a.output : "standard output");
+		rc = CLI_FAIL;
+		goto out;
+	}
+	rc = CLI_OK;
+out:
+	/* logs that failed or were never parsed hold no rows */
+	for (int i = 0; logs && i < a.n_logs; i++)
+		nccltests_log_finish(&logs[i]);
+	free(logs);
+	free(a.logs);
+	return rc;
+}

@@ -1,0 +1,602 @@
+/* spsim collective OP: one collective predicted in nccl-tests' format, optionally held
+ * against a real nccl-tests log (--compare) before and after calibrating on it. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "nccltests/nccltests.h"
+#include "spsim_build.h"
+#if SPSIM_HAVE_SIMGRID && __has_include("engine/simgrid/simgrid.h")
+#include "engine/simgrid/simgrid.h"
+#endif
+
+enum {
+	OPT_GROUPS = CLI_OPT_FIRST_FREE,
+	OPT_ALG,
+	OPT_COMPARE,
+	OPT_GPUS_PER_NODE,
+	OPT_IN_PLACE,
+};
+
+static const struct option options[] = {
+	{"minbytes", required_argument, NULL, 'b'},
+	{"maxbytes", required_argument, NULL, 'e'},
+	{"stepfactor", required_argument, NULL, 'f'},
+	{"stepbytes", required_argument, NULL, 'i'},
+	{"ngpus", required_argument, NULL, 'g'},
+	{"datatype", required_argument, NULL, 'd'},
+	{"op", required_argument, NULL, 'o'},
+	{"platform", required_argument, NULL, CLI_OPT_PLATFORM},
+	{"nodes", required_argument, NULL, CLI_OPT_NODES},
+	{"calibration", required_argument, NULL, CLI_OPT_CALIBRATION},
+	{"engine", required_argument, NULL, CLI_OPT_ENGINE},
+	{"format", required_argument, NULL, CLI_OPT_FORMAT},
+	{"placement", required_argument, NULL, CLI_OPT_PLACEMENT},
+	{"groups", required_argument, NULL, OPT_GROUPS},
+	{"alg", required_argument, NULL, OPT_ALG},
+	{"compare", required_argument, NULL, OPT_COMPARE},
+	{"gpus-per-node", required_argument, NULL, OPT_GPUS_PER_NODE},
+	{"in-place", no_argument, NULL, OPT_IN_PLACE},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: spsim collective OP --platform NAME [options]\n"
+	      "Predicts one collective in nccl-tests' output format (size, count, type, redop, root,\n"
+	      "time, algbw, busbw), so it can be held next to an all_reduce_perf/alltoall_perf log.\n"
+	      "OP: allreduce, allgather, reducescatter, alltoall, sendrecv, broadcast (nccl-tests' names,\n"
+	      "e.g. all_reduce_perf, also work). busbw = algbw x factor as nccl-tests' doc/PERFORMANCE.md.\n"
+	      "\n"
+	      "Sizes and ranks (nccl-tests' flags and meaning):\n"
+	      "  -b, --minbytes SIZE     smallest size (default 32M; K, M, G suffixes are powers of 1024)\n"
+	      "  -e, --maxbytes SIZE     largest size (default 32M)\n"
+	      "  -f, --stepfactor F      multiply the size by F each step\n"
+	      "  -i, --stepbytes SIZE    else add SIZE each step (default 1M)\n"
+	      "  -g, --ngpus N           GPUs taking part (default: every GPU of the platform)\n"
+	      "  -d, --datatype TYPE     float (default), half, bfloat16, double, int8, ... (sets the count column)\n"
+	      "  -o, --op REDOP          reduction printed in the redop column (default sum)\n"
+	      "Cluster and model:\n"
+	      "  --platform NAME|FILE    cluster: a shipped name (spsim platforms) or a YAML path (required)\n"
+	      "  --nodes N               override the platform's node count\n"
+	      "  --calibration FILE      measured latencies/bandwidths (spsim calibrate, validate)\n"
+	      "  --groups K              run the collective in disjoint groups of K consecutive ranks at once\n"
+	      "                          (the BASP pattern); busbw then uses K ranks (default: one group of all)\n"
+	      "  --placement contiguous|strided|random:SEED   rank placement on the nodes (default contiguous)\n"
+	      "  --alg ALG               ring | direct | pairwise | hierarchical (default: the op program's:\n"
+	      "                          direct for alltoall and sendrecv, ring otherwise)\n"
+	      "  --engine analytic|simgrid   engine (default analytic)\n"
+	      "Against a real log:\n"
+	      "  --compare LOG           predicted vs measured per size of LOG (its collective, ranks and layout),\n"
+	      "                          with % busbw error, before and after calibrating on LOG; -b/-e limit\n"
+	      "                          the sizes compared; the fit uses those >= 1M (or >= -b when given)\n"
+	      "  --gpus-per-node N       layout of a LOG without a '# Using devices' rank table\n"
+	      "  --in-place              compare the in-place columns (default out-of-place)\n"
+	      "Output:\n"
+	      "  --format table|json|csv (default table: nccl-tests' own format)\n"
+	      "\n"
+	      "Example: spsim collective allreduce --platform dgx-a100 -b 8 -e 8G -f 2\n"
+	      "         spsim collective alltoall --platform dgx-h100 --nodes 4 --groups 8 -b 1M -e 1G -f 4\n",
+	      f);
+}
+
+typedef struct coll_args {
+	cli_job_args job; /* platform, nodes, calibration, engine, format, placement */
+	bool coll_set;
+	workload_coll coll;
+	double min_bytes, max_bytes, step_factor, step_bytes;
+	bool min_set, max_set;
+	int gpus;
+	int group_size;
+	const char *alg_name;
+	const char *type;
+	const char *redop;
+	const char *compare;
+	int log_gpn;
+	bool in_place;
+} coll_args;
+
+static bool parse_size_flag(const char *flag, const char *s, double *out)
+{
+	if (!nccltests_parse_size(s, out)) {
+		fprintf(stderr, "spsim collective: %s expects a size in bytes (e.g. 8, 64K, 1M, 8G), got '%s'\n", flag, s);
+		return false;
+	}
+	return true;
+}
+
+static int parse_args(int argc, char **argv, coll_args *a)
+{
+	cli_job_init(&a->job);
+	a->min_bytes = a->max_bytes = 32.0 * 1024 * 1024; /* nccl-tests' defaults */
+	a->step_bytes = 1024.0 * 1024;
+	a->step_factor = 1;
+	a->type = "float";
+	a->redop = NULL;
+	long v;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":b:e:f:i:g:d:o:h", options, NULL)) != -1) {
+		switch (c) {
+		case 'h': usage(stdout); return CLI_OK;
+		case 'b':
+			if (!parse_size_flag("-b", optarg, &a->min_bytes))
+				return CLI_USAGE;
+			a->min_set = true;
+			break;
+		case 'e':
+			if (!parse_size_flag("-e", optarg, &a->max_bytes))
+				return CLI_USAGE;
+			a->max_set = true;
+			break;
+		case 'i':
+			if (!parse_size_flag("-i", optarg, &a->step_bytes) || a->step_bytes <= 0) {
+				fprintf(stderr, "spsim collective: -i expects a positive size\n");
+				return CLI_USAGE;
+			}
+			break;
+		case 'f':
+			if (!cli_parse_int("-f", optarg, 2, 1 << 20, &v))
+				return CLI_USAGE;
+			a->step_factor = (double)v;
+			break;
+		case 'g':
+			if (!cli_parse_int("-g", optarg, 1, 1 << 24, &v))
+				return CLI_USAGE;
+			a->gpus = (int)v;
+			break;
+		case 'd':
+			if (nccltests_type_size(optarg) == 0) {
+				fprintf(stderr, "spsim collective: -d expects an nccl-tests datatype (float, half, bfloat16, "
+						"double, int8, int32, int64, ...), got '%s'\n", optarg);
+				return CLI_USAGE;
+			}
+			a->type = optarg;
+			break;
+		case 'o': a->redop = optarg; break;
+		case OPT_GROUPS:
+			if (!cli_parse_int("--groups", optarg, 1, 1 << 24, &v))
+				return CLI_USAGE;
+			a->group_size = (int)v;
+			break;
+		case OPT_ALG: a->alg_name = optarg; break;
+		case OPT_COMPARE: a->compare = optarg; break;
+		case OPT_GPUS_PER_NODE:
+			if (!cli_parse_int("--gpus-per-node", optarg, 1, 1 << 16, &v))
+				return CLI_USAGE;
+			a->log_gpn = (int)v;
+			break;
+		case OPT_IN_PLACE: a->in_place = true; break;
+		case ':':
+			fprintf(stderr, "spsim collective: %s needs a value (see spsim collective --help)\n", argv[optind - 1]);
+			return CLI_USAGE;
+		case '?':
+			fprintf(stderr, "spsim collective: unknown option '%s' (see spsim collective --help)\n",
+				argv[optind - 1]);
+			return CLI_USAGE;
+		default: {
+			int r = cli_job_option(&a->job, c, optarg);
+			if (r < 0)
+				return CLI_USAGE;
+			break;
+		}
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (a->coll_set) {
+			fprintf(stderr, "spsim collective: one collective at a time, got '%s' after '%s'\n", argv[i],
+				workload_coll_name(a->coll));
+			return CLI_USAGE;
+		}
+		if (!nccltests_coll_from_name(argv[i], &a->coll)) {
+			fprintf(stderr, "spsim collective: unknown collective '%s', expected allreduce, allgather, "
+					"reducescatter, alltoall, sendrecv or broadcast\n", argv[i]);
+			return CLI_USAGE;
+		}
+		a->coll_set = true;
+	}
+	if (!a->coll_set && !a->compare) {
+		fprintf(stderr, "spsim collective: which collective? (allreduce, allgather, reducescatter, alltoall, "
+				"sendrecv, broadcast; see spsim collective --help)\n");
+		return CLI_USAGE;
+	}
+	if (a->min_bytes > a->max_bytes) {
+		fprintf(stderr, "spsim collective: -b %.0f is larger than -e %.0f\n", a->min_bytes, a->max_bytes);
+		return CLI_USAGE;
+	}
+	if (!a->job.platform[0]) {
+		fprintf(stderr, "spsim collective: --platform is required (a shipped name or a YAML path; see spsim "
+				"platforms)\n");
+		return CLI_USAGE;
+	}
+	return -1;
+}
+
+/* Loads the platform, applies --nodes and --calibration. */
+static bool load_platform(coll_args *a, config_platform *p)
+{
+	config_error err;
+	if (!config_load_platform(a->job.platform, p, &err)) {
+		fprintf(stderr, "spsim: %s\n", err.msg);
+		return false;
+	}
+	if (a->job.nodes)
+		p->nodes = a->job.nodes;
+	if (a->job.calibration[0]) {
+		if (!config_load_calibration(a->job.calibration, &a->job.cal, &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
+			return false;
+		}
+		config_apply_calibration(p, &a->job.cal);
+		a->job.has_cal = true;
+	}
+	return true;
+}
+
+static bool resolve_alg(const coll_args *a, workload_coll c, workload_alg *alg)
+{
+	if (!a->alg_name) {
+		*alg = nccltests_default_alg(c);
+		return true;
+	}
+	if (!nccltests_alg_from_name(c, a->alg_name, alg)) {
+		fprintf(stderr, "spsim collective: --alg '%s' is not an algorithm spsim models for %s (alltoall: direct, "
+				"pairwise, hierarchical; allgather, reducescatter, allreduce: ring, hierarchical; sendrecv: "
+				"direct; broadcast: ring)\n", a->alg_name, workload_coll_name(c));
+		return false;
+	}
+	return true;
+}
+
+/* Times of the collective at each size, from the chosen engine. */
+static bool time_sizes(const coll_args *a, const nccltests_setup *s, const double *sizes, int n, double *times)
+{
+	config_error err;
+	if (strcmp(a->job.engine, "simgrid") == 0) {
+#if defined(ENGINE_SIMGRID_COLLECTIVE_READY)
+		engine_options opt = {.placement = s->placement, .placement_seed = s->seed};
+		if (!engine_simgrid_collective_times(s->platform, s->coll, s->alg, s->gpus, s->group_size, &opt, sizes, n,
+						     times, &err)) {
+			fprintf(stderr, "spsim collective: %s\n", err.msg);
+			return false;
+		}
+		return true;
+#else
+		fprintf(stderr, "spsim collective: --engine simgrid cannot time a single collective in this build (the "
+				"SimGrid engine does not export a collective timer); use --engine analytic\n");
+		return false;
+#endif
+	}
+	for (int i = 0; i < n; i++)
+		if (!nccltests_predict_time(s, sizes[i], &times[i], &err)) {
+			fprintf(stderr, "spsim collective: %s\n", err.msg);
+			return false;
+		}
+	return true;
+}
+
+static const char *placement_name(const coll_args *a, char *buf, size_t len)
+{
+	switch (a->job.opt.placement) {
+	case ENGINE_PLACE_STRIDED: return "strided";
+	case ENGINE_PLACE_RANDOM: snprintf(buf, len, "random:%lu", a->job.opt.placement_seed); return buf;
+	default: return "contiguous";
+	}
+}
+
+/* --------------------------------------------------------------- predict --- */
+
+static void print_rank_table(FILE *f, const nccltests_setup *s)
+{
+	int *node_of = malloc((size_t)s->gpus * sizeof *node_of);
+	int *local = calloc((size_t)config_platform_gpus(s->platform), sizeof *local);
+	if (!node_of || !local) {
+		free(node_of);
+		free(local);
+		return;
+	}
+	nccltests_place(s, node_of);
+	fprintf(f, "# Using devices\n");
+	for (int r = 0; r < s->gpus; r++) {
+		char host[32];
+		snprintf(host, sizeof host, "node%d", node_of[r]);
+		/* Pid 0 and bus [0x00]: no process ran; Group is the rank's group (--groups) */
+		fprintf(f, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x00] %s\n", r, r / s->group_size, 0, host,
+			local[node_of[r]]++, s->platform->gpu.name);
+	}
+	free(node_of);
+	free(local);
+}
+
+static int predict(coll_args *a)
+{
+	config_platform p;
+	if (!load_platform(a, &p))
+		return CLI_USAGE;
+	nccltests_setup s = {.platform = &p, .coll = a->coll, .gpus = a->gpus ? a->gpus : config_platform_gpus(&p),
+			     .placement = a->job.opt.placement, .seed = a->job.opt.placement_seed};
+	s.group_size = a->group_size ? a->group_size : s.gpus;
+	if (!resolve_alg(a, a->coll, &s.alg))
+		return CLI_USAGE;
+	config_error err;
+	if (!nccltests_setup_check(&s, &err)) {
+		fprintf(stderr, "spsim collective: %s\n", err.msg);
+		return CLI_USAGE;
+	}
+	/* nccl-tests' loop: size from -b to -e, times -f or plus -i; each rounded to whole
+	 * elements per rank */
+	int ts = nccltests_type_size(a->type), P = s.group_size, n = 0, cap = 64;
+	double *sizes = malloc((size_t)cap * sizeof *sizes);
+	for (double b = a->min_bytes; sizes && b <= a->max_bytes;
+	     b = a->step_factor > 1 ? b * a->step_factor : b + a->step_bytes) {
+		if (n == cap) {
+			double *bigger = realloc(sizes, (size_t)(cap *= 2) * sizeof *sizes);
+			if (!bigger) {
+				free(sizes);
+				sizes = NULL;
+				break;
+			}
+			sizes = bigger;
+		}
+		sizes[n++] = nccltests_round_size(a->coll, b, ts, P);
+		if (n > 1000000 || b == 0)
+			break;
+	}
+	double *times = sizes ? malloc((size_t)(n ? n : 1) * sizeof *times) : NULL;
+	if (!sizes || !times) {
+		free(sizes);
+		free(times);
+		fprintf(stderr, "spsim collective: out of memory\n");
+		return CLI_FAIL;
+	}
+	if (!time_sizes(a, &s, sizes, n, times)) {
+		free(sizes);
+		free(times);
+		return CLI_FAIL;
+	}
+	const char *redop = a->redop ? a->redop : nccltests_default_redop(a->coll);
+	int root = nccltests_default_root(a->coll);
+	int nodes = (s.gpus + p.gpus_per_node - 1) / p.gpus_per_node;
+	char pbuf[64];
+	double sum = 0;
+	json_t *rows = json_array();
+	if (a->job.format == REPORT_TABLE) {
+		printf("# spsim collective: %s predicted by the %s engine (no GPU ran this)\n", nccltests_test_name(a->coll),
+		       a->job.engine);
+		printf("# platform %s%s%s, %d GPUs on %d node%s of %d, %d group%s of %d ranks, %s algorithm, %s "
+		       "placement\n",
+		       p.name, a->job.has_cal ? " calibrated by " : "", a->job.has_cal ? a->job.calibration : "", s.gpus,
+		       nodes, nodes == 1 ? "" : "s", p.gpus_per_node, s.gpus / P, s.gpus / P == 1 ? "" : "s", P,
+		       workload_alg_name(s.alg), placement_name(a, pbuf, sizeof pbuf));
+		printf("# Collective test starting: %s\n", nccltests_test_name(a->coll));
+		printf("# nThread 1 nGpus 1 minBytes %.0f maxBytes %.0f step: %.0f(%s) warmup iters: 0 iters: 1 agg iters: "
+		       "1 validation: 0 graph: 0\n#\n",
+		       a->min_bytes, a->max_bytes, a->step_factor > 1 ? a->step_factor : a->step_bytes,
+		       a->step_factor > 1 ? "factor" : "bytes");
+		print_rank_table(stdout, &s);
+		printf("#\n");
+		nccltests_print_table_header(stdout);
+	} else if (a->job.format == REPORT_CSV) {
+		printf("size,count,type,redop,root,time_us,algbw_GBps,busbw_GBps\n");
+	}
+	for (int i = 0; i < n; i++) {
+		nccltests_result r;
+		nccltests_result_make(a->coll, P, ts, sizes[i], times[i], &r);
+		sum += r.busbw;
+		if (a->job.format == REPORT_TABLE)
+			nccltests_print_row(stdout, &r, a->type, redop, root);
+		else if (a->job.format == REPORT_CSV)
+			printf("%.0f,%.0f,%s,%s,%d,%.6g,%.6g,%.6g\n", r.size, r.count, a->type, redop, root, r.time_us,
+			       r.algbw, r.busbw);
+		else
+			json_array_append_new(rows, json_pack("{s:f, s:f, s:s, s:s, s:i, s:f, s:f, s:f}", "size", r.size,
+							      "count", r.count, "type", a->type, "redop", redop, "root",
+							      root, "time", r.time_us, "alg_bw", r.algbw, "bus_bw", r.busbw));
+	}
+	double avg = n ? sum / n : 0;
+	if (a->job.format == REPORT_TABLE) {
+		printf("# Avg bus bandwidth    : %g \n#\n", avg);
+	} else if (a->job.format == REPORT_JSON) {
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s, s:o, s:f}",
+				      "collective", workload_coll_name(a->coll), "test", nccltests_test_name(a->coll),
+				      "engine", a->job.engine, "platform", p.name, "calibration",
+				      a->job.has_cal ? a->job.calibration : NULL, "gpus", s.gpus, "nodes", nodes,
+				      "gpus_per_node", p.gpus_per_node, "group_size", P, "groups", s.gpus / P, "alg",
+				      workload_alg_name(s.alg), "placement", placement_name(a, pbuf, sizeof pbuf), "type",
+				      a->type, "results", rows, "avg_bus_bw", avg);
+		rows = NULL;
+		report_json_print(stdout, o);
+		json_decref(o);
+	}
+	json_decref(rows);
+	free(sizes);
+	free(times);
+	return CLI_OK;
+}
+
+/* --------------------------------------------------------------- compare --- */
+
+static double pct(double got, double want) { return want > 0 ? 100.0 * (got - want) / want : NAN; }
+
+static int compare(coll_args *a)
+{
+	config_error err;
+	nccltests_parse_opts po = {.coll_set = a->coll_set, .coll = a->coll, .gpus_per_node = a->log_gpn};
+	nccltests_log log;
+	if (!nccltests_parse_file(a->compare, &po, &log, &err)) {
+		fprintf(stderr, "spsim: %s\n", err.msg);
+		return CLI_USAGE;
+	}
+	int rc = CLI_USAGE;
+	config_platform p;
+	double *sizes = NULL, *t0 = NULL, *t1 = NULL, *meas = NULL;
+	int *row_of = NULL;
+	json_t *rows = NULL;
+	if (!load_platform(a, &p))
+		goto out;
+	if (p.gpus_per_node != log.gpus_per_node)
+		fprintf(stderr, "spsim collective: note: %s ran %d GPUs per node, %s has %d; modelling the log's layout\n",
+			a->compare, log.gpus_per_node, p.name, p.gpus_per_node);
+	p.nodes = log.nodes;
+	p.gpus_per_node = log.gpus_per_node;
+	nccltests_setup s = {.platform = &p, .coll = log.coll, .gpus = log.ranks, .group_size = log.ranks,
+			     .placement = ENGINE_PLACE_CONTIGUOUS};
+	if (!resolve_alg(a, log.coll, &s.alg))
+		goto out;
+	int col = a->in_place ? NCCLTESTS_IP : NCCLTESTS_OOP;
+	if (col >= log.groups) {
+		fprintf(stderr, "spsim collective: %s has no in-place columns\n", a->compare);
+		goto out;
+	}
+	double lo = a->min_set ? a->min_bytes : 0, hi = a->max_set ? a->max_bytes : INFINITY;
+	sizes = malloc((size_t)log.n_rows * sizeof *sizes);
+	t0 = malloc((size_t)log.n_rows * sizeof *t0);
+	t1 = malloc((size_t)log.n_rows * sizeof *t1);
+	meas = malloc((size_t)log.n_rows * sizeof *meas);
+	row_of = malloc((size_t)log.n_rows * sizeof *row_of);
+	if (!sizes || !t0 || !t1 || !meas || !row_of) {
+		fprintf(stderr, "spsim collective: out of memory\n");
+		rc = CLI_FAIL;
+		goto out;
+	}
+	int n = 0;
+	for (int i = 0; i < log.n_rows; i++) {
+		const nccltests_row *r = &log.rows[i];
+		if (!r->has[col] || r->size <= 0 || r->size < lo || r->size > hi)
+			continue;
+		sizes[n] = r->size;
+		meas[n] = r->time_us[col] * 1e-6;
+		row_of[n++] = i;
+	}
+	if (n == 0) {
+		fprintf(stderr, "spsim collective: no sizes of %s in the range -b/-e\n", a->compare);
+		goto out;
+	}
+	rc = CLI_FAIL;
+	if (!time_sizes(a, &s, sizes, n, t0))
+		goto out;
+	/* calibrate on the log: the fitted link class replaces the platform's */
+	/* the fit defaults to sizes >= 1 MiB as spsim calibrate does */
+	nccltests_calib_opts co = {.platform = &p, .in_place = a->in_place,
+				   .min_bytes = a->min_set ? lo : 1024.0 * 1024, .max_bytes = isfinite(hi) ? hi : 0, .alg_set = true, .alg = s.alg};
+	config_calibration cal;
+	nccltests_calib_report rep;
+	if (!nccltests_calibrate(&log, 1, &co, &cal, &rep, &err)) {
+		fprintf(stderr, "spsim collective: %s\n", err.msg);
+		rc = CLI_USAGE;
+		goto out;
+	}
+	config_platform pc = p;
+	config_apply_calibration(&pc, &cal);
+	nccltests_setup sc = s;
+	sc.platform = &pc;
+	if (!time_sizes(a, &sc, sizes, n, t1))
+		goto out;
+	const nccltests_calib_class *k = rep.inter.fitted ? &rep.inter : &rep.intra;
+	const char *cls = rep.inter.fitted ? "inter_node" : "intra_node";
+	int P = log.ranks, ts;
+	if (a->job.format == REPORT_TABLE) {
+		printf("# spsim collective --compare %s: %s on %d node%s x %d GPUs (%s), platform %s%s%s, %s engine, %s\n",
+		       a->compare, nccltests_test_name(log.coll), log.nodes, log.nodes == 1 ? "" : "s", log.gpus_per_node,
+		       a->in_place ? "in-place" : "out-of-place", p.name, a->job.has_cal ? " calibrated by " : "",
+		       a->job.has_cal ? a->job.calibration : "", a->job.engine, workload_alg_name(s.alg));
+		printf("# predicted: the platform as given; calibrated: after fitting %s to this log (%s latency %.3g "
+		       "us, bandwidth %.4g GB/s)\n",
+		       cls, cls, k->fit.latency * 1e6, k->fit.bandwidth / 1e9);
+		printf("# error: (predicted busbw - measured busbw) / measured busbw\n#\n");
+		/* each group of three columns is 25 characters wide: center its name over it */
+		printf("# %10s  %12s  %8s  %6s  %6s  %s%s%s\n", "", "", "", "", "", "         measured        ",
+		       "        predicted        ", "        calibrated");
+		printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %7s  %6s  %6s  %7s  %6s  %6s\n", "size", "count", "type",
+		       "redop", "root", "time", "algbw", "busbw", "time", "busbw", "error", "time", "busbw", "error");
+		printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %7s  %6s  %6s  %7s  %6s  %6s\n", "(B)", "(elements)", "",
+		       "", "", "(us)", "(GB/s)", "(GB/s)", "(us)", "(GB/s)", "(%)", "(us)", "(GB/s)", "(%)");
+	} else if (a->job.format == REPORT_CSV) {
+		printf("size,count,type,redop,root,measured_time_us,measured_busbw_GBps,predicted_time_us,"
+		       "predicted_busbw_GBps,error_pct,calibrated_time_us,calibrated_busbw_GBps,calibrated_error_pct\n");
+	} else {
+		rows = json_array();
+	}
+	double worst0 = 0, worst1 = 0;
+	for (int i = 0; i < n; i++) {
+		const nccltests_row *r = &log.rows[row_of[i]];
+		ts = nccltests_type_size(r->type);
+		nccltests_result m, r0, r1;
+		nccltests_result_make(log.coll, P, ts, sizes[i], meas[i], &m);
+		nccltests_result_make(log.coll, P, ts, sizes[i], t0[i], &r0);
+		nccltests_result_make(log.coll, P, ts, sizes[i], t1[i], &r1);
+		double e0 = pct(r0.busbw, m.busbw), e1 = pct(r1.busbw, m.busbw);
+		if (sizes[i] >= 1024.0 * 1024) {
+			worst0 = fmax(worst0, fabs(e0));
+			worst1 = fmax(worst1, fabs(e1));
+		}
+		const char *redop = r->redop[0] ? r->redop : nccltests_default_redop(log.coll);
+		if (a->job.format == REPORT_TABLE) {
+			char f[9][32];
+			nccltests_format_float(m.time_us, 7, f[0], 32);
+			nccltests_format_float(m.algbw, 6, f[1], 32);
+			nccltests_format_float(m.busbw, 6, f[2], 32);
+			nccltests_format_float(r0.time_us, 7, f[3], 32);
+			nccltests_format_float(r0.busbw, 6, f[4], 32);
+			nccltests_format_float(r1.time_us, 7, f[6], 32);
+			nccltests_format_float(r1.busbw, 6, f[7], 32);
+			printf("%12.0f  %12.0f  %8s  %6s  %6d  %7s  %6s  %6s  %7s  %6s  %+6.1f  %7s  %6s  %+6.1f\n", r->size,
+			       r->count, r->type, redop, r->root, f[0], f[1], f[2], f[3], f[4], e0, f[6], f[7], e1);
+		} else if (a->job.format == REPORT_CSV) {
+			printf("%.0f,%.0f,%s,%s,%d,%.6g,%.6g,%.6g,%.6g,%.4g,%.6g,%.6g,%.4g\n", r->size, r->count, r->type, redop,
+			       r->root, m.time_us, m.busbw, r0.time_us, r0.busbw, e0, r1.time_us, r1.busbw, e1);
+		} else {
+			json_array_append_new(
+				rows, json_pack("{s:f, s:f, s:s, s:s, s:i, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}, s:f, "
+						"s:{s:f, s:f, s:f}, s:f}",
+						"size", r->size, "count", r->count, "type", r->type, "redop", redop, "root",
+						r->root, "measured", "time", m.time_us, "alg_bw", m.algbw, "bus_bw", m.busbw,
+						"predicted", "time", r0.time_us, "alg_bw", r0.algbw, "bus_bw", r0.busbw,
+						"error_pct", e0, "calibrated", "time", r1.time_us, "alg_bw", r1.algbw,
+						"bus_bw", r1.busbw, "calibrated_error_pct", e1));
+		}
+	}
+	if (a->job.format == REPORT_TABLE) {
+		printf("# largest |busbw error| at sizes >= 1 MiB: predicted %.1f%%, calibrated %.1f%%\n#\n", worst0, worst1);
+	} else if (a->job.format == REPORT_JSON) {
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:s, s:s, s:{s:s, s:f, s:f, s:f, s:f}, s:o, "
+				      "s:f, s:f}",
+				      "log", a->compare, "collective", workload_coll_name(log.coll), "platform", p.name,
+				      "engine", a->job.engine, "ranks", log.ranks, "nodes", log.nodes, "gpus_per_node",
+				      log.gpus_per_node, "alg", workload_alg_name(s.alg), "columns",
+				      a->in_place ? "in-place" : "out-of-place", "fit", "link_class", cls, "latency_us",
+				      k->fit.latency * 1e6, "bandwidth_GBps", k->fit.bandwidth / 1e9, "rms_error_pct",
+				      k->fit.rms_rel * 100, "max_error_pct", k->fit.max_rel * 100, "results", rows,
+				      "max_abs_error_pct_1MiB_up", worst0, "calibrated_max_abs_error_pct_1MiB_up", worst1);
+		rows = NULL;
+		report_json_print(stdout, o);
+		json_decref(o);
+	}
+	for (char *line = strtok(rep.notes, "\n"); line; line = strtok(NULL, "\n"))
+		fprintf(stderr, "spsim collective: note: %s\n", line);
+	rc = CLI_OK;
+out:
+	json_decref(rows);
+	free(sizes);
+	free(t0);
+	free(t1);
+	free(meas);
+	free(row_of);
+	nccltests_log_finish(&log);
+	return rc;
+}
+
+int cli_cmd_collective(int argc, char **argv)
+{
+	coll_args a;
+	memset(&a, 0, sizeof a);
+	int rc = parse_args(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	return a.compare ? compare(&a) : predict(&a);
+}

@@ -1,0 +1,643 @@
+/* The SimGrid engine: one actor per GPU and stream executes the op program (workload.h)
+ * with SimGrid executions for compute and flows for collectives (collectives.c).
+ *
+ * Schedule semantics, exactly those of workload.h: an op starts when the previous op of
+ * its stream has ended and its dependency (dep, dep_iter) has ended; a barrier block
+ * starts when every stream has drained. Each stream actor walks the whole program (to
+ * number every stream's op instances) and runs the ops of its own stream. A dependency
+ * on another stream waits until that stream has completed the op instance's number; the
+ * waiting actor sleeps on a semaphore that the other stream's actor releases (actors are
+ * cooperative, so the counters need no lock).
+ *
+ * Back-to-back compute ops of a stream run as one execution when nothing waits on the
+ * ops inside the run (exact: a GPU host runs one stream's compute, so the run takes the
+ * sum of the durations; per-op start and end times are the partial sums). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <simgrid/actor.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/link.h>
+#include <simgrid/semaphore.h>
+#include <xbt/config.h>
+
+#include "engine/simgrid/sg_internal.h"
+
+typedef struct sgx_actor {
+	sgx_rank *R;
+	int s;
+} sgx_actor;
+
+typedef struct pending {
+	const workload_op *op;
+	const workload_block *blk;
+	int it, micro;
+	double dur;
+} pending;
+
+typedef struct walker {
+	sgx_rank *R;
+	int me;
+	long pos[WL_STREAM_COUNT];
+	pending *pend;
+	int np, cap;
+} walker;
+
+void engine_simgrid_options_default(engine_simgrid_options *o)
+{
+	*o = (engine_simgrid_options){.ring = ENGINE_SG_RING_AGGREGATED, .symmetry = true, .merge_compute = true};
+}
+
+/* ------------------------------------------------------------------ actors --- */
+
+static void notify(sgx_rank *R, int s)
+{
+	for (int x = 0; x < WL_STREAM_COUNT; x++)
+		if (R->waiting[x] && R->wait_on[x] == s && R->done[s] > R->wait_seq[x]) {
+			R->waiting[x] = false;
+			sg_sem_release(R->sem[x]);
+		}
+}
+
+/* Blocks stream `me` until stream `on` has completed op instance number `seq`. */
+static void wait_for(sgx_rank *R, int me, int on, long seq)
+{
+	if (R->done[on] > seq)
+		return;
+	if (!R->sem[me])
+		R->sem[me] = sg_sem_init(0);
+	R->waiting[me] = true;
+	R->wait_on[me] = on;
+	R->wait_seq[me] = seq;
+	sg_sem_acquire(R->sem[me]);
+}
+
+static void record(sgx_rank *R, const workload_block *blk, int it, int micro, const workload_op *op, double start,
+		   double end)
+{
+	sgx_run *r = R->run;
+	double d = end - start;
+	sgx_acc *a = &R->acc;
+	switch (op->cat) {
+	case WL_CAT_COMPUTE:
+		a->compute += d;
+		if (op->phase == WL_PHASE_STEP)
+			a->optimizer += d;
+		else if (op->kernel == WL_KERNEL_GEMM)
+			a->gemm += d;
+		else if (op->kernel == WL_KERNEL_ATTENTION)
+			a->attention += d;
+		else
+			a->memory_bound += d;
+		break;
+	case WL_CAT_SP_COMM: a->sp_comm += d; break;
+	case WL_CAT_ZERO_COMM: a->zero_comm += d; break;
+	case WL_CAT_COUNT: break;
+	}
+	if (op->stream == WL_STREAM_MAIN && micro < r->prog->grad_accum) {
+		if (op->phase == WL_PHASE_FWD)
+			a->fwd += d;
+		else if (op->phase == WL_PHASE_BWD || op->phase == WL_PHASE_RECOMPUTE)
+			a->bwd += d;
+	}
+	if (r->trace) {
+		int layer = blk->layer_first >= 0 ? blk->layer_first + it * blk->layer_step : -1;
+		report_trace_op(r->trace, R->node, report_trace_tid(R->local, op), op, layer, micro, start, end);
+	}
+}
+
+static void flush(walker *w)
+{
+	if (w->np == 0)
+		return;
+	sgx_rank *R = w->R;
+	sgx_run *r = R->run;
+	double total = 0;
+	for (int k = 0; k < w->np; k++)
+		total += w->pend[k].dur;
+	double t = simgrid_get_clock();
+	if (total > 0) {
+		sg_actor_execute(total * r->p->gpu.peak_flops);
+		r->execs++;
+	}
+	for (int k = 0; k < w->np; k++) {
+		pending *q = &w->pend[k];
+		record(R, q->blk, q->it, q->micro, q->op, t, t + q->dur);
+		t += q->dur;
+	}
+	R->done[w->me] += w->np;
+	w->np = 0;
+	notify(R, w->me);
+}
+
+static bool push(walker *w, const workload_block *blk, int it, int micro, const workload_op *op, double dur)
+{
+	if (w->np == w->cap) {
+		int cap = w->cap ? 2 * w->cap : 64;
+		pending *p = realloc(w->pend, (size_t)cap * sizeof *p);
+		if (!p) {
+			w->R->run->oom = true;
+			return false;
+		}
+		w->pend = p;
+		w->cap = cap;
+	}
+	w->pend[w->np++] = (pending){.op = op, .blk = blk, .it = it, .micro = micro, .dur = dur};
+	return true;
+}
+
+static void walk_block(walker *w, const sgx_block_info *bi, int micro)
+{
+	const workload_block *blk = bi->blk;
+	sgx_rank *R = w->R;
+	sgx_run *r = R->run;
+	int me = w->me;
+	if (blk->n_ops == 0)
+		return;
+	long start[WL_STREAM_COUNT];
+	memcpy(start, w->pos, sizeof start);
+	if (blk->barrier) {
+		flush(w);
+		for (int x = 0; x < WL_STREAM_COUNT; x++)
+			if (x != me && r->stream_used[x])
+				wait_for(R, me, x, w->pos[x] - 1);
+	}
+	for (int it = 0; it < blk->repeat; it++)
+		for (int j = 0; j < blk->n_ops; j++) {
+			const workload_op *op = &blk->ops[j];
+			int os = op->stream;
+			if (os != me) {
+				w->pos[os]++;
+				continue;
+			}
+			int ds = -1;
+			long dseq = 0;
+			if (op->dep >= 0 && it + op->dep_iter >= 0) {
+				const workload_op *d = &blk->ops[op->dep];
+				if ((int)d->stream != me) {
+					ds = d->stream;
+					dseq = start[ds] + (long)(it + op->dep_iter) * bi->cnt[ds] + bi->pre[op->dep];
+				}
+			}
+			if (op->kind == WL_OP_COMPUTE && r->merge) {
+				if (ds >= 0 && R->done[ds] <= dseq) {
+					flush(w);
+					wait_for(R, me, ds, dseq);
+				}
+				double dur = engine_compute_time(r->p, op);
+				if (!push(w, blk, it, micro, op, dur)) {
+					/* no room to defer it: run what is pending, then this op alone */
+					flush(w);
+					if (push(w, blk, it, micro, op, dur))
+						flush(w);
+				} else if (bi->target[j]) {
+					flush(w);
+				}
+			} else {
+				flush(w);
+				if (ds >= 0)
+					wait_for(R, me, ds, dseq);
+				double t0 = simgrid_get_clock();
+				if (op->kind == WL_OP_COMPUTE) {
+					double dur = engine_compute_time(r->p, op);
+					if (dur > 0) {
+						sg_actor_execute(dur * r->p->gpu.peak_flops);
+						r->execs++;
+					}
+				} else {
+					sgx_collective(R, me, op);
+				}
+				record(R, blk, it, micro, op, t0, simgrid_get_clock());
+				R->done[me]++;
+				notify(R, me);
+			}
+			w->pos[me]++;
+		}
+}
+
+static void stream_actor(int argc, char **argv)
+{
+	sgx_actor *A = sg_actor_self_get_data();
+	sgx_run *r = A->R->run;
+	walker w = {.R = A->R, .me = A->s};
+	const workload_program *prog = r->prog;
+	for (int m = 0; m < prog->grad_accum; m++)
+		for (int b = 0; b < prog->n_micro; b++)
+			walk_block(&w, &r->blocks[b], m);
+	for (int b = 0; b < prog->n_step; b++)
+		walk_block(&w, &r->blocks[prog->n_micro + b], prog->grad_accum);
+	flush(&w);
+	free(w.pend);
+	double now = simgrid_get_clock();
+	if (now > A->R->acc.end)
+		A->R->acc.end = now;
+}
+
+static void proxy_actor(int argc, char **argv)
+{
+	sgx_proxy *px = sg_actor_self_get_data();
+	if (!px->ready) {
+		px->ready = sg_sem_init(0);
+		px->done = sg_sem_init(0);
+	}
+	sg_actor_daemonize(sg_actor_self());
+	sgx_proxy_actor(argc, argv);
+}
+
+/* ------------------------------------------------------------------- setup --- */
+
+static bool blocks_build(sgx_run *r, config_error *err)
+{
+	const workload_program *prog = r->prog;
+	r->n_blocks = prog->n_micro + prog->n_step;
+	r->blocks = calloc((size_t)(r->n_blocks ? r->n_blocks : 1), sizeof *r->blocks);
+	if (!r->blocks)
+		return config_fail(err, "out of memory");
+	for (int b = 0; b < r->n_blocks; b++) {
+		const workload_block *blk = b < prog->n_micro ? &prog->micro[b] : &prog->step[b - prog->n_micro];
+		sgx_block_info *bi = &r->blocks[b];
+		bi->blk = blk;
+		int n = blk->n_ops;
+		bi->pre = calloc((size_t)(n ? n : 1), sizeof *bi->pre);
+		bi->target = calloc((size_t)(n ? n : 1), sizeof *bi->target);
+		if (!bi->pre || !bi->target)
+			return config_fail(err, "out of memory");
+		for (int j = 0; j < n; j++) {
+			const workload_op *op = &blk->ops[j];
+			if ((int)op->stream < 0 || op->stream >= WL_STREAM_COUNT)
+				return config_fail(err, "internal: op %s of block %s has no valid stream", op->name,
+						   blk->name);
+			bi->pre[j] = bi->cnt[op->stream]++;
+			if (blk->repeat > 0)
+				r->stream_used[op->stream] = true;
+			if (op->dep >= 0) {
+				if (op->dep >= n || op->dep_iter > 0 || (op->dep_iter == 0 && op->dep >= j))
+					return config_fail(err, "internal: op %s of block %s has an invalid dependency",
+							   op->name, blk->name);
+				if (blk->ops[op->dep].stream != op->stream)
+					bi->target[op->dep] = true;
+			}
+		}
+	}
+	/* Merging compute is exact only while one stream computes per GPU. */
+	int computing = 0;
+	bool seen[WL_STREAM_COUNT] = {false};
+	for (int b = 0; b < r->n_blocks; b++)
+		for (int j = 0; j < r->blocks[b].blk->n_ops; j++) {
+			const workload_op *op = &r->blocks[b].blk->ops[j];
+			if (op->kind == WL_OP_COMPUTE && !seen[op->stream]) {
+				seen[op->stream] = true;
+				computing++;
+			}
+		}
+	r->merge = r->opt.merge_compute && computing <= 1;
+	return true;
+}
+
+static void blocks_free(sgx_run *r)
+{
+	for (int b = 0; b < r->n_blocks && r->blocks; b++) {
+		free(r->blocks[b].pre);
+		free(r->blocks[b].target);
+	}
+	free(r->blocks);
+}
+
+static int gcd_i(int a, int b)
+{
+	while (b) {
+		int t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* The period (in nodes) of the translation symmetry, or 0 when the run must be whole.
+ * docs/simgrid.md "Symmetry": with contiguous placement, whole nodes, SP groups inside a
+ * period, fat-tree leaves inside a period and only ring or hierarchical collectives over
+ * the world group, shifting every rank by one period maps the system onto itself, so
+ * every period runs the same timeline and simulating one (with the flows that cross into
+ * the next period landing on its image, the ghosts) gives the same times. */
+static int symmetry_period(const sgx_run *r)
+{
+	if (!r->opt.symmetry)
+		return 0;
+	int G = r->gpn, W = r->W;
+	if (W % G != 0)
+		return 0;
+	int n = W / G;
+	if (n < 2)
+		return 0;
+	for (int i = 0; i < W; i++)
+		if (r->gpu_of[i] != i)
+			return 0;
+	int K = r->lay->group_size > 0 ? r->lay->group_size : 1;
+	if (W % K != 0)
+		return 0;
+	int T = K / gcd_i(K, G); /* smallest T with K | T * G */
+	if (sgx_has_leaves(r->p, n)) {
+		int npl = r->p->inter.nodes_per_leaf;
+		T = T / gcd_i(T, npl) * npl;
+	}
+	if (T >= n || n % T != 0)
+		return 0;
+	if (T * G > 64 * 1024)
+		return 0;
+	for (int b = 0; b < r->n_blocks; b++)
+		for (int j = 0; j < r->blocks[b].blk->n_ops; j++) {
+			const workload_op *op = &r->blocks[b].blk->ops[j];
+			if (op->kind != WL_OP_COMM || op->group != WL_GROUP_WORLD)
+				continue;
+			if (op->coll != WL_COLL_ALLGATHER && op->coll != WL_COLL_REDUCESCATTER &&
+			    op->coll != WL_COLL_ALLREDUCE)
+				return 0;
+		}
+	return T;
+}
+
+static bool g_simgrid_used; /* SimGrid initialises once per process */
+
+static void simgrid_start(void)
+{
+	const char *log = getenv("SPSIM_SIMGRID_LOG");
+	char logarg[256];
+	snprintf(logarg, sizeof logarg, "--log=%s", log && *log ? log : "root.thresh:critical");
+	char *argv[] = {
+		"spsim",
+		logarg,
+		/* pure alpha-beta with max-min sharing (docs/simgrid.md "Network model") */
+		"--cfg=network/model:CM02",
+		"--cfg=network/crosstraffic:0",
+		"--cfg=network/TCP-gamma:0",
+		/* small actor stacks, no guard pages: tens of thousands of actors */
+		"--cfg=contexts/stack-size:256",
+		"--cfg=contexts/guard-size:0",
+		NULL,
+	};
+	int argc = (int)(sizeof argv / sizeof *argv) - 1;
+	simgrid_init(&argc, argv);
+}
+
+static bool write_platform(const sgx_spec *spec, char *path, size_t len, double *bytes, config_error *err)
+{
+	const char *dir = getenv("TMPDIR");
+	if (!dir || !*dir)
+		dir = "/tmp";
+	if (snprintf(path, len, "%s/spsim-platform-XXXXXX", dir) >= (int)len)
+		return config_fail(err, "TMPDIR path too long");
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return config_fail(err, "%s: cannot create the SimGrid platform file (is TMPDIR writable?)", path);
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(path);
+		return config_fail(err, "%s: cannot open the SimGrid platform file", path);
+	}
+	bool ok = sgx_platform_write(spec, f, err);
+	*bytes = (double)ftell(f);
+	if (fclose(f) != 0 && ok)
+		ok = config_fail(err, "%s: cannot write the SimGrid platform file (disk full?)", path);
+	if (!ok)
+		unlink(path);
+	return ok;
+}
+
+static void trace_names(sgx_run *r)
+{
+	char name[96];
+	int nodes = (r->Wsim + r->gpn - 1) / r->gpn;
+	bool *seen = calloc((size_t)nodes * r->gpn, sizeof *seen);
+	if (!seen)
+		return;
+	for (int i = 0; i < r->Wsim; i++) {
+		sgx_rank *R = &r->ranks[i];
+		if (R->node < nodes)
+			seen[R->node * r->gpn + R->local] = true;
+	}
+	for (int u = 0; u < nodes; u++) {
+		if (r->quotient)
+			snprintf(name, sizeof name, "node %d (one period of %d nodes; every period runs the same timeline)",
+				 u, r->period_nodes);
+		else
+			snprintf(name, sizeof name, "node %d", u);
+		report_trace_process(r->trace, u, name);
+		for (int j = 0; j < r->gpn; j++) {
+			if (!seen[u * r->gpn + j])
+				continue;
+			int rank = -1;
+			for (int i = 0; i < r->Wsim; i++)
+				if (r->ranks[i].node == u && r->ranks[i].local == j)
+					rank = i;
+			for (int k = 0; k < REPORT_TRACE_TIDS_PER_GPU; k++) {
+				snprintf(name, sizeof name, "gpu %d (rank %d) %s", j, rank, report_trace_tid_name(k));
+				report_trace_thread(r->trace, u, j * REPORT_TRACE_TIDS_PER_GPU + k, name);
+			}
+		}
+	}
+	free(seen);
+}
+
+bool engine_simgrid_run_with(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
+			     engine_simgrid_stats *stats, config_error *err)
+{
+	if (g_simgrid_used)
+		return config_fail(err,
+				   "the SimGrid engine runs one simulation per process (SimGrid cannot be restarted); run each simulation in its own process");
+	const config_platform *p = in->platform;
+	const workload_plan *plan = in->plan;
+	sgx_run *r = calloc(1, sizeof *r);
+	if (!r)
+		return config_fail(err, "out of memory");
+	r->in = in;
+	r->p = p;
+	r->prog = &plan->program;
+	r->lay = &plan->layout;
+	engine_simgrid_options_default(&r->opt);
+	if (o)
+		r->opt = *o;
+	r->W = plan->layout.world;
+	r->gpn = p->gpus_per_node;
+	char path[CONFIG_PATH_MAX];
+	path[0] = '\0';
+	bool ok = false;
+	if (r->gpn < 1 || r->gpn > 64) {
+		config_fail(err, "platform '%s': the SimGrid engine supports 1 to 64 GPUs per node, not %d", p->name,
+			    r->gpn);
+		goto done;
+	}
+	if (r->W < 1 || r->W > config_platform_gpus(p)) {
+		config_fail(err, "%d ranks do not fit platform '%s' (%d GPUs)", r->W, p->name, config_platform_gpus(p));
+		goto done;
+	}
+	if (!blocks_build(r, err))
+		goto done;
+	r->gpu_of = malloc((size_t)r->W * sizeof *r->gpu_of);
+	if (!r->gpu_of) {
+		config_fail(err, "out of memory");
+		goto done;
+	}
+	if (!engine_placement_map(p, r->W, &in->opt, r->gpu_of, err))
+		goto done;
+	int nodes = (r->W + r->gpn - 1) / r->gpn;
+	int T = symmetry_period(r);
+	r->quotient = T > 0;
+	r->period_nodes = T;
+	r->Wsim = r->quotient ? T * r->gpn : r->W;
+	sgx_spec spec = {.p = p, .nodes = r->quotient ? T : nodes, .system_nodes = nodes, .wrap = r->quotient};
+	double xml_bytes = 0;
+	if (!write_platform(&spec, path, sizeof path, &xml_bytes, err))
+		goto done;
+
+	g_simgrid_used = true;
+	simgrid_start();
+	simgrid_load_platform(path);
+	unlink(path);
+	path[0] = '\0';
+	{
+		/* latencies are added per message (collectives.c): zero them in SimGrid */
+		size_t nl = sg_link_count();
+		sg_link_t *links = sg_link_list();
+		for (size_t i = 0; i < nl; i++)
+			sg_link_set_latency(links[i], 0.0);
+		free(links);
+	}
+
+	r->ranks = calloc((size_t)r->Wsim, sizeof *r->ranks);
+	sgx_actor *actors = calloc((size_t)r->Wsim * WL_STREAM_COUNT, sizeof *actors);
+	if (r->quotient)
+		r->proxy = calloc((size_t)r->gpn * WL_STREAM_COUNT, sizeof *r->proxy);
+	if (!r->ranks || !actors || (r->quotient && !r->proxy)) {
+		free(actors);
+		config_fail(err, "out of memory");
+		goto done;
+	}
+	if (!sgx_groups_build(r, err)) {
+		free(actors);
+		goto done;
+	}
+	if (in->opt.trace_path) {
+		r->trace = report_trace_create();
+		if (!r->trace) {
+			free(actors);
+			config_fail(err, "out of memory");
+			goto done;
+		}
+	}
+	char name[64];
+	for (int i = 0; i < r->Wsim; i++) {
+		sgx_rank *R = &r->ranks[i];
+		R->run = r;
+		R->rank = i;
+		R->node = r->gpu_of[i] / r->gpn;
+		R->local = r->gpu_of[i] % r->gpn;
+		sgx_host_name(name, sizeof name, R->node, R->local);
+		R->host = sg_host_by_name(name);
+		if (!R->host) {
+			free(actors);
+			config_fail(err, "internal: host %s missing from the generated platform", name);
+			goto done;
+		}
+	}
+	if (r->trace)
+		trace_names(r);
+	if (r->quotient)
+		for (int j = 0; j < r->gpn; j++) {
+			sgx_ghost_name(name, sizeof name, j);
+			sg_host_t gh = sg_host_by_name(name);
+			for (int s = 0; s < WL_STREAM_COUNT && gh; s++) {
+				if (!r->stream_used[s])
+					continue;
+				snprintf(name, sizeof name, "ghost%d.s%d", j, s);
+				sg_actor_t a = sg_actor_init(name, gh);
+				sg_actor_set_data(a, &r->proxy[j * WL_STREAM_COUNT + s]);
+				sg_actor_start(a, proxy_actor, 0, NULL);
+			}
+		}
+	for (int i = 0; i < r->Wsim; i++)
+		for (int s = 0; s < WL_STREAM_COUNT; s++) {
+			if (!r->stream_used[s])
+				continue;
+			sgx_actor *A = &actors[i * WL_STREAM_COUNT + s];
+			A->R = &r->ranks[i];
+			A->s = s;
+			snprintf(name, sizeof name, "rank%d.s%d", i, s);
+			sg_actor_t a = sg_actor_init(name, r->ranks[i].host);
+			sg_actor_set_data(a, A);
+			sg_actor_start(a, stream_actor, 0, NULL);
+		}
+	simgrid_run();
+	free(actors);
+	if (r->oom) {
+		config_fail(err, "out of memory during the SimGrid simulation");
+		goto done;
+	}
+	if (r->broken) {
+		config_fail(err, "internal: the symmetry reduction met a flow it cannot map; rerun without it");
+		goto done;
+	}
+
+	/* The step ends when the last rank ends; its breakdown is the step's. */
+	int crit = 0;
+	for (int i = 1; i < r->Wsim; i++)
+		if (r->ranks[i].acc.end > r->ranks[crit].acc.end)
+			crit = i;
+	const sgx_acc *a = &r->ranks[crit].acc;
+	*out = (engine_result){.engine = "simgrid"};
+	out->step_time = a->end;
+	engine_breakdown *bd = &out->breakdown;
+	bd->compute = a->compute;
+	bd->gemm = a->gemm;
+	bd->attention = a->attention;
+	bd->memory_bound = a->memory_bound;
+	bd->optimizer = a->optimizer;
+	bd->sp_comm = a->sp_comm;
+	bd->zero_comm = a->zero_comm;
+	/* same accounting as the analytic schedule (engine/schedule.c): SP all-to-alls sit on
+	 * the main stream; whatever else the step takes is waiting on ZeRO */
+	bd->sp_comm_exposed = a->sp_comm;
+	double exposed = a->end - a->compute - a->sp_comm;
+	bd->zero_comm_exposed = exposed > 0 ? exposed : 0;
+	int ga = r->prog->grad_accum > 0 ? r->prog->grad_accum : 1;
+	out->fwd_time = a->fwd / ga;
+	out->bwd_time = a->bwd / ga;
+	engine_result_finish(in, out);
+	if (r->trace && !report_trace_write(r->trace, in->opt.trace_path, err))
+		goto done;
+	if (stats) {
+		stats->simulated_ranks = r->Wsim;
+		stats->period_nodes = r->quotient ? T : 0;
+		stats->flows = r->flows;
+		stats->executions = r->execs;
+		stats->xml_bytes = xml_bytes;
+	}
+	ok = true;
+done:
+	if (path[0])
+		unlink(path);
+	report_trace_destroy(r->trace);
+	sgx_groups_free(r);
+	blocks_free(r);
+	free(r->gpu_of);
+	free(r->ranks);
+	free(r->proxy);
+	free(r->mb_key);
+	free(r->mb_val);
+	free(r);
+	return ok;
+}
+
+static bool simgrid_run_op(const engine_input *in, engine_result *out, config_error *err)
+{
+	return engine_simgrid_run_with(in, NULL, out, NULL, err);
+}
+
+const engine_ops engine_simgrid = {
+	.name = "simgrid",
+	.summary = "discrete-event simulation on SimGrid: contention, placement, timelines (seconds per step)",
+	.run = simgrid_run_op,
+};

@@ -1,0 +1,255 @@
+/* Sweep output: DIR/points.jsonl is the record, appended and flushed as each row arrives;
+ * DIR/points.csv holds the same rows and is rebuilt from the record whenever the record is
+ * rewritten (resume, final sort), so the two never disagree for long. A line without its
+ * newline is a row cut short by an interruption: resume drops it and runs the point again. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plan/plan.h"
+
+struct plan_output {
+	char jsonl[CONFIG_PATH_MAX + 32], csv[CONFIG_PATH_MAX + 32];
+	FILE *fj, *fc;
+	json_t *done; /* point key -> true */
+	long count;
+};
+
+static bool mkdir_p(const char *dir, config_error *err)
+{
+	char buf[CONFIG_PATH_MAX];
+	if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
+		return config_fail(err, "%s: path too long", dir);
+	for (char *p = buf + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+				return config_fail(err, "cannot create directory %s: %s", buf, strerror(errno));
+			*p = c;
+			if (!c)
+				break;
+		}
+	}
+	struct stat st;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return config_fail(err, "%s exists and is not a directory, expected an output directory", dir);
+	return true;
+}
+
+static long file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* Reads the complete, well-formed lines of a record into an array (file order). A missing
+ * file is an empty record. *dropped counts lines left out. */
+static bool read_record(const char *path, json_t **rows, long *dropped, config_error *err)
+{
+	*rows = json_array();
+	if (dropped)
+		*dropped = 0;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		if (errno == ENOENT)
+			return true;
+		json_decref(*rows);
+		return config_fail(err, "cannot read %s: %s", path, strerror(errno));
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		json_t *o = NULL;
+		if (line[n - 1] == '\n')
+			o = json_loadb(line, (size_t)n - 1, 0, NULL);
+		if (o && json_is_object(o) && json_is_string(json_object_get(o, "point")))
+			json_array_append_new(*rows, o);
+		else {
+			json_decref(o);
+			if (dropped && !(n == 1 && line[0] == '\n'))
+				(*dropped)++;
+		}
+	}
+	free(line);
+	fclose(f);
+	return true;
+}
+
+static bool write_line(FILE *f, const json_t *row)
+{
+	char *s = json_dumps(row, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	if (!s)
+		return false;
+	bool ok = fputs(s, f) >= 0 && fputc('\n', f) != EOF;
+	free(s);
+	return ok;
+}
+
+/* Replaces the record and the CSV with rows, through temporary files renamed into place. */
+static bool rewrite(plan_output *o, const json_t *rows, config_error *err)
+{
+	char tj[sizeof o->jsonl + 8], tc[sizeof o->csv + 8];
+	snprintf(tj, sizeof tj, "%s.tmp", o->jsonl);
+	snprintf(tc, sizeof tc, "%s.tmp", o->csv);
+	FILE *fj = fopen(tj, "w"), *fc = fopen(tc, "w");
+	bool ok = fj && fc;
+	if (ok) {
+		plan_row_csv_header(fc);
+		size_t i;
+		const json_t *r;
+		json_array_foreach(rows, i, r)
+		{
+			ok = ok && write_line(fj, r);
+			plan_row_csv(fc, r);
+		}
+	}
+	if (fj && fclose(fj) != 0)
+		ok = false;
+	if (fc && fclose(fc) != 0)
+		ok = false;
+	if (!ok || rename(tj, o->jsonl) != 0 || rename(tc, o->csv) != 0) {
+		int e = errno;
+		unlink(tj);
+		unlink(tc);
+		return config_fail(err, "cannot rewrite %s: %s", o->jsonl, strerror(e));
+	}
+	return true;
+}
+
+bool plan_output_open(const char *dir, plan_output_mode mode, bool retry_failed, plan_output **out,
+		      config_error *err)
+{
+	*out = NULL;
+	if (!mkdir_p(dir, err))
+		return false;
+	plan_output *o = calloc(1, sizeof *o);
+	if (!o)
+		return config_fail(err, "out of memory");
+	snprintf(o->jsonl, sizeof o->jsonl, "%s/points.jsonl", dir);
+	snprintf(o->csv, sizeof o->csv, "%s/points.csv", dir);
+	o->done = json_object();
+	long sj = file_size(o->jsonl), sc = file_size(o->csv);
+	bool exists = sj > 0 || sc > 0;
+	if (exists && mode == PLAN_OUTPUT_NEW) {
+		free(o);
+		return config_fail(err,
+				   "%s already holds sweep output (points.jsonl, points.csv); pass --resume to continue "
+				   "that sweep or --force to discard it and start again",
+				   dir);
+	}
+	json_t *rows = json_array();
+	if (exists && mode == PLAN_OUTPUT_RESUME) {
+		json_decref(rows);
+		if (!read_record(o->jsonl, &rows, NULL, err)) {
+			json_decref(o->done);
+			free(o);
+			return false;
+		}
+		/* Keep the first row of each point; with retry_failed, let errors run again. */
+		json_t *keep = json_array();
+		size_t i;
+		json_t *r;
+		json_array_foreach(rows, i, r)
+		{
+			const char *key = plan_row_str(r, "point");
+			if (json_object_get(o->done, key))
+				continue;
+			if (retry_failed && strcmp(plan_row_str(r, "status"), "error") == 0)
+				continue;
+			json_object_set_new(o->done, key, json_true());
+			json_array_append(keep, r);
+		}
+		json_decref(rows);
+		rows = keep;
+	}
+	o->count = (long)json_array_size(rows);
+	bool ok = rewrite(o, rows, err);
+	json_decref(rows);
+	if (ok) {
+		o->fj = fopen(o->jsonl, "a");
+		o->fc = fopen(o->csv, "a");
+		if (!o->fj || !o->fc)
+			ok = config_fail(err, "cannot open %s for appending: %s", !o->fj ? o->jsonl : o->csv,
+					 strerror(errno));
+	}
+	if (!ok) {
+		plan_output_close(o, false, NULL);
+		return false;
+	}
+	*out = o;
+	return true;
+}
+
+bool plan_output_done(const plan_output *o, const char *key) { return json_object_get(o->done, key) != NULL; }
+
+long plan_output_count(const plan_output *o) { return o->count; }
+
+bool plan_output_add(plan_output *o, const json_t *row, config_error *err)
+{
+	bool ok = write_line(o->fj, row) && fflush(o->fj) == 0;
+	plan_row_csv(o->fc, row);
+	ok = ok && fflush(o->fc) == 0 && !ferror(o->fc);
+	if (!ok)
+		return config_fail(err, "writing %s: %s", o->jsonl, strerror(errno));
+	json_object_set_new(o->done, plan_row_str(row, "point"), json_true());
+	o->count++;
+	return true;
+}
+
+static int by_index(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	json_int_t i = json_integer_value(json_object_get(x, "index")), j = json_integer_value(json_object_get(y, "index"));
+	if (i != j)
+		return i < j ? -1 : 1;
+	return strcmp(plan_row_str(x, "point"), plan_row_str(y, "point"));
+}
+
+bool plan_output_close(plan_output *o, bool sort, config_error *err)
+{
+	if (!o)
+		return true;
+	bool ok = true;
+	if (o->fj && fclose(o->fj) != 0)
+		ok = config_fail(err, "closing %s: %s", o->jsonl, strerror(errno));
+	if (o->fc && fclose(o->fc) != 0)
+		ok = config_fail(err, "closing %s: %s", o->csv, strerror(errno));
+	if (ok && sort) {
+		json_t *rows;
+		ok = read_record(o->jsonl, &rows, NULL, err);
+		if (ok) {
+			size_t n = json_array_size(rows);
+			json_t **v = malloc((n ? n : 1) * sizeof *v);
+			if (!v)
+				ok = config_fail(err, "out of memory");
+			if (ok) {
+				for (size_t i = 0; i < n; i++)
+					v[i] = json_array_get(rows, i);
+				qsort(v, n, sizeof *v, by_index);
+				json_t *sorted = json_array();
+				for (size_t i = 0; i < n; i++)
+					json_array_append(sorted, v[i]);
+				ok = rewrite(o, sorted, err);
+				json_decref(sorted);
+				free(v);
+			}
+			json_decref(rows);
+		}
+	}
+	json_decref(o->done);
+	free(o);
+	return ok;
+}
+
+bool plan_rows_load(const char *dir, json_t **rows, config_error *err)
+{
+	char path[CONFIG_PATH_MAX + 32];
+	snprintf(path, sizeof path, "%s/points.jsonl", dir);
+	if (access(path, F_OK) != 0)
+		return config_fail(err, "%s: no such file, expected the record of a sweep", path);
+	return read_record(path, rows, NULL, err);
+}

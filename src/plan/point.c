@@ -1,0 +1,162 @@
+/* Grid points: index <-> axis values, keys, the job a point stands for, and running it. */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "plan/plan.h"
+
+void plan_point_at(const plan_spec *s, long index, plan_point *out)
+{
+	out->index = index;
+	/* Mixed radix, the last axis (strategy) varying fastest. */
+	for (int a = PLAN_AXIS_COUNT - 1; a >= 0; a--) {
+		int n = s->n[a] > 0 ? s->n[a] : 1;
+		out->at[a] = (int)(index % n);
+		index /= n;
+	}
+}
+
+void plan_point_key(const plan_spec *s, const plan_point *p, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (int a = 0; a < PLAN_AXIS_COUNT; a++) {
+		if (!s->given[a] && a != PLAN_AXIS_STRATEGY)
+			continue;
+		int w = snprintf(buf + used, len - used, "%s%s=%s", used ? ";" : "", plan_axis_key((plan_axis)a),
+				 s->values[a][p->at[a]].text);
+		if (w < 0 || (size_t)w >= len - used)
+			break;
+		used += (size_t)w;
+	}
+}
+
+static double num(const plan_spec *s, const plan_point *p, plan_axis a) { return s->values[a][p->at[a]].num; }
+
+bool plan_point_job(const plan_spec *s, const plan_point *pt, config_platform *platform, config_job *job,
+		    config_error *err)
+{
+	const config_model *m = &s->models[pt->at[PLAN_AXIS_MODEL]];
+	config_platform p = s->platforms[pt->at[PLAN_AXIS_PLATFORM]];
+	const config_calibration *cal = &s->cals[pt->at[PLAN_AXIS_CALIBRATION]];
+	/* A calibration first, the what-if overrides on top of it: an override is the link's
+	 * rate as written, scaled by the platform's efficiency (1 after a calibration). */
+	if (cal->path[0])
+		config_apply_calibration(&p, cal);
+	if (s->given[PLAN_AXIS_NODES])
+		p.nodes = (int)num(s, pt, PLAN_AXIS_NODES);
+	if (s->given[PLAN_AXIS_GPUS_PER_NODE]) {
+		p.gpus_per_node = (int)num(s, pt, PLAN_AXIS_GPUS_PER_NODE);
+		/* A mesh gives each GPU one pair link per peer (config.h). */
+		if (p.intra.fabric == CONFIG_FABRIC_NVLINK_MESH)
+			p.intra.bandwidth = p.intra.pair_bandwidth * (p.gpus_per_node > 1 ? p.gpus_per_node - 1 : 1);
+	}
+	if (s->given[PLAN_AXIS_NICS])
+		p.inter.nics_per_node = (int)num(s, pt, PLAN_AXIS_NICS);
+	if (s->given[PLAN_AXIS_NIC_BANDWIDTH])
+		p.inter.nic_bandwidth = num(s, pt, PLAN_AXIS_NIC_BANDWIDTH);
+	if (s->given[PLAN_AXIS_INTRA_BANDWIDTH]) {
+		double bw = num(s, pt, PLAN_AXIS_INTRA_BANDWIDTH);
+		p.intra.bandwidth = bw;
+		p.intra.pair_bandwidth = p.intra.fabric == CONFIG_FABRIC_NVLINK_MESH && p.gpus_per_node > 1
+						 ? bw / (p.gpus_per_node - 1)
+						 : bw;
+	}
+	if (s->given[PLAN_AXIS_INTER_LATENCY])
+		p.inter.latency = num(s, pt, PLAN_AXIS_INTER_LATENCY);
+	if (s->given[PLAN_AXIS_GPU_MEMORY])
+		p.gpu.memory_bytes = num(s, pt, PLAN_AXIS_GPU_MEMORY);
+
+	config_job j = s->base;
+	j.gpus = s->given[PLAN_AXIS_GPUS] ? (int)num(s, pt, PLAN_AXIS_GPUS) : config_platform_gpus(&p);
+	j.zero_stage = (int)num(s, pt, PLAN_AXIS_ZERO);
+	j.recompute = num(s, pt, PLAN_AXIS_RECOMPUTE) != 0 ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
+	j.grad_accum = (int)num(s, pt, PLAN_AXIS_GRAD_ACCUM);
+	j.seq_len = (long)num(s, pt, PLAN_AXIS_SEQ_LEN);
+	j.micro_batch = (int)num(s, pt, PLAN_AXIS_MICRO_BATCH);
+	*platform = p;
+	*job = j;
+	if (!plan_strategy_apply(&s->strategies[pt->at[PLAN_AXIS_STRATEGY]], job, err))
+		return false;
+	return workload_check(m, platform, job, err);
+}
+
+bool plan_engine_isolated(const char *engine) { return strcmp(engine, "analytic") != 0; }
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A row that describes the point (what ran), before any result. */
+static json_t *describe(const plan_spec *s, long index, plan_point *pt, config_platform *p, config_job *job,
+			bool *valid, config_error *err)
+{
+	plan_point_at(s, index, pt);
+	char key[4096];
+	plan_point_key(s, pt, key, sizeof key);
+	json_t *row = plan_row_new(index, key);
+	if (!row)
+		return NULL;
+	const config_calibration *cal = &s->cals[pt->at[PLAN_AXIS_CALIBRATION]];
+	*valid = plan_point_job(s, pt, p, job, err);
+	plan_row_set_job(row, &s->models[pt->at[PLAN_AXIS_MODEL]], p, job, s->strategies[pt->at[PLAN_AXIS_STRATEGY]].label,
+			 s->values[PLAN_AXIS_ENGINE][pt->at[PLAN_AXIS_ENGINE]].text, cal->path[0] ? cal->path : NULL);
+	return row;
+}
+
+json_t *plan_point_failed(const plan_spec *s, long index, const char *why)
+{
+	plan_point pt;
+	config_platform p;
+	config_job job;
+	config_error err;
+	bool valid;
+	json_t *row = describe(s, index, &pt, &p, &job, &valid, &err);
+	if (row)
+		plan_row_set_status(row, "error", why);
+	return row;
+}
+
+json_t *plan_point_eval(const plan_spec *s, long index)
+{
+	double t0 = now();
+	plan_point pt;
+	config_platform p;
+	config_job job;
+	config_error err = {""};
+	bool valid;
+	json_t *row = describe(s, index, &pt, &p, &job, &valid, &err);
+	if (!row)
+		return NULL;
+	const config_model *m = &s->models[pt.at[PLAN_AXIS_MODEL]];
+	const char *engine = s->values[PLAN_AXIS_ENGINE][pt.at[PLAN_AXIS_ENGINE]].text;
+	if (!valid) {
+		plan_row_set_status(row, "invalid", err.msg);
+	} else {
+		workload_plan plan;
+		engine_result res;
+		const engine_ops *e = engine_find(engine);
+		if (!e) {
+			plan_row_set_status(row, "error", "engine not built into this spsim");
+		} else if (!workload_plan_make(m, &p, &job, &plan, &err)) {
+			plan_row_set_status(row, "error", err.msg);
+		} else {
+			engine_input in = {.model = m, .platform = &p, .job = &job, .plan = &plan,
+					   .opt = {.placement = ENGINE_PLACE_CONTIGUOUS}};
+			if (e->run(&in, &res, &err)) {
+				plan_row_set_result(row, &plan, &res);
+				plan_row_set_status(row, "ok", NULL);
+			} else {
+				char msg[CONFIG_ERROR_MAX + 64];
+				snprintf(msg, sizeof msg, "%s engine: %s", e->name, err.msg);
+				plan_row_set_status(row, "error", msg);
+			}
+			workload_plan_finish(&plan);
+		}
+	}
+	json_object_set_new(row, "wall_s", json_real(now() - t0));
+	return row;
+}

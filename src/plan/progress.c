@@ -1,0 +1,93 @@
+/* Progress of a sweep: a bar with rate and ETA on a terminal, plain lines in logs. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plan/plan.h"
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static const char *hms(double s, char *buf, size_t len)
+{
+	if (s < 0 || s > 1e8) {
+		snprintf(buf, len, "--:--");
+		return buf;
+	}
+	long t = (long)(s + 0.5);
+	if (t >= 3600)
+		snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+	else
+		snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
+	return buf;
+}
+
+void plan_progress_start(plan_progress *p, FILE *f, long total, bool quiet)
+{
+	memset(p, 0, sizeof *p);
+	p->f = f;
+	p->quiet = quiet || !f;
+	p->tty = f && isatty(fileno(f));
+	p->total = total;
+	p->t0 = now();
+	p->last_print = -1;
+	p->width = 30;
+}
+
+static void draw(plan_progress *p, bool final)
+{
+	double t = now(), el = t - p->t0;
+	double rate = el > 0 ? p->done / el : 0;
+	double eta = rate > 0 ? (p->total - p->done) / rate : -1;
+	char a[32], b[32];
+	int pct = p->total ? (int)(100.0 * p->done / p->total) : 100;
+	if (p->tty) {
+		int fill = p->total ? (int)((double)p->width * p->done / p->total) : p->width;
+		char bar[128];
+		for (int i = 0; i < p->width; i++)
+			bar[i] = i < fill ? '#' : '.';
+		bar[p->width] = '\0';
+		fprintf(p->f, "\r[%s] %ld/%ld %3d%%  %.1f/s  %s %s", bar, p->done, p->total, pct, rate,
+			final ? "elapsed" : "ETA", final ? hms(el, a, sizeof a) : hms(eta, b, sizeof b));
+		if (p->failed)
+			fprintf(p->f, "  %ld failed", p->failed);
+		fputs("\033[K", p->f); /* clear what a longer previous line left */
+		if (final)
+			fputc('\n', p->f);
+	} else {
+		fprintf(p->f, "progress: %ld/%ld points (%d%%), %ld failed, %.1f points/s, %s %s\n", p->done, p->total,
+			pct, p->failed, rate, final ? "elapsed" : "ETA", final ? hms(el, a, sizeof a) : hms(eta, b, sizeof b));
+	}
+	fflush(p->f);
+	p->last_print = t;
+}
+
+void plan_progress_update(plan_progress *p, long done, long failed)
+{
+	p->done = done;
+	p->failed = failed;
+	if (p->quiet)
+		return;
+	double t = now();
+	if (p->tty) {
+		if (p->last_print < 0 || t - p->last_print >= 0.1 || done == p->total)
+			draw(p, false);
+		return;
+	}
+	int decile = p->total ? (int)(10 * done / p->total) : 10;
+	if (decile > p->last_decile || t - (p->last_print < 0 ? p->t0 : p->last_print) >= 30) {
+		p->last_decile = decile;
+		draw(p, false);
+	}
+}
+
+void plan_progress_end(plan_progress *p)
+{
+	if (!p->quiet)
+		draw(p, true);
+}

@@ -1,0 +1,100 @@
+/* Strategy variants (the table sweeps and the planner iterate) and strategy labels. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan.h"
+
+/* basp.md "Edge cases": B = 1 gives K = N, identical to Ulysses. */
+static bool basp_is_ulysses(const config_job *job) { return job->micro_batch == 1; }
+
+const plan_variant plan_variants[] = {
+	{"ulysses", CONFIG_STRATEGY_ULYSSES, NULL, "DeepSpeed-Ulysses: N-way all-to-alls over the SP domain"},
+	{"basp", CONFIG_STRATEGY_BASP, basp_is_ulysses, "BASP: B groups of K = N/B GPUs, one sequence each"},
+	{NULL, 0, NULL, NULL},
+};
+
+const plan_variant *plan_variant_find(const char *name)
+{
+	for (const plan_variant *v = plan_variants; v->name; v++)
+		if (strcmp(v->name, name) == 0)
+			return v;
+	return NULL;
+}
+
+const plan_variant *plan_variant_of(config_strategy s)
+{
+	for (const plan_variant *v = plan_variants; v->name; v++)
+		if (v->strategy == s)
+			return v;
+	return NULL;
+}
+
+const char *plan_variant_names(void)
+{
+	static char buf[256];
+	if (!buf[0]) {
+		size_t used = 0;
+		for (const plan_variant *v = plan_variants; v->name && used < sizeof buf; v++)
+			used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", used ? "|" : "", v->name);
+	}
+	return buf;
+}
+
+static bool parse_pos(const char *s, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > INT_MAX)
+		return false;
+	*out = (int)v;
+	return true;
+}
+
+bool plan_strategy_parse(const char *text, plan_strategy *out, config_error *err)
+{
+	plan_strategy s = {0};
+	if (strlen(text) >= sizeof s.label)
+		return config_fail(err, "strategy '%.80s...' is too long", text);
+	const char *colon = strchr(text, ':');
+	size_t n = colon ? (size_t)(colon - text) : strlen(text);
+	char name[CONFIG_NAME_MAX];
+	snprintf(name, sizeof name, "%.*s", (int)n, text);
+	s.variant = plan_variant_find(name);
+	if (!s.variant)
+		return config_fail(err, "unknown strategy '%s', expected %s, optionally with :sp=N or :sp=N/B", name,
+				   plan_variant_names());
+	s.sp_mode = PLAN_SP_ALL;
+	if (colon) {
+		const char *o = colon + 1;
+		if (strcmp(o, "sp=N/B") == 0)
+			s.sp_mode = PLAN_SP_PER_BATCH;
+		else if (strncmp(o, "sp=", 3) == 0 && parse_pos(o + 3, &s.sp))
+			s.sp_mode = PLAN_SP_FIXED;
+		else
+			return config_fail(err, "strategy '%s': expected %s:sp=N (a positive SP size) or %s:sp=N/B", text,
+					   name, name);
+	}
+	strcpy(s.label, text);
+	*out = s;
+	return true;
+}
+
+bool plan_strategy_apply(const plan_strategy *s, config_job *job, config_error *err)
+{
+	job->strategy = s->variant->strategy;
+	switch (s->sp_mode) {
+	case PLAN_SP_ALL: job->sp = job->gpus; break;
+	case PLAN_SP_FIXED: job->sp = s->sp; break;
+	case PLAN_SP_PER_BATCH:
+		if (job->micro_batch <= 0 || job->gpus % job->micro_batch != 0)
+			return config_fail(err, "%s: %d GPUs are not divisible by micro-batch %d, so SP = N/B is not whole",
+					   s->label, job->gpus, job->micro_batch);
+		job->sp = job->gpus / job->micro_batch;
+		break;
+	}
+	return true;
+}
