@@ -38,6 +38,51 @@ static int list_args(int argc, char **argv, report_format *fmt)
 	return -1;
 }
 
+/* Loads every shipped file of a kind and hands each to `row`; returns the exit code. */
+typedef bool (*list_row)(const char *name, report_format fmt, json_t *arr);
+static int list_shipped(const char *kind, report_format fmt, list_row row)
+{
+	char **names;
+	int n = config_list_data(kind, &names);
+	json_t *arr = json_array();
+	int rc = CLI_OK;
+	for (int i = 0; i < n; i++) {
+		if (!row(names[i], fmt, arr))
+			rc = CLI_FAIL;
+		free(names[i]);
+	}
+	free(names);
+	if (fmt == REPORT_JSON)
+		report_json_print(stdout, arr);
+	json_decref(arr);
+	return rc;
+}
+
+static bool model_row(const char *name, report_format fmt, json_t *arr)
+{
+	config_model m;
+	config_error err;
+	if (!config_load_model(name, &m, &err)) {
+		fprintf(stderr, "spsim: %s\n", err.msg);
+		return false;
+	}
+	double params = config_model_params(&m);
+	if (fmt == REPORT_TABLE)
+		printf("%-16s %6d %6d %5d %4d %5d %6d %7d %5s %9.2fB\n", m.name, m.layers, m.hidden, m.heads, m.kv_heads,
+		       m.head_dim, m.ffn, m.vocab, m.tied_embeddings ? "yes" : "no", params / 1e9);
+	else if (fmt == REPORT_CSV)
+		printf("%s,%d,%d,%d,%d,%d,%d,%d,%s,%s,%d,%.0f\n", m.name, m.layers, m.hidden, m.heads, m.kv_heads,
+		       m.head_dim, m.ffn, m.vocab, m.tied_embeddings ? "true" : "false", m.qkv_bias ? "true" : "false",
+		       m.max_position, params);
+	else
+		json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:b, s:i, s:f}", "name",
+						     m.name, "layers", m.layers, "hidden", m.hidden, "heads", m.heads,
+						     "kv_heads", m.kv_heads, "head_dim", m.head_dim, "ffn", m.ffn, "vocab",
+						     m.vocab, "tied_embeddings", m.tied_embeddings, "qkv_bias", m.qkv_bias,
+						     "max_position", m.max_position, "params", params));
+	return true;
+}
+
 int cli_cmd_models(int argc, char **argv)
 {
 	if (want_help(argc, argv)) {
@@ -49,46 +94,12 @@ int cli_cmd_models(int argc, char **argv)
 	int rc = list_args(argc, argv, &fmt);
 	if (rc >= 0)
 		return rc;
-	char **names;
-	int n = config_list_data("models", &names);
-	json_t *arr = json_array();
 	if (fmt == REPORT_TABLE)
 		printf("%-16s %6s %6s %5s %4s %5s %6s %7s %5s %10s\n", "model", "layers", "hidden", "heads", "kv", "hdim",
 		       "ffn", "vocab", "tied", "params");
 	else if (fmt == REPORT_CSV)
 		printf("model,layers,hidden,heads,kv_heads,head_dim,ffn,vocab,tied_embeddings,qkv_bias,max_position,params\n");
-	rc = CLI_OK;
-	for (int i = 0; i < n; i++) {
-		config_model m;
-		config_error err;
-		if (!config_load_model(names[i], &m, &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
-			rc = CLI_FAIL;
-			continue;
-		}
-		double params = config_model_params(&m);
-		if (fmt == REPORT_TABLE)
-			printf("%-16s %6d %6d %5d %4d %5d %6d %7d %5s %9.2fB\n", m.name, m.layers, m.hidden, m.heads,
-			       m.kv_heads, m.head_dim, m.ffn, m.vocab, m.tied_embeddings ? "yes" : "no", params / 1e9);
-		else if (fmt == REPORT_CSV)
-			printf("%s,%d,%d,%d,%d,%d,%d,%d,%s,%s,%d,%.0f\n", m.name, m.layers, m.hidden, m.heads, m.kv_heads,
-			       m.head_dim, m.ffn, m.vocab, m.tied_embeddings ? "true" : "false",
-			       m.qkv_bias ? "true" : "false", m.max_position, params);
-		else
-			json_array_append_new(
-				arr, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:b, s:i, s:f}", "name", m.name,
-					       "layers", m.layers, "hidden", m.hidden, "heads", m.heads, "kv_heads",
-					       m.kv_heads, "head_dim", m.head_dim, "ffn", m.ffn, "vocab", m.vocab,
-					       "tied_embeddings", m.tied_embeddings, "qkv_bias", m.qkv_bias, "max_position",
-					       m.max_position, "params", params));
-	}
-	if (fmt == REPORT_JSON)
-		report_json_print(stdout, arr);
-	json_decref(arr);
-	for (int i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return rc;
+	return list_shipped("models", fmt, model_row);
 }
 
 static const char *fabric_name(config_fabric f)
@@ -127,6 +138,21 @@ static void platform_line(const config_platform *p)
 	       p->inter.nic_bandwidth * 8 / 1e9, topo_name(p->inter.topology));
 }
 
+static bool platform_row(const char *name, report_format fmt, json_t *arr)
+{
+	config_platform p;
+	config_error err;
+	if (!config_load_platform(name, &p, &err)) {
+		fprintf(stderr, "spsim: %s\n", err.msg);
+		return false;
+	}
+	if (fmt == REPORT_JSON)
+		json_array_append_new(arr, platform_json(&p));
+	else
+		platform_line(&p);
+	return true;
+}
+
 int cli_cmd_platforms(int argc, char **argv)
 {
 	if (want_help(argc, argv)) {
@@ -138,33 +164,10 @@ int cli_cmd_platforms(int argc, char **argv)
 	int rc = list_args(argc, argv, &fmt);
 	if (rc >= 0)
 		return rc;
-	char **names;
-	int n = config_list_data("platforms", &names);
-	json_t *arr = json_array();
 	if (fmt != REPORT_JSON)
 		printf("%-16s %-7s %-14s %10s %5s %-12s %16s %s\n", "platform", "nodes", "gpu", "memory", "TFLOP",
 		       "fabric", "intra bw", "network");
-	rc = CLI_OK;
-	for (int i = 0; i < n; i++) {
-		config_platform p;
-		config_error err;
-		if (!config_load_platform(names[i], &p, &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
-			rc = CLI_FAIL;
-			continue;
-		}
-		if (fmt == REPORT_JSON)
-			json_array_append_new(arr, platform_json(&p));
-		else
-			platform_line(&p);
-	}
-	if (fmt == REPORT_JSON)
-		report_json_print(stdout, arr);
-	json_decref(arr);
-	for (int i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return rc;
+	return list_shipped("platforms", fmt, platform_row);
 }
 
 int cli_cmd_platform(int argc, char **argv)
