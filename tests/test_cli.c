@@ -384,6 +384,45 @@ START_TEST(max_seq_reports_a_fitting_length)
 }
 END_TEST
 
+START_TEST(basp_uneven_reports_its_parts)
+{
+	cli_out *o = spsim("run", REF, "--seq-len", "12K", "--micro-batch", "3", "--strategy", "basp", "--zero", "3",
+			   "--basp-uneven", "unequal", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	json_t *u = json_object_get(j, "basp_uneven");
+	ck_assert_str_eq(json_string_value(json_object_get(u, "mode")), "unequal");
+	json_t *parts = json_object_get(u, "parts");
+	ck_assert_int_eq(json_array_size(parts), 2);
+	/* 8 = 3 + 3 + 2: the groups of 2 hold S/2 tokens per GPU and set the step */
+	double slow = 0;
+	int ranks = 0;
+	size_t i;
+	json_t *e;
+	json_array_foreach(parts, i, e)
+	{
+		ranks += (int)json_integer_value(json_object_get(e, "ranks"));
+		slow = fmax(slow, json_number_value(json_object_get(e, "step_time_s")));
+	}
+	ck_assert_int_eq(ranks, 8);
+	ck_assert_close(json_number_value(json_object_get(j, "step_time_s")), slow, 1e-12);
+	json_decref(j);
+	free(o);
+	o = spsim("run", REF, "--seq-len", "12K", "--micro-batch", "3", "--strategy", "basp", "--basp-uneven",
+		  "extra-step", NULL);
+	expect(o, 0, NULL);
+	ck_assert(strstr(o->out, "2 sequences on groups of 4, 1 sequence on groups of 8"));
+	free(o);
+	o = spsim("run", REF, "--seq-len", "12K", "--micro-batch", "3", "--strategy", "basp", "--basp-uneven", "maybe",
+		  NULL);
+	expect(o, 2, "--basp-uneven expects error, unequal or extra-step");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--a2a", "ring", NULL);
+	expect(o, 2, "--a2a expects direct, pairwise or hierarchical");
+	free(o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -400,6 +439,7 @@ int main(void)
 	tcase_add_test(tc, trace_written_only_on_success);
 	tcase_add_test(tc, listing_commands);
 	tcase_add_test(tc, max_seq_reports_a_fitting_length);
+	tcase_add_test(tc, basp_uneven_reports_its_parts);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
