@@ -382,18 +382,30 @@ const char *kernels_gemm_check(const kernels_gemm *g)
 
 void kernels_cpu_gemm(const kernels_gemm *g, const kernels_bf16 *a, const kernels_bf16 *b, kernels_bf16 *c)
 {
+	/* Row by row, a block of columns at a time, the k loop outside the column loop for
+	 * contiguous access to B; every element still sums l = 0 .. k-1 in order. */
+	enum { JB = 256 };
+	double acc[JB];
 	for (long i = 0; i < g->m; i++)
-		for (long j = 0; j < g->n; j++) {
-			double acc = 0;
+		for (long j0 = 0; j0 < g->n; j0 += JB) {
+			const long jn = g->n - j0 < JB ? g->n - j0 : JB;
+			for (long j = 0; j < jn; j++)
+				acc[j] = 0;
 			for (long l = 0; l < g->k; l++) {
-				float av = kernels_bf16_to_f32(g->trans_a ? a[l * g->lda + i] : a[i * g->lda + l]);
-				float bv = kernels_bf16_to_f32(g->trans_b ? b[j * g->ldb + l] : b[l * g->ldb + j]);
-				acc += (double)av * bv;
+				const double av = kernels_bf16_to_f32(g->trans_a ? a[l * g->lda + i] : a[i * g->lda + l]);
+				if (g->trans_b)
+					for (long j = 0; j < jn; j++)
+						acc[j] += av * kernels_bf16_to_f32(b[(j0 + j) * g->ldb + l]);
+				else
+					for (long j = 0; j < jn; j++)
+						acc[j] += av * kernels_bf16_to_f32(b[l * g->ldb + j0 + j]);
 			}
-			acc *= g->alpha;
-			if (g->beta != 0.0f)
-				acc += (double)g->beta * kernels_bf16_to_f32(c[i * g->ldc + j]);
-			c[i * g->ldc + j] = kernels_f32_to_bf16((float)acc);
+			for (long j = 0; j < jn; j++) {
+				double v = acc[j] * g->alpha;
+				if (g->beta != 0.0f)
+					v += (double)g->beta * kernels_bf16_to_f32(c[i * g->ldc + j0 + j]);
+				c[i * g->ldc + j0 + j] = kernels_f32_to_bf16((float)v);
+			}
 		}
 }
 

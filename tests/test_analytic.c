@@ -71,6 +71,41 @@ START_TEST(ring_collectives)
 }
 END_TEST
 
+START_TEST(ring_channel_exits_skip_nvlink)
+{
+	/* 2 nodes x 4 GPUs, 4 NICs of 100 GB/s: one ring channel per NIC, each leaving the
+	 * node from a different GPU, a quarter of the chunk each. A GPU forwards inside the
+	 * node the 3 channels it does not send out: 0.75 MB at 100 GB/s = 7.5 us; a NIC
+	 * carries 0.25 MB = 2.5 us. All-gather of 8 MB: 7 x (10 us + 7.5 us). */
+	config_platform p = tu_platform(2, 4, 4);
+	p.inter.nic_bandwidth = 100e9;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6), 7 * 17.5e-6,
+			1e-12);
+	/* one NIC: the whole chunk leaves through it (10 us) and the GPUs forward it all */
+	p.inter.nics_per_node = 1;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6), 7 * 20e-6,
+			1e-12);
+}
+END_TEST
+
+START_TEST(leaf_uplinks_carry_every_crossing_pair)
+{
+	/* 8 nodes of 2 GPUs, leaves of 2 nodes (4 ranks), 2:1 oversubscribed: uplink
+	 * 2 x 2 x 10 GB/s / 2 = 20 GB/s. Groups of 6 ranks: [0-5] [6-11] [12-17]...; leaf 1
+	 * = ranks 4-7 holds 2 of group 0 and 2 of group 1: 2·4 + 2·4 = 16 pairs; leaf 0 holds
+	 * 4 of group 0: 4·2 = 8. 6 MB all-to-all: 1 MB per pair: 16e6 / 20e9 = 800 us, above
+	 * the NIC term (4 remote peers x 1 MB over a 10 GB/s NIC per GPU = 400 us). */
+	config_platform p = tu_platform(8, 2, 2);
+	p.inter.topology = CONFIG_TOPO_FAT_TREE;
+	p.inter.nodes_per_leaf = 2;
+	p.inter.oversubscription = 2;
+	workload_layout l = {.world = 12, .sp = 12, .group_size = 6}; /* two groups on 6 nodes */
+	engine_group_shape s = engine_group_shape_of(&p, &l, WL_GROUP_SP);
+	ck_assert_close(s.leaf_pairs, 16, 1e-12);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, s, 6e6), 10e-6 + 800e-6, 1e-12);
+}
+END_TEST
+
 START_TEST(mesh_uses_every_pair_link)
 {
 	/* NVLink mesh, 50 GB/s per pair, 4 GPUs. All-to-all: each of 3 peers over its own
@@ -381,6 +416,8 @@ int main(void)
 	tcase_add_test(tc, alltoall_across_nodes_is_set_by_the_nic);
 	tcase_add_test(tc, ring_collectives);
 	tcase_add_test(tc, mesh_uses_every_pair_link);
+	tcase_add_test(tc, ring_channel_exits_skip_nvlink);
+	tcase_add_test(tc, leaf_uplinks_carry_every_crossing_pair);
 	tcase_add_test(tc, hierarchical_is_the_sum_of_its_phases);
 	tcase_add_test(tc, fat_tree_oversubscription_slows_cross_leaf_traffic);
 	tcase_add_test(tc, hierarchical_alltoall_moves_the_same_inter_node_bytes);

@@ -23,6 +23,7 @@ int main(void) { return 77; } /* built without SimGrid: skipped */
 
 #include "engine/analytic.h"
 #include "engine/simgrid/simgrid.h"
+#include "report/trace.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------------ helpers --- */
@@ -106,6 +107,17 @@ static void in_child(child_fn f, void *ctx, double *out, int n)
 	waitpid(pid, &status, 0);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0 && got == (size_t)n * sizeof *out,
 		      "child simulation failed");
+}
+
+/* Runs a hand program with default options; out: step, SP comm, ZeRO comm. */
+static void det_child(void *ctx, double *out, int n)
+{
+	hand *h = ctx;
+	engine_result r;
+	sim(&h->in, NULL, &r);
+	double v[3] = {r.step_time, r.breakdown.sp_comm, r.breakdown.zero_comm};
+	for (int k = 0; k < n && k < 3; k++)
+		out[k] = v[k];
 }
 
 /* ----------------------------------------------------------------- platform --- */
@@ -238,6 +250,44 @@ START_TEST(pcie_crosses_the_gpu_link_to_the_nic)
 }
 END_TEST
 
+typedef struct load_ctx {
+	const char *name;
+	int nodes;
+} load_ctx;
+
+static void load_child(void *ctx, double *out, int n)
+{
+	load_ctx *c = ctx;
+	config_platform p;
+	config_error err;
+	ck_assert_msg(config_load_platform(c->name, &p, &err), "%s", err.msg);
+	p.nodes = c->nodes;
+	load(&p);
+	out[0] = (double)sg_host_count();
+	out[1] = p.gpus_per_node;
+}
+
+START_TEST(shipped_platforms_load_in_simgrid)
+{
+	/* every shipped platform, at 1, 3 and 40 nodes: SimGrid parses the XML and finds a
+	 * host per GPU */
+	char **names;
+	int n = config_list_data("platforms", &names);
+	ck_assert_int_gt(n, 0);
+	const int nodes[3] = {1, 3, 40};
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < 3; k++) {
+			load_ctx c = {.name = names[i], .nodes = nodes[k]};
+			double v[2];
+			in_child(load_child, &c, v, 2);
+			ck_assert_msg((int)v[0] == nodes[k] * (int)v[1], "%s x %d: %g hosts", names[i], nodes[k], v[0]);
+		}
+		free(names[i]);
+	}
+	free(names);
+}
+END_TEST
+
 /* ------------------------------------------------------------- one message --- */
 
 START_TEST(single_message_inside_a_node)
@@ -263,17 +313,680 @@ START_TEST(single_message_across_nodes)
 }
 END_TEST
 
-/* ------------------------------------------------------------- determinism --- */
+/* ------------------------------------------------------ collectives, closed --- */
 
-static void det_child(void *ctx, double *out, int n)
+START_TEST(alltoall_direct_inside_a_node)
+{
+	/* P = 4 on one NVSwitch node, 4 MB buffer: 1 MB to each of 3 peers at once; the
+	 * GPU's 100 GB/s up link carries 3 MB: 1 us + 3e6 / 100e9 = 31 us, as the analytic
+	 * closed form says. */
+	config_platform p = tu_platform(1, 4, 1);
+	workload_op op = comm(WL_COLL_ALLTOALL, WL_ALG_DIRECT, WL_GROUP_SP, 4e6);
+	hand h;
+	hand_init(&h, &p, 4, 4, &op, 1, 1);
+	double want = 31e-6;
+	engine_group_shape s = {.size = 4, .per_node = 4, .active_per_node = 4};
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, s, 4e6), want, 1e-12);
+	ck_assert_close(sim(&h.in, NULL, NULL), want, 1e-9);
+}
+END_TEST
+
+START_TEST(alltoall_pairwise_inside_a_node)
+{
+	/* 3 rounds of one 1 MB message each way: 3 x (1 us + 10 us) = 33 us */
+	config_platform p = tu_platform(1, 4, 1);
+	workload_op op = comm(WL_COLL_ALLTOALL, WL_ALG_PAIRWISE, WL_GROUP_SP, 4e6);
+	hand h;
+	hand_init(&h, &p, 4, 4, &op, 1, 1);
+	ck_assert_close(sim(&h.in, NULL, NULL), 33e-6, 1e-9);
+}
+END_TEST
+
+START_TEST(alltoall_on_a_mesh_uses_every_pair_link)
+{
+	/* NVLink mesh of 4, 50 GB/s per pair: each 1 MB message has its own link:
+	 * 1 us + 1e6 / 50e9 = 21 us */
+	config_platform p = tu_platform(1, 4, 1);
+	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
+	p.intra.pair_bandwidth = 50e9;
+	workload_op op = comm(WL_COLL_ALLTOALL, WL_ALG_DIRECT, WL_GROUP_SP, 4e6);
+	hand h;
+	hand_init(&h, &p, 4, 4, &op, 1, 1);
+	ck_assert_close(sim(&h.in, NULL, NULL), 21e-6, 1e-9);
+}
+END_TEST
+
+static void ring_child(void *ctx, double *out, int n)
 {
 	hand *h = ctx;
-	engine_result r;
-	sim(&h->in, NULL, &r);
-	out[0] = r.step_time;
-	out[1] = r.breakdown.sp_comm;
-	out[2] = r.breakdown.zero_comm;
+	engine_simgrid_options o;
+	engine_simgrid_options_default(&o);
+	o.ring = (engine_simgrid_ring_mode)out[0];
+	out[0] = sim(&h->in, &o, NULL);
 }
+
+static double ring_time(hand *h, engine_simgrid_ring_mode mode)
+{
+	double v[1] = {(double)mode};
+	/* the mode travels in out[0] into the child */
+	in_child(ring_child, h, v, 1);
+	return v[0];
+}
+
+START_TEST(ring_collectives_inside_a_node)
+{
+	/* Ring of 4 on NVSwitch, 4 MB: chunk 1 MB, step 1 us + 1e6 / 100e9 = 11 us.
+	 * all-gather and reduce-scatter 3 steps = 33 us; all-reduce 6 steps = 66 us.
+	 * Both ring modes (one flow per step, or one aggregated flow per edge) give it. */
+	config_platform p = tu_platform(1, 4, 1);
+	const workload_coll colls[3] = {WL_COLL_ALLGATHER, WL_COLL_REDUCESCATTER, WL_COLL_ALLREDUCE};
+	const double want[3] = {33e-6, 33e-6, 66e-6};
+	for (int c = 0; c < 3; c++) {
+		workload_op op = comm(colls[c], WL_ALG_RING, WL_GROUP_WORLD, 4e6);
+		hand h;
+		hand_init(&h, &p, 4, 4, &op, 1, 1);
+		engine_group_shape s = {.size = 4, .per_node = 4, .active_per_node = 4};
+		ck_assert_close(engine_collective_time(&p, colls[c], WL_ALG_RING, s, 4e6), want[c], 1e-12);
+		ck_assert_close(ring_time(&h, ENGINE_SG_RING_AGGREGATED), want[c], 1e-9);
+		ck_assert_close(ring_time(&h, ENGINE_SG_RING_LOCKSTEP), want[c], 1e-9);
+	}
+}
+END_TEST
+
+START_TEST(ring_on_a_mesh_uses_disjoint_cycles)
+{
+	/* NVLink mesh of 8 GPUs, 40 GB/s per pair: K8 holds 3 edge-disjoint Hamiltonian
+	 * cycles, each used both ways: 6 ring channels of 1/6 of the chunk, each on its own
+	 * pair link direction. All-gather of 48 MB: chunk 6 MB, 1 MB per channel per step:
+	 * 7 x (1 us + 1e6 / 40e9) = 7 x 26 us = 182 us, the analytic closed form. */
+	config_platform p = tu_platform(1, 8, 1);
+	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
+	p.intra.pair_bandwidth = 40e9;
+	workload_op op = comm(WL_COLL_ALLGATHER, WL_ALG_RING, WL_GROUP_WORLD, 48e6);
+	hand h;
+	hand_init(&h, &p, 8, 8, &op, 1, 1);
+	engine_group_shape s = {.size = 8, .per_node = 8, .active_per_node = 8};
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, 48e6), 182e-6, 1e-12);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_AGGREGATED), 182e-6, 1e-9);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_LOCKSTEP), 182e-6, 1e-9);
+}
+END_TEST
+
+START_TEST(ring_across_nodes_paced_by_the_nic)
+{
+	/* Ring of 8 over 2 nodes x 4, one NIC: the chunk (1 MB of 8 MB) crosses the NIC once
+	 * per step: 10 us + 1e6 / 10e9 = 110 us; all-reduce 14 steps = 1.54 ms (the analytic
+	 * closed form). With one NIC there is one ring channel, as in NCCL. */
+	config_platform p = tu_platform(2, 4, 1);
+	workload_op op = comm(WL_COLL_ALLREDUCE, WL_ALG_RING, WL_GROUP_WORLD, 8e6);
+	hand h;
+	hand_init(&h, &p, 8, 8, &op, 1, 1);
+	engine_group_shape s = {.size = 8, .per_node = 4, .active_per_node = 4};
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 8e6), 14 * 110e-6, 1e-12);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_AGGREGATED), 14 * 110e-6, 1e-9);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_LOCKSTEP), 14 * 110e-6, 1e-9);
+}
+END_TEST
+
+START_TEST(ring_channels_spread_over_the_nics)
+{
+	/* 2 nodes x 4 GPUs, 4 NICs: NCCL runs one ring channel per NIC, each leaving the node
+	 * from a different GPU. All-gather of 8 MB: chunk 1 MB per step, 1/4 per channel.
+	 * Per step a NIC carries 0.25 MB (25 us at 10 GB/s); a GPU link carries the 0.75 MB
+	 * of the three channels it forwards inside the node (7.5 us). Step = 10 us + 25 us;
+	 * 7 steps = 245 us. (The analytic ring takes min(NVLink, 4 NICs) = 40 GB/s for the
+	 * whole chunk: the same 35 us per step here, since the NICs bind.) */
+	config_platform p = tu_platform(2, 4, 4);
+	workload_op op = comm(WL_COLL_ALLGATHER, WL_ALG_RING, WL_GROUP_WORLD, 8e6);
+	hand h;
+	hand_init(&h, &p, 8, 8, &op, 1, 1);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_AGGREGATED), 7 * 35e-6, 1e-9);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_LOCKSTEP), 7 * 35e-6, 1e-9);
+	engine_group_shape s = {.size = 8, .per_node = 4, .active_per_node = 4};
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, 8e6), 7 * 35e-6, 1e-12);
+}
+END_TEST
+
+START_TEST(hierarchical_allreduce_across_nodes)
+{
+	/* 2 nodes x 4, one NIC, all-reduce of 8 MB, hierarchical:
+	 *   reduce-scatter in the node: ring of 4, 3 steps of 2 MB: 3 x (1 us + 20 us) = 63 us
+	 *   all-reduce across nodes on 2 MB, one ring of 2 per local rank, the four rings
+	 *   sharing the node's NIC: 2 steps of 1 MB at 10/4 GB/s: 2 x (10 + 400) us = 820 us
+	 *   all-gather in the node: 63 us                                total 946 us */
+	config_platform p = tu_platform(2, 4, 1);
+	workload_op op = comm(WL_COLL_ALLREDUCE, WL_ALG_HIERARCHICAL, WL_GROUP_WORLD, 8e6);
+	hand h;
+	hand_init(&h, &p, 8, 8, &op, 1, 1);
+	ck_assert_close(sim(&h.in, NULL, NULL), 946e-6, 1e-9);
+}
+END_TEST
+
+START_TEST(buckets_run_back_to_back)
+{
+	/* chunks = 4: four all-gathers of 1 MB in sequence on a ring of 4 in a node:
+	 * each 3 x (1 us + 0.25e6 / 100e9) = 10.5 us; 42 us in all */
+	config_platform p = tu_platform(1, 4, 1);
+	workload_op op = comm(WL_COLL_ALLGATHER, WL_ALG_RING, WL_GROUP_WORLD, 4e6);
+	op.chunks = 4;
+	hand h;
+	hand_init(&h, &p, 4, 4, &op, 1, 1);
+	ck_assert_close(sim(&h.in, NULL, NULL), 42e-6, 1e-9);
+}
+END_TEST
+
+START_TEST(broadcast_is_a_pipelined_chain)
+{
+	/* 4 ranks in a node, 1 MB from rank 0 down the chain: every hop carries the whole
+	 * message at once (pipelined), 1 us + 10 us, plus a latency per extra hop:
+	 * (P - 2) x 1 us + 11 us = 13 us, the analytic closed form. */
+	config_platform p = tu_platform(1, 4, 1);
+	workload_op op = comm(WL_COLL_BROADCAST, WL_ALG_RING, WL_GROUP_WORLD, 1e6);
+	hand h;
+	hand_init(&h, &p, 4, 4, &op, 1, 1);
+	engine_group_shape s = {.size = 4, .per_node = 4, .active_per_node = 4};
+	ck_assert_close(engine_collective_time(&p, WL_COLL_BROADCAST, WL_ALG_RING, s, 1e6), 13e-6, 1e-12);
+	ck_assert_close(sim(&h.in, NULL, NULL), 13e-6, 1e-9);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- schedule --- */
+
+START_TEST(streams_overlap_and_dependencies_wait)
+{
+	/* One GPU: main stream computes 1 ms (1e11 FLOPs at 100 TFLOP/s), then 2 ms;
+	 * the zero stream's op (a 1 ms compute stand-in is not allowed there, so a send/recv
+	 * of 2 ranks) depends on the first compute op. Ranks: 2 on one node.
+	 *   main:  c1 [0, 1 ms], c2 [1, 3 ms]
+	 *   zero:  sendrecv 10 MB after c1: [1 ms, 1 ms + 1 us + 0.1 ms]
+	 *   step = 3 ms; compute 3 ms; zero comm 0.101 ms, hidden. */
+	config_platform p = tu_platform(1, 2, 1);
+	workload_op ops[3] = {
+		{.name = "c1", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
+		 .kernel = WL_KERNEL_GEMM, .flops = 1e11, .dep = -1},
+		{.name = "c2", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
+		 .kernel = WL_KERNEL_GEMM, .flops = 2e11, .dep = -1},
+		comm(WL_COLL_SENDRECV, WL_ALG_DIRECT, WL_GROUP_WORLD, 10e6),
+	};
+	ops[2].stream = WL_STREAM_ZERO;
+	ops[2].dep = 0;
+	hand h;
+	hand_init(&h, &p, 2, 2, ops, 3, 1);
+	engine_result r;
+	ck_assert_close(sim(&h.in, NULL, &r), 3e-3, 1e-9);
+	ck_assert_close(r.breakdown.compute, 3e-3, 1e-9);
+	ck_assert_close(r.breakdown.zero_comm, 101e-6, 1e-9);
+	ck_assert_close(r.breakdown.zero_comm_exposed, 0, 1e-9);
+}
+END_TEST
+
+START_TEST(barrier_block_waits_for_every_stream)
+{
+	/* Block 1: main computes 1 ms while the zero stream sends 10 MB at 10 GB/s between
+	 * two nodes (10 us + 1 ms); block 2 (barrier) computes 1 ms after both:
+	 * step = 1.01 ms + 1 ms; exposed ZeRO time = step - compute = 10 us. */
+	config_platform p = tu_platform(2, 1, 1);
+	workload_op b1[2] = {
+		{.name = "c1", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
+		 .kernel = WL_KERNEL_GEMM, .flops = 1e11, .dep = -1},
+		comm(WL_COLL_SENDRECV, WL_ALG_DIRECT, WL_GROUP_WORLD, 10e6),
+	};
+	b1[1].stream = WL_STREAM_ZERO;
+	workload_op b2[1] = {{.name = "c2", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
+			      .stream = WL_STREAM_MAIN, .kernel = WL_KERNEL_MEMORY, .hbm_bytes = 1e9, .dep = -1}};
+	hand h;
+	hand_init(&h, &p, 2, 2, b1, 2, 1);
+	h.blk[1] = (workload_block){.name = "step", .repeat = 1, .barrier = true, .layer_first = -1, .ops = b2,
+				    .n_ops = 1, .cap_ops = 1};
+	h.plan.program.n_step = 1;
+	engine_result r;
+	ck_assert_close(sim(&h.in, NULL, &r), 2.01e-3, 1e-9);
+	ck_assert_close(r.breakdown.zero_comm_exposed, 10e-6, 1e-6);
+}
+END_TEST
+
+/* -------------------------------------------------------------- contention --- */
+
+START_TEST(zero_ring_and_ulysses_alltoall_share_the_nic)
+{
+	/* 2 nodes x 4 GPUs, one 10 GB/s NIC per node. At once:
+	 *   main: Ulysses all-to-all over all 8 ranks, 8 MB: 1 MB to each peer; each node
+	 *         sends 4 GPUs x 4 remote peers = 16 flows of 1 MB through its NIC;
+	 *   zero: ring all-gather over the 8 ranks of 8/7 MB: one channel; the aggregated
+	 *         flow on the edge that leaves the node carries 7 steps x (8/7 MB / 8) = 1 MB.
+	 * From 10 us the NIC carries 17 equal flows of 1 MB at 10/17 GB/s each: all end at
+	 * 10 us + 17e6 / 10e9 = 1.71 ms (inside the node the flows are 30x faster). The ring
+	 * then adds its 6 other step latencies: 1.77 ms.
+	 * The analytic engine runs the two streams without contention: all-to-all
+	 * 10 us + 4e6 / (10e9 / 4) = 1.61 ms, ring 7 x (10 us + 1e6/7 / 10e9) = 170 us,
+	 * step 1.61 ms: it misses 160 us. */
+	config_platform p = tu_platform(2, 4, 1);
+	workload_op ops[2] = {comm(WL_COLL_ALLTOALL, WL_ALG_DIRECT, WL_GROUP_SP, 8e6),
+			      comm(WL_COLL_ALLGATHER, WL_ALG_RING, WL_GROUP_WORLD, 8e6 / 7)};
+	ops[1].stream = WL_STREAM_ZERO;
+	hand h;
+	hand_init(&h, &p, 8, 8, ops, 2, 1);
+	engine_result r;
+	ck_assert_close(sim(&h.in, NULL, &r), 1.77e-3, 1e-6);
+	ck_assert_close(r.breakdown.sp_comm, 1.71e-3, 1e-6);
+	engine_result a;
+	config_error err;
+	ck_assert(engine_find("analytic")->run(&h.in, &a, &err));
+	ck_assert_close(a.step_time, 1.61e-3, 1e-9);
+	ck_assert_close(a.breakdown.sp_comm, 1.61e-3, 1e-9);
+}
+END_TEST
+
+/* 64 BASP groups of K = 24 on 8-GPU nodes (3 nodes each; 1,536 GPUs, 192 nodes), one
+ * NIC per GPU at 10 GB/s, fat-tree leaves of 2 nodes, spine oversubscribed 4x: each leaf
+ * uplink = 2 x 8 x 10 GB/s / 4 = 40 GB/s. Groups straddle leaves: group A = nodes
+ * 0,1,2 and B = 3,4,5 share leaf 1 = {2, 3}. All-to-all of 24 MB: 1 MB per peer, 16
+ * remote peers per GPU.
+ *   leaf 1 uplink: node 2 sends to nodes 0, 1 (8 GPUs x 16 peers) and node 3 to 4, 5:
+ *   256 flows of 1 MB on 40 GB/s, each at 40e9 / 256; every other link has room to spare
+ *   for them, so they all end at 10 us + 256e6 / 40e9 = 6.41 ms.
+ * Averaging the spine over a group's nodes (half of a node's remote peers beyond its leaf,
+ * times the oversubscription: 2 x the NIC time) would give 10 us + 2 x 16e6 / 10e9 =
+ * 3.21 ms, missing that leaf 1 carries two groups. The analytic engine now sums
+ * x·(P − x) rank pairs over every group crossing each leaf (256 on leaf 1) and takes the
+ * worst leaf: the same 6.41 ms. */
+static void spine_hand(hand *h, config_platform *p, workload_op *op)
+{
+	*p = tu_platform(192, 8, 8);
+	p->inter.topology = CONFIG_TOPO_FAT_TREE;
+	p->inter.nodes_per_leaf = 2;
+	p->inter.oversubscription = 4;
+	*op = comm(WL_COLL_ALLTOALL, WL_ALG_DIRECT, WL_GROUP_SP, 24e6);
+	hand_init(h, p, 1536, 24, op, 1, 1);
+}
+
+START_TEST(basp_groups_share_an_oversubscribed_spine)
+{
+	config_platform p;
+	workload_op op;
+	hand h;
+	spine_hand(&h, &p, &op);
+	engine_simgrid_stats st;
+	engine_result r;
+	config_error err;
+	ck_assert_msg(engine_simgrid_run_with(&h.in, NULL, &r, &st, &err), "%s", err.msg);
+	ck_assert_close(r.step_time, 6.41e-3, 1e-6);
+	ck_assert_int_eq(st.period_nodes, 6); /* 2 groups over 3 leaves repeat */
+	engine_result a;
+	ck_assert(engine_find("analytic")->run(&h.in, &a, &err));
+	ck_assert_close(a.step_time, 6.41e-3, 1e-9);
+}
+END_TEST
+
+/* ------------------------------------------------- agreement with analytic --- */
+
+typedef struct grid_point {
+	config_platform p;
+	config_model m;
+	config_job job;
+} grid_point;
+
+/* Result fields compared entry by entry. */
+enum { F_STEP, F_COMPUTE, F_SP, F_SP_EXP, F_ZERO, F_ZERO_EXP, F_GEMM, F_ATTN, F_MEM, F_OPT, F_FWD, F_BWD, F_N };
+
+static void fields(const engine_result *r, double *v)
+{
+	v[F_STEP] = r->step_time;
+	v[F_COMPUTE] = r->breakdown.compute;
+	v[F_SP] = r->breakdown.sp_comm;
+	v[F_SP_EXP] = r->breakdown.sp_comm_exposed;
+	v[F_ZERO] = r->breakdown.zero_comm;
+	v[F_ZERO_EXP] = r->breakdown.zero_comm_exposed;
+	v[F_GEMM] = r->breakdown.gemm;
+	v[F_ATTN] = r->breakdown.attention;
+	v[F_MEM] = r->breakdown.memory_bound;
+	v[F_OPT] = r->breakdown.optimizer;
+	v[F_FWD] = r->fwd_time;
+	v[F_BWD] = r->bwd_time;
+}
+
+static const char *const field_names[F_N] = {"step",  "compute", "sp_comm", "sp_comm_exposed", "zero_comm",
+					     "zero_comm_exposed", "gemm", "attention", "memory_bound", "optimizer",
+					     "fwd", "bwd"};
+
+typedef struct run_ctx {
+	const grid_point *g;
+	engine_simgrid_options opt;
+	engine_options eopt;
+} run_ctx;
+
+static void plan_child(void *ctx, double *out, int n)
+{
+	run_ctx *c = ctx;
+	const grid_point *g = c->g;
+	config_error err;
+	workload_plan plan;
+	ck_assert_msg(workload_plan_make(&g->m, &g->p, &g->job, &plan, &err), "%s", err.msg);
+	engine_input in = {.model = &g->m, .platform = &g->p, .job = &g->job, .plan = &plan, .opt = c->eopt};
+	engine_result r;
+	engine_simgrid_stats st;
+	ck_assert_msg(engine_simgrid_run_with(&in, &c->opt, &r, &st, &err), "%s", err.msg);
+	fields(&r, out);
+	if (n > F_N)
+		out[F_N] = st.period_nodes;
+	workload_plan_finish(&plan);
+}
+
+static void analytic_fields(const grid_point *g, double *v)
+{
+	config_error err;
+	workload_plan plan;
+	ck_assert_msg(workload_plan_make(&g->m, &g->p, &g->job, &plan, &err), "%s", err.msg);
+	engine_input in = {.model = &g->m, .platform = &g->p, .job = &g->job, .plan = &plan};
+	engine_result r;
+	ck_assert(engine_find("analytic")->run(&in, &r, &err));
+	fields(&r, v);
+	workload_plan_finish(&plan);
+}
+
+static void assert_fields_close(const double *got, const double *want, double rel, const char *what)
+{
+	for (int k = 0; k < F_N; k++) {
+		double tol = rel * fabs(want[k]) + 1e-12;
+		ck_assert_msg(fabs(got[k] - want[k]) <= tol, "%s: %s = %.9g, want %.9g", what, field_names[k], got[k],
+			      want[k]);
+	}
+}
+
+START_TEST(engines_agree_on_contention_free_cases)
+{
+	/* Whole training steps of the tiny model where nothing contends: every SP group
+	 * inside a node (BASP K = 4 or 2 on 4-GPU nodes, Ulysses with SP = 4), ZeRO traffic
+	 * on the main stream (no overlap) over a single-channel ring (one NIC), on NVSwitch,
+	 * an NVLink mesh and PCIe, with and without recompute, one or two micro-steps.
+	 * Every breakdown entry agrees within 1%. */
+	const config_fabric fabrics[3] = {CONFIG_FABRIC_NVSWITCH, CONFIG_FABRIC_NVLINK_MESH, CONFIG_FABRIC_PCIE};
+	struct {
+		config_strategy s;
+		int sp, B;
+	} jobs[3] = {{CONFIG_STRATEGY_BASP, 8, 2}, {CONFIG_STRATEGY_BASP, 8, 4}, {CONFIG_STRATEGY_ULYSSES, 4, 2}};
+	int points = 0;
+	for (int f = 0; f < 3; f++)
+		for (int j = 0; j < 3; j++)
+			for (int z = 0; z <= 3; z++) {
+				grid_point g;
+				g.p = tu_platform(2, 4, 1);
+				g.p.intra.fabric = fabrics[f];
+				g.p.intra.pair_bandwidth = 40e9;
+				g.m = tu_model();
+				g.job = tu_job(jobs[j].s, 8, jobs[j].sp, jobs[j].B, 4096, z);
+				g.job.zero_overlap = 0;
+				g.job.recompute = (f + z) % 2 ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
+				g.job.grad_accum = 1 + (j + z) % 2;
+				config_error err;
+				ck_assert_msg(workload_check(&g.m, &g.p, &g.job, &err), "%s", err.msg);
+				double want[F_N], got[F_N];
+				analytic_fields(&g, want);
+				run_ctx c = {.g = &g};
+				engine_simgrid_options_default(&c.opt);
+				in_child(plan_child, &c, got, F_N);
+				char what[128];
+				snprintf(what, sizeof what, "fabric %d job %d zero %d", f, j, z);
+				assert_fields_close(got, want, 0.01, what);
+				points++;
+			}
+	ck_assert_int_eq(points, 36);
+}
+END_TEST
+
+/* --------------------------------------------------------------- exactness --- */
+
+START_TEST(ring_aggregation_is_exact_when_sharing_is_steady)
+{
+	/* A whole step with ZeRO-2 reductions overlapped on the zero stream, while the main
+	 * stream runs all-to-alls inside the nodes: the ring flows share no link with the
+	 * all-to-alls (rings leave through the NIC, all-to-alls stay on NVLink... except the
+	 * ring's own NVLink hops, which see the all-to-alls come and go). The step-by-step
+	 * ring and the aggregated ring must give the same step time within 1e-9 when the
+	 * rings run alone (overlap off), and within 1% with the all-to-alls around them. */
+	grid_point g;
+	g.p = tu_platform(2, 4, 1);
+	g.m = tu_model();
+	g.job = tu_job(CONFIG_STRATEGY_BASP, 8, 8, 2, 4096, 2);
+	g.job.zero_overlap = 0;
+	config_error err;
+	ck_assert(workload_check(&g.m, &g.p, &g.job, &err));
+	run_ctx c = {.g = &g};
+	engine_simgrid_options_default(&c.opt);
+	double agg[F_N], step[F_N];
+	in_child(plan_child, &c, agg, F_N);
+	c.opt.ring = ENGINE_SG_RING_LOCKSTEP;
+	in_child(plan_child, &c, step, F_N);
+	assert_fields_close(agg, step, 1e-9, "overlap off");
+	g.job.zero_overlap = 1;
+	c.opt.ring = ENGINE_SG_RING_AGGREGATED;
+	in_child(plan_child, &c, agg, F_N);
+	c.opt.ring = ENGINE_SG_RING_LOCKSTEP;
+	in_child(plan_child, &c, step, F_N);
+	ck_assert_close(agg[F_STEP], step[F_STEP], 0.01);
+}
+END_TEST
+
+static void symmetry_check(grid_point *g, int want_period)
+{
+	config_error err;
+	ck_assert_msg(workload_check(&g->m, &g->p, &g->job, &err), "%s", err.msg);
+	run_ctx c = {.g = g};
+	engine_simgrid_options_default(&c.opt);
+	double sym[F_N + 1], whole[F_N + 1];
+	in_child(plan_child, &c, sym, F_N + 1);
+	c.opt.symmetry = false;
+	in_child(plan_child, &c, whole, F_N + 1);
+	assert_fields_close(sym, whole, 1e-9, "symmetry");
+	ck_assert_int_eq((int)sym[F_N], want_period); /* the reduction was used */
+	ck_assert_int_eq((int)whole[F_N], 0);
+}
+
+START_TEST(symmetry_is_exact_single_switch)
+{
+	/* 4 nodes x 2 GPUs, 2 NICs (two ring channels), BASP groups of 2, ZeRO-2 with its
+	 * reductions overlapped: one node is simulated, its ring edges into the next node
+	 * land on ghosts of node 0. Same times as the whole system. */
+	grid_point g;
+	g.p = tu_platform(4, 2, 2);
+	g.m = tu_model();
+	g.job = tu_job(CONFIG_STRATEGY_BASP, 8, 4, 2, 4096, 2);
+	g.job.zero_overlap = 1;
+	symmetry_check(&g, 1);
+}
+END_TEST
+
+START_TEST(symmetry_is_exact_fat_tree)
+{
+	/* 8 nodes x 2 GPUs in leaves of 2, oversubscribed 2x, Ulysses over 4 GPUs (groups of
+	 * 2 nodes), ZeRO-3 (prefetch and reduce streams): the period is one leaf. */
+	grid_point g;
+	g.p = tu_platform(8, 2, 1);
+	g.p.inter.topology = CONFIG_TOPO_FAT_TREE;
+	g.p.inter.nodes_per_leaf = 2;
+	g.p.inter.oversubscription = 2;
+	g.m = tu_model();
+	g.job = tu_job(CONFIG_STRATEGY_ULYSSES, 16, 4, 1, 4096, 3);
+	symmetry_check(&g, 2);
+}
+END_TEST
+
+START_TEST(symmetry_is_exact_hierarchical)
+{
+	/* hierarchical SP all-to-alls over 2 nodes, 6 nodes of 2 GPUs, PCIe */
+	grid_point g;
+	g.p = tu_platform(6, 2, 1);
+	g.p.intra.fabric = CONFIG_FABRIC_PCIE;
+	g.m = tu_model();
+	g.job = tu_job(CONFIG_STRATEGY_ULYSSES, 12, 4, 1, 4096, 1);
+	g.job.a2a = CONFIG_A2A_HIERARCHICAL;
+	symmetry_check(&g, 2);
+}
+END_TEST
+
+START_TEST(symmetry_is_exact_for_the_spine_case)
+{
+	/* the 64-group spine case above, whole (1,536 actors) vs one period of 6 nodes */
+	config_platform p;
+	workload_op op;
+	hand h;
+	spine_hand(&h, &p, &op);
+	double v[2];
+	in_child(det_child, &h, v, 2);
+	engine_simgrid_options o;
+	engine_simgrid_options_default(&o);
+	o.symmetry = false;
+	engine_result r;
+	ck_assert_close(sim(&h.in, &o, &r), v[0], 1e-9);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- placement --- */
+
+START_TEST(placement_parses_and_maps)
+{
+	engine_options o = {0};
+	config_error err;
+	ck_assert(engine_placement_parse("strided", &o, &err));
+	ck_assert_int_eq(o.placement, ENGINE_PLACE_STRIDED);
+	ck_assert(engine_placement_parse("random:42", &o, &err));
+	ck_assert_int_eq(o.placement, ENGINE_PLACE_RANDOM);
+	ck_assert_uint_eq(o.placement_seed, 42);
+	ck_assert(!engine_placement_parse("random", &o, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "random:42"));
+	ck_assert(!engine_placement_parse("random:-1", &o, &err));
+	ck_assert(!engine_placement_parse("diagonal", &o, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "contiguous, strided or random:SEED"));
+	ck_assert(engine_placement_parse("contiguous", &o, &err));
+	ck_assert_int_eq(o.placement, ENGINE_PLACE_CONTIGUOUS);
+
+	/* strided on 2 nodes x 4: consecutive ranks alternate nodes */
+	config_platform p = tu_platform(2, 4, 1);
+	int g[8];
+	o.placement = ENGINE_PLACE_STRIDED;
+	ck_assert(engine_placement_map(&p, 8, &o, g, &err));
+	const int want[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+	ck_assert_mem_eq(g, want, sizeof want);
+	/* random: a permutation, the same for the same seed, another for another seed */
+	int a[8], b[8], c[8];
+	o.placement = ENGINE_PLACE_RANDOM;
+	o.placement_seed = 7;
+	ck_assert(engine_placement_map(&p, 8, &o, a, &err));
+	ck_assert(engine_placement_map(&p, 8, &o, b, &err));
+	ck_assert_mem_eq(a, b, sizeof a);
+	o.placement_seed = 8;
+	ck_assert(engine_placement_map(&p, 8, &o, c, &err));
+	ck_assert(memcmp(a, c, sizeof a) != 0);
+	int seen = 0;
+	for (int i = 0; i < 8; i++)
+		seen |= 1 << a[i];
+	ck_assert_int_eq(seen, 0xff);
+}
+END_TEST
+
+START_TEST(strided_groups_straddle_nodes)
+{
+	/* BASP groups of 4 on 2 nodes x 4, one NIC, all-to-all of 4 MB (1 MB per peer).
+	 * Strided: group 0 = ranks 0-3 on GPUs 0,4,1,5: two members per node, so each rank
+	 * has 1 local and 2 remote peers; node 0 hosts ranks 0,2,4,6: 8 remote messages of
+	 * 1 MB through its 10 GB/s NIC: 10 us + 8e6 / 10e9 = 810 us.
+	 * (Contiguous placement keeps each group in a node: 31 us.) */
+	config_platform p = tu_platform(2, 4, 1);
+	workload_op op = comm(WL_COLL_ALLTOALL, WL_ALG_DIRECT, WL_GROUP_SP, 4e6);
+	hand h;
+	hand_init(&h, &p, 8, 4, &op, 1, 1);
+	h.in.opt.placement = ENGINE_PLACE_STRIDED;
+	ck_assert_close(sim(&h.in, NULL, NULL), 810e-6, 1e-9);
+}
+END_TEST
+
+/* -------------------------------------------------------------------- trace --- */
+
+START_TEST(trace_has_a_process_per_node_and_a_slice_per_op)
+{
+	/* BASP on 2 nodes x 4, one layer's worth of program: every GPU's compute and SP comm
+	 * threads carry slices with the op name, layer and FLOPs or bytes. */
+	config_platform p = tu_platform(2, 4, 1);
+	config_model m = tu_model();
+	m.layers = 1;
+	config_job job = tu_job(CONFIG_STRATEGY_BASP, 8, 8, 2, 4096, 2);
+	config_error err;
+	ck_assert(workload_check(&m, &p, &job, &err));
+	workload_plan plan;
+	ck_assert(workload_plan_make(&m, &p, &job, &plan, &err));
+	char path[] = "/tmp/spsim-trace-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan, .opt = {.trace_path = path}};
+	engine_result r;
+	ck_assert_msg(engine_simgrid.run(&in, &r, &err), "%s", err.msg);
+	json_error_t je;
+	json_t *root = json_load_file(path, 0, &je);
+	unlink(path);
+	ck_assert_msg(root, "trace is not JSON: %s", je.text);
+	json_t *ev = json_object_get(root, "traceEvents");
+	ck_assert(json_is_array(ev));
+	int slices = 0, a2a = 0, procs = 0, per_pid[2] = {0, 0};
+	double last_end = 0;
+	size_t i;
+	json_t *e;
+	json_array_foreach (ev, i, e) {
+		const char *ph = json_string_value(json_object_get(e, "ph"));
+		const char *name = json_string_value(json_object_get(e, "name"));
+		if (strcmp(ph, "M") == 0 && strcmp(name, "process_name") == 0)
+			procs++;
+		if (strcmp(ph, "X") != 0)
+			continue;
+		slices++;
+		int pid = (int)json_integer_value(json_object_get(e, "pid"));
+		ck_assert(pid == 0 || pid == 1);
+		per_pid[pid]++;
+		json_t *args = json_object_get(e, "args");
+		if (strcmp(name, "a2a_q") == 0) {
+			a2a++;
+			ck_assert_int_eq(json_integer_value(json_object_get(args, "layer")), 0);
+			ck_assert(json_real_value(json_object_get(args, "bytes")) > 0);
+			ck_assert_int_eq((int)json_integer_value(json_object_get(e, "tid")) % REPORT_TRACE_TIDS_PER_GPU, 1);
+		}
+		if (strcmp(name, "qkv_proj") == 0)
+			ck_assert(json_real_value(json_object_get(args, "flops")) > 0);
+		double end = json_real_value(json_object_get(e, "ts")) + json_real_value(json_object_get(e, "dur"));
+		if (end > last_end)
+			last_end = end;
+	}
+	ck_assert_int_eq(procs, 2);
+	ck_assert_int_eq(a2a, 8); /* one per GPU */
+	ck_assert_int_eq(per_pid[0], per_pid[1]);
+	ck_assert(slices > 8 * 20);
+	ck_assert_close(last_end, r.step_time * 1e6, 1e-6);
+	json_decref(root);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+START_TEST(engine_runs_any_number_of_simulations_per_process)
+{
+	/* engine_simgrid.run forks a child per simulation: twice in one process, same
+	 * answer (11 us, as single_message_inside_a_node); in-process runs are once only. */
+	config_platform p = tu_platform(1, 2, 1);
+	workload_op op = comm(WL_COLL_SENDRECV, WL_ALG_DIRECT, WL_GROUP_SP, 1e6);
+	hand h;
+	hand_init(&h, &p, 2, 2, &op, 1, 1);
+	engine_result a, b;
+	config_error err;
+	ck_assert_msg(engine_simgrid.run(&h.in, &a, &err), "%s", err.msg);
+	ck_assert_msg(engine_simgrid.run(&h.in, &b, &err), "%s", err.msg);
+	ck_assert_close(a.step_time, 11e-6, 1e-9);
+	ck_assert_mem_eq(&a.step_time, &b.step_time, sizeof a.step_time);
+	ck_assert_str_eq(a.engine, "simgrid");
+	sim(&h.in, NULL, NULL);
+	ck_assert(!engine_simgrid_run_with(&h.in, NULL, &a, NULL, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "own process"));
+}
+END_TEST
+
+/* ------------------------------------------------------------- determinism --- */
 
 START_TEST(same_input_bit_identical_output)
 {
@@ -302,11 +1015,42 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, fat_tree_routes_climb_only_across_leaves);
 	tcase_add_test(tc, large_platforms_group_zones);
 	tcase_add_test(tc, pcie_crosses_the_gpu_link_to_the_nic);
+	tcase_add_test(tc, shipped_platforms_load_in_simgrid);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("message");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, single_message_inside_a_node);
 	tcase_add_test(tc, single_message_across_nodes);
+	tcase_add_test(tc, alltoall_direct_inside_a_node);
+	tcase_add_test(tc, alltoall_pairwise_inside_a_node);
+	tcase_add_test(tc, alltoall_on_a_mesh_uses_every_pair_link);
+	tcase_add_test(tc, ring_collectives_inside_a_node);
+	tcase_add_test(tc, ring_on_a_mesh_uses_disjoint_cycles);
+	tcase_add_test(tc, ring_across_nodes_paced_by_the_nic);
+	tcase_add_test(tc, ring_channels_spread_over_the_nics);
+	tcase_add_test(tc, hierarchical_allreduce_across_nodes);
+	tcase_add_test(tc, buckets_run_back_to_back);
+	tcase_add_test(tc, broadcast_is_a_pipelined_chain);
+	tcase_add_test(tc, streams_overlap_and_dependencies_wait);
+	tcase_add_test(tc, barrier_block_waits_for_every_stream);
+	tcase_add_test(tc, zero_ring_and_ulysses_alltoall_share_the_nic);
+	tcase_add_test(tc, basp_groups_share_an_oversubscribed_spine);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("agreement");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, engines_agree_on_contention_free_cases);
+	tcase_add_test(tc, ring_aggregation_is_exact_when_sharing_is_steady);
+	tcase_add_test(tc, symmetry_is_exact_single_switch);
+	tcase_add_test(tc, symmetry_is_exact_fat_tree);
+	tcase_add_test(tc, symmetry_is_exact_hierarchical);
+	tcase_add_test(tc, symmetry_is_exact_for_the_spine_case);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("placement");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, placement_parses_and_maps);
+	tcase_add_test(tc, strided_groups_straddle_nodes);
+	tcase_add_test(tc, trace_has_a_process_per_node_and_a_slice_per_op);
+	tcase_add_test(tc, engine_runs_any_number_of_simulations_per_process);
 	tcase_add_test(tc, same_input_bit_identical_output);
 	suite_add_tcase(s, tc);
 	return s;

@@ -618,6 +618,60 @@ START_TEST(comm_sweep_covers_groups_and_zero_collectives)
 }
 END_TEST
 
+START_TEST(comm_fits_recover_the_links_of_a_known_machine)
+{
+	/* The CPU transport's virtual clock is a machine with known links: two hosts of 4
+	 * ranks, intra-node 2 us / 150 GB/s, inter-node 9 us / 40 GB/s per GPU. */
+	validate_transport *t;
+	ck_assert_int_eq(validate_transport_cpu(8, 4, 0, &t), 0);
+	const validate_cpu_clock clk = {2e-6, 150e9, 9e-6, 40e9, 100e12, 2e12};
+	ck_assert_int_eq(validate_transport_cpu_clock(t, &clk), 0);
+	const int Ks[] = {2, 4};
+	validate_comm_cfg cfg = {.min_bytes = 1024, .max_bytes = 1 << 20, .factor = 4, .warmup = 0, .iters = 1,
+				 .group_sizes = Ks, .n_group_sizes = 2, .alltoall_world = true, .zero = true,
+				 .dtype = VALIDATE_BF16};
+	points *ps = calloc(1, sizeof *ps);
+	char err[256];
+	ck_assert_int_eq(validate_comm_sweep(t, &cfg, collect, ps, NULL, err, sizeof err), 0);
+	const validate_coll colls[] = {VALIDATE_ALLTOALL, VALIDATE_ALLTOALL, VALIDATE_ALLTOALL, VALIDATE_ALLGATHER,
+				       VALIDATE_REDUCESCATTER, VALIDATE_ALLREDUCE};
+	const int sizes[] = {2, 4, 8, 8, 8, 8};
+	for (int c = 0; c < 6; c++) {
+		double x[32], y[32];
+		int n = 0;
+		for (int i = 0; i < ps->n; i++)
+			if (ps->p[i].coll == colls[c] && ps->p[i].group_size == sizes[c]) {
+				x[n] = (double)ps->p[i].bytes * validate_busbw_factor(colls[c], sizes[c]);
+				y[n++] = ps->p[i].time_s;
+			}
+		validate_fit f;
+		ck_assert_int_eq(validate_fit_alpha_beta(x, y, n, &f), 0);
+		const int P = sizes[c], r = P < 4 ? P : 4; /* ranks of the group on one host */
+		double lat, bw;
+		if (colls[c] == VALIDATE_ALLTOALL && P == r) {
+			lat = clk.intra_latency; /* within a host: latency + size·(P-1)/P / intra */
+			bw = clk.intra_bw;
+		} else if (colls[c] == VALIDATE_ALLTOALL) {
+			/* across hosts the (P-r)/P of the buffer leaving the host sets the pace, so the
+			 * bus bandwidth, counted on (P-1)/P, is inter·(P-1)/(P-r) */
+			lat = clk.inter_latency;
+			bw = clk.inter_bw * (P - 1) / (P - r);
+		} else {
+			/* ring: steps x (latency + size/P / inter), steps = P-1 (2(P-1) all-reduce) */
+			const int steps = colls[c] == VALIDATE_ALLREDUCE ? 2 * (P - 1) : P - 1;
+			lat = steps * clk.inter_latency;
+			bw = clk.inter_bw;
+		}
+		ck_assert_msg(fabs(f.latency - lat) <= 1e-6 * lat, "%s K%d latency %g, want %g", validate_coll_name(colls[c]),
+			      P, f.latency, lat);
+		ck_assert_msg(fabs(f.bandwidth - bw) <= 1e-6 * bw, "%s K%d bandwidth %g, want %g",
+			      validate_coll_name(colls[c]), P, f.bandwidth, bw);
+	}
+	free(ps);
+	validate_transport_destroy(t);
+}
+END_TEST
+
 START_TEST(comm_sweep_caps_sizes_to_device_memory)
 {
 	validate_transport *t;
@@ -666,6 +720,9 @@ START_TEST(compute_items_follow_the_flop_accounting)
 
 	validate_transport *t;
 	ck_assert_int_eq(validate_transport_cpu(2, 2, 0, &t), 0);
+	/* On the virtual clock the achieved rates are the machine's. */
+	const validate_cpu_clock clk = {1e-6, 100e9, 5e-6, 25e9, 123e12, 3.5e12};
+	ck_assert_int_eq(validate_transport_cpu_clock(t, &clk), 0);
 	cpoints *c = calloc(1, sizeof *c);
 	char err[256];
 	ck_assert_int_eq(validate_compute_run(t, items, n, 0, 1, ccollect, c, err, sizeof err), 0);
@@ -675,6 +732,8 @@ START_TEST(compute_items_follow_the_flop_accounting)
 		double work = it->kind == VALIDATE_CK_PERMUTE ? it->bytes : it->flops;
 		ck_assert(c->p[i].time_s > 0);
 		ck_assert_double_eq_tol(c->p[i].rate * c->p[i].time_s, work, 1e-9 * work);
+		const double want = it->kind == VALIDATE_CK_PERMUTE ? clk.hbm : clk.flops;
+		ck_assert_double_eq_tol(c->p[i].rate, want, 1e-9 * want);
 	}
 	free(c);
 	validate_transport_destroy(t);
@@ -756,6 +815,7 @@ static Suite *validate_suite(void)
 	tcase_add_test(tc, cpu_collectives_follow_nccl_semantics);
 	tcase_add_test(tc, busbw_factors_are_nccl_tests);
 	tcase_add_test(tc, comm_sweep_covers_groups_and_zero_collectives);
+	tcase_add_test(tc, comm_fits_recover_the_links_of_a_known_machine);
 	tcase_add_test(tc, comm_sweep_caps_sizes_to_device_memory);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("compute");

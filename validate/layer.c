@@ -446,6 +446,24 @@ static int iteration(layer_ctx *c)
 }
 
 /* ------------------------------------------------------------------ driver --- */
+/* One small all-reduce over the world before anything is timed: every rank leaves it
+ * together, whatever ran before on some of them (a reference run on local rank 0, uneven
+ * uploads), so the first timed all-to-all does not include that skew. */
+static int align(layer_ctx *c)
+{
+	validate_transport *t = c->t;
+	if (t->world < 2)
+		return VALIDATE_OK;
+	for (int k = 0; k < c->n; k++) {
+		c->sendv[c->locals[k]] = c->b[k].lse; /* any device buffer of >= 4 bytes */
+		c->recvv[c->locals[k]] = c->b[k].lse;
+	}
+	int rc = t->ops->coll(t, VALIDATE_ALLREDUCE, t->world_comm, c->sendv, c->recvv, 1, VALIDATE_F32);
+	for (int k = 0; k < c->n && !rc; k++)
+		rc = t->ops->sync(t, c->locals[k]);
+	return rc;
+}
+
 static void ctx_finish(layer_ctx *c)
 {
 	bufs_free(c);
@@ -524,7 +542,7 @@ static int run(validate_transport *t, const validate_layer_cfg *cfg, int n_part,
 			goto out;
 		}
 	}
-	if ((rc = bufs_alloc(&c, err, errlen)) || (rc = bufs_fill(&c)))
+	if ((rc = bufs_alloc(&c, err, errlen)) || (rc = bufs_fill(&c)) || (seq_base < 0 && (rc = align(&c))))
 		goto out;
 	const int n_phases = cfg->backward ? VALIDATE_LAYER_PHASES : VALIDATE_LAYER_FWD_PHASES;
 	for (int it = 0; it < cfg->warmup + cfg->iters; it++) {

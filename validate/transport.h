@@ -143,6 +143,27 @@ struct validate_transport {
  * ceil(world / ranks_per_node) hosts (for link classes in the tests); mem_limit bytes per
  * rank (0: no limit) so memory checks can be exercised. */
 int validate_transport_cpu(int world, int ranks_per_node, size_t mem_limit, validate_transport **out);
+/* A virtual clock for the CPU transport: instead of wall time, each rank's clock advances
+ * by a synthetic cost per operation, so the whole measurement path (timers, sweeps, fits,
+ * calibration, reports) can be tested with known answers. Costs:
+ *   GEMM, attention: FLOPs / flops (the workload's FLOP accounting)
+ *   permute: bytes read and written / hbm
+ *   all-to-all (NCCL's direct one, as engine_collective_time models it): a collective
+ *     starts when its last member arrives; with c = size / P to each peer, r members on
+ *     this rank's host: latency + max((r-1)·c / intra_bw, (P-r)·c / inter_bw), latency
+ *     of the inter-node class when the group spans hosts
+ *   ring all-gather / reduce-scatter (P-1 steps), all-reduce (2(P-1)): steps x
+ *     (latency + size/P / bandwidth) of the slowest link class the group uses
+ * Bandwidths per GPU per direction. */
+typedef struct validate_cpu_clock {
+	double intra_latency, intra_bw;
+	double inter_latency, inter_bw;
+	double flops; /* FLOP/s */
+	double hbm;   /* bytes/s */
+} validate_cpu_clock;
+/* Switches a CPU transport to the virtual clock (before any mark). */
+int validate_transport_cpu_clock(validate_transport *t, const validate_cpu_clock *clock);
+
 /* The NCCL transport. Single process (launch->procs == 1): `gpus` devices (0: all
  * visible). Under MPI: one device per process, chosen by the rank on its host. */
 int validate_transport_nccl(validate_launch *launch, int gpus, double timeout_s, validate_transport **out);

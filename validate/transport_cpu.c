@@ -16,7 +16,19 @@ typedef struct cpu_impl {
 	size_t mem_limit;
 	size_t *in_use;                        /* per rank */
 	double (*marks)[VALIDATE_MAX_MARKS];   /* per rank */
+	bool virt;                             /* virtual clock (validate_transport_cpu_clock) */
+	validate_cpu_clock clk;
+	double *now;                           /* per rank, virtual seconds */
 } cpu_impl;
+
+/* Virtual clock: `work` FLOPs or bytes at the clock's rate for it. */
+enum { RATE_FLOPS, RATE_HBM };
+static void advance(validate_transport *t, int local, double work, int rate)
+{
+	cpu_impl *c = t->impl;
+	if (c->virt)
+		c->now[local] += work / (rate == RATE_FLOPS ? c->clk.flops : c->clk.hbm);
+}
 
 #define CPU_ALIGN 64
 
@@ -93,6 +105,7 @@ static int cpu_gemm(validate_transport *t, int local, const kernels_gemm *g, con
 	if (bad)
 		return FAIL(t, local, VALIDATE_EINVAL, "gemm: %s", bad);
 	kernels_cpu_gemm(g, a, b, c);
+	advance(t, local, kernels_gemm_flops(g), RATE_FLOPS);
 	return VALIDATE_OK;
 }
 
@@ -102,6 +115,7 @@ static int cpu_permute(validate_transport *t, int local, const kernels_permute *
 	if (bad)
 		return FAIL(t, local, VALIDATE_EINVAL, "permute: %s", bad);
 	kernels_cpu_permute(p, src, dst);
+	advance(t, local, kernels_permute_bytes(p), RATE_HBM);
 	return VALIDATE_OK;
 }
 
@@ -113,6 +127,7 @@ static int cpu_attn_fwd(validate_transport *t, int local, const kernels_attn_sha
 		return FAIL(t, local, VALIDATE_EINVAL, "attention: %s", bad);
 	if (kernels_cpu_attn_fwd(s, q, k, v, o, lse))
 		return FAIL(t, local, VALIDATE_ENOMEM, "attention forward: out of host memory");
+	advance(t, local, kernels_attn_fwd_flops(s), RATE_FLOPS);
 	return VALIDATE_OK;
 }
 
@@ -126,6 +141,7 @@ static int cpu_attn_bwd(validate_transport *t, int local, const kernels_attn_sha
 		return FAIL(t, local, VALIDATE_EINVAL, "attention: %s", bad);
 	if (kernels_cpu_attn_bwd(s, q, k, v, o, dout, lse, dq, dk, dv))
 		return FAIL(t, local, VALIDATE_ENOMEM, "attention backward: out of host memory");
+	advance(t, local, kernels_attn_bwd_flops(s), RATE_FLOPS);
 	return VALIDATE_OK;
 }
 
@@ -197,6 +213,49 @@ static void store(void *p, size_t e, float v, validate_dtype dt)
 		((float *)p)[e] = v;
 }
 
+/* Virtual time of a collective (validate_cpu_clock): every member starts when the last
+ * arrives, then pays the modelled cost. cb = bytes per peer (all-to-all), per rank
+ * (all-gather, reduce-scatter) or of the buffer (all-reduce). */
+static void coll_clock(validate_transport *t, validate_coll c, validate_comm *const *comms, size_t cb)
+{
+	cpu_impl *ci = t->impl;
+	const validate_cpu_clock *k = &ci->clk;
+	double *start = calloc((size_t)(t->n_local > 0 ? t->n_local : 1), sizeof *start);
+	if (!start)
+		return;
+	for (int i = 0; i < t->n_local; i++) {
+		if (!comms[i])
+			continue;
+		const int *m = comms[i]->impl;
+		for (int q = 0; q < comms[i]->size; q++)
+			start[i] = ci->now[m[q]] > start[i] ? ci->now[m[q]] : start[i];
+	}
+	for (int i = 0; i < t->n_local; i++) {
+		if (!comms[i])
+			continue;
+		const int P = comms[i]->size, *m = comms[i]->impl;
+		int r = 0;
+		for (int q = 0; q < P; q++)
+			r += t->node_of[m[q]] == t->node_of[i];
+		bool spans = false;
+		for (int q = 0; q < P; q++)
+			spans |= t->node_of[m[q]] != t->node_of[m[0]];
+		const double size = c == VALIDATE_ALLREDUCE ? (double)cb : (double)cb * P; /* nccl-tests' size */
+		double cost = 0;
+		if (c == VALIDATE_ALLTOALL) {
+			const double per_peer = size / P, lat = P > r ? k->inter_latency : k->intra_latency;
+			const double ti = (r - 1) * per_peer / k->intra_bw, te = (P - r) * per_peer / k->inter_bw;
+			cost = P > 1 ? lat + (ti > te ? ti : te) : 0;
+		} else {
+			const int steps = c == VALIDATE_ALLREDUCE ? 2 * (P - 1) : P - 1;
+			cost = steps * ((spans ? k->inter_latency : k->intra_latency) +
+					size / P / (spans ? k->inter_bw : k->intra_bw));
+		}
+		ci->now[i] = start[i] + cost;
+	}
+	free(start);
+}
+
 static int cpu_coll(validate_transport *t, validate_coll c, validate_comm *const *comms, const void *const *send,
 		    void *const *recv, size_t count, validate_dtype dt)
 {
@@ -248,6 +307,8 @@ static int cpu_coll(validate_transport *t, validate_coll c, validate_comm *const
 	for (int i = 0; i < t->n_local; i++)
 		if (comms[i])
 			memcpy(recv[i], tmp[i], out_bytes[i]);
+	if (((cpu_impl *)t->impl)->virt)
+		coll_clock(t, c, comms, count * es);
 out:
 	if (tmp)
 		for (int i = 0; i < t->n_local; i++)
@@ -265,7 +326,7 @@ static int cpu_mark(validate_transport *t, int local, int slot)
 		return FAIL(t, local, VALIDATE_EINVAL, "timer slot %d out of range", slot);
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	c->marks[local][slot] = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+	c->marks[local][slot] = c->virt ? c->now[local] : (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 	return VALIDATE_OK;
 }
 
@@ -294,6 +355,7 @@ static void cpu_destroy(validate_transport *t)
 	if (c) {
 		free(c->in_use);
 		free(c->marks);
+		free(c->now);
 		free(c);
 	}
 	free(t->node_of);
@@ -346,9 +408,10 @@ int validate_transport_cpu(int world, int ranks_per_node, size_t mem_limit, vali
 	c->mem_limit = mem_limit;
 	c->in_use = calloc((size_t)world, sizeof *c->in_use);
 	c->marks = calloc((size_t)world, sizeof *c->marks);
+	c->now = calloc((size_t)world, sizeof *c->now);
 	t->node_of = calloc((size_t)world, sizeof *t->node_of);
 	t->world_comm = calloc((size_t)world, sizeof *t->world_comm);
-	if (!c->in_use || !c->marks || !t->node_of || !t->world_comm) {
+	if (!c->in_use || !c->marks || !c->now || !t->node_of || !t->world_comm) {
 		cpu_destroy(t);
 		return VALIDATE_ENOMEM;
 	}
@@ -363,5 +426,16 @@ int validate_transport_cpu(int world, int ranks_per_node, size_t mem_limit, vali
 			m[q] = q;
 	}
 	*out = t;
+	return VALIDATE_OK;
+}
+
+int validate_transport_cpu_clock(validate_transport *t, const validate_cpu_clock *clock)
+{
+	if (t->ops != &cpu_ops || !(clock->intra_bw > 0) || !(clock->inter_bw > 0) || !(clock->flops > 0) ||
+	    !(clock->hbm > 0) || clock->intra_latency < 0 || clock->inter_latency < 0)
+		return VALIDATE_EINVAL;
+	cpu_impl *c = t->impl;
+	c->virt = true;
+	c->clk = *clock;
 	return VALIDATE_OK;
 }

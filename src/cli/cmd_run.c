@@ -5,8 +5,9 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "plan/plan.h"
 
-enum { OPT_STRATEGIES = CLI_OPT_FIRST_FREE, OPT_GRANULE };
+enum { OPT_STRATEGIES = CLI_OPT_FIRST_FREE, OPT_GRANULE, OPT_PLOT };
 
 static void run_help(FILE *f)
 {
@@ -100,11 +101,16 @@ int cli_cmd_run(int argc, char **argv)
 
 typedef struct compare_ctx {
 	char *strategies;
+	const char *plot; /* --plot DIR */
 } compare_ctx;
 
 static int compare_opt(void *ctx, int id, const char *arg)
 {
 	compare_ctx *c = ctx;
+	if (id == OPT_PLOT) {
+		c->plot = arg;
+		return 1;
+	}
 	if (id == OPT_STRATEGIES) {
 		free(c->strategies);
 		c->strategies = strdup(arg);
@@ -122,7 +128,9 @@ static void compare_help(FILE *f)
 	      "                           optionally with its own SP size: ulysses:sp=4 is Ulysses with SP 4 and\n"
 	      "                           W/4 data-parallel replicas, each taking micro-batch B (basp.md's\n"
 	      "                           'Ulysses with SP = N/B' alternative)\n"
-	      "  --trace FILE             one trace per strategy: FILE with the label before the extension\n\n",
+	      "  --trace FILE             one trace per strategy: FILE with the label before the extension\n"
+	      "  --plot DIR               figures (SVG, PNG; gnuplot) of the comparison and, from the analytic\n"
+	      "                           engine, of speedup and memory around it (docs/planning.md)\n\n",
 	      f);
 	cli_job_help(f);
 }
@@ -175,6 +183,7 @@ static void trace_name(const char *base, const char *label, char *out, size_t le
 int cli_cmd_compare(int argc, char **argv)
 {
 	static const struct option extra[] = {{"strategies", required_argument, NULL, OPT_STRATEGIES},
+					      {"plot", required_argument, NULL, OPT_PLOT},
 					      {NULL, 0, NULL, 0}};
 	cli_job_args a;
 	compare_ctx ctx = {0};
@@ -252,6 +261,11 @@ int cli_cmd_compare(int argc, char **argv)
 				report_csv_row(stdout, &runs[i]);
 		} else {
 			report_compare_table(stdout, runs, n);
+		}
+		config_error perr;
+		if (ctx.plot && !plan_plot_compare(runs, n, ctx.plot, stderr, &perr)) {
+			fprintf(stderr, "spsim compare: --plot: %s\n", perr.msg);
+			rc = CLI_FAIL;
 		}
 	}
 	for (int i = 0; i < done; i++)

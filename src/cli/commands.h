@@ -12,5 +12,9 @@ int cli_cmd_platform(int argc, char **argv);
 int cli_cmd_collective(int argc, char **argv);
 /* spsim calibrate --from-nccl-tests LOG...: calibration YAML from nccl-tests logs (cmd_calibrate.c) */
 int cli_cmd_calibrate(int argc, char **argv);
+/* spsim sweep SPEC.yaml: a grid of jobs, parallel and resumable (cmd_sweep.c) */
+int cli_cmd_sweep(int argc, char **argv);
+/* spsim plan: configuration search for a model, budget and batch (cmd_plan.c) */
+int cli_cmd_plan(int argc, char **argv);
 
 #endif

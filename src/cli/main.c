@@ -21,6 +21,8 @@ static const command commands[] = {
 	{"platform", cli_cmd_platform, "show one cluster (--xml: its SimGrid platform)"},
 	{"collective", cli_cmd_collective, "one collective in nccl-tests' format (--compare LOG: against a real log)"},
 	{"calibrate", cli_cmd_calibrate, "calibration YAML fitted to nccl-tests logs"},
+	{"sweep", cli_cmd_sweep, "run a grid of jobs from a spec, in parallel, resumable (mpirun-aware)"},
+	{"plan", cli_cmd_plan, "search configurations for a model, GPU budget and batch; rank and explain"},
 	{NULL, NULL, NULL},
 };
 

@@ -8,6 +8,39 @@
 
 #include "engine/engine.h"
 
+static long gcd_l(long a, long b)
+{
+	while (b) {
+		long t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* Contiguous groups of P ranks over W ranks, leaves of R ranks: the largest sum over a
+ * leaf of x·(P − x), x a group's ranks inside the leaf. The pattern repeats every
+ * lcm(P, R) ranks, so one period of leaves is enough. */
+static double leaf_pairs_of(long W, long P, long R)
+{
+	long period = P / gcd_l(P, R) * R;
+	if (period > W)
+		period = W;
+	double worst = 0;
+	for (long lo = 0; lo < period; lo += R) {
+		long hi = lo + R < W ? lo + R : W;
+		double sum = 0;
+		for (long g = lo / P; g * P < hi; g++) {
+			long a = g * P > lo ? g * P : lo, b = (g + 1) * P < hi ? (g + 1) * P : hi;
+			long x = b - a;
+			sum += (double)x * (double)(P - x);
+		}
+		if (sum > worst)
+			worst = sum;
+	}
+	return worst;
+}
+
 engine_group_shape engine_group_shape_of(const config_platform *p, const workload_layout *l, workload_group_kind g)
 {
 	int G = p->gpus_per_node;
@@ -23,6 +56,9 @@ engine_group_shape engine_group_shape_of(const config_platform *p, const workloa
 	 * the rest over the network. */
 	if (g == WL_GROUP_SP && l->straddle_per_node > 0 && l->straddle_per_node < s.per_node)
 		s.per_node = l->straddle_per_node;
+	else if (p->inter.topology == CONFIG_TOPO_FAT_TREE && p->inter.oversubscription > 1.0 && P > G &&
+		 l->world % P == 0)
+		s.leaf_pairs = leaf_pairs_of(l->world, P, (long)p->inter.nodes_per_leaf * G);
 	int used = l->world < G ? l->world : G;
 	s.active_per_node = used;
 	return s;
@@ -87,6 +123,12 @@ static double leaf_penalty(const config_platform *p, int nodes)
 	return f > 1.0 ? f : 1.0;
 }
 
+/* Fat-tree leaf uplink capacity per direction: nodes_per_leaf x nics x NIC / oversubscription. */
+static double leaf_uplink_bw(const config_platform *p)
+{
+	return p->inter.nodes_per_leaf * p->inter.nics_per_node * config_platform_nic_bw(p) / p->inter.oversubscription;
+}
+
 static double alltoall_direct(const config_platform *p, engine_group_shape s, double bytes)
 {
 	int P = s.size, r = s.per_node;
@@ -96,7 +138,11 @@ static double alltoall_direct(const config_platform *p, engine_group_shape s, do
 	if (local > 0)
 		t_intra = local * c / intra_fanout_bw(p, local);
 	if (remote > 0) {
-		t_inter = remote * c / nic_share_bw(p, s.active_per_node) * leaf_penalty(p, P / r);
+		if (s.leaf_pairs > 0) /* every pair across a leaf boundary shares that leaf's uplink */
+			t_inter = fmax(remote * c / nic_share_bw(p, s.active_per_node),
+				       s.leaf_pairs * c / leaf_uplink_bw(p));
+		else
+			t_inter = remote * c / nic_share_bw(p, s.active_per_node) * leaf_penalty(p, P / r);
 		if (p->intra.fabric == CONFIG_FABRIC_PCIE) /* NIC traffic also crosses the GPU's PCIe link */
 			t_intra = (local + remote) * c / config_platform_intra_bw(p);
 	}
@@ -117,21 +163,20 @@ static double alltoall_pairwise(const config_platform *p, engine_group_shape s, 
 static double ring_step(const config_platform *p, engine_group_shape s, double chunk)
 {
 	int P = s.size, r = s.per_node;
-	double bw = intra_ring_bw(p, r);
-	double alpha = p->intra.latency;
-	if (P > r) {
-		/* Each group's ring crosses every node boundary once; NCCL spreads its channels
-		 * over the node's NICs, so a node's NICs carry one chunk per group with ranks on it. */
-		int groups_per_node = s.active_per_node / r;
-		if (groups_per_node < 1)
-			groups_per_node = 1;
-		double nic = config_platform_nic_bw(p) * p->inter.nics_per_node / groups_per_node;
-		nic /= leaf_penalty(p, P / r);
-		if (nic < bw)
-			bw = nic;
-		alpha = p->inter.latency;
-	}
-	return alpha + chunk / bw;
+	if (P <= r)
+		return p->intra.latency + chunk / intra_ring_bw(p, r);
+	/* Each group's ring crosses every node boundary; NCCL runs one channel per NIC
+	 * (C = nics), each leaving the node from a different GPU, so a node's NICs carry one
+	 * chunk per group with ranks on it. Inside the node a GPU forwards the chunk/C of
+	 * every channel it does not send out of the node: with C >= r every GPU is the exit
+	 * of floor(C/r) channels, with C < r some GPU of none. */
+	int groups_per_node = s.active_per_node / r;
+	if (groups_per_node < 1)
+		groups_per_node = 1;
+	int C = p->inter.nics_per_node;
+	double t_nic = chunk * groups_per_node / (config_platform_nic_bw(p) * C) * leaf_penalty(p, P / r);
+	double t_intra = chunk * (C - C / r) / ((double)C * intra_ring_bw(p, r));
+	return p->inter.latency + fmax(t_nic, t_intra);
 }
 
 static double ring(const config_platform *p, workload_coll c, engine_group_shape s, double bytes)

@@ -64,6 +64,10 @@ typedef struct engine_group_shape {
 	int size;              /* P ranks in the group */
 	int per_node;          /* ranks of the group on each node it spans (r); nodes = P / r */
 	int active_per_node;   /* GPUs of a node sending inter-node at the same time (all groups) */
+	/* Fat-tree with oversubscription: the most rank pairs (i in a leaf, j outside it, same
+	 * group) that any one leaf uplink carries, over every group running at once; 0 when
+	 * not computed (then the spine is averaged over the group's nodes). */
+	double leaf_pairs;
 } engine_group_shape;
 
 /* The shape of a group kind under a layout with contiguous placement on platform p. */

@@ -135,6 +135,7 @@ bool plan_output_open(const char *dir, plan_output_mode mode, bool retry_failed,
 	long sj = file_size(o->jsonl), sc = file_size(o->csv);
 	bool exists = sj > 0 || sc > 0;
 	if (exists && mode == PLAN_OUTPUT_NEW) {
+		json_decref(o->done);
 		free(o);
 		return config_fail(err,
 				   "%s already holds sweep output (points.jsonl, points.csv); pass --resume to continue "

@@ -28,10 +28,16 @@ typedef struct plan_variant {
 	const char *name; /* as written in specs and printed: "ulysses", "basp" */
 	config_strategy strategy;
 	bool (*same_as_other)(const config_job *job); /* NULL: never a duplicate */
+	/* Settings of the variant's own knobs beyond SP and micro-batch (a free group size,
+	 * say): the planner calls it with alt = 0, 1, ... on a job whose strategy, gpus, sp,
+	 * micro_batch, grad_accum and seq_len are set, until it returns false. NULL: the job
+	 * as it is, once. */
+	bool (*expand)(config_job *job, int alt);
 	const char *summary;
 } plan_variant;
 
-extern const plan_variant plan_variants[]; /* terminated by a NULL name */
+#define PLAN_MAX_VARIANTS 16
+extern const plan_variant plan_variants[]; /* terminated by a NULL name; at most PLAN_MAX_VARIANTS */
 const plan_variant *plan_variant_find(const char *name);
 const plan_variant *plan_variant_of(config_strategy s);
 /* "ulysses|basp", for messages. */
@@ -241,6 +247,10 @@ typedef struct plan_sweep_opts {
 	bool quiet;
 	FILE *log;       /* progress and notes; NULL: stderr */
 	plan_dist *dist; /* NULL: this process alone */
+	/* Evaluates one point in a worker; NULL: plan_point_eval. A caller may wrap it (to
+	 * add fields, or to exercise failure handling). */
+	json_t *(*eval)(const plan_spec *s, long index, void *ctx);
+	void *eval_ctx;
 } plan_sweep_opts;
 
 typedef struct plan_sweep_summary {
@@ -274,7 +284,9 @@ typedef struct plan_query {
 } plan_query;
 
 typedef struct plan_candidate {
+	long order;   /* enumeration order (the last tie-break) */
 	int platform; /* index into the query's platforms */
+	int nodes;    /* nodes the budget occupies on that platform */
 	const plan_variant *variant;
 	config_job job;
 	workload_layout layout;
@@ -282,6 +294,12 @@ typedef struct plan_candidate {
 	engine_result analytic;
 	engine_result verified; /* re-run on a second engine */
 	bool has_verified;
+	const char *placement; /* the placement of the verified run (static string), or NULL */
+	/* plan_merge: the variants whose configurations are this same layout (bit per row of
+	 * plan_variants) and how the others are written, e.g. "basp SP 8 B=2" */
+	unsigned variant_mask;
+	char also[160];
+	char verify_error[256]; /* why the second engine has no result, when it has none */
 	double tokens_per_s;  /* the ranking value: verified when present, else analytic */
 	double step_time;
 	double cost_per_mtok; /* price x GPUs x time per million tokens; 0 without a price */
@@ -293,12 +311,25 @@ typedef struct plan_search_stats {
 	long duplicate; /* identical to another variant's configuration */
 	long no_fit;    /* valid but over GPU memory */
 	long fit;       /* evaluated by the analytic engine */
-	long no_batch;  /* (platform, budget) pairs whose replicas cannot share the global batch */
+	long no_batch;  /* SP degrees skipped: W/N replicas cannot share the global batch evenly */
+	long skipped_budgets; /* (platform, budget) pairs skipped: not a whole number of nodes */
+	/* per row of plan_variants: configurations the job check accepts, and those that fit */
+	long variant_valid[PLAN_MAX_VARIANTS], variant_fit[PLAN_MAX_VARIANTS];
 } plan_search_stats;
 
 /* Every configuration that fits, evaluated by the analytic engine, best tokens/s first.
  * *out is malloc'd (caller frees). Fails only on a malformed query or out of memory. */
 bool plan_search(const plan_query *q, plan_candidate **out, long *n, plan_search_stats *st, config_error *err);
+
+/* Whether two candidates are one configuration under two names: same platform and GPUs,
+ * same all-to-all group size, sequences per group, tokens per GPU, micro-steps, ZeRO stage
+ * and recompute, and the same analytic step time and memory. With a fixed global batch,
+ * BASP with SP N and micro-batch B is exactly Ulysses with SP K = N/B over W/K replicas
+ * of one sequence each (basp.md's groups, reached through data parallelism). */
+bool plan_same_layout(const plan_candidate *a, const plan_candidate *b);
+/* Merges, in place, the candidates of a ranked list that are one layout (the first keeps
+ * its place and records the others in also / variant_mask). Returns the new count. */
+long plan_merge(plan_candidate *c, long n);
 
 typedef enum plan_rank_by { PLAN_RANK_THROUGHPUT, PLAN_RANK_COST } plan_rank_by;
 /* Sorts by tokens/s (descending) or cost per million tokens (ascending); ties broken by

@@ -79,8 +79,13 @@ void plan_progress_update(plan_progress *p, long done, long failed)
 			draw(p, false);
 		return;
 	}
+	/* Logs: a line per new tenth, at most one per 2 s (short sweeps print only their
+	 * last line), and at least one per 30 s. The final line comes from _end. */
+	if (done >= p->total)
+		return;
 	int decile = p->total ? (int)(10 * done / p->total) : 10;
-	if (decile > p->last_decile || t - (p->last_print < 0 ? p->t0 : p->last_print) >= 30) {
+	double since = t - (p->last_print < 0 ? p->t0 : p->last_print);
+	if ((decile > p->last_decile && since >= 2) || since >= 30) {
 		p->last_decile = decile;
 		draw(p, false);
 	}

@@ -277,8 +277,8 @@ static bool read_axis(loader *L, const yt_node *t, plan_axis a)
 		}
 		return default_axis(L, a);
 	}
-	const yt_node *const *items;
-	size_t n;
+	const yt_node *const *items = NULL;
+	size_t n = 0;
 	if (!items_of(&v, key, &items, &n, L->err))
 		return false;
 	if (!alloc_axis(s, a, n))

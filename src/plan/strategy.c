@@ -11,9 +11,9 @@
 static bool basp_is_ulysses(const config_job *job) { return job->micro_batch == 1; }
 
 const plan_variant plan_variants[] = {
-	{"ulysses", CONFIG_STRATEGY_ULYSSES, NULL, "DeepSpeed-Ulysses: N-way all-to-alls over the SP domain"},
-	{"basp", CONFIG_STRATEGY_BASP, basp_is_ulysses, "BASP: B groups of K = N/B GPUs, one sequence each"},
-	{NULL, 0, NULL, NULL},
+	{"ulysses", CONFIG_STRATEGY_ULYSSES, NULL, NULL, "DeepSpeed-Ulysses: N-way all-to-alls over the SP domain"},
+	{"basp", CONFIG_STRATEGY_BASP, basp_is_ulysses, NULL, "BASP: B groups of K = N/B GPUs, one sequence each"},
+	{NULL, 0, NULL, NULL, NULL},
 };
 
 const plan_variant *plan_variant_find(const char *name)

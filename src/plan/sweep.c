@@ -29,7 +29,11 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static json_t *eval(void *ctx, long task) { return plan_point_eval(((sweep *)ctx)->s, task); }
+static json_t *eval(void *ctx, long task)
+{
+	sweep *w = ctx;
+	return w->o->eval ? w->o->eval(w->s, task, w->o->eval_ctx) : plan_point_eval(w->s, task);
+}
 
 static bool isolated(void *ctx, long task)
 {

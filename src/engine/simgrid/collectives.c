@@ -78,6 +78,44 @@ static void group_free(sgx_group *g)
 	memset(g, 0, sizeof *g);
 }
 
+/* Walecki's construction: floor((n-1)/2) edge-disjoint Hamiltonian cycles of the complete
+ * graph K_n (n <= 64): vertex n-1 at the centre, vertices 0..n-2 on a circle; cycle i
+ * visits the centre, then the circle in the zigzag i, i+1, i-1, i+2, i-2, ... (mod n-1).
+ * The cycles are checked edge by edge (they pass for every n from 3 to 64); on a failure
+ * the circulant cycles t -> t + s with gcd(s, n) = 1 are used instead. Returns the number
+ * of cycles written to out (n entries each). */
+static int hamiltonian_cycles(int n, int *out)
+{
+	int want = (n - 1) / 2, M = n - 1;
+	unsigned long long used[64] = {0};
+	bool ok = true;
+	for (int i = 0; i < want && ok; i++) {
+		int *c = out + i * n;
+		c[0] = n - 1;
+		for (int t = 0; t < M; t++) {
+			int z = (t % 2) ? (t + 1) / 2 : -t / 2;
+			c[t + 1] = ((i + z) % M + M) % M;
+		}
+		for (int t = 0; t < n && ok; t++) {
+			int a = c[t], b = c[(t + 1) % n];
+			if (a == b || (used[a] >> b & 1ULL))
+				ok = false;
+			used[a] |= 1ULL << b;
+			used[b] |= 1ULL << a;
+		}
+	}
+	if (ok)
+		return want;
+	int k = 0;
+	for (int s = 1; s <= want; s++)
+		if (gcd(s, n) == 1) {
+			for (int t = 0; t < n; t++)
+				out[k * n + t] = (int)(((long)t * s) % n);
+			k++;
+		}
+	return k;
+}
+
 /* node_slot: scratch of one int per node of the system, all -1 on entry and exit. */
 static bool group_init(sgx_run *r, sgx_group *g, const int *members, int size, bool want_sub, int *node_slot)
 {
@@ -114,18 +152,15 @@ static bool group_init(sgx_run *r, sgx_group *g, const int *members, int size, b
 	/* channels */
 	const config_platform *p = r->p;
 	int C = 1, cycles = 0;
-	int steps_s[64];
+	int cyc[32 * 64];
 	if (nodes >= 2 && g->per_node > 0) {
 		C = p->inter.nics_per_node < g->per_node ? p->inter.nics_per_node : g->per_node;
 		if (C < 1)
 			C = 1;
-	} else if (nodes == 1 && p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH && size >= 3) {
-		/* edge-disjoint Hamiltonian cycles of the complete graph on the members: the
-		 * circulant cycles i -> i + s with gcd(s, size) = 1, s <= (size - 1) / 2; each
-		 * is used in both directions (NCCL's rings over disjoint NVLinks) */
-		for (int s = 1; s <= (size - 1) / 2 && cycles < 32; s++)
-			if (gcd(s, size) == 1)
-				steps_s[cycles++] = s;
+	} else if (nodes == 1 && p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH && size >= 3 && size <= 64) {
+		/* edge-disjoint Hamiltonian cycles of the complete graph on the members, each
+		 * used in both directions (NCCL's rings over disjoint NVLinks) */
+		cycles = hamiltonian_cycles(size, cyc);
 		C = 2 * cycles;
 	}
 	g->n_ch = C;
@@ -136,7 +171,7 @@ static bool group_init(sgx_run *r, sgx_group *g, const int *members, int size, b
 	if (cycles > 0) {
 		for (int k = 0; k < cycles; k++)
 			for (int t = 0; t < size; t++) {
-				int v = (int)(((long)t * steps_s[k]) % size);
+				int v = cyc[k * size + t];
 				g->order[(2 * k) * size + t] = v;
 				g->order[(2 * k + 1) * size + (size - 1 - t)] = v;
 			}
@@ -235,8 +270,8 @@ bool sgx_groups_build(sgx_run *r, config_error *err)
 	r->n_sp = (r->Wsim + K - 1) / K; /* groups holding simulated ranks */
 	r->sp = ok ? calloc((size_t)r->n_sp, sizeof *r->sp) : NULL;
 	ok = ok && r->sp;
-	for (int gi = 0; gi < r->n_sp && ok; gi++)
-		ok = group_init(r, &r->sp[gi], m + gi * K, K, true, slot);
+	for (int gi = 0; gi < r->n_sp && ok; gi++) /* the last group may be short */
+		ok = group_init(r, &r->sp[gi], m + gi * K, r->W - gi * K < K ? r->W - gi * K : K, true, slot);
 	free(slot);
 	free(m);
 	if (!ok)
@@ -263,48 +298,62 @@ static size_t mix(unsigned long long k)
 	return (size_t)k;
 }
 
+/* Slot of key in the table (its own, or the empty one where it belongs). */
+static size_t mb_slot(const sgx_run *r, unsigned long long key)
+{
+	size_t h = mix(key) & (r->mb_cap - 1);
+	while (r->mb_key[h] && r->mb_key[h] != key)
+		h = (h + 1) & (r->mb_cap - 1);
+	return h;
+}
+
 /* The mailbox of messages from src to dst on stream s; dst >= Wsim names ghost dst - Wsim.
  * One mailbox per ordered pair and stream: messages of one stream are matched in program
- * order, and two streams never steal each other's messages. */
+ * order, and two streams never steal each other's messages.
+ * sg_mailbox_by_name is a simcall (other actors run meanwhile), so the table is probed
+ * again after it. */
 static sg_mailbox_t mailbox(sgx_run *r, int src, int dst, int s)
 {
 	unsigned long long key =
 		((unsigned long long)src * (unsigned long long)(r->Wsim + r->gpn) + (unsigned long long)dst) *
 			WL_STREAM_COUNT +
 		(unsigned long long)s + 1;
+	if (r->mb_cap) {
+		size_t h = mb_slot(r, key);
+		if (r->mb_key[h])
+			return r->mb_val[h];
+	}
+	char name[64];
+	snprintf(name, sizeof name, "m%d>%d:%d", src, dst, s);
+	sg_mailbox_t mb = sg_mailbox_by_name(name); /* may yield */
 	if (2 * (r->mb_n + 1) > r->mb_cap) {
 		size_t cap = r->mb_cap ? 2 * r->mb_cap : 1024;
 		unsigned long long *nk = calloc(cap, sizeof *nk);
 		sg_mailbox_t *nv = calloc(cap, sizeof *nv);
 		if (!nk || !nv) {
-			/* keep going in the old table (it still has one free slot) */
 			free(nk);
 			free(nv);
 			r->oom = true;
-		} else {
-			for (size_t i = 0; i < r->mb_cap; i++)
-				if (r->mb_key[i]) {
-					size_t h = mix(r->mb_key[i]) & (cap - 1);
-					while (nk[h])
-						h = (h + 1) & (cap - 1);
-					nk[h] = r->mb_key[i];
-					nv[h] = r->mb_val[i];
-				}
-			free(r->mb_key);
-			free(r->mb_val);
-			r->mb_key = nk;
-			r->mb_val = nv;
-			r->mb_cap = cap;
+			return mb; /* correct, only not cached */
 		}
+		for (size_t i = 0; i < r->mb_cap; i++)
+			if (r->mb_key[i]) {
+				size_t h = mix(r->mb_key[i]) & (cap - 1);
+				while (nk[h])
+					h = (h + 1) & (cap - 1);
+				nk[h] = r->mb_key[i];
+				nv[h] = r->mb_val[i];
+			}
+		free(r->mb_key);
+		free(r->mb_val);
+		r->mb_key = nk;
+		r->mb_val = nv;
+		r->mb_cap = cap;
 	}
-	size_t h = mix(key) & (r->mb_cap - 1);
-	while (r->mb_key[h] && r->mb_key[h] != key)
-		h = (h + 1) & (r->mb_cap - 1);
+	size_t h = mb_slot(r, key);
 	if (!r->mb_key[h]) {
-		char name[64];
-		snprintf(name, sizeof name, "m%d>%d:%d", src, dst, s);
 		r->mb_key[h] = key;
-		r->mb_val[h] = sg_mailbox_by_name(name);
+		r->mb_val[h] = mb;
 		r->mb_n++;
 	}
 	return r->mb_val[h];
@@ -322,11 +371,23 @@ typedef struct flow {
 static sgx_proxy *proxy_of(sgx_run *r, int local, int s)
 {
 	sgx_proxy *px = &r->proxy[local * WL_STREAM_COUNT + s];
-	if (!px->ready) {
-		px->ready = sg_sem_init(0);
-		px->done = sg_sem_init(0);
-	}
+	sgx_proxy_init(px);
 	return px;
+}
+
+/* Creating a semaphore is a simcall: another actor may have created them meanwhile. */
+void sgx_proxy_init(sgx_proxy *px)
+{
+	if (px->ready)
+		return;
+	sg_sem_t a = sg_sem_init(0), b = sg_sem_init(0);
+	if (px->ready) {
+		sg_sem_destroy(a);
+		sg_sem_destroy(b);
+		return;
+	}
+	px->ready = a;
+	px->done = b;
 }
 
 /* Ghost-side receiver of the flows entering the period (daemon: ends with the run). */
@@ -375,8 +436,9 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 				continue;
 			int q = f[k].peer;
 			long sz = size_of(f[k].bytes);
-			if (q >= r->Wsim && ((q % r->Wsim) >= r->gpn || (!f[k].send && R->rank >= r->gpn))) {
-				r->broken = true; /* a flow across the period boundary off node 0 */
+			/* a flow across the period boundary must land on node 0 (the ghosts' image) */
+			if (q >= r->Wsim && (f[k].send ? (q % r->Wsim) >= r->gpn : R->rank >= r->gpn)) {
+				r->broken = true;
 				q = q % r->Wsim;
 			}
 			if (f[k].send) {
@@ -408,8 +470,13 @@ static void group_barrier(sgx_group *g, int s)
 {
 	if (g->sim_members <= 1)
 		return;
-	if (!g->bar[s])
-		g->bar[s] = sg_barrier_init((unsigned)g->sim_members);
+	if (!g->bar[s]) {
+		sg_bar_t b = sg_barrier_init((unsigned)g->sim_members); /* may yield */
+		if (g->bar[s])
+			sg_barrier_destroy(b);
+		else
+			g->bar[s] = b;
+	}
 	sg_barrier_wait(g->bar[s]);
 }
 

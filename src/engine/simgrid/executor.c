@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <simgrid/actor.h>
@@ -33,7 +34,7 @@ typedef struct sgx_actor {
 
 typedef struct pending {
 	const workload_op *op;
-	const workload_block *blk;
+	int bidx;
 	int it, micro;
 	double dur;
 } pending;
@@ -75,11 +76,13 @@ static void wait_for(sgx_rank *R, int me, int on, long seq)
 	sg_sem_acquire(R->sem[me]);
 }
 
-static void record(sgx_rank *R, const workload_block *blk, int it, int micro, const workload_op *op, double start,
-		   double end)
+static void record(sgx_rank *R, int bidx, int it, int micro, const workload_op *op, double start, double end)
 {
 	sgx_run *r = R->run;
+	const workload_block *blk = r->blocks[bidx].blk;
 	double d = end - start;
+	if (r->block_max && d > r->block_max[bidx])
+		r->block_max[bidx] = d;
 	sgx_acc *a = &R->acc;
 	switch (op->cat) {
 	case WL_CAT_COMPUTE:
@@ -104,8 +107,12 @@ static void record(sgx_rank *R, const workload_block *blk, int it, int micro, co
 			a->bwd += d;
 	}
 	if (r->trace) {
+		/* under symmetry every period runs this timeline: write it for each */
 		int layer = blk->layer_first >= 0 ? blk->layer_first + it * blk->layer_step : -1;
-		report_trace_op(r->trace, R->node, report_trace_tid(R->local, op), op, layer, micro, start, end);
+		int periods = r->quotient ? r->W / r->Wsim : 1;
+		for (int k = 0; k < periods; k++)
+			report_trace_op(r->trace, R->node + k * r->period_nodes, report_trace_tid(R->local, op), op, layer,
+					micro, start, end);
 	}
 }
 
@@ -125,7 +132,7 @@ static void flush(walker *w)
 	}
 	for (int k = 0; k < w->np; k++) {
 		pending *q = &w->pend[k];
-		record(R, q->blk, q->it, q->micro, q->op, t, t + q->dur);
+		record(R, q->bidx, q->it, q->micro, q->op, t, t + q->dur);
 		t += q->dur;
 	}
 	R->done[w->me] += w->np;
@@ -133,7 +140,7 @@ static void flush(walker *w)
 	notify(R, w->me);
 }
 
-static bool push(walker *w, const workload_block *blk, int it, int micro, const workload_op *op, double dur)
+static bool push(walker *w, int bidx, int it, int micro, const workload_op *op, double dur)
 {
 	if (w->np == w->cap) {
 		int cap = w->cap ? 2 * w->cap : 64;
@@ -145,12 +152,13 @@ static bool push(walker *w, const workload_block *blk, int it, int micro, const 
 		w->pend = p;
 		w->cap = cap;
 	}
-	w->pend[w->np++] = (pending){.op = op, .blk = blk, .it = it, .micro = micro, .dur = dur};
+	w->pend[w->np++] = (pending){.op = op, .bidx = bidx, .it = it, .micro = micro, .dur = dur};
 	return true;
 }
 
-static void walk_block(walker *w, const sgx_block_info *bi, int micro)
+static void walk_block(walker *w, int bidx, int micro)
 {
+	const sgx_block_info *bi = &w->R->run->blocks[bidx];
 	const workload_block *blk = bi->blk;
 	sgx_rank *R = w->R;
 	sgx_run *r = R->run;
@@ -188,10 +196,10 @@ static void walk_block(walker *w, const sgx_block_info *bi, int micro)
 					wait_for(R, me, ds, dseq);
 				}
 				double dur = engine_compute_time(r->p, op);
-				if (!push(w, blk, it, micro, op, dur)) {
+				if (!push(w, bidx, it, micro, op, dur)) {
 					/* no room to defer it: run what is pending, then this op alone */
 					flush(w);
-					if (push(w, blk, it, micro, op, dur))
+					if (push(w, bidx, it, micro, op, dur))
 						flush(w);
 				} else if (bi->target[j]) {
 					flush(w);
@@ -210,7 +218,7 @@ static void walk_block(walker *w, const sgx_block_info *bi, int micro)
 				} else {
 					sgx_collective(R, me, op);
 				}
-				record(R, blk, it, micro, op, t0, simgrid_get_clock());
+				record(R, bidx, it, micro, op, t0, simgrid_get_clock());
 				R->done[me]++;
 				notify(R, me);
 			}
@@ -226,9 +234,9 @@ static void stream_actor(int argc, char **argv)
 	const workload_program *prog = r->prog;
 	for (int m = 0; m < prog->grad_accum; m++)
 		for (int b = 0; b < prog->n_micro; b++)
-			walk_block(&w, &r->blocks[b], m);
+			walk_block(&w, b, m);
 	for (int b = 0; b < prog->n_step; b++)
-		walk_block(&w, &r->blocks[prog->n_micro + b], prog->grad_accum);
+		walk_block(&w, prog->n_micro + b, prog->grad_accum);
 	flush(&w);
 	free(w.pend);
 	double now = simgrid_get_clock();
@@ -239,10 +247,7 @@ static void stream_actor(int argc, char **argv)
 static void proxy_actor(int argc, char **argv)
 {
 	sgx_proxy *px = sg_actor_self_get_data();
-	if (!px->ready) {
-		px->ready = sg_sem_init(0);
-		px->done = sg_sem_init(0);
-	}
+	sgx_proxy_init(px);
 	sg_actor_daemonize(sg_actor_self());
 	sgx_proxy_actor(argc, argv);
 }
@@ -409,41 +414,43 @@ static bool write_platform(const sgx_spec *spec, char *path, size_t len, double 
 
 static void trace_names(sgx_run *r)
 {
-	char name[96];
-	int nodes = (r->Wsim + r->gpn - 1) / r->gpn;
-	bool *seen = calloc((size_t)nodes * r->gpn, sizeof *seen);
-	if (!seen)
+	char name[128];
+	int nodes = (r->W + r->gpn - 1) / r->gpn; /* every node of the system */
+	int *rank_at = malloc((size_t)nodes * r->gpn * sizeof *rank_at);
+	if (!rank_at)
 		return;
-	for (int i = 0; i < r->Wsim; i++) {
-		sgx_rank *R = &r->ranks[i];
-		if (R->node < nodes)
-			seen[R->node * r->gpn + R->local] = true;
-	}
+	for (int g = 0; g < nodes * r->gpn; g++)
+		rank_at[g] = -1;
+	for (int i = 0; i < r->W; i++)
+		rank_at[r->gpu_of[i]] = i;
 	for (int u = 0; u < nodes; u++) {
 		if (r->quotient)
-			snprintf(name, sizeof name, "node %d (one period of %d nodes; every period runs the same timeline)",
-				 u, r->period_nodes);
+			snprintf(name, sizeof name, "node %d (simulated as node %d: every %d-node period runs the same timeline)",
+				 u, u % r->period_nodes, r->period_nodes);
 		else
 			snprintf(name, sizeof name, "node %d", u);
 		report_trace_process(r->trace, u, name);
 		for (int j = 0; j < r->gpn; j++) {
-			if (!seen[u * r->gpn + j])
+			int rank = rank_at[u * r->gpn + j];
+			if (rank < 0)
 				continue;
-			int rank = -1;
-			for (int i = 0; i < r->Wsim; i++)
-				if (r->ranks[i].node == u && r->ranks[i].local == j)
-					rank = i;
 			for (int k = 0; k < REPORT_TRACE_TIDS_PER_GPU; k++) {
 				snprintf(name, sizeof name, "gpu %d (rank %d) %s", j, rank, report_trace_tid_name(k));
 				report_trace_thread(r->trace, u, j * REPORT_TRACE_TIDS_PER_GPU + k, name);
 			}
 		}
 	}
-	free(seen);
+	free(rank_at);
 }
 
 bool engine_simgrid_run_with(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
 			     engine_simgrid_stats *stats, config_error *err)
+{
+	return sgx_run_in_process(in, o, out, stats, NULL, err);
+}
+
+bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
+			engine_simgrid_stats *stats, double *block_max, config_error *err)
 {
 	if (g_simgrid_used)
 		return config_fail(err,
@@ -462,6 +469,7 @@ bool engine_simgrid_run_with(const engine_input *in, const engine_simgrid_option
 		r->opt = *o;
 	r->W = plan->layout.world;
 	r->gpn = p->gpus_per_node;
+	r->block_max = block_max;
 	char path[CONFIG_PATH_MAX];
 	path[0] = '\0';
 	bool ok = false;
@@ -631,9 +639,164 @@ done:
 	return ok;
 }
 
+/* Runs job(ctx, buf) in a child process and copies its `len` bytes of buf back: the
+ * simulations behind engine_simgrid.run and the collective timer run this way, so that a
+ * process can run any number of them (SimGrid initialises once per process) and SimGrid
+ * stopping on an internal error cannot take the caller down. */
+static bool in_child(void (*job)(void *ctx, void *buf), void *ctx, void *buf, size_t len, config_error *err)
+{
+	int fd[2];
+	if (pipe(fd) != 0)
+		return config_fail(err, "cannot start the SimGrid simulation: no pipe available");
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fd[0]);
+		close(fd[1]);
+		return config_fail(err, "cannot start the SimGrid simulation: fork failed");
+	}
+	if (pid == 0) {
+		close(fd[0]);
+		job(ctx, buf);
+		const char *p = buf;
+		size_t left = len;
+		while (left > 0) {
+			ssize_t k = write(fd[1], p, left);
+			if (k <= 0)
+				_exit(3);
+			p += k;
+			left -= (size_t)k;
+		}
+		_exit(0);
+	}
+	close(fd[1]);
+	size_t got = 0;
+	while (got < len) {
+		ssize_t k = read(fd[0], (char *)buf + got, len - got);
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	close(fd[0]);
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0)
+		;
+	if (got == len)
+		return true;
+	if (WIFSIGNALED(status))
+		return config_fail(err,
+				   "the SimGrid simulation died (signal %d); rerun with SPSIM_SIMGRID_LOG=root.thresh:warning to see SimGrid's messages",
+				   WTERMSIG(status));
+	return config_fail(err,
+			   "the SimGrid simulation stopped (exit %d); rerun with SPSIM_SIMGRID_LOG=root.thresh:warning to see SimGrid's messages",
+			   WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+typedef struct run_msg {
+	int ok;
+	engine_result r;
+	config_error err;
+} run_msg;
+
+static void run_job(void *ctx, void *buf)
+{
+	run_msg *m = buf;
+	memset(m, 0, sizeof *m);
+	m->ok = engine_simgrid_run_with(ctx, NULL, &m->r, NULL, &m->err);
+}
+
+/* engine_simgrid.run: one simulation in a child process; the child writes the trace. */
 static bool simgrid_run_op(const engine_input *in, engine_result *out, config_error *err)
 {
-	return engine_simgrid_run_with(in, NULL, out, NULL, err);
+	run_msg m;
+	if (!in_child(run_job, (void *)in, &m, sizeof m, err))
+		return false;
+	if (!m.ok) {
+		if (err)
+			*err = m.err;
+		return false;
+	}
+	*out = m.r;
+	out->engine = "simgrid";
+	return true;
+}
+
+/* ------------------------------------------------------- collective timer --- */
+
+typedef struct timer_ctx {
+	const engine_input *in;
+	int n;
+} timer_ctx;
+
+static void timer_job(void *ctx, void *buf)
+{
+	timer_ctx *c = ctx;
+	int *ok = buf;
+	config_error *e = (config_error *)((char *)buf + sizeof(double));
+	double *times = (double *)((char *)buf + sizeof(double) + sizeof(config_error));
+	memset(buf, 0, sizeof(double) + sizeof(config_error));
+	for (int i = 0; i < c->n; i++)
+		times[i] = 0;
+	engine_result r;
+	*ok = sgx_run_in_process(c->in, NULL, &r, NULL, times, e);
+}
+
+bool engine_simgrid_collective_times(const config_platform *p, workload_coll coll, workload_alg alg, int gpus,
+				     int group_size, const engine_options *opt, const double *sizes, int n,
+				     double *times, config_error *err)
+{
+	if (n < 1)
+		return true;
+	if (gpus < 1 || group_size < 1 || gpus % group_size != 0)
+		return config_fail(err, "%d ranks do not split into groups of %d", gpus, group_size);
+	workload_block *blocks = calloc((size_t)n, sizeof *blocks);
+	workload_op *ops = calloc((size_t)n, sizeof *ops);
+	size_t len = sizeof(double) + sizeof(config_error) + (size_t)n * sizeof(double);
+	char *buf = calloc(1, len);
+	if (!blocks || !ops || !buf) {
+		free(blocks);
+		free(ops);
+		free(buf);
+		return config_fail(err, "out of memory");
+	}
+	for (int i = 0; i < n; i++) {
+		ops[i] = (workload_op){.name = workload_coll_name(coll), .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM,
+				       .stream = WL_STREAM_MAIN, .coll = coll, .alg = alg, .group = WL_GROUP_SP,
+				       .bytes = sizes[i], .chunks = 1, .dep = -1};
+		blocks[i] = (workload_block){.name = "size", .repeat = 1, .barrier = true, .layer_first = -1,
+					     .ops = &ops[i], .n_ops = 1, .cap_ops = 1};
+	}
+	workload_plan plan;
+	memset(&plan, 0, sizeof plan);
+	plan.layout = (workload_layout){.world = gpus, .sp = gpus, .group_size = group_size,
+					.n_groups = gpus / group_size, .seqs_per_group = 1, .tokens_per_rank = 1};
+	plan.program = (workload_program){.micro = blocks, .n_micro = n, .step = blocks + n, .grad_accum = 1};
+	config_job job;
+	config_job_defaults(&job);
+	job.gpus = gpus;
+	job.sp = gpus;
+	job.seq_len = 1;
+	config_model model;
+	memset(&model, 0, sizeof model);
+	engine_input in = {.model = &model, .platform = p, .job = &job, .plan = &plan};
+	if (opt) {
+		in.opt = *opt;
+		in.opt.trace_path = NULL;
+	}
+	timer_ctx c = {.in = &in, .n = n};
+	bool ok = in_child(timer_job, &c, buf, len, err);
+	if (ok && !*(int *)buf) {
+		if (err)
+			memcpy(err, buf + sizeof(double), sizeof *err);
+		ok = false;
+	}
+	if (ok)
+		memcpy(times, buf + sizeof(double) + sizeof(config_error), (size_t)n * sizeof *times);
+	free(blocks);
+	free(ops);
+	free(buf);
+	return ok;
 }
 
 const engine_ops engine_simgrid = {

@@ -285,14 +285,15 @@ bool sgx_platform_write(const sgx_spec *s, FILE *out, config_error *err)
 	size_t k = 0;
 	for (const char *c = p->name; *c && k + 1 < sizeof name; c++)
 		if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '.' ||
-		    *c == '_')
+		    *c == '_' || (*c == '-' && k > 0 && name[k - 1] != '-'))
 			name[k++] = *c;
 	name[k] = '\0';
 	static const char *const fabrics[] = {"nvswitch", "nvlink-mesh", "pcie"};
 	static const char *const topos[] = {"single-switch", "fat-tree", "rail-optimized"};
 	fprintf(out, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
-	fprintf(out, "<!-- spsim platform %s: %d nodes x %d GPUs, %s, %d NICs per node, %s", name, s->nodes, w.gpn,
-		fabrics[p->intra.fabric], p->inter.nics_per_node, topos[p->inter.topology]);
+	fprintf(out, "<!-- spsim platform %s: %d node%s x %d GPUs, %s, %d NIC%s per node, %s", name, s->nodes,
+		s->nodes == 1 ? "" : "s", w.gpn, fabrics[p->intra.fabric], p->inter.nics_per_node,
+		p->inter.nics_per_node == 1 ? "" : "s", topos[p->inter.topology]);
 	if (p->inter.topology == CONFIG_TOPO_FAT_TREE)
 		fprintf(out, " (%d nodes per leaf, oversubscription %g)", p->inter.nodes_per_leaf,
 			p->inter.oversubscription);

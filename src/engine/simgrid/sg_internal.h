@@ -110,10 +110,16 @@ struct sgx_run {
 	sg_mailbox_t *mb_val;
 	size_t mb_cap, mb_n;
 	report_trace *trace;
+	double *block_max;  /* optional: longest op duration per block, over ranks */
 	long flows, execs;
 	bool oom;
 	bool broken; /* the symmetry reduction met a flow it cannot map (internal error) */
 };
+
+/* executor.c: the in-process run; block_max (n_micro + n_step entries, may be NULL)
+ * receives each block's longest op duration over ranks and instances. */
+bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
+			engine_simgrid_stats *stats, double *block_max, config_error *err);
 
 /* collectives.c */
 bool sgx_groups_build(sgx_run *r, config_error *err);
@@ -122,5 +128,6 @@ void sgx_groups_free(sgx_run *r);
 void sgx_collective(sgx_rank *R, int s, const workload_op *op);
 double sgx_latency(const sgx_run *r, int a, int b);
 void sgx_proxy_actor(int argc, char **argv);
+void sgx_proxy_init(sgx_proxy *px);
 
 #endif

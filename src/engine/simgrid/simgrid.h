@@ -4,8 +4,8 @@
  * generated platform, the collective algorithms and the exactness of the two reductions
  * that make large runs fast (ring aggregation, translation symmetry).
  *
- * SimGrid can be initialised once per process: a second simulation in the same process
- * fails with an error (run each point in its own process, as sweeps and tests do). */
+ * SimGrid can be initialised once per process: engine_simgrid.run forks a child per
+ * simulation; engine_simgrid_run_with runs in the calling process, once. */
 #ifndef SPSIM_ENGINE_SIMGRID_SIMGRID_H
 #define SPSIM_ENGINE_SIMGRID_SIMGRID_H
 
@@ -55,8 +55,19 @@ typedef struct engine_simgrid_stats {
 
 void engine_simgrid_options_default(engine_simgrid_options *o);
 
-/* engine_simgrid.run with explicit options; stats may be NULL. */
+/* engine_simgrid.run runs each simulation in a child process (any number per process).
+ * engine_simgrid_run_with runs it in this process, with explicit options (NULL: the
+ * defaults) and statistics (may be NULL): once per process, as SimGrid allows. */
 bool engine_simgrid_run_with(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
 			     engine_simgrid_stats *stats, config_error *err);
+
+/* Times one collective at each of `n` sizes (bytes as nccl-tests counts them, as
+ * workload_op.bytes), `gpus` ranks in disjoint groups of `group_size` running it at once,
+ * placed by opt. times[i]: the slowest rank's time for sizes[i]; the sizes run one after
+ * another, separated by barriers, in one simulation (in a child process). */
+#define ENGINE_SIMGRID_COLLECTIVE_READY 1
+bool engine_simgrid_collective_times(const config_platform *p, workload_coll coll, workload_alg alg, int gpus,
+				     int group_size, const engine_options *opt, const double *sizes, int n,
+				     double *times, config_error *err);
 
 #endif

@@ -1,0 +1,596 @@
+/* spsim plan: which configuration for a model, GPU budget(s), sequence length and global
+ * batch? Searches with the analytic engine, re-runs the leaders on a second engine,
+ * ranks, explains, and says whether BASP wins. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "plan/plan.h"
+
+#define MAX_PLATFORMS 16
+#define MAX_BUDGETS 32
+#define MAX_PLACEMENTS 8
+
+enum {
+	OPT_MODEL = 256, OPT_PLATFORM, OPT_GPUS, OPT_SEQ, OPT_BATCH, OPT_PRICE, OPT_TOP, OPT_ZERO, OPT_RECOMPUTE,
+	OPT_MAXB, OPT_VERIFY, OPT_PLACEMENT, OPT_CAL, OPT_FORMAT, OPT_TIMEOUT, OPT_HELP,
+};
+
+static void plan_help(FILE *f)
+{
+	fputs("usage: spsim plan --model NAME --platform NAME[,NAME...] --gpus N[,N...] --seq-len S\n"
+	      "                  --global-batch T [options]\n"
+	      "Searches strategy x SP degree x micro-batch (hence BASP group size K and gradient accumulation)\n"
+	      "x ZeRO stage x recompute for every platform and GPU budget, drops what does not fit in GPU\n"
+	      "memory, ranks the rest by tokens/s (and by cost per million tokens with --price), and prints the\n"
+	      "top K with, for each, the breakdown term that puts it behind #1. Every configuration trains the\n"
+	      "same global batch per optimizer step. The analytic engine searches; the top K are re-run on\n"
+	      "--verify (each in its own process) and re-ranked.\n\n"
+	      "  --model NAME|FILE        the model (spsim models)\n"
+	      "  --platform LIST          one or more clusters to compare (what-if); repeat or separate by commas;\n"
+	      "                           node counts follow the budget\n"
+	      "  --gpus LIST              GPU budgets, e.g. 8,16,32 (each a whole number of nodes, or one node's part)\n"
+	      "  --seq-len S              tokens per sequence (K and M suffixes)\n"
+	      "  --global-batch T         tokens per optimizer step (K and M suffixes; a multiple of S)\n"
+	      "  --price P | LIST         price per GPU-hour: one number for all platforms, or NAME=P,... per platform\n"
+	      "  --top K                  how many to print (default 5)\n"
+	      "  --zero LIST              ZeRO stages to try (default 0,1,2,3)\n"
+	      "  --recompute LIST         none, full or none,full (default)\n"
+	      "  --max-micro-batch B      largest micro-batch to try (default: no limit)\n"
+	      "  --verify ENGINE|none     re-run the top K on ENGINE (default: simgrid when built in, else none)\n"
+	      "  --placement LIST         rank placements the verify runs try, keeping the best for each\n"
+	      "                           configuration: contiguous, strided, random:SEED (default contiguous)\n"
+	      "  --calibration FILE       measured link rates and efficiencies (only with a single platform)\n"
+	      "  -j, --jobs N             processes for the verify runs (default: every CPU)\n"
+	      "  --timeout S              give up on one verify run after S seconds\n"
+	      "  --format table|json      output format (default table)\n",
+	      f);
+}
+
+typedef struct plan_args {
+	char model[CONFIG_PATH_MAX];
+	char *platforms[MAX_PLATFORMS];
+	int n_platforms;
+	int budgets[MAX_BUDGETS];
+	int n_budgets;
+	long seq, batch;
+	char *price;
+	int top;
+	unsigned zmask, rmask;
+	int maxb;
+	const char *verify;
+	bool verify_set;
+	engine_options placements[MAX_PLACEMENTS];
+	const char *placement_names[MAX_PLACEMENTS];
+	int n_placements;
+	const char *calibration;
+	int jobs;
+	double timeout;
+	report_format format;
+} plan_args;
+
+/* Splits a comma list in place; calls fn on each item; false on the first failure. */
+static bool each_item(char *list, bool (*fn)(plan_args *, char *), plan_args *a)
+{
+	char *save = NULL;
+	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (!fn(a, t))
+			return false;
+	return true;
+}
+
+static bool add_platform(plan_args *a, char *s)
+{
+	if (a->n_platforms == MAX_PLATFORMS) {
+		fprintf(stderr, "spsim plan: at most %d platforms\n", MAX_PLATFORMS);
+		return false;
+	}
+	a->platforms[a->n_platforms++] = s;
+	return true;
+}
+
+static bool add_budget(plan_args *a, char *s)
+{
+	long v;
+	if (a->n_budgets == MAX_BUDGETS) {
+		fprintf(stderr, "spsim plan: at most %d GPU budgets\n", MAX_BUDGETS);
+		return false;
+	}
+	if (!cli_parse_int("--gpus", s, 1, 1 << 20, &v))
+		return false;
+	a->budgets[a->n_budgets++] = (int)v;
+	return true;
+}
+
+static bool add_zero(plan_args *a, char *s)
+{
+	long v;
+	if (!cli_parse_int("--zero", s, 0, 3, &v))
+		return false;
+	a->zmask |= 1u << v;
+	return true;
+}
+
+static bool add_recompute(plan_args *a, char *s)
+{
+	if (strcmp(s, "none") == 0)
+		a->rmask |= 1;
+	else if (strcmp(s, "full") == 0)
+		a->rmask |= 2;
+	else {
+		fprintf(stderr, "spsim plan: --recompute expects none, full or none,full, got '%s'\n", s);
+		return false;
+	}
+	return true;
+}
+
+static bool add_placement(plan_args *a, char *s)
+{
+	if (a->n_placements == MAX_PLACEMENTS) {
+		fprintf(stderr, "spsim plan: at most %d placements\n", MAX_PLACEMENTS);
+		return false;
+	}
+	engine_options *o = &a->placements[a->n_placements];
+	memset(o, 0, sizeof *o);
+	if (strcmp(s, "contiguous") == 0)
+		o->placement = ENGINE_PLACE_CONTIGUOUS;
+	else if (strcmp(s, "strided") == 0)
+		o->placement = ENGINE_PLACE_STRIDED;
+	else if (strncmp(s, "random:", 7) == 0) {
+		long seed;
+		if (!cli_parse_int("--placement random:SEED", s + 7, 0, LONG_MAX, &seed))
+			return false;
+		o->placement = ENGINE_PLACE_RANDOM;
+		o->placement_seed = (unsigned long)seed;
+	} else {
+		fprintf(stderr, "spsim plan: --placement expects contiguous, strided or random:SEED, got '%s'\n", s);
+		return false;
+	}
+	a->placement_names[a->n_placements++] = s;
+	return true;
+}
+
+/* "2.5" for every platform, or "NAME=2.5,NAME=4" per platform. */
+static bool parse_prices(const char *text, const config_platform *p, int n, double *price)
+{
+	char *copy = strdup(text), *save = NULL;
+	if (!copy)
+		return false;
+	bool ok = true;
+	if (!strchr(copy, '=')) {
+		double v;
+		ok = cli_parse_double("--price", copy, 1e-9, 1e9, &v);
+		for (int i = 0; ok && i < n; i++)
+			price[i] = v;
+	} else {
+		for (char *t = strtok_r(copy, ",", &save); ok && t; t = strtok_r(NULL, ",", &save)) {
+			char *eq = strchr(t, '=');
+			if (!eq) {
+				fprintf(stderr, "spsim plan: --price: '%s': expected NAME=PRICE\n", t);
+				ok = false;
+				break;
+			}
+			*eq = '\0';
+			int k = -1;
+			for (int i = 0; i < n; i++)
+				if (strcmp(p[i].name, t) == 0)
+					k = i;
+			if (k < 0) {
+				fprintf(stderr, "spsim plan: --price: '%s' is not one of the --platform names\n", t);
+				ok = false;
+			} else {
+				ok = cli_parse_double("--price", eq + 1, 1e-9, 1e9, &price[k]);
+			}
+		}
+		for (int i = 0; ok && i < n; i++)
+			if (price[i] <= 0) {
+				fprintf(stderr, "spsim plan: --price gives no price for platform '%s'\n", p[i].name);
+				ok = false;
+			}
+	}
+	free(copy);
+	return ok;
+}
+
+static const char *rc_name(const config_job *j) { return j->recompute == CONFIG_RECOMPUTE_FULL ? "full" : "none"; }
+
+static void table(const plan_query *q, const plan_candidate *c, long n, plan_rank_by by, bool verified,
+		  const char *vname, bool price)
+{
+	char t[32], m[32], why[512];
+	printf("  #  %-16s %5s  %-8s %4s %4s %3s %4s %4s  %-6s %10s %10s %11s", "platform", "GPUs", "strategy", "SP", "K",
+	       "B", "GA", "ZeRO", "recomp", "mem/GPU", "step", "tokens/s");
+	if (verified)
+		printf(" %11s", "analytic");
+	if (price)
+		printf(" %8s", "$/Mtok");
+	printf("  vs #1\n");
+	for (long i = 0; i < n; i++) {
+		const plan_candidate *x = &c[i];
+		plan_explain(q, x, &c[0], by, why, sizeof why);
+		printf("%3ld  %-16s %5d  %-8s %4d %4d %3d %4d %4d  %-6s %10s %10s %11.0f", i + 1,
+		       q->platforms[x->platform].name, x->job.gpus, x->variant->name, x->job.sp, x->layout.group_size,
+		       x->job.micro_batch, x->job.grad_accum, x->job.zero_stage, rc_name(&x->job),
+		       report_bytes(x->memory.peak, m, sizeof m), report_time(x->step_time, t, sizeof t), x->tokens_per_s);
+		if (verified)
+			printf(" %11.0f", x->analytic.tokens_per_s);
+		if (price)
+			printf(" %8.3f", x->cost_per_mtok);
+		printf("  %s", why);
+		if (x->also[0])
+			printf(" [same layout: %s]", x->also);
+		if (verified && !x->has_verified)
+			printf(" [%s: %s]", vname, x->verify_error[0] ? x->verify_error : "not run");
+		else if (x->placement && strcmp(x->placement, "contiguous") != 0)
+			printf(" [placement %s]", x->placement);
+		printf("\n");
+	}
+}
+
+/* Where each variant's best configuration stands, in words. The displayed head (verified)
+ * decides when the variant is in it, the rest of the merged analytic list otherwise; a
+ * layout counts for every variant that reaches it (plan_merge). all is the unmerged list,
+ * for the comparison with the reference variant over the whole job (basp.md's baseline). */
+static json_t *verdict(const plan_query *q, const plan_candidate *head, long nh, const plan_candidate *merged, long nm,
+		       const plan_candidate *all, long n, const plan_search_stats *st, bool print)
+{
+	json_t *out = json_array();
+	const plan_variant *ref = &plan_variants[0];
+	for (const plan_variant *v = plan_variants + 1; v->name; v++) {
+		int vi = (int)(v - plan_variants);
+		unsigned bit = 1u << vi;
+		long rank = -1;
+		const plan_candidate *best = NULL;
+		for (long i = 0; i < nh && !best; i++)
+			if (head[i].variant_mask & bit)
+				rank = i, best = &head[i];
+		for (long i = nh; i < nm && !best; i++)
+			if (merged[i].variant_mask & bit)
+				rank = i, best = &merged[i];
+		/* The same job with the reference variant over every GPU (SP = W). */
+		const plan_candidate *whole = NULL;
+		for (long i = 0; best && i < n && !whole; i++)
+			if (all[i].variant == ref && all[i].job.sp == all[i].job.gpus && all[i].platform == best->platform &&
+			    all[i].job.gpus == best->job.gpus)
+				whole = &all[i];
+		const plan_candidate *top = nh ? &head[0] : NULL;
+		char text[1024], why[512], vs[256] = "", as[200] = "";
+		bool wins = false;
+		if (best && whole && whole->tokens_per_s > 0)
+			snprintf(vs, sizeof vs, "; against %s over all %d GPUs (best: B=%d, ZeRO-%d, recompute %s) it is %+.1f%%",
+				 ref->name, whole->job.gpus, whole->job.micro_batch, whole->job.zero_stage, rc_name(&whole->job),
+				 100 * (best->analytic.tokens_per_s / whole->analytic.tokens_per_s - 1));
+		if (best && best->variant != v) {
+			/* Name the layout as this variant writes it (the first such alias). */
+			const char *al = strstr(best->also, v->name);
+			const char *end = al ? strchr(al, ',') : NULL;
+			snprintf(as, sizeof as, " (%.*s, listed as %s SP %d B=%d)", al ? (int)(end ? end - al : (long)strlen(al)) : 0,
+				 al ? al : "", best->variant->name, best->job.sp, best->job.micro_batch);
+		}
+		if (!top) {
+			snprintf(text, sizeof text, "%s: no configuration fits, so there is nothing to compare", v->name);
+		} else if (!best) {
+			if (st->variant_valid[vi] == 0)
+				snprintf(text, sizeof text,
+					 "%s: no configuration applies here: it needs a micro-batch B > 1 that divides the SP "
+					 "size, with whole heads per group of K = SP/B GPUs (B = 1 is %s itself)",
+					 v->name, ref->name);
+			else
+				snprintf(text, sizeof text, "%s: none of its %ld valid configurations fits in GPU memory", v->name,
+					 st->variant_valid[vi]);
+		} else if (rank == 0) {
+			wins = true;
+			snprintf(text, sizeof text, "%s wins: #1 is a %s layout, groups of K=%d GPUs with one sequence each%s%s",
+				 v->name, v->name, best->layout.group_size, as, vs);
+		} else {
+			plan_explain(q, best, top, PLAN_RANK_THROUGHPUT, why, sizeof why);
+			snprintf(text, sizeof text, "%s does not win here: its best layout (#%ld, K=%d)%s is behind #1 (%s): %s%s",
+				 v->name, rank + 1, best->layout.group_size, as, top->variant->name, why, vs);
+		}
+		if (print)
+			printf("%s.\n", text);
+		json_t *o = json_pack("{s:s, s:b, s:s}", "variant", v->name, "wins", wins, "text", text);
+		if (best)
+			json_object_set_new(o, "best_rank", json_integer(rank + 1));
+		json_array_append_new(out, o);
+	}
+	return out;
+}
+
+/* Re-runs c[0..n) on the verify engine under each placement, keeping the best. */
+static bool verify(const plan_args *a, const plan_query *q, plan_candidate *c, long n, config_error *err)
+{
+	plan_candidate *tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
+	if (!tmp)
+		return config_fail(err, "out of memory");
+	for (int p = 0; p < a->n_placements; p++) {
+		memcpy(tmp, c, (size_t)n * sizeof *tmp);
+		if (!plan_verify(q, tmp, n, a->verify, &a->placements[p], a->jobs, a->timeout, err)) {
+			free(tmp);
+			return false;
+		}
+		for (long i = 0; i < n; i++)
+			if (tmp[i].has_verified && (!c[i].has_verified || tmp[i].tokens_per_s > c[i].verified.tokens_per_s)) {
+				c[i] = tmp[i];
+				c[i].placement = a->placement_names[p];
+			} else if (!c[i].has_verified && !tmp[i].has_verified) {
+				memcpy(c[i].verify_error, tmp[i].verify_error, sizeof c[i].verify_error);
+			}
+	}
+	free(tmp);
+	return true;
+}
+
+int cli_cmd_plan(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"model", required_argument, NULL, OPT_MODEL},
+		{"platform", required_argument, NULL, OPT_PLATFORM},
+		{"gpus", required_argument, NULL, OPT_GPUS},
+		{"seq-len", required_argument, NULL, OPT_SEQ},
+		{"global-batch", required_argument, NULL, OPT_BATCH},
+		{"price", required_argument, NULL, OPT_PRICE},
+		{"top", required_argument, NULL, OPT_TOP},
+		{"zero", required_argument, NULL, OPT_ZERO},
+		{"recompute", required_argument, NULL, OPT_RECOMPUTE},
+		{"max-micro-batch", required_argument, NULL, OPT_MAXB},
+		{"verify", required_argument, NULL, OPT_VERIFY},
+		{"placement", required_argument, NULL, OPT_PLACEMENT},
+		{"calibration", required_argument, NULL, OPT_CAL},
+		{"jobs", required_argument, NULL, 'j'},
+		{"timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0},
+	};
+	plan_args a = {.top = 5, .format = REPORT_TABLE};
+	char *lists[64];
+	int n_lists = 0;
+	long v;
+	int c;
+	int rc = CLI_USAGE;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":j:", opts, NULL)) != -1) {
+		char *copy = optarg ? strdup(optarg) : NULL;
+		if (copy && n_lists < 64)
+			lists[n_lists++] = copy;
+		else if (copy) {
+			free(copy);
+			fprintf(stderr, "spsim plan: too many options\n");
+			goto out;
+		}
+		bool ok = true;
+		switch (c) {
+		case OPT_MODEL:
+			if (strlen(optarg) >= sizeof a.model) {
+				fprintf(stderr, "spsim plan: --model: too long\n");
+				ok = false;
+			} else
+				strcpy(a.model, optarg);
+			break;
+		case OPT_PLATFORM: ok = each_item(copy, add_platform, &a); break;
+		case OPT_GPUS: ok = each_item(copy, add_budget, &a); break;
+		case OPT_SEQ: ok = cli_parse_tokens("--seq-len", optarg, &a.seq); break;
+		case OPT_BATCH: ok = cli_parse_tokens("--global-batch", optarg, &a.batch); break;
+		case OPT_PRICE: a.price = copy; break;
+		case OPT_TOP:
+			ok = cli_parse_int("--top", optarg, 1, 1000, &v);
+			a.top = (int)v;
+			break;
+		case OPT_ZERO: ok = each_item(copy, add_zero, &a); break;
+		case OPT_RECOMPUTE: ok = each_item(copy, add_recompute, &a); break;
+		case OPT_MAXB:
+			ok = cli_parse_int("--max-micro-batch", optarg, 1, 1 << 20, &v);
+			a.maxb = (int)v;
+			break;
+		case OPT_VERIFY:
+			a.verify = copy;
+			a.verify_set = true;
+			if (strcmp(copy, "none") != 0 && !engine_find(copy)) {
+				fprintf(stderr, "spsim plan: --verify: engine '%s' is not built into this spsim; expected one of:",
+					copy);
+				for (int i = 0; engine_registry[i]; i++)
+					fprintf(stderr, " %s", engine_registry[i]->name);
+				fprintf(stderr, " or none\n");
+				ok = false;
+			}
+			break;
+		case OPT_PLACEMENT: ok = each_item(copy, add_placement, &a); break;
+		case OPT_CAL: a.calibration = copy; break;
+		case 'j':
+			ok = cli_parse_int("--jobs", optarg, 1, 4096, &v);
+			a.jobs = (int)v;
+			break;
+		case OPT_TIMEOUT: ok = cli_parse_double("--timeout", optarg, 0.001, 1e9, &a.timeout); break;
+		case OPT_FORMAT:
+			ok = report_format_parse(optarg, &a.format) && a.format != REPORT_CSV;
+			if (!ok)
+				fprintf(stderr, "spsim plan: --format expects table or json, got '%s'\n", optarg);
+			break;
+		case OPT_HELP: plan_help(stdout); rc = CLI_OK; goto out;
+		case ':': fprintf(stderr, "spsim plan: option '%s' needs a value\n", argv[optind - 1]); goto out;
+		default:
+			fprintf(stderr, "spsim plan: unknown option '%s' (see spsim plan --help)\n", argv[optind - 1]);
+			goto out;
+		}
+		if (!ok)
+			goto out;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "spsim plan: unexpected argument '%s' (see spsim plan --help)\n", argv[optind]);
+		goto out;
+	}
+	const char *missing = !a.model[0] ? "--model" : !a.n_platforms ? "--platform" : !a.n_budgets ? "--gpus"
+			      : !a.seq ? "--seq-len" : !a.batch ? "--global-batch" : NULL;
+	if (missing) {
+		fprintf(stderr, "spsim plan: %s is required (see spsim plan --help)\n", missing);
+		goto out;
+	}
+	if (a.calibration && a.n_platforms > 1) {
+		fprintf(stderr, "spsim plan: --calibration describes one cluster; give a single --platform with it\n");
+		goto out;
+	}
+	if (!a.n_placements) {
+		char contiguous[] = "contiguous";
+		add_placement(&a, contiguous);
+		a.placement_names[0] = "contiguous";
+	}
+	if (!a.verify_set)
+		a.verify = engine_find("simgrid") ? "simgrid" : "none";
+
+	config_error err = {""};
+	config_model m;
+	config_platform plats[MAX_PLATFORMS];
+	double prices[MAX_PLATFORMS] = {0};
+	if (!config_load_model(a.model, &m, &err)) {
+		fprintf(stderr, "spsim: %s\n", err.msg);
+		goto out;
+	}
+	for (int i = 0; i < a.n_platforms; i++)
+		if (!config_load_platform(a.platforms[i], &plats[i], &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
+			goto out;
+		}
+	if (a.calibration) {
+		config_calibration cal;
+		if (!config_load_calibration(a.calibration, &cal, &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
+			goto out;
+		}
+		config_apply_calibration(&plats[0], &cal);
+	}
+	if (a.price && !parse_prices(a.price, plats, a.n_platforms, prices))
+		goto out;
+	for (int i = 0; i < a.n_platforms; i++)
+		for (int b = 0; b < a.n_budgets; b++)
+			if (a.budgets[b] > plats[i].gpus_per_node && a.budgets[b] % plats[i].gpus_per_node)
+				fprintf(stderr, "spsim plan: note: %d GPUs is not a whole number of %s's %d-GPU nodes; skipped there\n",
+					a.budgets[b], plats[i].name, plats[i].gpus_per_node);
+
+	plan_query q = {.model = &m, .platforms = plats, .price = a.price ? prices : NULL, .n_platforms = a.n_platforms,
+			.budgets = a.budgets, .n_budgets = a.n_budgets, .seq_len = a.seq, .global_tokens = a.batch,
+			.zero_mask = a.zmask, .recompute_mask = a.rmask, .max_micro_batch = a.maxb};
+	plan_candidate *cands = NULL;
+	long n = 0;
+	plan_search_stats st;
+	if (!plan_search(&q, &cands, &n, &st, &err)) {
+		fprintf(stderr, "spsim plan: %s\n", err.msg);
+		goto out;
+	}
+	rc = CLI_OK;
+	/* One row per layout: BASP (N, B) and Ulysses (SP N/B) x replicas are merged. */
+	plan_candidate *merged = malloc((size_t)(n ? n : 1) * sizeof *merged), *tput = NULL, *cost = NULL;
+	if (!merged) {
+		rc = CLI_FAIL;
+		goto done;
+	}
+	memcpy(merged, cands, (size_t)n * sizeof *merged);
+	long nm = plan_merge(merged, n);
+	long k = nm < a.top ? nm : a.top;
+	bool verifying = strcmp(a.verify, "none") != 0 && k > 0;
+	/* The heads of both rankings, verified and re-ranked among themselves. */
+	tput = malloc((size_t)(k ? k : 1) * sizeof *tput);
+	if (!tput) {
+		rc = CLI_FAIL;
+		goto done;
+	}
+	memcpy(tput, merged, (size_t)k * sizeof *tput);
+	if (a.price) {
+		plan_candidate *byc = malloc((size_t)(n ? n : 1) * sizeof *byc);
+		cost = malloc((size_t)(k ? k : 1) * sizeof *cost);
+		if (!byc || !cost) {
+			free(byc);
+			rc = CLI_FAIL;
+			goto done;
+		}
+		memcpy(byc, cands, (size_t)n * sizeof *byc);
+		plan_rank(byc, n, PLAN_RANK_COST);
+		long nc = plan_merge(byc, n);
+		memcpy(cost, byc, (size_t)(nc < k ? nc : k) * sizeof *cost);
+		free(byc);
+	}
+	if (verifying) {
+		if (!verify(&a, &q, tput, k, &err) || (cost && !verify(&a, &q, cost, k, &err))) {
+			fprintf(stderr, "spsim plan: --verify %s: %s\n", a.verify, err.msg);
+			rc = CLI_FAIL;
+			goto done;
+		}
+		plan_rank(tput, k, PLAN_RANK_THROUGHPUT);
+		if (cost)
+			plan_rank(cost, k, PLAN_RANK_COST);
+	}
+
+	if (a.format == REPORT_JSON) {
+		json_t *ranking = json_array(), *cranking = json_array();
+		char why[512];
+		for (long i = 0; i < k; i++) {
+			json_t *o = plan_candidate_json(&q, &tput[i]);
+			plan_explain(&q, &tput[i], &tput[0], PLAN_RANK_THROUGHPUT, why, sizeof why);
+			json_object_set_new(o, "rank", json_integer(i + 1));
+			json_object_set_new(o, "why", json_string(why));
+			json_array_append_new(ranking, o);
+			if (cost) {
+				o = plan_candidate_json(&q, &cost[i]);
+				plan_explain(&q, &cost[i], &cost[0], PLAN_RANK_COST, why, sizeof why);
+				json_object_set_new(o, "rank", json_integer(i + 1));
+				json_object_set_new(o, "why", json_string(why));
+				json_array_append_new(cranking, o);
+			}
+		}
+		json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:s, s:o, s:o}", "model", m.name,
+				      "seq_len", (json_int_t)a.seq, "global_batch_tokens", (json_int_t)a.batch, "sequences_per_step",
+				      (json_int_t)(a.batch / a.seq), "searched", "configurations", (json_int_t)st.searched, "fit",
+				      (json_int_t)st.fit, "no_fit", (json_int_t)st.no_fit, "invalid", (json_int_t)st.invalid,
+				      "duplicate", (json_int_t)st.duplicate, "verified_on", a.verify, "ranking", ranking,
+				      "verdict", verdict(&q, tput, k, merged, nm, cands, n, &st, false));
+		if (cost)
+			json_object_set_new(j, "cost_ranking", cranking);
+		else
+			json_decref(cranking);
+		report_json_print(stdout, j);
+		json_decref(j);
+		goto done;
+	}
+
+	printf("plan: %s, sequences of %ld tokens, global batch %ld tokens (%ld sequences per step)\n", m.name, a.seq,
+	       a.batch, a.batch / a.seq);
+	printf("platforms:");
+	for (int i = 0; i < a.n_platforms; i++)
+		printf(" %s%s", plats[i].name, i + 1 < a.n_platforms ? "," : "");
+	printf("; GPU budgets:");
+	for (int b = 0; b < a.n_budgets; b++)
+		printf(" %d%s", a.budgets[b], b + 1 < a.n_budgets ? "," : "");
+	printf("\nsearched %ld configurations: %ld fit in GPU memory (%ld distinct layouts), %ld do not, %ld rejected by "
+	       "the job check, %ld duplicates (BASP at B=1 is Ulysses)\n",
+	       st.searched, st.fit, nm, st.no_fit, st.invalid, st.duplicate);
+	if (n == 0) {
+		printf("\nno configuration fits in GPU memory: try more GPUs, a shorter sequence, ZeRO-3 or recompute.\n");
+		goto done;
+	}
+	if (verifying)
+		printf("ranked by tokens/s: the analytic engine searched, the top %ld were re-run on %s and re-ranked\n\n", k,
+		       a.verify);
+	else
+		printf("ranked by tokens/s on the analytic engine%s\n\n",
+		       a.verify_set ? "" : " (the simgrid engine is not built in: no re-run)");
+	table(&q, tput, k, PLAN_RANK_THROUGHPUT, verifying, a.verify, cost != NULL);
+	if (cost) {
+		printf("\nranked by cost per million tokens:\n\n");
+		table(&q, cost, k, PLAN_RANK_COST, verifying, a.verify, true);
+	}
+	printf("\n");
+	json_decref(verdict(&q, tput, k, merged, nm, cands, n, &st, true));
+done:
+	free(merged);
+	free(tput);
+	free(cost);
+	free(cands);
+out:
+	for (int i = 0; i < n_lists; i++)
+		free(lists[i]);
+	return rc;
+}

@@ -1,0 +1,447 @@
+/* The planner: enumerate, filter by memory, evaluate with the analytic engine, rank,
+ * explain; re-run the leaders on a second engine.
+ *
+ * Every configuration trains the same global batch per optimizer step, so step times
+ * compare directly and tokens/s = global_tokens / step_time. For W GPUs, SP degree N and
+ * micro-batch B there are R = W/N data-parallel replicas, and the gradient accumulation is
+ * fixed by the batch: G = global_sequences / (R x B) (config.h: B sequences per SP domain
+ * per micro-step). BASP's group size is then K = N / B. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan.h"
+
+static int variant_index(const plan_variant *v) { return (int)(v - plan_variants); }
+
+static bool push(plan_candidate **v, long *n, long *cap, const plan_candidate *c)
+{
+	if (*n == *cap) {
+		long nc = *cap ? *cap * 2 : 256;
+		plan_candidate *p = realloc(*v, (size_t)nc * sizeof *p);
+		if (!p)
+			return false;
+		*v = p;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = *c;
+	return true;
+}
+
+static double cost_of(const plan_query *q, const plan_candidate *c)
+{
+	double price = q->price ? q->price[c->platform] : 0;
+	if (price <= 0 || c->tokens_per_s <= 0)
+		return 0;
+	/* $ per GPU-hour x GPUs / 3600 = $ per second; / tokens per second x 1e6. */
+	return price * c->job.gpus / 3600.0 / c->tokens_per_s * 1e6;
+}
+
+bool plan_search(const plan_query *q, plan_candidate **out, long *n_out, plan_search_stats *st, config_error *err)
+{
+	*out = NULL;
+	*n_out = 0;
+	memset(st, 0, sizeof *st);
+	if (!q->model || q->n_platforms <= 0 || q->n_budgets <= 0)
+		return config_fail(err, "a plan needs a model, at least one platform and at least one GPU budget");
+	if (q->seq_len <= 0 || q->global_tokens <= 0)
+		return config_fail(err, "a plan needs a sequence length and a global batch in tokens");
+	if (q->global_tokens % q->seq_len != 0)
+		return config_fail(err,
+				   "the global batch of %ld tokens is not a whole number of %ld-token sequences; use a "
+				   "multiple of the sequence length",
+				   q->global_tokens, q->seq_len);
+	const long seqs = q->global_tokens / q->seq_len;
+	const unsigned zmask = q->zero_mask ? q->zero_mask : 0xF, rmask = q->recompute_mask ? q->recompute_mask : 3;
+	config_job base;
+	if (q->base)
+		base = *q->base;
+	else
+		config_job_defaults(&base);
+	const config_model *m = q->model;
+	const engine_ops *e = engine_find("analytic");
+	plan_candidate *v = NULL;
+	long n = 0, cap = 0, order = 0;
+	config_error sub;
+
+	for (int pi = 0; pi < q->n_platforms; pi++) {
+		for (int bi = 0; bi < q->n_budgets; bi++) {
+			const int W = q->budgets[bi];
+			config_platform p = q->platforms[pi];
+			if (W <= 0 || (W > p.gpus_per_node && W % p.gpus_per_node != 0)) {
+				st->skipped_budgets++;
+				continue;
+			}
+			p.nodes = (W + p.gpus_per_node - 1) / p.gpus_per_node;
+			for (int N = 1; N <= W; N++) {
+				if (W % N)
+					continue;
+				const int R = W / N;
+				if (seqs % R) {
+					st->no_batch++;
+					continue;
+				}
+				const long per = seqs / R; /* sequences per replica per step */
+				for (long B = 1; B <= per; B++) {
+					if (per % B || (q->max_micro_batch > 0 && B > q->max_micro_batch))
+						continue;
+					for (const plan_variant *var = plan_variants; var->name; var++)
+					for (int alt = 0; alt == 0 || var->expand; alt++) {
+						config_job job = base;
+						job.strategy = var->strategy;
+						job.gpus = W;
+						job.sp = N;
+						job.micro_batch = (int)B;
+						job.grad_accum = (int)(per / B);
+						job.seq_len = q->seq_len;
+						if (var->expand && !var->expand(&job, alt))
+							break;
+						int zr = 0;
+						for (int z = 0; z < 4; z++)
+							for (int r = 0; r < 2; r++)
+								zr += ((zmask >> z) & 1) && ((rmask >> r) & 1);
+						st->searched += zr;
+						if (var->same_as_other && var->same_as_other(&job)) {
+							st->duplicate += zr;
+							continue;
+						}
+						if (!workload_check(m, &p, &job, &sub)) {
+							st->invalid += zr;
+							continue;
+						}
+						workload_layout layout;
+						if (!workload_layout_make(m, &job, &layout, &sub)) {
+							st->invalid += zr;
+							continue;
+						}
+						for (int z = 0; z < 4; z++) {
+							if (!((zmask >> z) & 1))
+								continue;
+							for (int r = 0; r < 2; r++) {
+								if (!((rmask >> r) & 1))
+									continue;
+								job.zero_stage = z;
+								job.recompute = r ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
+								st->variant_valid[variant_index(var)]++;
+								/* The memory model first: it is cheap, and most of a
+								 * long-context space does not fit. */
+								workload_memory mem;
+								workload_memory_compute(m, &p, &job, &layout, &mem);
+								if (!mem.fits) {
+									st->no_fit++;
+									continue;
+								}
+								workload_plan plan;
+								if (!workload_plan_make(m, &p, &job, &plan, err)) {
+									free(v);
+									return false;
+								}
+								plan_candidate c = {.order = order++, .platform = pi, .nodes = p.nodes,
+										    .variant = var, .job = job, .layout = plan.layout,
+										    .memory = plan.memory};
+								engine_input in = {.model = m, .platform = &p, .job = &job, .plan = &plan};
+								bool ok = e->run(&in, &c.analytic, err);
+								workload_plan_finish(&plan);
+								if (!ok) {
+									free(v);
+									return false;
+								}
+								c.tokens_per_s = c.analytic.tokens_per_s;
+								c.step_time = c.analytic.step_time;
+								c.cost_per_mtok = cost_of(q, &c);
+								st->fit++;
+								st->variant_fit[variant_index(var)]++;
+								if (!push(&v, &n, &cap, &c)) {
+									free(v);
+									return config_fail(err, "out of memory");
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	plan_rank(v, n, PLAN_RANK_THROUGHPUT);
+	*out = v;
+	*n_out = n;
+	return true;
+}
+
+/* ---------------------------------------------------------- equivalence --- */
+bool plan_same_layout(const plan_candidate *a, const plan_candidate *b)
+{
+	return a->platform == b->platform && a->job.gpus == b->job.gpus && a->job.seq_len == b->job.seq_len &&
+	       a->layout.group_size == b->layout.group_size && a->layout.seqs_per_group == b->layout.seqs_per_group &&
+	       a->layout.tokens_per_rank == b->layout.tokens_per_rank && a->job.grad_accum == b->job.grad_accum &&
+	       a->job.zero_stage == b->job.zero_stage && a->job.recompute == b->job.recompute &&
+	       a->memory.peak == b->memory.peak && a->analytic.step_time == b->analytic.step_time;
+}
+
+long plan_merge(plan_candidate *c, long n)
+{
+	long m = 0;
+	for (long i = 0; i < n; i++) {
+		/* One layout has one tokens/s and one cost: in a list ranked by either, its
+		 * names sit in the run of equal values just before. */
+		long j = m - 1;
+		while (j >= 0 &&
+		       (c[j].tokens_per_s == c[i].tokens_per_s ||
+			(c[j].cost_per_mtok > 0 && c[j].cost_per_mtok == c[i].cost_per_mtok)) &&
+		       !plan_same_layout(&c[j], &c[i]))
+			j--;
+		if (j >= 0 && plan_same_layout(&c[j], &c[i])) {
+			plan_candidate *k = &c[j];
+			k->variant_mask |= 1u << variant_index(c[i].variant);
+			size_t u = strlen(k->also);
+			if (u + 40 < sizeof k->also)
+				snprintf(k->also + u, sizeof k->also - u, "%s%s SP %d B=%d", u ? ", " : "", c[i].variant->name,
+					 c[i].job.sp, c[i].job.micro_batch);
+			continue;
+		}
+		c[m] = c[i];
+		c[m].variant_mask |= 1u << variant_index(c[i].variant);
+		m++;
+	}
+	return m;
+}
+
+/* ---------------------------------------------------------------- ranking --- */
+static int tie_break(const plan_candidate *a, const plan_candidate *b)
+{
+	if (a->job.gpus != b->job.gpus)
+		return a->job.gpus < b->job.gpus ? -1 : 1;
+	if (a->memory.peak != b->memory.peak)
+		return a->memory.peak < b->memory.peak ? -1 : 1;
+	return a->order < b->order ? -1 : a->order > b->order;
+}
+
+static int by_throughput(const void *x, const void *y)
+{
+	const plan_candidate *a = x, *b = y;
+	if (a->tokens_per_s != b->tokens_per_s)
+		return a->tokens_per_s > b->tokens_per_s ? -1 : 1;
+	return tie_break(a, b);
+}
+
+static int by_cost(const void *x, const void *y)
+{
+	const plan_candidate *a = x, *b = y;
+	if (a->cost_per_mtok != b->cost_per_mtok)
+		return a->cost_per_mtok < b->cost_per_mtok ? -1 : 1;
+	return tie_break(a, b);
+}
+
+void plan_rank(plan_candidate *c, long n, plan_rank_by by)
+{
+	if (n > 1)
+		qsort(c, (size_t)n, sizeof *c, by == PLAN_RANK_COST ? by_cost : by_throughput);
+}
+
+/* ------------------------------------------------------------ explanation --- */
+static const engine_result *result_of(const plan_candidate *c) { return c->has_verified ? &c->verified : &c->analytic; }
+
+/* The settings that differ between c and best and bear on one breakdown term. */
+static void setting(const plan_query *q, const plan_candidate *c, const plan_candidate *b, int term, char *buf,
+		    size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+#define ADD(...)                                                                                              \
+	do {                                                                                                  \
+		if (used < len)                                                                               \
+			used += (size_t)snprintf(buf + used, len - used, "%s", used ? ", " : "");             \
+		if (used < len)                                                                               \
+			used += (size_t)snprintf(buf + used, len - used, __VA_ARGS__);                        \
+	} while (0)
+	if (c->platform != b->platform)
+		ADD("%s vs %s", q->platforms[c->platform].name, q->platforms[b->platform].name);
+	if (c->job.gpus != b->job.gpus)
+		ADD("%d GPUs vs %d", c->job.gpus, b->job.gpus);
+	if (term == 0 && c->job.recompute != b->job.recompute)
+		ADD("recompute %s vs %s", c->job.recompute == CONFIG_RECOMPUTE_FULL ? "full" : "none",
+		    b->job.recompute == CONFIG_RECOMPUTE_FULL ? "full" : "none");
+	if (term == 1 && c->layout.group_size != b->layout.group_size)
+		ADD("all-to-all over %d GPUs vs %d", c->layout.group_size, b->layout.group_size);
+	if (term == 2 && c->job.zero_stage != b->job.zero_stage)
+		ADD("ZeRO-%d vs ZeRO-%d", c->job.zero_stage, b->job.zero_stage);
+	if ((term == 1 || term == 2) && c->job.grad_accum != b->job.grad_accum)
+		ADD("%d micro-steps vs %d", c->job.grad_accum, b->job.grad_accum);
+	if (!used && c->job.micro_batch != b->job.micro_batch)
+		ADD("micro-batch %d vs %d", c->job.micro_batch, b->job.micro_batch);
+#undef ADD
+}
+
+void plan_explain(const plan_query *q, const plan_candidate *c, const plan_candidate *best, plan_rank_by by,
+		  char *buf, size_t len)
+{
+	if (c == best) {
+		snprintf(buf, len, "best");
+		return;
+	}
+	const engine_result *rc = result_of(c), *rb = result_of(best);
+	static const char *const names[] = {"compute", "SP all-to-all", "exposed ZeRO comm"};
+	double d[3] = {rc->breakdown.compute - rb->breakdown.compute, rc->breakdown.sp_comm_exposed - rb->breakdown.sp_comm_exposed,
+		       rc->breakdown.zero_comm_exposed - rb->breakdown.zero_comm_exposed};
+	int worst = 0;
+	for (int i = 1; i < 3; i++)
+		if (d[i] > d[worst])
+			worst = i;
+	char why[256], term[320], ts[32];
+	setting(q, c, best, worst, why, sizeof why);
+	snprintf(term, sizeof term, "%s +%s%s%s%s", names[worst], report_time(d[worst], ts, sizeof ts), why[0] ? " (" : "",
+		 why, why[0] ? ")" : "");
+	if (by == PLAN_RANK_COST && best->cost_per_mtok > 0) {
+		double gap = c->cost_per_mtok / best->cost_per_mtok - 1;
+		/* cost = price x GPUs x step time: which factor carries the gap? */
+		double pc = q->price[c->platform] * c->job.gpus, pb = q->price[best->platform] * best->job.gpus;
+		double hw = pc / pb, t = rc->step_time / rb->step_time;
+		if (gap < 5e-4)
+			snprintf(buf, len, "ties with #1 on cost");
+		else if (hw > t && hw > 1)
+			snprintf(buf, len, "+%.1f%% cost: %.2fx the price per hour (%d GPUs at %.2f vs %d at %.2f) for a %.2fx "
+				 "shorter step",
+				 100 * gap, hw, c->job.gpus, q->price[c->platform], best->job.gpus, q->price[best->platform],
+				 1 / t);
+		else
+			snprintf(buf, len, "+%.1f%% cost: step %.1f%% longer, mostly %s", 100 * gap, 100 * (t - 1), term);
+		return;
+	}
+	double gap = 1 - c->tokens_per_s / best->tokens_per_s;
+	if (gap < 5e-4)
+		snprintf(buf, len, "ties with #1 (%s)", why[0] ? why : "same step time");
+	else if (d[worst] <= 0)
+		snprintf(buf, len, "-%.1f%% tokens/s", 100 * gap);
+	else
+		snprintf(buf, len, "-%.1f%% tokens/s: %s", 100 * gap, term);
+}
+
+/* ---------------------------------------------------------------- verify --- */
+typedef struct verify_ctx {
+	const plan_query *q;
+	plan_candidate *c;
+	const char *engine;
+	const engine_options *opt;
+} verify_ctx;
+
+static json_t *verify_eval(void *ctx, long i)
+{
+	verify_ctx *v = ctx;
+	plan_candidate *c = &v->c[i];
+	config_platform p = v->q->platforms[c->platform];
+	p.nodes = c->nodes;
+	json_t *row = plan_row_new(i, "");
+	workload_plan plan;
+	engine_result res;
+	config_error err = {""};
+	const engine_ops *e = engine_find(v->engine);
+	if (!workload_plan_make(v->q->model, &p, &c->job, &plan, &err)) {
+		plan_row_set_status(row, "error", err.msg);
+		return row;
+	}
+	engine_input in = {.model = v->q->model, .platform = &p, .job = &c->job, .plan = &plan};
+	if (v->opt)
+		in.opt = *v->opt;
+	in.opt.trace_path = NULL;
+	if (e->run(&in, &res, &err))
+		plan_row_set_result(row, &plan, &res);
+	else
+		plan_row_set_status(row, "error", err.msg);
+	workload_plan_finish(&plan);
+	return row;
+}
+
+static json_t *verify_failed(void *ctx, long i, const char *why)
+{
+	(void)ctx;
+	json_t *row = plan_row_new(i, "");
+	plan_row_set_status(row, "error", why);
+	return row;
+}
+
+static void verify_done(void *ctx, long i, const json_t *row)
+{
+	verify_ctx *v = ctx;
+	plan_candidate *c = &v->c[i];
+	if (strcmp(plan_row_str(row, "status"), "ok") != 0) {
+		snprintf(c->verify_error, sizeof c->verify_error, "%s", plan_row_str(row, "error"));
+		return;
+	}
+	engine_result *r = &c->verified;
+	memset(r, 0, sizeof *r);
+	r->engine = v->engine;
+	r->step_time = plan_row_num(row, "step_time_s");
+	r->breakdown.compute = plan_row_num(row, "compute_s");
+	r->breakdown.gemm = plan_row_num(row, "gemm_s");
+	r->breakdown.attention = plan_row_num(row, "attention_s");
+	r->breakdown.memory_bound = plan_row_num(row, "memory_bound_s");
+	r->breakdown.optimizer = plan_row_num(row, "optimizer_s");
+	r->breakdown.sp_comm = plan_row_num(row, "sp_comm_s");
+	r->breakdown.sp_comm_exposed = plan_row_num(row, "sp_comm_exposed_s");
+	r->breakdown.zero_comm = plan_row_num(row, "zero_comm_s");
+	r->breakdown.zero_comm_exposed = plan_row_num(row, "zero_comm_exposed_s");
+	r->tokens_per_s = plan_row_num(row, "tokens_per_s");
+	r->mfu = plan_row_num(row, "mfu");
+	c->has_verified = true;
+	c->tokens_per_s = r->tokens_per_s;
+	c->step_time = r->step_time;
+	c->cost_per_mtok = cost_of(v->q, c);
+}
+
+static bool always(void *ctx, long i)
+{
+	(void)ctx, (void)i;
+	return true;
+}
+
+bool plan_verify(const plan_query *q, plan_candidate *c, long n, const char *engine, const engine_options *opt,
+		 int jobs, double timeout_s, config_error *err)
+{
+	if (!engine_find(engine))
+		return config_fail(err, "engine '%s' is not built into this spsim", engine);
+	verify_ctx v = {.q = q, .c = c, .engine = engine_find(engine)->name, .opt = opt};
+	long *tasks = malloc((size_t)(n > 0 ? n : 1) * sizeof *tasks);
+	if (!tasks)
+		return config_fail(err, "out of memory");
+	for (long i = 0; i < n; i++)
+		tasks[i] = i;
+	plan_pool_ops ops = {.ctx = &v, .eval = verify_eval, .isolated = always, .failed = verify_failed, .done = verify_done};
+	plan_pool_opts po = {.jobs = jobs, .timeout_s = timeout_s};
+	bool ok = plan_pool_run(tasks, n, &po, &ops, err);
+	free(tasks);
+	return ok;
+}
+
+/* --------------------------------------------------------------- as JSON --- */
+json_t *plan_candidate_json(const plan_query *q, const plan_candidate *c)
+{
+	config_platform p = q->platforms[c->platform];
+	p.nodes = c->nodes;
+	json_t *o = json_object();
+	plan_row_set_job(o, q->model, &p, &c->job, c->variant->name, "analytic", NULL);
+	json_object_del(o, "engine");
+	json_object_set_new(o, "group_size", json_integer(c->layout.group_size));
+	json_object_set_new(o, "dp_replicas", json_integer(c->layout.world / c->layout.sp));
+	json_object_set_new(o, "tokens_per_gpu", json_integer(c->layout.tokens_per_rank));
+	json_object_set_new(o, "mem_peak", json_real(c->memory.peak));
+	json_object_set_new(o, "mem_capacity", json_real(c->memory.capacity));
+	const engine_result *rs[2] = {&c->analytic, c->has_verified ? &c->verified : NULL};
+	const char *names[2] = {"analytic", c->has_verified ? c->verified.engine : NULL};
+	for (int i = 0; i < 2; i++) {
+		if (!rs[i])
+			continue;
+		const engine_breakdown *b = &rs[i]->breakdown;
+		json_object_set_new(o, names[i],
+				    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "step_time_s", rs[i]->step_time,
+					      "compute_s", b->compute, "sp_comm_s", b->sp_comm, "sp_comm_exposed_s",
+					      b->sp_comm_exposed, "zero_comm_exposed_s", b->zero_comm_exposed,
+					      "tokens_per_s", rs[i]->tokens_per_s, "mfu", rs[i]->mfu));
+	}
+	if (c->verify_error[0])
+		json_object_set_new(o, "verify_error", json_string(c->verify_error));
+	json_object_set_new(o, "tokens_per_s", json_real(c->tokens_per_s));
+	json_object_set_new(o, "step_time_s", json_real(c->step_time));
+	if (c->cost_per_mtok > 0)
+		json_object_set_new(o, "cost_per_mtok", json_real(c->cost_per_mtok));
+	return o;
+}

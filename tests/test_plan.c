@@ -1,0 +1,1217 @@
+/* plan: sweep specs, grid expansion, the worker pool, resumable output, MPI split, the
+ * planner and figures. Fixtures live in tests/data/plan/; SPSIM_DATA_DIR is the source root
+ * and SPSIM_EXE the spsim executable (tests/meson.build). Expected values come from
+ * direct runs of the workload + analytic engine (the pipeline a point must reproduce),
+ * from exhaustive enumeration, or from invariants (row sets, counts, file formats). */
+#include "spsim_build.h"
+#include "plan/plan.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- helpers --- */
+
+static void fixture(char *buf, size_t len, const char *name)
+{
+	const char *root = getenv("SPSIM_DATA_DIR");
+	ck_assert_ptr_nonnull(root);
+	snprintf(buf, len, "%s/tests/data/plan/%s", root, name);
+}
+
+static const char *exe(void)
+{
+	const char *e = getenv("SPSIM_EXE");
+	ck_assert_msg(e && *e, "SPSIM_EXE is not set");
+	return e;
+}
+
+/* A fresh directory under /tmp; the name goes to buf. */
+static void tmpdir(char *buf, size_t len)
+{
+	snprintf(buf, len, "/tmp/spsim-plan-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(buf));
+}
+
+static void load_spec(const char *name, plan_spec *s)
+{
+	char path[CONFIG_PATH_MAX];
+	config_error e = {""};
+	fixture(path, sizeof path, name);
+	ck_assert_msg(plan_spec_load(path, s, &e), "%s: %s", name, e.msg);
+}
+
+/* Runs spsim with argv (NULL-terminated, argv[0] ignored), stdout and stderr to files in
+ * dir when given; returns the exit status. */
+static int run_exe(char *const argv[], const char *out_file)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (out_file) {
+			int fd = open(out_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (fd >= 0) {
+				dup2(fd, STDOUT_FILENO);
+				dup2(fd, STDERR_FILENO);
+				close(fd);
+			}
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *b = malloc((size_t)n + 1);
+	size_t got = fread(b, 1, (size_t)n, f);
+	b[got] = '\0';
+	fclose(f);
+	return b;
+}
+
+static long count_lines(const char *path)
+{
+	char *b = slurp(path);
+	if (!b)
+		return -1;
+	long n = 0;
+	for (char *c = b; *c; c++)
+		n += *c == '\n';
+	free(b);
+	return n;
+}
+
+/* The rows of DIR/points.jsonl keyed by point, without the wall-clock field. */
+static json_t *rows_by_point(const char *dir)
+{
+	json_t *rows;
+	config_error e = {""};
+	ck_assert_msg(plan_rows_load(dir, &rows, &e), "%s", e.msg);
+	json_t *by = json_object();
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r)
+	{
+		json_object_del(r, "wall_s");
+		ck_assert_msg(!json_object_get(by, plan_row_str(r, "point")), "point %s recorded twice",
+			      plan_row_str(r, "point"));
+		json_object_set(by, plan_row_str(r, "point"), r);
+	}
+	json_decref(rows);
+	return by;
+}
+
+static void assert_same_rows(const char *dir_a, const char *dir_b, long expect)
+{
+	json_t *a = rows_by_point(dir_a), *b = rows_by_point(dir_b);
+	ck_assert_int_eq((long)json_object_size(a), expect);
+	ck_assert_int_eq((long)json_object_size(b), expect);
+	const char *k;
+	json_t *v;
+	json_object_foreach(a, k, v)
+	{
+		json_t *w = json_object_get(b, k);
+		ck_assert_msg(w, "point %s missing from %s", k, dir_b);
+		ck_assert_msg(json_equal(v, w), "point %s differs between %s and %s", k, dir_a, dir_b);
+	}
+	json_decref(a);
+	json_decref(b);
+}
+
+/* The analytic engine's result for one job, the way `spsim run` gets it. */
+static engine_result direct(const config_model *m, const config_platform *p, config_job job, bool *fits)
+{
+	config_error e = {""};
+	ck_assert_msg(workload_check(m, p, &job, &e), "%s", e.msg);
+	workload_plan plan;
+	engine_result r;
+	ck_assert_msg(workload_plan_make(m, p, &job, &plan, &e), "%s", e.msg);
+	engine_input in = {.model = m, .platform = p, .job = &job, .plan = &plan};
+	ck_assert_msg(engine_find("analytic")->run(&in, &r, &e), "%s", e.msg);
+	if (fits)
+		*fits = plan.memory.fits;
+	workload_plan_finish(&plan);
+	return r;
+}
+
+/* ---------------------------------------------------------------- specs --- */
+
+START_TEST(spec_axes_and_defaults)
+{
+	plan_spec s;
+	load_spec("grid.yaml", &s);
+	ck_assert_str_eq(s.name, "fixture");
+	ck_assert_int_eq(s.n_points, 2 * 2 * 2 * 3 * 3 * 2 * 2);
+	ck_assert(s.given[PLAN_AXIS_NODES] && s.given[PLAN_AXIS_NIC_BANDWIDTH]);
+	ck_assert(!s.given[PLAN_AXIS_RECOMPUTE] && s.n[PLAN_AXIS_RECOMPUTE] == 1);
+	/* 200 Gb/s = 25e9 bytes/s; "4K" = 4096 tokens; the baseline defaults to the first strategy */
+	ck_assert_double_eq(s.values[PLAN_AXIS_NIC_BANDWIDTH][0].num, 25e9);
+	ck_assert_double_eq(s.values[PLAN_AXIS_SEQ_LEN][0].num, 4096);
+	ck_assert_str_eq(s.values[PLAN_AXIS_SEQ_LEN][0].text, "4096");
+	ck_assert_str_eq(s.baseline, "ulysses");
+	ck_assert_str_eq(s.strategies[2].label, "ulysses:sp=N/B");
+	ck_assert_int_eq(s.strategies[2].sp_mode, PLAN_SP_PER_BATCH);
+	ck_assert_str_eq(s.models[1].name, "qwen1.5-4b");
+	/* unspecified: engine analytic, ZeRO from the job defaults, strategy list defaults */
+	ck_assert_str_eq(s.values[PLAN_AXIS_ENGINE][0].text, "analytic");
+	plan_spec_finish(&s);
+}
+END_TEST
+
+START_TEST(spec_errors_are_located)
+{
+	static const struct {
+		const char *file, *where, *what;
+	} cases[] = {
+		{"bad_key.yaml", ":5:3: ", "unknown key 'nic_bandwith' in 'sweep', expected one of: name,"},
+		{"bad_quantity.yaml", ":5:28: ", "'nic_bandwidth': '400 furlongs' has an unknown unit"},
+		{"bad_model.yaml", ":2:25: ", "model 'llama-9b' cannot be used: unknown model 'llama-9b'"},
+		{"bad_duplicate.yaml", ":5:23: ", "'micro_batch' lists '1' twice, expected distinct values"},
+		{"bad_zero.yaml", ":5:9: ", "'zero' must be a ZeRO stage 0, 1, 2 or 3, got '4'"},
+		{"bad_strategy.yaml", ":5:23: ", "unknown strategy 'ring', expected ulysses|basp"},
+		{"bad_baseline.yaml", ":6:13: ", "baseline 'ring' is not one of the strategies of this sweep"},
+		{"bad_missing.yaml", ":2:3: ", "missing required key 'seq_len' in 'sweep'"},
+		{"bad_seq.yaml", ":4:17: ", "'seq_len' must be a positive token count such as 16384 or 16K, got '16Q'"},
+		{"bad_engine.yaml", ":5:11: ", "unknown engine 'warp-drive' (not built into this spsim), expected one of:"},
+		{"bad_empty.yaml", ":4:12: ", "'seq_len' is an empty list, expected at least one value"},
+		{"bad_map.yaml", ":5:10: ", "'nodes' must be a value or a list of values, got a mapping"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char path[CONFIG_PATH_MAX], want[CONFIG_PATH_MAX + 512];
+		fixture(path, sizeof path, cases[i].file);
+		snprintf(want, sizeof want, "%s%s%s", path, cases[i].where, cases[i].what);
+		plan_spec s;
+		config_error e = {""};
+		ck_assert_msg(!plan_spec_load(path, &s, &e), "%s was accepted", cases[i].file);
+		ck_assert_msg(strncmp(e.msg, want, strlen(want)) == 0, "%s:\n got  %s\n want %s...", cases[i].file, e.msg,
+			      want);
+	}
+}
+END_TEST
+
+START_TEST(grid_indices_and_keys)
+{
+	plan_spec s;
+	load_spec("grid.yaml", &s);
+	json_t *keys = json_object();
+	for (long i = 0; i < s.n_points; i++) {
+		plan_point p;
+		char key[4096];
+		plan_point_at(&s, i, &p);
+		ck_assert_int_eq(p.index, i);
+		/* mixed radix, strategy fastest: the index is recovered from the digits */
+		long back = 0;
+		for (int a = 0; a < PLAN_AXIS_COUNT; a++)
+			back = back * s.n[a] + p.at[a];
+		ck_assert_int_eq(back, i);
+		ck_assert_int_eq(p.at[PLAN_AXIS_STRATEGY], i % 3);
+		plan_point_key(&s, &p, key, sizeof key);
+		ck_assert_msg(!json_object_get(keys, key), "key %s twice", key);
+		json_object_set_new(keys, key, json_true());
+	}
+	plan_point p;
+	char key[4096];
+	plan_point_at(&s, 0, &p);
+	plan_point_key(&s, &p, key, sizeof key);
+	ck_assert_str_eq(key, "model=llama-3.2-1b;platform=a100-2x4-ib400;nodes=1;nic_bandwidth=200Gbps;zero=1;"
+			      "seq_len=4096;micro_batch=1;strategy=ulysses");
+	json_decref(keys);
+	plan_spec_finish(&s);
+}
+END_TEST
+
+START_TEST(point_applies_overrides_and_calibration)
+{
+	plan_spec s;
+	load_spec("overrides.yaml", &s);
+	ck_assert_int_eq(s.n_points, 2 * 2 * 2);
+	ck_assert_str_eq(s.baseline, "basp");
+	for (long i = 0; i < s.n_points; i++) {
+		plan_point p;
+		config_platform pl;
+		config_job job;
+		config_error e = {""};
+		plan_point_at(&s, i, &p);
+		ck_assert_msg(plan_point_job(&s, &p, &pl, &job, &e), "%s", e.msg);
+		bool cal = p.at[PLAN_AXIS_CALIBRATION] == 1;
+		int gpn = p.at[PLAN_AXIS_GPUS_PER_NODE] ? 4 : 2;
+		ck_assert_int_eq(pl.gpus_per_node, gpn);
+		ck_assert_int_eq(job.gpus, pl.nodes * gpn); /* every GPU of the (re-shaped) platform */
+		ck_assert_int_eq(pl.inter.nics_per_node, 2);
+		ck_assert_double_eq(pl.inter.nic_bandwidth, 100e9); /* 800 Gb/s, after any calibration */
+		ck_assert_double_eq(pl.inter.latency, 7e-6);
+		ck_assert_double_eq(pl.gpu.memory_bytes, 80.0 * 1024 * 1024 * 1024);
+		ck_assert_double_eq(pl.intra.bandwidth, 120e9);
+		if (pl.intra.fabric == CONFIG_FABRIC_NVLINK_MESH)
+			ck_assert_double_eq(pl.intra.pair_bandwidth, 120e9 / (gpn - 1));
+		/* the calibration's measured NIC rate sets that efficiency to 1; its gemm replaces */
+		ck_assert_double_eq(pl.eff.inter_link, cal ? 1.0 : s.platforms[p.at[PLAN_AXIS_PLATFORM]].eff.inter_link);
+		ck_assert_double_eq(pl.eff.gemm, cal ? 0.5 : s.platforms[p.at[PLAN_AXIS_PLATFORM]].eff.gemm);
+		ck_assert_int_eq(job.strategy, CONFIG_STRATEGY_BASP);
+		ck_assert_int_eq(job.micro_batch, 2);
+	}
+	plan_spec_finish(&s);
+}
+END_TEST
+
+START_TEST(strategy_labels)
+{
+	plan_strategy st;
+	config_error e = {""};
+	config_job job;
+	config_job_defaults(&job);
+	job.gpus = 8;
+	job.micro_batch = 4;
+	ck_assert(plan_strategy_parse("ulysses:sp=N/B", &st, &e));
+	ck_assert(plan_strategy_apply(&st, &job, &e));
+	ck_assert_int_eq(job.sp, 2);
+	ck_assert(plan_strategy_parse("basp:sp=4", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_int_eq(job.sp, 4);
+	ck_assert_int_eq(job.strategy, CONFIG_STRATEGY_BASP);
+	ck_assert(plan_strategy_parse("ulysses", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_int_eq(job.sp, 8);
+	job.micro_batch = 3;
+	ck_assert(plan_strategy_parse("ulysses:sp=N/B", &st, &e));
+	ck_assert(!plan_strategy_apply(&st, &job, &e));
+	ck_assert_ptr_nonnull(strstr(e.msg, "not divisible by micro-batch 3"));
+	ck_assert(!plan_strategy_parse("ulysses:sp=0", &st, &e));
+	ck_assert(!plan_strategy_parse("ulysses:dp=2", &st, &e));
+	ck_assert(!plan_strategy_parse("megatron", &st, &e));
+	ck_assert_ptr_nonnull(strstr(e.msg, "unknown strategy 'megatron'"));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ pool --- */
+typedef struct pool_t {
+	long *seen; /* times each task came back */
+	int *pid;   /* the worker that ran it */
+	long crash, hang, n_failed;
+	char why[512];
+	bool isolate_all;
+} pool_t;
+
+static json_t *pt_eval(void *ctx, long task)
+{
+	pool_t *p = ctx;
+	if (task == p->crash)
+		abort();
+	if (task == p->hang)
+		sleep(60);
+	return json_pack("{s:I, s:i}", "task", (json_int_t)task, "pid", (int)getpid());
+}
+
+static bool pt_isolated(void *ctx, long task)
+{
+	(void)task;
+	return ((pool_t *)ctx)->isolate_all;
+}
+
+static json_t *pt_failed(void *ctx, long task, const char *why)
+{
+	pool_t *p = ctx;
+	p->n_failed++;
+	snprintf(p->why, sizeof p->why, "%s", why);
+	return json_pack("{s:I, s:i, s:s}", "task", (json_int_t)task, "pid", -1, "error", why);
+}
+
+static void pt_done(void *ctx, long task, const json_t *row)
+{
+	pool_t *p = ctx;
+	ck_assert_int_eq(json_integer_value(json_object_get(row, "task")), task);
+	p->seen[task]++;
+	p->pid[task] = (int)json_integer_value(json_object_get(row, "pid"));
+}
+
+static void run_pool(pool_t *p, long n, int jobs, double timeout)
+{
+	long *tasks = malloc((size_t)n * sizeof *tasks);
+	for (long i = 0; i < n; i++)
+		tasks[i] = i;
+	p->seen = calloc((size_t)n, sizeof *p->seen);
+	p->pid = calloc((size_t)n, sizeof *p->pid);
+	plan_pool_ops ops = {.ctx = p, .eval = pt_eval, .isolated = pt_isolated, .failed = pt_failed, .done = pt_done};
+	plan_pool_opts o = {.jobs = jobs, .timeout_s = timeout};
+	config_error e = {""};
+	ck_assert_msg(plan_pool_run(tasks, n, &o, &ops, &e), "%s", e.msg);
+	for (long i = 0; i < n; i++)
+		ck_assert_msg(p->seen[i] == 1, "task %ld came back %ld times", i, p->seen[i]);
+	free(tasks);
+}
+
+START_TEST(pool_runs_every_task_once)
+{
+	for (int jobs = 1; jobs <= 3; jobs++) {
+		pool_t p = {.crash = -1, .hang = -1};
+		run_pool(&p, 5000, jobs, 0);
+		ck_assert_int_eq(p.n_failed, 0);
+		/* batched workers: far fewer processes than tasks, none of them this one */
+		json_t *pids = json_object();
+		for (long i = 0; i < 5000; i++) {
+			char k[32];
+			snprintf(k, sizeof k, "%d", p.pid[i]);
+			ck_assert_int_ne(p.pid[i], getpid());
+			json_object_set_new(pids, k, json_true());
+		}
+		ck_assert_int_le((long)json_object_size(pids), jobs);
+		json_decref(pids);
+		free(p.seen), free(p.pid);
+	}
+}
+END_TEST
+
+START_TEST(pool_isolated_tasks_get_fresh_processes)
+{
+	pool_t p = {.crash = -1, .hang = -1, .isolate_all = true};
+	run_pool(&p, 40, 2, 0);
+	json_t *pids = json_object();
+	for (long i = 0; i < 40; i++) {
+		char k[32];
+		snprintf(k, sizeof k, "%d", p.pid[i]);
+		json_object_set_new(pids, k, json_true());
+	}
+	ck_assert_int_eq((long)json_object_size(pids), 40);
+	json_decref(pids);
+	free(p.seen), free(p.pid);
+}
+END_TEST
+
+START_TEST(pool_crash_costs_one_task)
+{
+	/* The crashing task sits mid-batch: it fails, the rest of its batch runs elsewhere. */
+	pool_t p = {.crash = 1234, .hang = -1};
+	run_pool(&p, 5000, 2, 0);
+	ck_assert_int_eq(p.n_failed, 1);
+	ck_assert_int_eq(p.pid[1234], -1);
+	ck_assert_msg(strstr(p.why, "killed by signal 6"), "why: %s", p.why);
+	free(p.seen), free(p.pid);
+	/* and in isolated mode */
+	pool_t q = {.crash = 7, .hang = -1, .isolate_all = true};
+	run_pool(&q, 20, 3, 0);
+	ck_assert_int_eq(q.n_failed, 1);
+	ck_assert_int_eq(q.pid[7], -1);
+	free(q.seen), free(q.pid);
+}
+END_TEST
+
+START_TEST(pool_timeout_costs_one_task)
+{
+	pool_t p = {.crash = -1, .hang = 3};
+	run_pool(&p, 50, 2, 0.5);
+	ck_assert_int_eq(p.n_failed, 1);
+	ck_assert_int_eq(p.pid[3], -1);
+	ck_assert_msg(strstr(p.why, "timed out after 0.5 s"), "why: %s", p.why);
+	free(p.seen), free(p.pid);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- output --- */
+static json_t *row(long i)
+{
+	char key[32];
+	snprintf(key, sizeof key, "p%ld", i);
+	json_t *r = plan_row_new(i, key);
+	json_object_set_new(r, "tokens_per_s", json_real(1000.0 + i));
+	return r;
+}
+
+START_TEST(output_never_overwrites_silently)
+{
+	char dir[64];
+	tmpdir(dir, sizeof dir);
+	plan_output *o;
+	config_error e = {""};
+	ck_assert_msg(plan_output_open(dir, PLAN_OUTPUT_NEW, false, &o, &e), "%s", e.msg);
+	for (long i = 0; i < 3; i++) {
+		json_t *r = row(i);
+		ck_assert(plan_output_add(o, r, &e));
+		json_decref(r);
+	}
+	ck_assert(plan_output_close(o, false, &e));
+	/* again without resume or force: refused, nothing touched */
+	ck_assert(!plan_output_open(dir, PLAN_OUTPUT_NEW, false, &o, &e));
+	ck_assert_msg(strstr(e.msg, "--resume") && strstr(e.msg, "--force"), "%s", e.msg);
+	char path[128];
+	snprintf(path, sizeof path, "%s/points.jsonl", dir);
+	ck_assert_int_eq(count_lines(path), 3);
+	/* resume keeps, force discards */
+	ck_assert(plan_output_open(dir, PLAN_OUTPUT_RESUME, false, &o, &e));
+	ck_assert_int_eq(plan_output_count(o), 3);
+	ck_assert(plan_output_done(o, "p1") && !plan_output_done(o, "p3"));
+	ck_assert(plan_output_close(o, false, &e));
+	ck_assert(plan_output_open(dir, PLAN_OUTPUT_FORCE, false, &o, &e));
+	ck_assert_int_eq(plan_output_count(o), 0);
+	ck_assert(plan_output_close(o, false, &e));
+	ck_assert_int_eq(count_lines(path), 0);
+}
+END_TEST
+
+START_TEST(output_resume_drops_cut_lines_and_rebuilds_csv)
+{
+	char dir[64], path[128], csv[128];
+	tmpdir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/points.jsonl", dir);
+	snprintf(csv, sizeof csv, "%s/points.csv", dir);
+	FILE *f = fopen(path, "w");
+	for (long i = 0; i < 4; i++) {
+		json_t *r = row(i);
+		if (i == 2)
+			plan_row_set_status(r, "error", "worker process killed by signal 9");
+		char *s = json_dumps(r, JSON_COMPACT);
+		fprintf(f, "%s\n", s);
+		free(s);
+		json_decref(r);
+	}
+	fputs("{\"index\":4,\"point\":\"p4\",\"sta", f); /* an interrupted write */
+	fclose(f);
+	/* the CSV lost its last rows in the interruption */
+	f = fopen(csv, "w");
+	plan_row_csv_header(f);
+	fclose(f);
+	plan_output *o;
+	config_error e = {""};
+	ck_assert_msg(plan_output_open(dir, PLAN_OUTPUT_RESUME, false, &o, &e), "%s", e.msg);
+	ck_assert_int_eq(plan_output_count(o), 4);
+	ck_assert(!plan_output_done(o, "p4"));
+	ck_assert(plan_output_close(o, false, &e));
+	ck_assert_int_eq(count_lines(path), 4);
+	ck_assert_int_eq(count_lines(csv), 5); /* header + the 4 rows, rebuilt from the record */
+	/* --retry-failed lets the error row run again */
+	ck_assert(plan_output_open(dir, PLAN_OUTPUT_RESUME, true, &o, &e));
+	ck_assert_int_eq(plan_output_count(o), 3);
+	ck_assert(!plan_output_done(o, "p2"));
+	ck_assert(plan_output_close(o, false, &e));
+}
+END_TEST
+
+START_TEST(csv_quotes_and_columns)
+{
+	json_t *r = plan_row_new(7, "model=x;platform=y");
+	plan_row_set_status(r, "invalid", "heads 20, not divisible by 8, \"K\" must divide\nthem");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	plan_row_csv_header(f);
+	plan_row_csv(f, r);
+	fclose(f);
+	json_decref(r);
+	/* same number of columns in header and row; the error quoted, newline flattened */
+	char *nl = strchr(buf, '\n');
+	ck_assert_ptr_nonnull(nl);
+	int cols = 1;
+	for (char *c = buf; c < nl; c++)
+		cols += *c == ',';
+	int ncol = 0;
+	while (plan_row_columns[ncol])
+		ncol++;
+	ck_assert_int_eq(cols, ncol);
+	ck_assert_ptr_nonnull(strstr(nl + 1, "7,model=x;platform=y,invalid,\"heads 20, not divisible by 8, \"\"K\"\" must "
+					    "divide them\","));
+	free(buf);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- sweeps --- */
+START_TEST(sweep_rows_match_direct_runs)
+{
+	plan_spec s;
+	load_spec("grid.yaml", &s);
+	char dir[64];
+	tmpdir(dir, sizeof dir);
+	plan_sweep_opts o = {.out_dir = dir, .jobs = 2, .quiet = true};
+	plan_sweep_summary sum;
+	config_error e = {""};
+	ck_assert_msg(plan_sweep_run(&s, &o, &sum, &e), "%s", e.msg);
+	ck_assert_int_eq(sum.points, 288);
+	ck_assert_int_eq(sum.ran, 288);
+	ck_assert_int_eq(sum.failed, 0);
+	ck_assert_int_eq(sum.ok + sum.invalid, 288);
+	json_t *rows;
+	ck_assert(plan_rows_load(dir, &rows, &e));
+	ck_assert_int_eq((long)json_array_size(rows), 288);
+	long ok = 0;
+	for (long i = 0; i < 288; i++) {
+		json_t *r = json_array_get(rows, (size_t)i);
+		/* sorted by point once complete */
+		ck_assert_int_eq(json_integer_value(json_object_get(r, "index")), i);
+		plan_point p;
+		config_platform pl;
+		config_job job;
+		plan_point_at(&s, i, &p);
+		bool valid = plan_point_job(&s, &p, &pl, &job, &e);
+		ck_assert_str_eq(plan_row_str(r, "status"), valid ? "ok" : "invalid");
+		if (!valid) {
+			ck_assert_str_eq(plan_row_str(r, "error"), e.msg);
+			continue;
+		}
+		ok++;
+		bool fits;
+		engine_result want = direct(&s.models[p.at[PLAN_AXIS_MODEL]], &pl, job, &fits);
+		ck_assert_double_eq(plan_row_num(r, "step_time_s"), want.step_time);
+		ck_assert_double_eq(plan_row_num(r, "tokens_per_s"), want.tokens_per_s);
+		ck_assert_double_eq(plan_row_num(r, "sp_comm_s"), want.breakdown.sp_comm);
+		ck_assert_int_eq(json_is_true(json_object_get(r, "fits")), fits);
+		ck_assert_double_eq(plan_row_num(r, "nic_bandwidth"), s.values[PLAN_AXIS_NIC_BANDWIDTH][p.at[PLAN_AXIS_NIC_BANDWIDTH]].num);
+	}
+	ck_assert_int_eq(ok, sum.ok);
+	ck_assert_int_gt(sum.invalid, 0); /* qwen1.5-4b's 20 heads over 8 ranks */
+	json_decref(rows);
+	plan_spec_finish(&s);
+}
+END_TEST
+
+typedef struct fault {
+	long crash, hang;
+} fault;
+
+static json_t *faulty_eval(const plan_spec *s, long index, void *ctx)
+{
+	fault *f = ctx;
+	if (index == f->crash)
+		raise(SIGKILL); /* not a signal a sanitizer could turn into an exit */
+	if (index == f->hang)
+		sleep(60);
+	return plan_point_eval(s, index);
+}
+
+START_TEST(sweep_records_a_failing_point_and_goes_on)
+{
+	plan_spec s;
+	load_spec("grid.yaml", &s);
+	char dir[64];
+	tmpdir(dir, sizeof dir);
+	fault f = {.crash = 100, .hang = 200};
+	plan_sweep_opts o = {.out_dir = dir, .jobs = 2, .timeout_s = 1.0, .quiet = true, .eval = faulty_eval, .eval_ctx = &f};
+	plan_sweep_summary sum;
+	config_error e = {""};
+	ck_assert_msg(plan_sweep_run(&s, &o, &sum, &e), "%s", e.msg);
+	ck_assert_int_eq(sum.ran, 288);
+	ck_assert_int_eq(sum.failed, 2);
+	json_t *rows;
+	ck_assert(plan_rows_load(dir, &rows, &e));
+	ck_assert_int_eq((long)json_array_size(rows), 288);
+	json_t *crashed = json_array_get(rows, 100), *hung = json_array_get(rows, 200);
+	ck_assert_str_eq(plan_row_str(crashed, "status"), "error");
+	ck_assert_msg(strstr(plan_row_str(crashed, "error"), "killed by signal 9"), "%s", plan_row_str(crashed, "error"));
+	ck_assert_str_eq(plan_row_str(hung, "status"), "error");
+	ck_assert_msg(strstr(plan_row_str(hung, "error"), "timed out after 1 s"), "%s", plan_row_str(hung, "error"));
+	/* a failed row still says what the point was */
+	plan_point p;
+	char key[4096];
+	plan_point_at(&s, 100, &p);
+	plan_point_key(&s, &p, key, sizeof key);
+	ck_assert_str_eq(plan_row_str(crashed, "point"), key);
+	ck_assert_str_eq(plan_row_str(crashed, "model"), s.models[p.at[PLAN_AXIS_MODEL]].name);
+	json_decref(rows);
+	/* --resume --retry-failed runs exactly the two again, now healthy */
+	o.eval = NULL;
+	o.mode = PLAN_OUTPUT_RESUME;
+	o.retry_failed = true;
+	ck_assert_msg(plan_sweep_run(&s, &o, &sum, &e), "%s", e.msg);
+	ck_assert_int_eq(sum.already, 286);
+	ck_assert_int_eq(sum.ran, 2);
+	ck_assert_int_eq(sum.failed, 0);
+	plan_spec_finish(&s);
+}
+END_TEST
+
+START_TEST(sweep_resume_after_kill_matches_uninterrupted)
+{
+	char spec[CONFIG_PATH_MAX], full[64], cut[64], path[128], log[128];
+	fixture(spec, sizeof spec, "resume.yaml");
+	tmpdir(full, sizeof full);
+	tmpdir(cut, sizeof cut);
+	snprintf(log, sizeof log, "%s/log", full);
+	char *whole[] = {(char *)exe(), "sweep", spec, "-o", full, "--force", "-j", "2", "--quiet", NULL};
+	ck_assert_int_eq(run_exe(whole, log), 0);
+	long total = count_lines(strcat(strcpy(path, full), "/points.jsonl"));
+	ck_assert_int_eq(total, 3 * 2 * 4 * 2 * 4 * 4 * 4 * 2);
+
+	/* Start the same sweep and kill it (SIGKILL: no chance to tidy up) part way. */
+	snprintf(path, sizeof path, "%s/points.jsonl", cut);
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		dup2(fd, STDERR_FILENO);
+		execl(exe(), "spsim", "sweep", spec, "-o", cut, "--force", "-j", "2", (char *)NULL);
+		_exit(127);
+	}
+	long lines = 0;
+	for (int i = 0; i < 20000 && lines < 500; i++) {
+		nanosleep(&(struct timespec){.tv_nsec = 500000}, NULL);
+		lines = count_lines(path);
+	}
+	kill(pid, SIGKILL);
+	int status;
+	waitpid(pid, &status, 0);
+	long partial = count_lines(path);
+	ck_assert_msg(partial > 0 && partial < total, "killed after %ld of %ld rows", partial, total);
+	/* Resume: only the rest runs, and the result is the uninterrupted sweep's. */
+	snprintf(log, sizeof log, "%s/log", cut);
+	char *resume[] = {(char *)exe(), "sweep", spec, "-o", cut, "--resume", "-j", "2", NULL};
+	ck_assert_int_eq(run_exe(resume, log), 0);
+	char *msg = slurp(log);
+	char want[128];
+	ck_assert_ptr_nonnull(msg);
+	snprintf(want, sizeof want, "%ld already in %s", partial, cut);
+	ck_assert_msg(strstr(msg, want), "log: %.1500s (want '%s')", msg, want);
+	free(msg);
+	assert_same_rows(full, cut, total);
+	snprintf(path, sizeof path, "%s/points.csv", cut);
+	ck_assert_int_eq(count_lines(path), total + 1);
+}
+END_TEST
+
+START_TEST(sweep_cli_refuses_existing_output)
+{
+	char spec[CONFIG_PATH_MAX], dir[64], log[128];
+	fixture(spec, sizeof spec, "grid.yaml");
+	tmpdir(dir, sizeof dir);
+	snprintf(log, sizeof log, "%s.log", dir);
+	char *a1[] = {(char *)exe(), "sweep", spec, "-o", dir, "--quiet", NULL};
+	ck_assert_int_eq(run_exe(a1, log), 0);
+	ck_assert_int_ne(run_exe(a1, log), 0);
+	char *msg = slurp(log);
+	ck_assert_msg(strstr(msg, "pass --resume") && strstr(msg, "--force"), "%.1500s", msg);
+	free(msg);
+	char *a2[] = {(char *)exe(), "sweep", spec, "-o", dir, "--resume", "--force", NULL};
+	ck_assert_int_eq(run_exe(a2, log), 2);
+	char *a3[] = {(char *)exe(), "sweep", spec, "-o", dir, "--force", "--quiet", NULL};
+	ck_assert_int_eq(run_exe(a3, log), 0);
+	unlink(log);
+}
+END_TEST
+
+static bool have_mpirun(void)
+{
+	return SPSIM_HAVE_MPI && system("command -v mpirun >/dev/null 2>&1") == 0;
+}
+
+START_TEST(sweep_over_mpi_ranks_matches_one_process)
+{
+	if (!have_mpirun()) {
+		fprintf(stderr, "sweep_over_mpi_ranks_matches_one_process: no MPI build or mpirun; skipped\n");
+		return;
+	}
+	setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+	setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+	setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+	/* Under the sanitizers: OpenMPI's own allocations outlive MPI_Finalize by design. */
+	setenv("ASAN_OPTIONS", "detect_leaks=0", 0);
+	char spec[CONFIG_PATH_MAX], one[64], many[64], log[128], path[128];
+	fixture(spec, sizeof spec, "grid.yaml");
+	tmpdir(one, sizeof one);
+	tmpdir(many, sizeof many);
+	snprintf(log, sizeof log, "%s/log", one);
+	char *a1[] = {(char *)exe(), "sweep", spec, "-o", one, "--force", "--quiet", NULL};
+	ck_assert_int_eq(run_exe(a1, log), 0);
+	char mpirun[] = "/usr/bin/env";
+	snprintf(log, sizeof log, "%s/log", many);
+	char *a2[] = {mpirun, "mpirun", "-np", "3", (char *)exe(), "sweep", spec, "-o", many, "--force", "-j", "1", NULL};
+	int rc = run_exe(a2, log);
+	char *msg = slurp(log);
+	ck_assert_msg(rc == 0, "mpirun exit %d: %.1500s", rc, msg);
+	ck_assert_msg(strstr(msg, "over 3 ranks"), "%.1500s", msg);
+	free(msg);
+	assert_same_rows(one, many, 288);
+	/* An MPI run resumes a cut record like a single process does. */
+	snprintf(path, sizeof path, "%s/points.jsonl", many);
+	ck_assert_int_eq(truncate(path, 5000), 0);
+	char *a3[] = {mpirun, "mpirun", "-np", "2", (char *)exe(), "sweep", spec, "-o", many, "--resume", "-j", "1", NULL};
+	rc = run_exe(a3, log);
+	ck_assert_msg(rc == 0, "mpirun --resume exit %d", rc);
+	assert_same_rows(one, many, 288);
+}
+END_TEST
+
+/* --------------------------------------------------------------- planner --- */
+/* The best fitting tokens/s over the planner's space, enumerated independently. */
+static double exhaustive_best(const config_model *m, const config_platform *plats, int np, const int *budgets, int nb,
+			      long seq, long tokens, long *fits_out, config_job *best_job)
+{
+	double best = 0;
+	long fits = 0;
+	long seqs = tokens / seq;
+	for (int pi = 0; pi < np; pi++)
+		for (int bi = 0; bi < nb; bi++) {
+			config_platform p = plats[pi];
+			int W = budgets[bi];
+			p.nodes = (W + p.gpus_per_node - 1) / p.gpus_per_node;
+			for (int N = 1; N <= W; N++)
+				for (int B = 1; B <= 1024; B++)
+					for (int st = 0; st < 2; st++)
+						for (int z = 0; z < 4; z++)
+							for (int r = 0; r < 2; r++) {
+								if (W % N || seqs % ((long)(W / N) * B))
+									continue;
+								if (st == 1 && B == 1)
+									continue; /* that is Ulysses */
+								config_job job;
+								config_job_defaults(&job);
+								job.gpus = W;
+								job.sp = N;
+								job.micro_batch = B;
+								job.grad_accum = (int)(seqs / ((long)(W / N) * B));
+								job.seq_len = seq;
+								job.strategy = st ? CONFIG_STRATEGY_BASP : CONFIG_STRATEGY_ULYSSES;
+								job.zero_stage = z;
+								job.recompute = r ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
+								config_error e;
+								if (!workload_check(m, &p, &job, &e))
+									continue;
+								bool fit;
+								engine_result res = direct(m, &p, job, &fit);
+								if (!fit)
+									continue;
+								fits++;
+								if (res.tokens_per_s > best) {
+									best = res.tokens_per_s;
+									if (best_job)
+										*best_job = job;
+								}
+							}
+		}
+	*fits_out = fits;
+	return best;
+}
+
+START_TEST(planner_top_pick_is_the_exhaustive_best)
+{
+	static const struct {
+		const char *model, *platform;
+		int budgets[3], nb;
+		long seq, tokens;
+	} cases[] = {
+		{"llama-3.1-8b", "a100-2x4-ib400", {8}, 1, 32768, 32L * 32768},
+		{"llama-3.1-8b", "a100-2x4-ib400", {4, 8}, 2, 16384, 32L * 16384},
+		{"qwen1.5-4b", "dgx-h100", {8, 16, 32}, 3, 65536, 64L * 65536},
+		{"llama-3.2-1b", "hgx-h200", {8, 16}, 2, 131072, 16L * 131072},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		config_model m;
+		config_platform p;
+		config_error e = {""};
+		ck_assert(config_load_model(cases[i].model, &m, &e) && config_load_platform(cases[i].platform, &p, &e));
+		plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = cases[i].budgets,
+				.n_budgets = cases[i].nb, .seq_len = cases[i].seq, .global_tokens = cases[i].tokens};
+		plan_candidate *c;
+		long n;
+		plan_search_stats st;
+		ck_assert_msg(plan_search(&q, &c, &n, &st, &e), "%s", e.msg);
+		long fits;
+		double best = exhaustive_best(&m, &p, 1, cases[i].budgets, cases[i].nb, cases[i].seq, cases[i].tokens, &fits,
+					      NULL);
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_eq(n, fits);
+		ck_assert_int_eq(st.fit, fits);
+		ck_assert_int_eq(st.searched, st.invalid + st.duplicate + st.no_fit + st.fit);
+		ck_assert_double_eq(c[0].tokens_per_s, best);
+		for (long k = 1; k < n; k++)
+			ck_assert(c[k - 1].tokens_per_s >= c[k].tokens_per_s);
+		/* every configuration trains the global batch: tokens/s = tokens / step time */
+		ck_assert_double_eq_tol(c[0].tokens_per_s * c[0].step_time, (double)cases[i].tokens, 1e-6 * cases[i].tokens);
+		free(c);
+	}
+}
+END_TEST
+
+static bool has_variant(const plan_candidate *c, const char *name)
+{
+	return c->variant_mask & (1u << (plan_variant_find(name) - plan_variants));
+}
+
+START_TEST(planner_finds_basp_where_it_wins)
+{
+	/* Reference cluster at 16K: groups of K = 4 (one node each) beat all-to-alls across
+	 * both nodes; the merged #1 is reachable as BASP (SP 8, B 2). */
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("a100-2x4-ib400", &p, &e));
+	int budget = 8;
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 16384, .global_tokens = 32L * 16384};
+	plan_candidate *c;
+	long n;
+	plan_search_stats st;
+	ck_assert(plan_search(&q, &c, &n, &st, &e));
+	long m2 = plan_merge(c, n);
+	ck_assert_int_lt(m2, n);
+	ck_assert(has_variant(&c[0], "basp"));
+	ck_assert_int_eq(c[0].layout.group_size, p.gpus_per_node);
+	ck_assert_int_eq(c[0].layout.seqs_per_group, 1);
+	/* and it beats the reference Ulysses over all 8 GPUs at every micro-batch */
+	for (long k = 0; k < m2; k++)
+		if (c[k].variant->strategy == CONFIG_STRATEGY_ULYSSES && c[k].job.sp == 8)
+			ck_assert(c[0].tokens_per_s > 1.05 * c[k].tokens_per_s);
+	free(c);
+	/* the CLI says so */
+	char log[] = "/tmp/spsim-plan-cli-XXXXXX";
+	int fd = mkstemp(log);
+	close(fd);
+	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8",
+		     "--seq-len", "16K", "--global-batch", "512K", "--verify", "none", NULL};
+	ck_assert_int_eq(run_exe(a, log), 0);
+	char *out = slurp(log);
+	ck_assert_msg(strstr(out, "basp wins: #1 is a basp layout, groups of K=4 GPUs"), "%.1500s", out);
+	free(out);
+	unlink(log);
+}
+END_TEST
+
+START_TEST(planner_says_when_basp_does_not_win)
+{
+	/* One 8-GPU NVSwitch node at 64K: every all-to-all is on NVLink already, and the
+	 * memory left for B > 1 costs recompute; Ulysses over the node wins. */
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("dgx-h100", &p, &e));
+	int budget = 8;
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 65536, .global_tokens = 16L * 65536};
+	plan_candidate *c;
+	long n;
+	plan_search_stats st;
+	ck_assert(plan_search(&q, &c, &n, &st, &e));
+	n = plan_merge(c, n);
+	ck_assert(!has_variant(&c[0], "basp"));
+	free(c);
+	char log[] = "/tmp/spsim-plan-cli-XXXXXX";
+	int fd = mkstemp(log);
+	close(fd);
+	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "8",
+		     "--seq-len", "64K", "--global-batch", "1M", "--verify", "none", NULL};
+	ck_assert_int_eq(run_exe(a, log), 0);
+	char *out = slurp(log);
+	ck_assert_msg(strstr(out, "basp does not win here: its best layout"), "%.1500s", out);
+	ck_assert_msg(strstr(out, "recompute full vs none"), "%.1500s", out);
+	free(out);
+	unlink(log);
+}
+END_TEST
+
+START_TEST(planner_merges_one_layout_under_two_names)
+{
+	/* BASP (SP 8, B 2) and Ulysses (SP 4, B 1, 2 replicas) with the same batch: groups of
+	 * 4 GPUs, one sequence each: the same step. */
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("a100-2x4-ib400", &p, &e));
+	config_job a, b;
+	config_job_defaults(&a);
+	a.gpus = 8, a.sp = 8, a.micro_batch = 2, a.grad_accum = 4, a.seq_len = 16384, a.zero_stage = 3;
+	a.strategy = CONFIG_STRATEGY_BASP;
+	b = a;
+	b.strategy = CONFIG_STRATEGY_ULYSSES, b.sp = 4, b.micro_batch = 1, b.grad_accum = 4;
+	engine_result ra = direct(&m, &p, a, NULL), rb = direct(&m, &p, b, NULL);
+	ck_assert_double_eq(ra.step_time, rb.step_time);
+	ck_assert_double_eq(ra.tokens_per_s, rb.tokens_per_s);
+	int budget = 8;
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 16384, .global_tokens = 16L * 16384, .zero_mask = 1u << 3, .recompute_mask = 1};
+	plan_candidate *c;
+	long n;
+	plan_search_stats st;
+	ck_assert(plan_search(&q, &c, &n, &st, &e));
+	long k = plan_merge(c, n);
+	for (long i = 0; i < k; i++)
+		for (long j = i + 1; j < k; j++)
+			ck_assert(!plan_same_layout(&c[i], &c[j]));
+	bool found = false;
+	for (long i = 0; i < k; i++)
+		if (c[i].job.strategy == CONFIG_STRATEGY_ULYSSES && c[i].job.sp == 4 && c[i].job.micro_batch == 1) {
+			found = true;
+			ck_assert(has_variant(&c[i], "basp"));
+			ck_assert_msg(strstr(c[i].also, "basp SP 8 B=2"), "also: %s", c[i].also);
+		}
+	ck_assert(found);
+	free(c);
+}
+END_TEST
+
+START_TEST(planner_cost_ranking_and_explanations)
+{
+	config_model m;
+	config_platform p[2];
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("dgx-a100", &p[0], &e) &&
+		  config_load_platform("dgx-h100", &p[1], &e));
+	int budgets[] = {8, 16};
+	double price[] = {1.5, 4.0};
+	plan_query q = {.model = &m, .platforms = p, .price = price, .n_platforms = 2, .budgets = budgets,
+			.n_budgets = 2, .seq_len = 32768, .global_tokens = 64L * 32768};
+	plan_candidate *c;
+	long n;
+	plan_search_stats st;
+	ck_assert(plan_search(&q, &c, &n, &st, &e));
+	ck_assert_int_gt(n, 10);
+	plan_rank(c, n, PLAN_RANK_COST);
+	for (long k = 0; k < n; k++) {
+		/* $/h x GPUs / 3600 / (tokens/s) x 1e6 */
+		double want = price[c[k].platform] * c[k].job.gpus / 3600.0 / c[k].tokens_per_s * 1e6;
+		ck_assert_double_eq_tol(c[k].cost_per_mtok, want, 1e-12 * want);
+		if (k)
+			ck_assert(c[k - 1].cost_per_mtok <= c[k].cost_per_mtok);
+	}
+	char why[512];
+	plan_explain(&q, &c[0], &c[0], PLAN_RANK_COST, why, sizeof why);
+	ck_assert_str_eq(why, "best");
+	plan_rank(c, n, PLAN_RANK_THROUGHPUT);
+	/* A configuration that differs from #1 only in a bigger all-to-all group is behind
+	 * by its SP all-to-all. */
+	for (long k = 1; k < n; k++) {
+		const plan_candidate *x = &c[k], *b = &c[0];
+		if (x->platform == b->platform && x->job.gpus == b->job.gpus && x->job.zero_stage == b->job.zero_stage &&
+		    x->job.recompute == b->job.recompute && x->layout.group_size > b->layout.group_size &&
+		    x->analytic.breakdown.sp_comm_exposed - b->analytic.breakdown.sp_comm_exposed >
+			    fabs(x->analytic.breakdown.zero_comm_exposed - b->analytic.breakdown.zero_comm_exposed) &&
+		    x->tokens_per_s < b->tokens_per_s * 0.999) {
+			plan_explain(&q, x, b, PLAN_RANK_THROUGHPUT, why, sizeof why);
+			char want[128];
+			snprintf(want, sizeof want, "SP all-to-all +");
+			ck_assert_msg(strstr(why, want), "%s", why);
+			snprintf(want, sizeof want, "all-to-all over %d GPUs vs %d", x->layout.group_size, b->layout.group_size);
+			ck_assert_msg(strstr(why, want), "%s", why);
+			break;
+		}
+	}
+	free(c);
+}
+END_TEST
+
+START_TEST(planner_verify_reruns_in_own_processes)
+{
+	/* The second engine here is the analytic one itself: the re-run must reproduce. */
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.2-1b", &m, &e) && config_load_platform("dgx-h100", &p, &e));
+	int budget = 16;
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 32768, .global_tokens = 32L * 32768};
+	plan_candidate *c;
+	long n;
+	plan_search_stats st;
+	ck_assert(plan_search(&q, &c, &n, &st, &e));
+	long k = n < 6 ? n : 6;
+	engine_options opt = {.placement = ENGINE_PLACE_CONTIGUOUS};
+	ck_assert_msg(plan_verify(&q, c, k, "analytic", &opt, 2, 30, &e), "%s", e.msg);
+	for (long i = 0; i < k; i++) {
+		ck_assert(c[i].has_verified);
+		ck_assert_double_eq(c[i].verified.step_time, c[i].analytic.step_time);
+		ck_assert_double_eq(c[i].tokens_per_s, c[i].analytic.tokens_per_s);
+	}
+	ck_assert(!plan_verify(&q, c, k, "no-such-engine", &opt, 2, 30, &e));
+	free(c);
+}
+END_TEST
+
+START_TEST(planner_rejects_a_ragged_batch)
+{
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.2-1b", &m, &e) && config_load_platform("dgx-h100", &p, &e));
+	int budget = 8;
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 32768, .global_tokens = 32768 * 3 + 5};
+	plan_candidate *c;
+	long n;
+	plan_search_stats st;
+	ck_assert(!plan_search(&q, &c, &n, &st, &e));
+	ck_assert_ptr_nonnull(strstr(e.msg, "not a whole number of 32768-token sequences"));
+}
+END_TEST
+
+/* ----------------------------------------------------------------- plots --- */
+/* PNG: signature, then the IHDR chunk with width and height (big-endian). */
+static void assert_png(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	ck_assert_msg(f, "%s missing", path);
+	unsigned char h[24];
+	ck_assert_int_eq(fread(h, 1, sizeof h, f), sizeof h);
+	fseek(f, 0, SEEK_END);
+	long size = ftell(f);
+	fclose(f);
+	static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+	ck_assert_msg(memcmp(h, sig, 8) == 0, "%s is not a PNG", path);
+	ck_assert_msg(memcmp(h + 12, "IHDR", 4) == 0, "%s: no IHDR", path);
+	uint32_t w = (uint32_t)h[16] << 24 | h[17] << 16 | h[18] << 8 | h[19];
+	uint32_t ht = (uint32_t)h[20] << 24 | h[21] << 16 | h[22] << 8 | h[23];
+	ck_assert_int_eq(w, 960);
+	ck_assert_int_eq(ht, 640);
+	ck_assert_int_gt(size, 5000); /* something was drawn */
+}
+
+static void assert_svg(const char *path)
+{
+	char *s = slurp(path);
+	ck_assert_msg(s, "%s missing", path);
+	ck_assert_msg(strncmp(s, "<?xml", 5) == 0, "%s: no XML declaration", path);
+	ck_assert_ptr_nonnull(strstr(s, "<svg"));
+	char *end = strstr(s, "</svg>");
+	ck_assert_msg(end, "%s: not closed", path);
+	for (end += 6; *end; end++)
+		ck_assert_msg(*end == '\n' || *end == ' ', "%s: text after </svg>", path);
+	ck_assert_ptr_nonnull(strstr(s, "<path"));
+	free(s);
+}
+
+static void assert_figure(const char *dir, const char *name)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/%s.png", dir, name);
+	assert_png(p);
+	snprintf(p, sizeof p, "%s/%s.svg", dir, name);
+	assert_svg(p);
+}
+
+static const char *const all_figures[] = {"speedup-vs-micro-batch", "speedup-vs-seq-len", "scaling-vs-gpus",
+					   "memory-vs-seq-len", "breakdown", "throughput", NULL};
+
+START_TEST(plot_sweep_figures_are_well_formed)
+{
+	config_error e = {""};
+	ck_assert_msg(plan_plot_available(&e), "%s", e.msg);
+	char spec[CONFIG_PATH_MAX], dir[64], figs[96], log[128];
+	fixture(spec, sizeof spec, "plots.yaml");
+	tmpdir(dir, sizeof dir);
+	snprintf(figs, sizeof figs, "%s/figures", dir);
+	snprintf(log, sizeof log, "%s/log", dir);
+	char *a[] = {(char *)exe(), "sweep", spec, "-o", dir, "--force", "--plot", figs, NULL};
+	ck_assert_int_eq(run_exe(a, log), 0);
+	for (int i = 0; all_figures[i]; i++)
+		assert_figure(figs, all_figures[i]);
+	/* the memory figure draws the capacity line: A100 40GB = 40 GiB */
+	char p[256];
+	snprintf(p, sizeof p, "%s/memory-vs-seq-len.gp", figs);
+	char *gp = slurp(p);
+	ck_assert_ptr_nonnull(strstr(gp, "capacity 40 GiB"));
+	free(gp);
+	/* speedups in the data are tokens/s ratios over the baseline */
+	snprintf(p, sizeof p, "%s/speedup-vs-micro-batch.dat", figs);
+	char *dat = slurp(p);
+	ck_assert_ptr_nonnull(strstr(dat, "# basp"));
+	free(dat);
+}
+END_TEST
+
+START_TEST(plot_compare_figures_are_well_formed)
+{
+	config_error e = {""};
+	ck_assert_msg(plan_plot_available(&e), "%s", e.msg);
+	char dir[64], log[128];
+	tmpdir(dir, sizeof dir);
+	snprintf(log, sizeof log, "%s.log", dir);
+	char *a[] = {(char *)exe(), "compare", "--model", "llama-3.2-1b", "--platform", "a100-2x4-ib400",
+		     "--micro-batch", "4", "--seq-len", "16K", "--strategies", "ulysses,basp,ulysses:sp=2", "--plot", dir,
+		     NULL};
+	ck_assert_int_eq(run_exe(a, log), 0);
+	for (int i = 0; all_figures[i]; i++)
+		if (strcmp(all_figures[i], "throughput") != 0)
+			assert_figure(dir, all_figures[i]);
+	unlink(log);
+}
+END_TEST
+
+START_TEST(plot_without_gnuplot_says_so)
+{
+	setenv("SPSIM_GNUPLOT", "/nonexistent/gnuplot", 1);
+	config_error e = {""};
+	ck_assert(!plan_plot_available(&e));
+	ck_assert_msg(strstr(e.msg, "gnuplot not found") && strstr(e.msg, "gnuplot-nox"), "%s", e.msg);
+	json_t *rows = json_array();
+	int written = -1;
+	ck_assert(!plan_plot_rows(rows, "ulysses", "t", "/tmp", NULL, &written, &e));
+	json_decref(rows);
+	unsetenv("SPSIM_GNUPLOT");
+}
+END_TEST
+
+static Suite *plan_suite(void)
+{
+	Suite *s = suite_create("plan");
+	TCase *t = tcase_create("specs");
+	tcase_add_test(t, spec_axes_and_defaults);
+	tcase_add_test(t, spec_errors_are_located);
+	tcase_add_test(t, grid_indices_and_keys);
+	tcase_add_test(t, point_applies_overrides_and_calibration);
+	tcase_add_test(t, strategy_labels);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("pool");
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, pool_runs_every_task_once);
+	tcase_add_test(t, pool_isolated_tasks_get_fresh_processes);
+	tcase_add_test(t, pool_crash_costs_one_task);
+	tcase_add_test(t, pool_timeout_costs_one_task);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("output");
+	tcase_add_test(t, output_never_overwrites_silently);
+	tcase_add_test(t, output_resume_drops_cut_lines_and_rebuilds_csv);
+	tcase_add_test(t, csv_quotes_and_columns);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("sweeps");
+	tcase_set_timeout(t, 180);
+	tcase_add_test(t, sweep_rows_match_direct_runs);
+	tcase_add_test(t, sweep_records_a_failing_point_and_goes_on);
+	tcase_add_test(t, sweep_resume_after_kill_matches_uninterrupted);
+	tcase_add_test(t, sweep_cli_refuses_existing_output);
+	tcase_add_test(t, sweep_over_mpi_ranks_matches_one_process);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("planner");
+	tcase_set_timeout(t, 120);
+	tcase_add_test(t, planner_top_pick_is_the_exhaustive_best);
+	tcase_add_test(t, planner_finds_basp_where_it_wins);
+	tcase_add_test(t, planner_says_when_basp_does_not_win);
+	tcase_add_test(t, planner_merges_one_layout_under_two_names);
+	tcase_add_test(t, planner_cost_ranking_and_explanations);
+	tcase_add_test(t, planner_verify_reruns_in_own_processes);
+	tcase_add_test(t, planner_rejects_a_ragged_batch);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("figures");
+	tcase_set_timeout(t, 120);
+	tcase_add_test(t, plot_sweep_figures_are_well_formed);
+	tcase_add_test(t, plot_compare_figures_are_well_formed);
+	tcase_add_test(t, plot_without_gnuplot_says_so);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(plan_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

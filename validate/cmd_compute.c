@@ -1,0 +1,145 @@
+/* spsim-validate compute: the GEMM, attention and layout kernels of one rank of a job,
+ * each timed alone; achieved TFLOP/s and efficiency against the GPU's peak, and the
+ * efficiencies of a calibration file: for each class, total FLOPs over total time of its
+ * kernels weighted by how often a layer runs them — the efficiency that makes the
+ * engine's roofline (FLOPs / (peak x efficiency)) reproduce the measured total. */
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct compute_ctx {
+	vcli_out *o;
+	double peak, hbm;
+	long seq;
+	double work[3], time[3]; /* gemm, attention, memory: count-weighted sums */
+} compute_ctx;
+
+static int on_point(void *vctx, const validate_compute_point *p)
+{
+	compute_ctx *c = vctx;
+	const validate_compute_item *it = p->item;
+	char shape[96];
+	int cls;
+	double peak;
+	switch (it->kind) {
+	case VALIDATE_CK_GEMM:
+		snprintf(shape, sizeof shape, "%ldx%ldx%ld %c%c", it->gemm.m, it->gemm.n, it->gemm.k,
+			 it->gemm.trans_a ? 'T' : 'N', it->gemm.trans_b ? 'T' : 'N');
+		cls = 0;
+		peak = c->peak;
+		break;
+	case VALIDATE_CK_PERMUTE:
+		snprintf(shape, sizeof shape, "%d seq x %ld tok x %d heads x %d, P %d", it->perm.nseq, it->perm.tokens,
+			 it->perm.heads, it->perm.head_dim, it->perm.peers);
+		cls = 2;
+		peak = c->hbm;
+		break;
+	default:
+		snprintf(shape, sizeof shape, "%d seq x %d tok, %d/%d heads, d %d", it->attn.nseq, it->attn.seq,
+			 it->attn.heads, it->attn.kv_heads, it->attn.head_dim);
+		cls = 1;
+		peak = c->peak;
+		break;
+	}
+	c->work[cls] += it->count * (cls == 2 ? it->bytes : it->flops);
+	c->time[cls] += it->count * p->time_s;
+	const double eff = peak > 0 ? p->rate / peak : 0;
+	char effs[16] = "-";
+	if (peak > 0)
+		snprintf(effs, sizeof effs, "%.1f%%", 100 * eff);
+	vcli_say(c->o, "| %-18s | %-36s | %9.3f | %9.2f %-6s | %7s |\n", it->name, shape, p->time_s * 1e3,
+		 cls == 2 ? p->rate / 1e9 : p->rate / 1e12, cls == 2 ? "GB/s" : "TFLOP/s", effs);
+	return validate_log_append(&c->o->log, "compute",
+				   "\"name\": \"%s\", \"class\": \"%s\", \"shape\": \"%s\", \"seq\": %ld, \"flops\": %.9g, "
+				   "\"bytes\": %.9g, \"per_layer\": %.6g, \"time_s\": %.9g, \"rate\": %.9g, \"efficiency\": %.6g",
+				   it->name, cls == 0 ? "gemm" : cls == 1 ? "attention" : "memory", shape, c->seq, it->flops,
+				   it->bytes, it->count, p->time_s, p->rate, eff);
+}
+
+int vcli_compute(const vcli_opts *opt, validate_transport *t, vcli_out *o)
+{
+	if (!opt->model || opt->n_seqs < 1) {
+		if (o->writer)
+			fprintf(stderr, "spsim-validate compute: needs --model and --seq\n");
+		return VALIDATE_EINVAL;
+	}
+	config_model m;
+	config_error e;
+	if (!config_load_model(opt->model, &m, &e)) {
+		if (o->writer)
+			fprintf(stderr, "spsim-validate compute: %s\n", e.msg);
+		return VALIDATE_EINVAL;
+	}
+	validate_strategy st = VALIDATE_BASP;
+	if (opt->strategy && !validate_strategy_parse(opt->strategy, &st)) {
+		if (o->writer)
+			fprintf(stderr, "spsim-validate compute: --strategy basp or ulysses\n");
+		return VALIDATE_EINVAL;
+	}
+	const int N = opt->sp ? opt->sp : t->world;
+	compute_ctx c = {.o = o};
+	vcli_peaks(opt, &c.peak, &c.hbm);
+	const validate_model_dims dims = {m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab};
+	vcli_say(o, "Model %s, job N = %d, B = %d, %s: the kernels of one rank, each rank of this run timing its own.\n",
+		 m.name, N, opt->micro_batch, validate_strategy_name(st));
+	if (c.peak > 0)
+		vcli_say(o, "Peak %.0f TFLOP/s dense bf16, HBM %.0f GB/s.\n", c.peak / 1e12, c.hbm / 1e9);
+	else
+		vcli_say(o, "No peak known (give --platform or --peak-tflops/--hbm-bandwidth): rates only.\n");
+	for (int s = 0; s < opt->n_seqs; s++) {
+		validate_groups g;
+		char err[512] = "";
+		int rc = validate_groups_make(st, N, opt->micro_batch, opt->seqs[s], m.heads, m.kv_heads, &g, err, sizeof err);
+		if (rc) {
+			if (o->writer)
+				fprintf(stderr, "spsim-validate compute: %s\n", err);
+			return rc;
+		}
+		validate_compute_item items[32];
+		const int n = validate_compute_items(&dims, &g, items, 32);
+		c.seq = opt->seqs[s];
+		vcli_say(o, "\nS = %ld: %ld tokens per rank, %d query / %d kv heads per rank in attention.\n\n", c.seq,
+			 (long)g.nseq * g.tokens, g.heads_per_rank, g.kv_per_rank);
+		vcli_say(o, "| kernel             | shape                                | time (ms) | rate             | of peak |\n"
+			    "|--------------------|--------------------------------------|-----------|------------------|---------|\n");
+		if ((rc = validate_compute_run(t, items, n, opt->warmup, opt->iters, on_point, &c, err, sizeof err))) {
+			if (err[0] && o->writer)
+				fprintf(stderr, "spsim-validate compute: %s\n", err);
+			return rc;
+		}
+	}
+	config_calibration cal;
+	memset(&cal, 0, sizeof cal);
+	snprintf(cal.source, sizeof cal.source, "spsim-validate compute (%s)", t->ops->name);
+	if (opt->platform)
+		snprintf(cal.platform, sizeof cal.platform, "%s", opt->platform);
+	static const char *const names[3] = {"gemm", "attention", "memory"};
+	double eff[3] = {0, 0, 0};
+	for (int k = 0; k < 3; k++) {
+		const double peak = k == 2 ? c.hbm : c.peak;
+		if (c.time[k] > 0 && peak > 0)
+			eff[k] = c.work[k] / c.time[k] / peak;
+	}
+	if (c.peak > 0 && c.hbm > 0) {
+		vcli_say(o, "\nEfficiencies (work-weighted over the kernels of a layer): gemm %.3f, attention %.3f, "
+			    "memory %.3f\n",
+			 eff[0], eff[1], eff[2]);
+		/* An efficiency above 1 means the peak given is wrong for this GPU: keep it out. */
+		cal.has_gemm = eff[0] > 0 && eff[0] <= 1;
+		cal.gemm = eff[0];
+		cal.has_attention = eff[1] > 0 && eff[1] <= 1;
+		cal.attention = eff[1];
+		cal.has_memory = eff[2] > 0 && eff[2] <= 1;
+		cal.memory = eff[2];
+		for (int k = 0; k < 3; k++)
+			if (eff[k] > 1)
+				vcli_say(o, "%s efficiency %.2f > 1: the peak given is below what this GPU does; not written.\n",
+					 names[k], eff[k]);
+		if (strcmp(t->ops->name, "cpu") == 0)
+			vcli_say(o, "(cpu transport: CPU reference kernels against a GPU peak; the calibration's source "
+				    "says so. Do not use it for predictions.)\n");
+		if (cal.has_gemm || cal.has_attention || cal.has_memory)
+			vcli_calibration_merge(o, &cal);
+	}
+	return VALIDATE_OK;
+}
