@@ -660,6 +660,8 @@ START_TEST(calibration_round_trip)
 	c.gemm = 0.723456789;
 	c.attention = 0.55;
 	c.memory = 0.8;
+	c.has_overhead = true;
+	c.overhead = 4.5e-6;
 	char path[] = "/tmp/spsim-cal-XXXXXX";
 	int fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
@@ -685,6 +687,49 @@ START_TEST(calibration_round_trip)
 	assert_close(r.gemm, c.gemm, 1e-8);
 	assert_close(r.attention, c.attention, 1e-8);
 	assert_close(r.memory, c.memory, 1e-8);
+	ck_assert(r.has_overhead);
+	assert_close(r.overhead, 4.5e-6, 1e-8);
+}
+END_TEST
+
+START_TEST(collective_overhead_platform_and_calibration)
+{
+	/* Shipped platforms carry NCCL's 6 us per call (docs/nccl-tests.md section 6). A
+	 * calibration with a fitted latency replaces it by 0 (its intercept already holds the
+	 * per-call cost) unless it gives its own; one with bandwidths only keeps it. */
+	config_platform p;
+	config_error e = {""};
+	ck_assert_msg(config_load_platform("dgx-a100", &p, &e), "%s", e.msg);
+	assert_close(p.coll_overhead, 6e-6, 1e-12);
+	config_calibration c;
+	memset(&c, 0, sizeof c);
+	c.has_inter_bw = true;
+	c.inter_bw = 20e9;
+	config_platform q = p;
+	config_apply_calibration(&q, &c);
+	assert_close(q.coll_overhead, 6e-6, 1e-12);
+	c.has_intra_latency = true;
+	c.intra_latency = 3e-6;
+	q = p;
+	config_apply_calibration(&q, &c);
+	ck_assert(q.coll_overhead == 0);
+	c.has_overhead = true;
+	c.overhead = 1e-6;
+	q = p;
+	config_apply_calibration(&q, &c);
+	assert_close(q.coll_overhead, 1e-6, 1e-12);
+	/* an explicit 0 round-trips */
+	c.overhead = 0;
+	char path[] = "/tmp/spsim-cal-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+	ck_assert(config_write_calibration(f, &c));
+	fclose(f);
+	config_calibration r;
+	bool ok = config_load_calibration(path, &r, &e);
+	unlink(path);
+	ck_assert_msg(ok, "%s", e.msg);
+	ck_assert(r.has_overhead && r.overhead == 0);
 }
 END_TEST
 
@@ -954,6 +999,7 @@ static Suite *config_suite(void)
 	tcase_add_test(t, calibration_round_trip);
 	tcase_add_test(t, calibration_round_trip_partial);
 	tcase_add_test(t, calibration_apply);
+	tcase_add_test(t, collective_overhead_platform_and_calibration);
 	tcase_add_test(t, calibration_files);
 	suite_add_tcase(s, t);
 

@@ -747,51 +747,83 @@ START_TEST(sweep_over_mpi_ranks_matches_one_process)
 END_TEST
 
 /* --------------------------------------------------------------- planner --- */
-/* The best fitting tokens/s over the planner's space, enumerated independently. */
+/* One job the way `spsim run` runs it (composite, engine), with the fullest part's
+ * memory; false when the job check rejects it. */
+static bool run_job(const config_model *m, const config_platform *p, config_job job, engine_result *res, bool *fits)
+{
+	config_error e = {""};
+	if (!workload_check(m, p, &job, &e))
+		return false;
+	workload_composite *c = malloc(sizeof *c);
+	const workload_plan *primary;
+	ck_assert_msg(workload_compose(m, p, &job, c, &e), "%s", e.msg);
+	ck_assert_msg(engine_run_composite(engine_find("analytic"), m, p, &job, c, (engine_options){0}, res, NULL, &primary,
+					   &e),
+		      "%s", e.msg);
+	double peak = primary->memory.peak;
+	*fits = primary->memory.fits;
+	for (int i = 0; c->kind == WL_COMPOSE_PARALLEL && i < c->n_parts; i++)
+		if (c->parts[i].plan.memory.peak > peak)
+			peak = c->parts[i].plan.memory.peak, *fits = c->parts[i].plan.memory.fits;
+	workload_compose_finish(c);
+	free(c);
+	return true;
+}
+
+/* The best fitting tokens/s over the planner's space, enumerated independently: every
+ * SP degree N | W, micro-batch B with W/N x B dividing the batch, Ulysses, BASP (B | N),
+ * BASP with B not dividing N run unequal or with extra steps, every ZeRO stage and
+ * recompute, and every all-to-all algorithm for groups that leave the node (direct
+ * inside one, the planner's documented rule). */
 static double exhaustive_best(const config_model *m, const config_platform *plats, int np, const int *budgets, int nb,
-			      long seq, long tokens, long *fits_out, config_job *best_job)
+			      long seq, long tokens, long *fits_out)
 {
 	double best = 0;
 	long fits = 0;
 	long seqs = tokens / seq;
+	static const struct {
+		config_strategy s;
+		config_basp_uneven u;
+	} kinds[] = {{CONFIG_STRATEGY_ULYSSES, CONFIG_BASP_UNEVEN_ERROR},
+		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_ERROR},
+		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_UNEQUAL},
+		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_EXTRA_STEP}};
 	for (int pi = 0; pi < np; pi++)
 		for (int bi = 0; bi < nb; bi++) {
 			config_platform p = plats[pi];
 			int W = budgets[bi];
 			p.nodes = (W + p.gpus_per_node - 1) / p.gpus_per_node;
 			for (int N = 1; N <= W; N++)
-				for (int B = 1; B <= 1024; B++)
-					for (int st = 0; st < 2; st++)
+				for (int B = 1; B <= seqs; B++)
+					for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
 						for (int z = 0; z < 4; z++)
-							for (int r = 0; r < 2; r++) {
-								if (W % N || seqs % ((long)(W / N) * B))
-									continue;
-								if (st == 1 && B == 1)
-									continue; /* that is Ulysses */
-								config_job job;
-								config_job_defaults(&job);
-								job.gpus = W;
-								job.sp = N;
-								job.micro_batch = B;
-								job.grad_accum = (int)(seqs / ((long)(W / N) * B));
-								job.seq_len = seq;
-								job.strategy = st ? CONFIG_STRATEGY_BASP : CONFIG_STRATEGY_ULYSSES;
-								job.zero_stage = z;
-								job.recompute = r ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
-								config_error e;
-								if (!workload_check(m, &p, &job, &e))
-									continue;
-								bool fit;
-								engine_result res = direct(m, &p, job, &fit);
-								if (!fit)
-									continue;
-								fits++;
-								if (res.tokens_per_s > best) {
-									best = res.tokens_per_s;
-									if (best_job)
-										*best_job = job;
+							for (int r = 0; r < 2; r++)
+								for (int a = 0; a < 3; a++) {
+									if (W % N || seqs % ((long)(W / N) * B))
+										continue;
+									bool basp = kinds[k].s == CONFIG_STRATEGY_BASP;
+									if (basp && B == 1)
+										continue; /* that is Ulysses */
+									if (basp && (kinds[k].u != CONFIG_BASP_UNEVEN_ERROR) != (N % B != 0))
+										continue; /* each BASP job once */
+									int group = basp ? (N + B - 1) / B : N;
+									if (a > 0 && group <= p.gpus_per_node)
+										continue;
+									config_job job;
+									config_job_defaults(&job);
+									job.gpus = W, job.sp = N, job.micro_batch = B;
+									job.grad_accum = (int)(seqs / ((long)(W / N) * B));
+									job.seq_len = seq, job.strategy = kinds[k].s, job.basp_uneven = kinds[k].u;
+									job.zero_stage = z, job.a2a = (config_a2a)a;
+									job.recompute = r ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
+									engine_result res;
+									bool fit;
+									if (!run_job(m, &p, job, &res, &fit) || !fit)
+										continue;
+									fits++;
+									if (res.tokens_per_s > best)
+										best = res.tokens_per_s;
 								}
-							}
 		}
 	*fits_out = fits;
 	return best;
@@ -808,6 +840,9 @@ START_TEST(planner_top_pick_is_the_exhaustive_best)
 		{"llama-3.1-8b", "a100-2x4-ib400", {4, 8}, 2, 16384, 32L * 16384},
 		{"qwen1.5-4b", "dgx-h100", {8, 16, 32}, 3, 65536, 64L * 65536},
 		{"llama-3.2-1b", "hgx-h200", {8, 16}, 2, 131072, 16L * 131072},
+		/* 3 sequences over 8 GPUs: only BASP beyond divisibility splits them */
+		{"llama-3.1-8b", "a100-2x4-ib400", {8}, 1, 24576, 3L * 24576},
+		{"qwen1.5-7b", "dgx-h100", {16}, 1, 30720, 6L * 30720},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		config_model m;
@@ -821,8 +856,7 @@ START_TEST(planner_top_pick_is_the_exhaustive_best)
 		plan_search_stats st;
 		ck_assert_msg(plan_search(&q, &c, &n, &st, &e), "%s", e.msg);
 		long fits;
-		double best = exhaustive_best(&m, &p, 1, cases[i].budgets, cases[i].nb, cases[i].seq, cases[i].tokens, &fits,
-					      NULL);
+		double best = exhaustive_best(&m, &p, 1, cases[i].budgets, cases[i].nb, cases[i].seq, cases[i].tokens, &fits);
 		ck_assert_int_gt(n, 0);
 		ck_assert_int_eq(n, fits);
 		ck_assert_int_eq(st.fit, fits);
@@ -841,6 +875,88 @@ static bool has_variant(const plan_candidate *c, const char *name)
 {
 	return c->variant_mask & (1u << (plan_variant_find(name) - plan_variants));
 }
+
+START_TEST(sweep_runs_basp_beyond_divisibility)
+{
+	plan_spec s;
+	load_spec("uneven.yaml", &s);
+	ck_assert_int_eq(s.n_points, 3 * 3 * 2 * 2);
+	char dir[64];
+	tmpdir(dir, sizeof dir);
+	plan_sweep_opts o = {.out_dir = dir, .jobs = 2, .quiet = true};
+	plan_sweep_summary sum;
+	config_error e = {""};
+	ck_assert_msg(plan_sweep_run(&s, &o, &sum, &e), "%s", e.msg);
+	ck_assert_int_eq(sum.failed, 0);
+	json_t *rows;
+	ck_assert(plan_rows_load(dir, &rows, &e));
+	long uneven_ok = 0;
+	for (long i = 0; i < s.n_points; i++) {
+		const json_t *r = json_array_get(rows, (size_t)i);
+		plan_point p;
+		config_platform pl;
+		config_job job;
+		plan_point_at(&s, i, &p);
+		bool valid = plan_point_job(&s, &p, &pl, &job, &e);
+		ck_assert_str_eq(plan_row_str(r, "status"), valid ? "ok" : "invalid");
+		/* "basp-unequal" is BASP with basp_uneven unequal whatever the axis says */
+		if (p.at[PLAN_AXIS_STRATEGY] == 2)
+			ck_assert_str_eq(plan_row_str(r, "basp_uneven"), "unequal");
+		if (!valid)
+			continue;
+		engine_result want;
+		bool fits;
+		ck_assert(run_job(&s.models[0], &pl, job, &want, &fits));
+		ck_assert_double_eq(plan_row_num(r, "step_time_s"), want.step_time);
+		ck_assert_int_eq(json_is_true(json_object_get(r, "fits")), fits);
+		if (job.strategy == CONFIG_STRATEGY_BASP && job.micro_batch == 3) {
+			uneven_ok++;
+			ck_assert_int_eq(plan_row_num(r, "parts"), 2); /* groups of 2 and 3, or micro-steps of 2 and 1 */
+		}
+	}
+	ck_assert_int_gt(uneven_ok, 0);
+	json_decref(rows);
+	plan_spec_finish(&s);
+}
+END_TEST
+
+START_TEST(planner_weighs_basp_beyond_divisibility)
+{
+	/* 3 sequences per step on 8 GPUs: B = 3 never divides N = 8; only the uneven BASP
+	 * variants can give each sequence its own group. */
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("a100-2x4-ib400", &p, &e));
+	int budget = 8;
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 24576, .global_tokens = 3L * 24576};
+	plan_candidate *c;
+	long n;
+	plan_search_stats st;
+	ck_assert(plan_search(&q, &c, &n, &st, &e));
+	int vb = (int)(plan_variant_find("basp") - plan_variants);
+	int vu = (int)(plan_variant_find("basp-unequal") - plan_variants);
+	int vx = (int)(plan_variant_find("basp-extra-step") - plan_variants);
+	ck_assert_int_eq(st.variant_valid[vb], 0);
+	ck_assert_int_gt(st.variant_fit[vu], 0);
+	ck_assert_int_gt(st.variant_fit[vx], 0);
+	free(c);
+	char log[] = "/tmp/spsim-plan-cli-XXXXXX";
+	int fd = mkstemp(log);
+	close(fd);
+	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8",
+		     "--seq-len", "24K", "--global-batch", "72K", "--verify", "none", NULL};
+	ck_assert_int_eq(run_exe(a, log), 0);
+	char *out = slurp(log);
+	ck_assert_msg(strstr(out, "basp: no configuration applies here"), "%.1500s", out);
+	ck_assert_msg(strstr(out, "basp-extra-step does not win here") || strstr(out, "basp-extra-step wins"), "%.1500s",
+		      out);
+	ck_assert_msg(strstr(out, "basp-unequal"), "%.1500s", out);
+	free(out);
+	unlink(log);
+}
+END_TEST
 
 START_TEST(planner_finds_basp_where_it_wins)
 {
@@ -1185,12 +1301,14 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, sweep_resume_after_kill_matches_uninterrupted);
 	tcase_add_test(t, sweep_cli_refuses_existing_output);
 	tcase_add_test(t, sweep_over_mpi_ranks_matches_one_process);
+	tcase_add_test(t, sweep_runs_basp_beyond_divisibility);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("planner");
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, planner_top_pick_is_the_exhaustive_best);
 	tcase_add_test(t, planner_finds_basp_where_it_wins);
+	tcase_add_test(t, planner_weighs_basp_beyond_divisibility);
 	tcase_add_test(t, planner_says_when_basp_does_not_win);
 	tcase_add_test(t, planner_merges_one_layout_under_two_names);
 	tcase_add_test(t, planner_cost_ranking_and_explanations);

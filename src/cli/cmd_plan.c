@@ -16,15 +16,16 @@
 
 enum {
 	OPT_MODEL = 256, OPT_PLATFORM, OPT_GPUS, OPT_SEQ, OPT_BATCH, OPT_PRICE, OPT_TOP, OPT_ZERO, OPT_RECOMPUTE,
-	OPT_MAXB, OPT_VERIFY, OPT_PLACEMENT, OPT_CAL, OPT_FORMAT, OPT_TIMEOUT, OPT_HELP,
+	OPT_MAXB, OPT_VERIFY, OPT_PLACEMENT, OPT_CAL, OPT_FORMAT, OPT_TIMEOUT, OPT_A2A, OPT_HELP,
 };
 
 static void plan_help(FILE *f)
 {
 	fputs("usage: spsim plan --model NAME --platform NAME[,NAME...] --gpus N[,N...] --seq-len S\n"
 	      "                  --global-batch T [options]\n"
-	      "Searches strategy x SP degree x micro-batch (hence BASP group size K and gradient accumulation)\n"
-	      "x ZeRO stage x recompute for every platform and GPU budget, drops what does not fit in GPU\n"
+	      "Searches strategy (ulysses, basp, and BASP beyond divisibility: basp-unequal, basp-extra-step) x\n"
+	      "SP degree x micro-batch (hence BASP group size K and gradient accumulation) x ZeRO stage x\n"
+	      "recompute x all-to-all algorithm for every platform and GPU budget, drops what does not fit in GPU\n"
 	      "memory, ranks the rest by tokens/s (and by cost per million tokens with --price), and prints the\n"
 	      "top K with, for each, the breakdown term that puts it behind #1. Every configuration trains the\n"
 	      "same global batch per optimizer step. The analytic engine searches; the top K are re-run on\n"
@@ -40,6 +41,8 @@ static void plan_help(FILE *f)
 	      "  --zero LIST              ZeRO stages to try (default 0,1,2,3)\n"
 	      "  --recompute LIST         none, full or none,full (default)\n"
 	      "  --max-micro-batch B      largest micro-batch to try (default: no limit)\n"
+	      "  --a2a LIST               SP all-to-all algorithms to try for groups that span nodes: direct,\n"
+	      "                           pairwise, hierarchical (default all; groups inside a node use the first)\n"
 	      "  --verify ENGINE|none     re-run the top K on ENGINE (default: simgrid when built in, else none)\n"
 	      "  --placement LIST         rank placements the verify runs try, keeping the best for each\n"
 	      "                           configuration: contiguous, strided, random:SEED (default contiguous)\n"
@@ -59,7 +62,7 @@ typedef struct plan_args {
 	long seq, batch;
 	char *price;
 	int top;
-	unsigned zmask, rmask;
+	unsigned zmask, rmask, amask;
 	int maxb;
 	const char *verify;
 	bool verify_set;
@@ -125,6 +128,17 @@ static bool add_recompute(plan_args *a, char *s)
 		return false;
 	}
 	return true;
+}
+
+static bool add_a2a(plan_args *a, char *s)
+{
+	for (int k = 0; k < 3; k++)
+		if (strcmp(s, plan_a2a_name((config_a2a)k)) == 0) {
+			a->amask |= 1u << k;
+			return true;
+		}
+	fprintf(stderr, "spsim plan: --a2a expects direct, pairwise or hierarchical (comma-separated), got '%s'\n", s);
+	return false;
 }
 
 static bool add_placement(plan_args *a, char *s)
@@ -196,13 +210,14 @@ static bool parse_prices(const char *text, const config_platform *p, int n, doub
 }
 
 static const char *rc_name(const config_job *j) { return j->recompute == CONFIG_RECOMPUTE_FULL ? "full" : "none"; }
+static const char *a2a_short(config_a2a a) { return a == CONFIG_A2A_PAIRWISE ? "pair" : a == CONFIG_A2A_HIERARCHICAL ? "hier" : "dir"; }
 
 static void table(const plan_query *q, const plan_candidate *c, long n, plan_rank_by by, bool verified,
 		  const char *vname, bool price)
 {
 	char t[32], m[32], why[512];
-	printf("  #  %-16s %5s  %-8s %4s %4s %3s %4s %4s  %-6s %10s %10s %11s", "platform", "GPUs", "strategy", "SP", "K",
-	       "B", "GA", "ZeRO", "recomp", "mem/GPU", "step", "tokens/s");
+	printf("  #  %-16s %5s  %-15s %4s %4s %3s %4s %4s  %-6s %-5s %10s %10s %11s", "platform", "GPUs", "strategy", "SP",
+	       "K", "B", "GA", "ZeRO", "recomp", "a2a", "mem/GPU", "step", "tokens/s");
 	if (verified)
 		printf(" %11s", "analytic");
 	if (price)
@@ -211,9 +226,9 @@ static void table(const plan_query *q, const plan_candidate *c, long n, plan_ran
 	for (long i = 0; i < n; i++) {
 		const plan_candidate *x = &c[i];
 		plan_explain(q, x, &c[0], by, why, sizeof why);
-		printf("%3ld  %-16s %5d  %-8s %4d %4d %3d %4d %4d  %-6s %10s %10s %11.0f", i + 1,
+		printf("%3ld  %-16s %5d  %-15s %4d %4d %3d %4d %4d  %-6s %-5s %10s %10s %11.0f", i + 1,
 		       q->platforms[x->platform].name, x->job.gpus, x->variant->name, x->job.sp, x->layout.group_size,
-		       x->job.micro_batch, x->job.grad_accum, x->job.zero_stage, rc_name(&x->job),
+		       x->job.micro_batch, x->job.grad_accum, x->job.zero_stage, rc_name(&x->job), a2a_short(x->job.a2a),
 		       report_bytes(x->memory.peak, m, sizeof m), report_time(x->step_time, t, sizeof t), x->tokens_per_s);
 		if (verified)
 			printf(" %11.0f", x->analytic.tokens_per_s);
@@ -290,7 +305,7 @@ static json_t *verdict(const plan_query *q, const plan_candidate *head, long nh,
 			snprintf(text, sizeof text, "%s does not win here: its best layout (#%ld, K=%d)%s is behind #1 (%s): %s%s",
 				 v->name, rank + 1, best->layout.group_size, as, top->variant->name, why, vs);
 		}
-		if (print)
+		if (print && (v == plan_variants + 1 || st->variant_valid[vi] > 0))
 			printf("%s.\n", text);
 		json_t *o = json_pack("{s:s, s:b, s:s}", "variant", v->name, "wins", wins, "text", text);
 		if (best)
@@ -337,6 +352,7 @@ int cli_cmd_plan(int argc, char **argv)
 		{"zero", required_argument, NULL, OPT_ZERO},
 		{"recompute", required_argument, NULL, OPT_RECOMPUTE},
 		{"max-micro-batch", required_argument, NULL, OPT_MAXB},
+		{"a2a", required_argument, NULL, OPT_A2A},
 		{"verify", required_argument, NULL, OPT_VERIFY},
 		{"placement", required_argument, NULL, OPT_PLACEMENT},
 		{"calibration", required_argument, NULL, OPT_CAL},
@@ -383,6 +399,7 @@ int cli_cmd_plan(int argc, char **argv)
 			break;
 		case OPT_ZERO: ok = each_item(copy, add_zero, &a); break;
 		case OPT_RECOMPUTE: ok = each_item(copy, add_recompute, &a); break;
+		case OPT_A2A: ok = each_item(copy, add_a2a, &a); break;
 		case OPT_MAXB:
 			ok = cli_parse_int("--max-micro-batch", optarg, 1, 1 << 20, &v);
 			a.maxb = (int)v;
@@ -473,7 +490,7 @@ int cli_cmd_plan(int argc, char **argv)
 
 	plan_query q = {.model = &m, .platforms = plats, .price = a.price ? prices : NULL, .n_platforms = a.n_platforms,
 			.budgets = a.budgets, .n_budgets = a.n_budgets, .seq_len = a.seq, .global_tokens = a.batch,
-			.zero_mask = a.zmask, .recompute_mask = a.rmask, .max_micro_batch = a.maxb};
+			.zero_mask = a.zmask, .recompute_mask = a.rmask, .a2a_mask = a.amask, .max_micro_batch = a.maxb};
 	plan_candidate *cands = NULL;
 	long n = 0;
 	plan_search_stats st;
@@ -565,7 +582,7 @@ int cli_cmd_plan(int argc, char **argv)
 	for (int b = 0; b < a.n_budgets; b++)
 		printf(" %d%s", a.budgets[b], b + 1 < a.n_budgets ? "," : "");
 	printf("\nsearched %ld configurations: %ld fit in GPU memory (%ld distinct layouts), %ld do not, %ld rejected by "
-	       "the job check, %ld duplicates (BASP at B=1 is Ulysses)\n",
+	       "the job check, %ld duplicates (another variant's configuration: BASP at B=1 is Ulysses)\n",
 	       st.searched, st.fit, nm, st.no_fit, st.invalid, st.duplicate);
 	if (n == 0) {
 		printf("\nno configuration fits in GPU memory: try more GPUs, a shorter sequence, ZeRO-3 or recompute.\n");

@@ -20,7 +20,8 @@ static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *
 
 static bool calibration_read(const yt_doc *doc, config_calibration *c, config_error *err)
 {
-	static const char *const keys[] = {"source", "platform", "intra_node", "inter_node", "efficiency", NULL};
+	static const char *const keys[] = {"source",	 "platform",   "intra_node", "inter_node",
+					   "efficiency", "collective_overhead", NULL};
 	static const char *const eff_keys[] = {"gemm", "attention", "memory", NULL};
 	const yt_node *t, *e;
 	if (!yt_top(doc, "calibration", &t, err) || !yt_check_keys(t, keys, err) ||
@@ -32,6 +33,18 @@ static bool calibration_read(const yt_doc *doc, config_calibration *c, config_er
 		       err) ||
 	    !yt_map(t, "efficiency", false, &e, err))
 		return false;
+	/* a measured overhead of zero is legitimate: accept 0 as well as a time */
+	const yt_node *ov = yt_find(t, "collective_overhead");
+	if (ov) {
+		double d;
+		if (yt_double(t, "collective_overhead", false, 0, false, 0, &d, NULL, NULL) && d == 0) {
+			c->has_overhead = true;
+			c->overhead = 0;
+		} else if (!yt_quantity(t, "collective_overhead", false, CONFIG_UNIT_TIME, &c->overhead,
+					&c->has_overhead, err)) {
+			return false;
+		}
+	}
 	if (!e)
 		return true;
 	return yt_check_keys(e, eff_keys, err) &&
@@ -100,6 +113,12 @@ bool config_write_calibration(FILE *f, const config_calibration *c)
 		put_quoted(f, c->platform);
 		fputc('\n', f);
 	}
+	if (c->has_overhead) {
+		if (c->overhead > 0)
+			fprintf(f, "  collective_overhead: %.9gus\n", c->overhead * 1e6);
+		else
+			fprintf(f, "  collective_overhead: 0\n");
+	}
 	put_link(f, "intra_node", c->has_intra_latency, c->intra_latency, c->has_intra_bw, c->intra_bw);
 	put_link(f, "inter_node", c->has_inter_latency, c->inter_latency, c->has_inter_bw, c->inter_bw);
 	if (c->has_gemm || c->has_attention || c->has_memory) {
@@ -116,6 +135,12 @@ bool config_write_calibration(FILE *f, const config_calibration *c)
 
 void config_apply_calibration(config_platform *p, const config_calibration *c)
 {
+	/* Fitted latencies are intercepts that already contain NCCL's per-call cost, so a
+	 * calibration with a latency replaces the platform's overhead (by its own, or 0). */
+	if (c->has_overhead)
+		p->coll_overhead = c->overhead;
+	else if (c->has_intra_latency || c->has_inter_latency)
+		p->coll_overhead = 0;
 	if (c->has_intra_latency)
 		p->intra.latency = c->intra_latency;
 	if (c->has_inter_latency)

@@ -109,6 +109,9 @@ typedef struct config_platform {
 		int nodes_per_leaf;      /* fat-tree: nodes under one leaf switch; 0 when not given (other topologies) */
 		double oversubscription; /* fat-tree: leaf down / up bandwidth ratio, >= 1; 1 elsewhere */
 	} inter;
+	/* Fixed cost of one collective call (NCCL launch and synchronisation), seconds; 0 when
+	 * the platform file has no `collective_overhead`. */
+	double coll_overhead;
 	struct {
 		double gemm;      /* achievable fraction of peak_flops for GEMMs */
 		double attention; /* for FlashAttention kernels */
@@ -134,9 +137,13 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  *     intra_node: {latency: 3us, bandwidth: 230GB/s}   # achieved, per GPU per direction
  *     inter_node: {latency: 9us, bandwidth: 46GB/s}    # achieved, per NIC
  *     efficiency: {gemm: 0.72, attention: 0.55, memory: 0.8}
+ *     collective_overhead: 0      # fixed cost per collective call (a time, or 0)
  *
  * Every section and key is optional; present bandwidths replace the raw link bandwidth
- * and set that link class's efficiency to 1 (the measurement already includes it). */
+ * and set that link class's efficiency to 1 (the measurement already includes it). A
+ * calibration with any latency also replaces the platform's collective_overhead: by its
+ * own value, or by 0 (a fitted latency is an intercept that already holds the per-call
+ * cost). */
 typedef struct config_calibration {
 	char path[CONFIG_PATH_MAX];
 	char source[CONFIG_NAME_MAX];
@@ -145,6 +152,8 @@ typedef struct config_calibration {
 	double intra_latency, intra_bw, inter_latency, inter_bw;
 	bool has_gemm, has_attention, has_memory;
 	double gemm, attention, memory;
+	bool has_overhead;
+	double overhead; /* collective_overhead: fixed cost per collective call */
 } config_calibration;
 
 /* ------------------------------------------------------------------ jobs ---- */

@@ -219,7 +219,7 @@ static double hierarchical(const config_platform *p, workload_coll c, engine_gro
 	}
 }
 
-double engine_collective_time(const config_platform *p, workload_coll c, workload_alg a, engine_group_shape s,
+static double collective_time(const config_platform *p, workload_coll c, workload_alg a, engine_group_shape s,
 			      double bytes)
 {
 	if (s.size <= 1 || bytes <= 0)
@@ -253,6 +253,17 @@ double engine_collective_time(const config_platform *p, workload_coll c, workloa
 		break;
 	}
 	return 0.0;
+}
+
+double engine_collective_time(const config_platform *p, workload_coll c, workload_alg a, engine_group_shape s,
+			      double bytes)
+{
+	if (s.size <= 1 || bytes <= 0)
+		return 0.0;
+	/* Every call also pays NCCL's fixed launch and synchronisation cost: 6 us fits the
+	 * published one-channel ring all-reduce latencies on DGX A100 (10 us on 2 GPUs, 34 us
+	 * on 8 = 2 and 14 steps of 2 us plus 6 us; docs/nccl-tests.md §6). */
+	return p->coll_overhead + collective_time(p, c, a, s, bytes);
 }
 
 double engine_busbw_factor(workload_coll c, int P)

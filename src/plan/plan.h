@@ -20,10 +20,11 @@
 
 /* ------------------------------------------------------ strategy variants --- */
 /* The strategies sweeps and the planner know, in one table: adding a strategy (a new
- * config_strategy from the workload layer) is one more row here. `same_as` names a
- * configuration of this variant that is by definition another variant's (BASP at
- * micro-batch 1 is Ulysses, basp.md "Edge cases"): the planner skips it so that one
- * configuration is not ranked twice. */
+ * config_strategy, or a setting of one such as basp_uneven) is one more row here.
+ * `same_as_other` names a configuration of this variant that is by definition another
+ * variant's (BASP at micro-batch 1 is Ulysses, basp.md "Edge cases"; basp-unequal with
+ * B dividing N is BASP): the planner skips it so that one configuration is not ranked
+ * twice. */
 typedef struct plan_variant {
 	const char *name; /* as written in specs and printed: "ulysses", "basp" */
 	config_strategy strategy;
@@ -40,8 +41,10 @@ typedef struct plan_variant {
 extern const plan_variant plan_variants[]; /* terminated by a NULL name; at most PLAN_MAX_VARIANTS */
 const plan_variant *plan_variant_find(const char *name);
 const plan_variant *plan_variant_of(config_strategy s);
-/* "ulysses|basp", for messages. */
+/* "ulysses|basp|...", for messages. */
 const char *plan_variant_names(void);
+/* "direct", "pairwise", "hierarchical". */
+const char *plan_a2a_name(config_a2a a);
 
 /* A strategy as a sweep or compare names it: VARIANT, VARIANT:sp=N (SP domain of N GPUs,
  * W/N data-parallel replicas) or VARIANT:sp=N/B (SP = GPUs / micro-batch: basp.md's
@@ -58,6 +61,22 @@ bool plan_strategy_parse(const char *text, plan_strategy *out, config_error *err
 /* Sets job->strategy and job->sp; job->gpus must be the resolved world size. False when
  * sp=N/B does not divide (the message says so). */
 bool plan_strategy_apply(const plan_strategy *s, config_job *job, config_error *err);
+
+/* ------------------------------------------------------------- one job --- */
+/* A job run the way `spsim run` runs it: its composite (one part unless BASP with
+ * N % B != 0, workload.h), every part through the engine, the step and the memory of the
+ * fullest part. */
+typedef struct plan_sim {
+	workload_composite comp;
+	engine_result res;
+	const workload_plan *primary; /* the plan res belongs to (the slowest part) */
+	workload_memory memory;       /* the part with the highest peak */
+} plan_sim;
+
+/* job must have passed workload_check. */
+bool plan_simulate(const config_model *m, const config_platform *p, const config_job *job, const engine_ops *e,
+		   engine_options opt, plan_sim *out, config_error *err);
+void plan_sim_finish(plan_sim *s);
 
 /* --------------------------------------------------------------- the spec --- */
 /* The axes of a sweep, slowest-varying first (point indices are mixed-radix in this
@@ -77,6 +96,8 @@ typedef enum plan_axis {
 	PLAN_AXIS_GPUS,
 	PLAN_AXIS_ZERO,
 	PLAN_AXIS_RECOMPUTE,
+	PLAN_AXIS_A2A,
+	PLAN_AXIS_BASP_UNEVEN,
 	PLAN_AXIS_GRAD_ACCUM,
 	PLAN_AXIS_SEQ_LEN,
 	PLAN_AXIS_MICRO_BATCH,
@@ -146,6 +167,8 @@ json_t *plan_row_new(long index, const char *key);
 void plan_row_set_job(json_t *row, const config_model *m, const config_platform *p, const config_job *job,
 		      const char *label, const char *engine, const char *calibration);
 void plan_row_set_result(json_t *row, const workload_plan *plan, const engine_result *res);
+/* The same for a simulated job: the composite's memory and its number of parts. */
+void plan_row_set_sim(json_t *row, const plan_sim *sim);
 void plan_row_set_status(json_t *row, const char *status, const char *error);
 /* A row for a finished report_run (compare --plot). */
 json_t *plan_row_from_run(const report_run *r, long index);
@@ -279,6 +302,8 @@ typedef struct plan_query {
 	long global_tokens;
 	unsigned zero_mask;      /* bit z: try ZeRO stage z (0: all four) */
 	unsigned recompute_mask; /* bit 0 none, bit 1 full (0: both) */
+	unsigned a2a_mask;       /* bit per config_a2a: all-to-all algorithms for groups that span
+				  * nodes (0: all three); groups inside a node use the first */
 	int max_micro_batch;     /* 0: no limit */
 	const config_job *base;  /* other job settings (buckets, overlap); NULL: defaults */
 } plan_query;

@@ -915,18 +915,15 @@ static json_t *analytic_row(const report_run *r, const config_platform *p, confi
 		plan_row_set_status(row, "invalid", err.msg);
 		return row;
 	}
-	workload_plan plan;
-	engine_result res;
-	if (!workload_plan_make(r->model, p, &job, &plan, &err)) {
+	plan_sim *sim = malloc(sizeof *sim);
+	if (!sim)
+		plan_row_set_status(row, "error", "out of memory");
+	else if (plan_simulate(r->model, p, &job, engine_find("analytic"), (engine_options){0}, sim, &err)) {
+		plan_row_set_sim(row, sim);
+		plan_sim_finish(sim);
+	} else
 		plan_row_set_status(row, "error", err.msg);
-		return row;
-	}
-	engine_input in = {.model = r->model, .platform = p, .job = &job, .plan = &plan};
-	if (engine_find("analytic")->run(&in, &res, &err))
-		plan_row_set_result(row, &plan, &res);
-	else
-		plan_row_set_status(row, "error", err.msg);
-	workload_plan_finish(&plan);
+	free(sim);
 	return row;
 }
 

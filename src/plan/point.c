@@ -1,5 +1,6 @@
 /* Grid points: index <-> axis values, keys, the job a point stands for, and running it. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -71,6 +72,8 @@ bool plan_point_job(const plan_spec *s, const plan_point *pt, config_platform *p
 	j.gpus = s->given[PLAN_AXIS_GPUS] ? (int)num(s, pt, PLAN_AXIS_GPUS) : config_platform_gpus(&p);
 	j.zero_stage = (int)num(s, pt, PLAN_AXIS_ZERO);
 	j.recompute = num(s, pt, PLAN_AXIS_RECOMPUTE) != 0 ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
+	j.a2a = (config_a2a)num(s, pt, PLAN_AXIS_A2A);
+	j.basp_uneven = (config_basp_uneven)num(s, pt, PLAN_AXIS_BASP_UNEVEN);
 	j.grad_accum = (int)num(s, pt, PLAN_AXIS_GRAD_ACCUM);
 	j.seq_len = (long)num(s, pt, PLAN_AXIS_SEQ_LEN);
 	j.micro_batch = (int)num(s, pt, PLAN_AXIS_MICRO_BATCH);
@@ -82,6 +85,25 @@ bool plan_point_job(const plan_spec *s, const plan_point *pt, config_platform *p
 }
 
 bool plan_engine_isolated(const char *engine) { return strcmp(engine, "analytic") != 0; }
+
+bool plan_simulate(const config_model *m, const config_platform *p, const config_job *job, const engine_ops *e,
+		   engine_options opt, plan_sim *out, config_error *err)
+{
+	if (!workload_compose(m, p, job, &out->comp, err))
+		return false;
+	if (!engine_run_composite(e, m, p, job, &out->comp, opt, &out->res, NULL, &out->primary, err)) {
+		workload_compose_finish(&out->comp);
+		return false;
+	}
+	/* Unequal groups side by side: the memory a GPU needs is the fullest part's. */
+	out->memory = out->primary->memory;
+	for (int i = 0; out->comp.kind == WL_COMPOSE_PARALLEL && i < out->comp.n_parts; i++)
+		if (out->comp.parts[i].plan.memory.peak > out->memory.peak)
+			out->memory = out->comp.parts[i].plan.memory;
+	return true;
+}
+
+void plan_sim_finish(plan_sim *s) { workload_compose_finish(&s->comp); }
 
 static double now(void)
 {
@@ -136,26 +158,20 @@ json_t *plan_point_eval(const plan_spec *s, long index)
 	if (!valid) {
 		plan_row_set_status(row, "invalid", err.msg);
 	} else {
-		workload_plan plan;
-		engine_result res;
 		const engine_ops *e = engine_find(engine);
-		if (!e) {
-			plan_row_set_status(row, "error", "engine not built into this spsim");
-		} else if (!workload_plan_make(m, &p, &job, &plan, &err)) {
-			plan_row_set_status(row, "error", err.msg);
+		plan_sim *sim = malloc(sizeof *sim);
+		if (!e || !sim) {
+			plan_row_set_status(row, "error", !e ? "engine not built into this spsim" : "out of memory");
+		} else if (plan_simulate(m, &p, &job, e, (engine_options){.placement = ENGINE_PLACE_CONTIGUOUS}, sim, &err)) {
+			plan_row_set_sim(row, sim);
+			plan_row_set_status(row, "ok", NULL);
+			plan_sim_finish(sim);
 		} else {
-			engine_input in = {.model = m, .platform = &p, .job = &job, .plan = &plan,
-					   .opt = {.placement = ENGINE_PLACE_CONTIGUOUS}};
-			if (e->run(&in, &res, &err)) {
-				plan_row_set_result(row, &plan, &res);
-				plan_row_set_status(row, "ok", NULL);
-			} else {
-				char msg[CONFIG_ERROR_MAX + 64];
-				snprintf(msg, sizeof msg, "%s engine: %s", e->name, err.msg);
-				plan_row_set_status(row, "error", msg);
-			}
-			workload_plan_finish(&plan);
+			char msg[CONFIG_ERROR_MAX + 64];
+			snprintf(msg, sizeof msg, "%s engine: %s", e->name, err.msg);
+			plan_row_set_status(row, "error", msg);
 		}
+		free(sim);
 	}
 	json_object_set_new(row, "wall_s", json_real(now() - t0));
 	return row;

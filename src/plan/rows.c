@@ -10,7 +10,7 @@ const char *const plan_row_columns[] = {
 	/* what ran */
 	"engine", "model", "platform", "nodes", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth",
 	"inter_latency", "gpu_memory", "calibration", "gpus", "label", "strategy", "sp", "micro_batch", "group_size",
-	"dp_replicas", "seq_len", "zero_stage", "recompute", "grad_accum", "tokens_per_gpu",
+	"dp_replicas", "seq_len", "zero_stage", "recompute", "grad_accum", "a2a", "basp_uneven", "parts", "tokens_per_gpu",
 	/* time, seconds per optimizer step */
 	"step_time_s", "compute_s", "gemm_s", "attention_s", "memory_bound_s", "optimizer_s", "sp_comm_s",
 	"sp_comm_exposed_s", "zero_comm_s", "zero_comm_exposed_s",
@@ -59,6 +59,10 @@ void plan_row_set_job(json_t *row, const config_model *m, const config_platform 
 	set_i(row, "zero_stage", job->zero_stage);
 	set_s(row, "recompute", job->recompute == CONFIG_RECOMPUTE_FULL ? "full" : "none");
 	set_i(row, "grad_accum", job->grad_accum);
+	static const char *const a2a[] = {"direct", "pairwise", "hierarchical"};
+	static const char *const uneven[] = {"error", "unequal", "extra-step"};
+	set_s(row, "a2a", job->a2a >= 0 && job->a2a <= 2 ? a2a[job->a2a] : "?");
+	set_s(row, "basp_uneven", job->basp_uneven >= 0 && job->basp_uneven <= 2 ? uneven[job->basp_uneven] : "?");
 }
 
 void plan_row_set_result(json_t *row, const workload_plan *plan, const engine_result *res)
@@ -98,6 +102,22 @@ void plan_row_set_result(json_t *row, const workload_plan *plan, const engine_re
 	set_r(row, "mfu", res->mfu);
 }
 
+void plan_row_set_sim(json_t *row, const plan_sim *sim)
+{
+	plan_row_set_result(row, sim->primary, &sim->res);
+	const workload_memory *m = &sim->memory;
+	set_r(row, "mem_params", m->params);
+	set_r(row, "mem_grads", m->grads);
+	set_r(row, "mem_optimizer", m->optimizer);
+	set_r(row, "mem_activations", m->activations);
+	set_r(row, "mem_logits", m->logits);
+	set_r(row, "mem_buffers", m->buffers);
+	set_r(row, "mem_peak", m->peak);
+	set_r(row, "mem_capacity", m->capacity);
+	json_object_set_new(row, "fits", json_boolean(m->fits));
+	set_i(row, "parts", sim->comp.n_parts);
+}
+
 void plan_row_set_status(json_t *row, const char *status, const char *error)
 {
 	set_s(row, "status", status);
@@ -121,6 +141,16 @@ json_t *plan_row_from_run(const report_run *r, long index)
 		return NULL;
 	plan_row_set_job(row, r->model, r->platform, r->job, r->label, r->result->engine, r->calibration);
 	plan_row_set_result(row, r->plan, r->result);
+	if (r->composite) {
+		/* The fullest part's memory, as plan_simulate reports it. */
+		const workload_memory *m = &r->plan->memory;
+		for (int i = 0; r->composite->kind == WL_COMPOSE_PARALLEL && i < r->composite->n_parts; i++)
+			if (r->composite->parts[i].plan.memory.peak > m->peak)
+				m = &r->composite->parts[i].plan.memory;
+		set_r(row, "mem_peak", m->peak);
+		json_object_set_new(row, "fits", json_boolean(m->fits));
+		set_i(row, "parts", r->composite->n_parts);
+	}
 	return row;
 }
 

@@ -37,6 +37,113 @@ static double cost_of(const plan_query *q, const plan_candidate *c)
 	return price * c->job.gpus / 3600.0 / c->tokens_per_s * 1e6;
 }
 
+/* One platform and budget of a search. */
+typedef struct search {
+	const plan_query *q;
+	const config_model *m;
+	config_platform p;
+	int pi;
+	plan_search_stats *st;
+	const engine_ops *e;
+	unsigned zmask, rmask, amask;
+	plan_candidate *v;
+	long n, cap, order;
+} search;
+
+/* The all-to-all group a job's ranks exchange within (the larger one for unequal BASP). */
+static int a2a_group(const config_job *job)
+{
+	if (job->strategy != CONFIG_STRATEGY_BASP)
+		return job->sp;
+	return (job->sp + job->micro_batch - 1) / job->micro_batch;
+}
+
+/* Every ZeRO stage x recompute x all-to-all algorithm of one job: the job check, the
+ * memory filter, the engine, and the fitting ones into the list. False only on a hard
+ * error (out of memory, an engine failure). */
+static bool try_job(search *x, const plan_variant *var, config_job job, config_error *err)
+{
+	plan_search_stats *st = x->st;
+	int vi = (int)(var - plan_variants);
+	/* The algorithm matters only for groups that leave the node; elsewhere the first
+	 * one asked for stands for all. */
+	bool spans = a2a_group(&job) > x->p.gpus_per_node;
+	int algs[3], na = 0;
+	for (int a = 0; a < 3; a++)
+		if (((x->amask >> a) & 1) && (spans || na == 0))
+			algs[na++] = a;
+	int zr = 0;
+	for (int z = 0; z < 4; z++)
+		for (int r = 0; r < 2; r++)
+			zr += ((x->zmask >> z) & 1) && ((x->rmask >> r) & 1);
+	st->searched += (long)zr * na;
+	if (var->same_as_other && var->same_as_other(&job)) {
+		st->duplicate += (long)zr * na;
+		return true;
+	}
+	config_error sub;
+	if (!workload_check(x->m, &x->p, &job, &sub)) {
+		st->invalid += (long)zr * na;
+		return true;
+	}
+	/* The memory model first, where one layout describes the job (every divisible one):
+	 * it is cheap, and most of a long-context space does not fit. */
+	bool single = !(job.strategy == CONFIG_STRATEGY_BASP && job.sp % job.micro_batch != 0);
+	workload_layout layout;
+	if (single && !workload_layout_make(x->m, &job, &layout, &sub)) {
+		st->invalid += (long)zr * na;
+		return true;
+	}
+	plan_sim *sim = malloc(sizeof *sim);
+	if (!sim)
+		return config_fail(err, "out of memory");
+	bool ok = true;
+	for (int z = 0; ok && z < 4; z++) {
+		if (!((x->zmask >> z) & 1))
+			continue;
+		for (int r = 0; ok && r < 2; r++) {
+			if (!((x->rmask >> r) & 1))
+				continue;
+			job.zero_stage = z;
+			job.recompute = r ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
+			st->variant_valid[vi] += na;
+			if (single) {
+				workload_memory mem;
+				workload_memory_compute(x->m, &x->p, &job, &layout, &mem);
+				if (!mem.fits) {
+					st->no_fit += na;
+					continue;
+				}
+			}
+			for (int a = 0; ok && a < na; a++) {
+				job.a2a = (config_a2a)algs[a];
+				if (!plan_simulate(x->m, &x->p, &job, x->e, (engine_options){0}, sim, err)) {
+					ok = false;
+					break;
+				}
+				plan_candidate c = {.order = x->order++, .platform = x->pi, .nodes = x->p.nodes, .variant = var,
+						    .job = job, .layout = sim->primary->layout, .memory = sim->memory,
+						    .analytic = sim->res};
+				plan_sim_finish(sim);
+				if (!c.memory.fits) {
+					st->no_fit++;
+					continue;
+				}
+				c.analytic.engine = x->e->name;
+				c.tokens_per_s = c.analytic.tokens_per_s;
+				c.step_time = c.analytic.step_time;
+				c.cost_per_mtok = cost_of(x->q, &c);
+				st->fit++;
+				st->variant_fit[vi]++;
+				if (!push(&x->v, &x->n, &x->cap, &c))
+					ok = config_fail(err, "out of memory");
+			}
+		}
+	}
+	free(sim);
+	return ok;
+}
+
 bool plan_search(const plan_query *q, plan_candidate **out, long *n_out, plan_search_stats *st, config_error *err)
 {
 	*out = NULL;
@@ -52,27 +159,24 @@ bool plan_search(const plan_query *q, plan_candidate **out, long *n_out, plan_se
 				   "multiple of the sequence length",
 				   q->global_tokens, q->seq_len);
 	const long seqs = q->global_tokens / q->seq_len;
-	const unsigned zmask = q->zero_mask ? q->zero_mask : 0xF, rmask = q->recompute_mask ? q->recompute_mask : 3;
 	config_job base;
 	if (q->base)
 		base = *q->base;
 	else
 		config_job_defaults(&base);
-	const config_model *m = q->model;
-	const engine_ops *e = engine_find("analytic");
-	plan_candidate *v = NULL;
-	long n = 0, cap = 0, order = 0;
-	config_error sub;
-
+	search x = {.q = q, .m = q->model, .st = st, .e = engine_find("analytic"),
+		    .zmask = q->zero_mask ? q->zero_mask : 0xF, .rmask = q->recompute_mask ? q->recompute_mask : 3,
+		    .amask = q->a2a_mask ? q->a2a_mask : 7};
 	for (int pi = 0; pi < q->n_platforms; pi++) {
 		for (int bi = 0; bi < q->n_budgets; bi++) {
 			const int W = q->budgets[bi];
-			config_platform p = q->platforms[pi];
-			if (W <= 0 || (W > p.gpus_per_node && W % p.gpus_per_node != 0)) {
+			x.p = q->platforms[pi];
+			x.pi = pi;
+			if (W <= 0 || (W > x.p.gpus_per_node && W % x.p.gpus_per_node != 0)) {
 				st->skipped_budgets++;
 				continue;
 			}
-			p.nodes = (W + p.gpus_per_node - 1) / p.gpus_per_node;
+			x.p.nodes = (W + x.p.gpus_per_node - 1) / x.p.gpus_per_node;
 			for (int N = 1; N <= W; N++) {
 				if (W % N)
 					continue;
@@ -86,85 +190,28 @@ bool plan_search(const plan_query *q, plan_candidate **out, long *n_out, plan_se
 					if (per % B || (q->max_micro_batch > 0 && B > q->max_micro_batch))
 						continue;
 					for (const plan_variant *var = plan_variants; var->name; var++)
-					for (int alt = 0; alt == 0 || var->expand; alt++) {
-						config_job job = base;
-						job.strategy = var->strategy;
-						job.gpus = W;
-						job.sp = N;
-						job.micro_batch = (int)B;
-						job.grad_accum = (int)(per / B);
-						job.seq_len = q->seq_len;
-						if (var->expand && !var->expand(&job, alt))
-							break;
-						int zr = 0;
-						for (int z = 0; z < 4; z++)
-							for (int r = 0; r < 2; r++)
-								zr += ((zmask >> z) & 1) && ((rmask >> r) & 1);
-						st->searched += zr;
-						if (var->same_as_other && var->same_as_other(&job)) {
-							st->duplicate += zr;
-							continue;
-						}
-						if (!workload_check(m, &p, &job, &sub)) {
-							st->invalid += zr;
-							continue;
-						}
-						workload_layout layout;
-						if (!workload_layout_make(m, &job, &layout, &sub)) {
-							st->invalid += zr;
-							continue;
-						}
-						for (int z = 0; z < 4; z++) {
-							if (!((zmask >> z) & 1))
-								continue;
-							for (int r = 0; r < 2; r++) {
-								if (!((rmask >> r) & 1))
-									continue;
-								job.zero_stage = z;
-								job.recompute = r ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
-								st->variant_valid[variant_index(var)]++;
-								/* The memory model first: it is cheap, and most of a
-								 * long-context space does not fit. */
-								workload_memory mem;
-								workload_memory_compute(m, &p, &job, &layout, &mem);
-								if (!mem.fits) {
-									st->no_fit++;
-									continue;
-								}
-								workload_plan plan;
-								if (!workload_plan_make(m, &p, &job, &plan, err)) {
-									free(v);
-									return false;
-								}
-								plan_candidate c = {.order = order++, .platform = pi, .nodes = p.nodes,
-										    .variant = var, .job = job, .layout = plan.layout,
-										    .memory = plan.memory};
-								engine_input in = {.model = m, .platform = &p, .job = &job, .plan = &plan};
-								bool ok = e->run(&in, &c.analytic, err);
-								workload_plan_finish(&plan);
-								if (!ok) {
-									free(v);
-									return false;
-								}
-								c.tokens_per_s = c.analytic.tokens_per_s;
-								c.step_time = c.analytic.step_time;
-								c.cost_per_mtok = cost_of(q, &c);
-								st->fit++;
-								st->variant_fit[variant_index(var)]++;
-								if (!push(&v, &n, &cap, &c)) {
-									free(v);
-									return config_fail(err, "out of memory");
-								}
+						for (int alt = 0; alt == 0 || var->expand; alt++) {
+							config_job job = base;
+							job.strategy = var->strategy;
+							job.gpus = W;
+							job.sp = N;
+							job.micro_batch = (int)B;
+							job.grad_accum = (int)(per / B);
+							job.seq_len = q->seq_len;
+							if (var->expand && !var->expand(&job, alt))
+								break;
+							if (!try_job(&x, var, job, err)) {
+								free(x.v);
+								return false;
 							}
 						}
-					}
 				}
 			}
 		}
 	}
-	plan_rank(v, n, PLAN_RANK_THROUGHPUT);
-	*out = v;
-	*n_out = n;
+	plan_rank(x.v, x.n, PLAN_RANK_THROUGHPUT);
+	*out = x.v;
+	*n_out = x.n;
 	return true;
 }
 
@@ -194,9 +241,11 @@ long plan_merge(plan_candidate *c, long n)
 			plan_candidate *k = &c[j];
 			k->variant_mask |= 1u << variant_index(c[i].variant);
 			size_t u = strlen(k->also);
-			if (u + 40 < sizeof k->also)
-				snprintf(k->also + u, sizeof k->also - u, "%s%s SP %d B=%d", u ? ", " : "", c[i].variant->name,
-					 c[i].job.sp, c[i].job.micro_batch);
+			if (u + 48 < sizeof k->also)
+				snprintf(k->also + u, sizeof k->also - u, "%s%s SP %d B=%d%s%s", u ? ", " : "",
+					 c[i].variant->name, c[i].job.sp, c[i].job.micro_batch,
+					 c[i].job.a2a != k->job.a2a ? " a2a " : "",
+					 c[i].job.a2a != k->job.a2a ? plan_a2a_name(c[i].job.a2a) : "");
 			continue;
 		}
 		c[m] = c[i];
@@ -263,6 +312,8 @@ static void setting(const plan_query *q, const plan_candidate *c, const plan_can
 		    b->job.recompute == CONFIG_RECOMPUTE_FULL ? "full" : "none");
 	if (term == 1 && c->layout.group_size != b->layout.group_size)
 		ADD("all-to-all over %d GPUs vs %d", c->layout.group_size, b->layout.group_size);
+	if (term == 1 && c->job.a2a != b->job.a2a)
+		ADD("%s all-to-all vs %s", plan_a2a_name(c->job.a2a), plan_a2a_name(b->job.a2a));
 	if (term == 2 && c->job.zero_stage != b->job.zero_stage)
 		ADD("ZeRO-%d vs ZeRO-%d", c->job.zero_stage, b->job.zero_stage);
 	if ((term == 1 || term == 2) && c->job.grad_accum != b->job.grad_accum)
@@ -331,23 +382,19 @@ static json_t *verify_eval(void *ctx, long i)
 	config_platform p = v->q->platforms[c->platform];
 	p.nodes = c->nodes;
 	json_t *row = plan_row_new(i, "");
-	workload_plan plan;
-	engine_result res;
 	config_error err = {""};
-	const engine_ops *e = engine_find(v->engine);
-	if (!workload_plan_make(v->q->model, &p, &c->job, &plan, &err)) {
+	engine_options opt = v->opt ? *v->opt : (engine_options){0};
+	opt.trace_path = NULL;
+	plan_sim *sim = malloc(sizeof *sim);
+	if (!sim) {
+		plan_row_set_status(row, "error", "out of memory");
+	} else if (plan_simulate(v->q->model, &p, &c->job, engine_find(v->engine), opt, sim, &err)) {
+		plan_row_set_sim(row, sim);
+		plan_sim_finish(sim);
+	} else {
 		plan_row_set_status(row, "error", err.msg);
-		return row;
 	}
-	engine_input in = {.model = v->q->model, .platform = &p, .job = &c->job, .plan = &plan};
-	if (v->opt)
-		in.opt = *v->opt;
-	in.opt.trace_path = NULL;
-	if (e->run(&in, &res, &err))
-		plan_row_set_result(row, &plan, &res);
-	else
-		plan_row_set_status(row, "error", err.msg);
-	workload_plan_finish(&plan);
+	free(sim);
 	return row;
 }
 

@@ -13,6 +13,8 @@
  *     recompute: [none, full]
  *     engine: analytic                    # default analytic
  *     calibration: [none, cal.yaml]
+ *     a2a: [direct, hierarchical]         # SP all-to-all algorithm (default direct)
+ *     basp_uneven: [unequal, extra-step]  # BASP when B does not divide N (default error)
  *     baseline: ulysses                   # speedups are over this strategy (default: the first)
  *
  * Errors are "file:line:column: what is wrong, what was expected" (config/yamltree.h). */
@@ -28,8 +30,8 @@
 /* Spec keys of the axes, in plan_axis order. */
 static const char *const axis_keys[PLAN_AXIS_COUNT] = {
 	"model", "platform", "nodes", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
-	"gpu_memory", "calibration", "engine", "gpus", "zero", "recompute", "grad_accum", "seq_len", "micro_batch",
-	"strategy",
+	"gpu_memory", "calibration", "engine", "gpus", "zero", "recompute", "a2a", "basp_uneven", "grad_accum", "seq_len",
+	"micro_batch", "strategy",
 };
 
 const char *plan_axis_key(plan_axis a) { return a >= 0 && a < PLAN_AXIS_COUNT ? axis_keys[a] : "?"; }
@@ -37,8 +39,8 @@ const char *plan_axis_key(plan_axis a) { return a >= 0 && a < PLAN_AXIS_COUNT ? 
 static const char *const spec_keys[] = {
 	"name", "baseline", "zero_overlap", "fp32_grad_comm", "reduce_bucket", "allgather_bucket", "prefetch_bucket",
 	"model", "platform", "nodes", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
-	"gpu_memory", "calibration", "engine", "gpus", "zero", "recompute", "grad_accum", "seq_len", "micro_batch",
-	"strategy", NULL,
+	"gpu_memory", "calibration", "engine", "gpus", "zero", "recompute", "a2a", "basp_uneven", "grad_accum", "seq_len",
+	"micro_batch", "strategy", NULL,
 };
 
 #define MAX_POINTS 100000000L
@@ -179,6 +181,19 @@ static bool parse_item(loader *L, plan_axis a, const yt_node *it, size_t i, plan
 			return yt_fail(L->err, it, "'recompute' must be none or full, got '%.200s'", t);
 		val->num = strcmp(t, "full") == 0;
 		return true;
+	case PLAN_AXIS_A2A:
+	case PLAN_AXIS_BASP_UNEVEN: {
+		static const char *const a2a[] = {"direct", "pairwise", "hierarchical"};
+		static const char *const uneven[] = {"error", "unequal", "extra-step"};
+		const char *const *names = a == PLAN_AXIS_A2A ? a2a : uneven;
+		for (int k = 0; k < 3; k++)
+			if (strcmp(t, names[k]) == 0) {
+				val->num = k;
+				return true;
+			}
+		return yt_fail(L->err, it, "'%s' must be one of %s, %s, %s, got '%.200s'", key, names[0], names[1], names[2],
+			       t);
+	}
 	case PLAN_AXIS_ZERO:
 		if (!parse_long(t, &l) || l < 0 || l > 3)
 			return yt_fail(L->err, it, "'zero' must be a ZeRO stage 0, 1, 2 or 3, got '%.200s'", t);
@@ -249,6 +264,8 @@ static bool default_axis(loader *L, plan_axis a)
 	case PLAN_AXIS_CALIBRATION: snprintf(v->text, sizeof v->text, "none"); break;
 	case PLAN_AXIS_ZERO: v->num = s->base.zero_stage; snprintf(v->text, sizeof v->text, "%d", s->base.zero_stage); break;
 	case PLAN_AXIS_RECOMPUTE: v->num = 0; snprintf(v->text, sizeof v->text, "none"); break;
+	case PLAN_AXIS_A2A: v->num = s->base.a2a; snprintf(v->text, sizeof v->text, "default"); break;
+	case PLAN_AXIS_BASP_UNEVEN: v->num = s->base.basp_uneven; snprintf(v->text, sizeof v->text, "default"); break;
 	case PLAN_AXIS_GRAD_ACCUM:
 	case PLAN_AXIS_MICRO_BATCH: v->num = 1; snprintf(v->text, sizeof v->text, "1"); break;
 	default: v->text[0] = '\0'; v->num = 0; /* the platform's own / all GPUs */

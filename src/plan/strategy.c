@@ -10,11 +10,33 @@
 /* basp.md "Edge cases": B = 1 gives K = N, identical to Ulysses. */
 static bool basp_is_ulysses(const config_job *job) { return job->micro_batch == 1; }
 
+/* BASP beyond divisibility (workload_compose) is only itself when B does not divide N. */
+static bool divides(const config_job *job) { return job->micro_batch == 1 || job->sp % job->micro_batch == 0; }
+static bool set_unequal(config_job *job, int alt)
+{
+	job->basp_uneven = CONFIG_BASP_UNEVEN_UNEQUAL;
+	return alt == 0;
+}
+static bool set_extra_step(config_job *job, int alt)
+{
+	job->basp_uneven = CONFIG_BASP_UNEVEN_EXTRA_STEP;
+	return alt == 0;
+}
+
 const plan_variant plan_variants[] = {
 	{"ulysses", CONFIG_STRATEGY_ULYSSES, NULL, NULL, "DeepSpeed-Ulysses: N-way all-to-alls over the SP domain"},
 	{"basp", CONFIG_STRATEGY_BASP, basp_is_ulysses, NULL, "BASP: B groups of K = N/B GPUs, one sequence each"},
+	{"basp-unequal", CONFIG_STRATEGY_BASP, divides, set_unequal,
+	 "BASP with B not dividing N: groups of floor(N/B) and ceil(N/B) GPUs side by side"},
+	{"basp-extra-step", CONFIG_STRATEGY_BASP, divides, set_extra_step,
+	 "BASP with B not dividing N: the sequences left over in further micro-steps"},
 	{NULL, 0, NULL, NULL, NULL},
 };
+
+const char *plan_a2a_name(config_a2a a)
+{
+	return a == CONFIG_A2A_PAIRWISE ? "pairwise" : a == CONFIG_A2A_HIERARCHICAL ? "hierarchical" : "direct";
+}
 
 const plan_variant *plan_variant_find(const char *name)
 {
@@ -86,6 +108,8 @@ bool plan_strategy_parse(const char *text, plan_strategy *out, config_error *err
 bool plan_strategy_apply(const plan_strategy *s, config_job *job, config_error *err)
 {
 	job->strategy = s->variant->strategy;
+	if (s->variant->expand)
+		s->variant->expand(job, 0);
 	switch (s->sp_mode) {
 	case PLAN_SP_ALL: job->sp = job->gpus; break;
 	case PLAN_SP_FIXED: job->sp = s->sp; break;

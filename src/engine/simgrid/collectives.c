@@ -615,6 +615,9 @@ void sgx_collective(sgx_rank *R, int s, const workload_op *op)
 	int chunks = op->chunks > 1 ? op->chunks : 1;
 	double b = op->bytes / chunks;
 	for (int k = 0; k < chunks; k++) {
+		/* the fixed per-call cost the analytic engine charges (engine_collective_time) */
+		if (r->p->coll_overhead > 0)
+			sg_actor_sleep_for(r->p->coll_overhead);
 		switch (op->coll) {
 		case WL_COLL_ALLTOALL:
 			if (op->alg == WL_ALG_PAIRWISE)
