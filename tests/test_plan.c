@@ -3,12 +3,14 @@
  * and SPSIM_EXE the spsim executable (tests/meson.build). Expected values come from
  * direct runs of the workload + analytic engine (the pipeline a point must reproduce),
  * from exhaustive enumeration, or from invariants (row sets, counts, file formats). */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "spsim_build.h"
 #include "plan/plan.h"
 
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -42,6 +44,15 @@ static void tmpdir(char *buf, size_t len)
 	snprintf(buf, len, "/tmp/spsim-plan-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(buf));
 }
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+/* Removes a directory made by tmpdir (left in place when a test fails, for a look). */
+static void rm_tree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 static void load_spec(const char *name, plan_spec *s)
 {
@@ -463,6 +474,7 @@ START_TEST(output_never_overwrites_silently)
 	ck_assert_int_eq(plan_output_count(o), 0);
 	ck_assert(plan_output_close(o, false, &e));
 	ck_assert_int_eq(count_lines(path), 0);
+	rm_tree(dir);
 }
 END_TEST
 
@@ -501,6 +513,7 @@ START_TEST(output_resume_drops_cut_lines_and_rebuilds_csv)
 	ck_assert_int_eq(plan_output_count(o), 3);
 	ck_assert(!plan_output_done(o, "p2"));
 	ck_assert(plan_output_close(o, false, &e));
+	rm_tree(dir);
 }
 END_TEST
 
@@ -577,6 +590,7 @@ START_TEST(sweep_rows_match_direct_runs)
 	ck_assert_int_gt(sum.invalid, 0); /* qwen1.5-4b's 20 heads over 8 ranks */
 	json_decref(rows);
 	plan_spec_finish(&s);
+	rm_tree(dir);
 }
 END_TEST
 
@@ -632,6 +646,7 @@ START_TEST(sweep_records_a_failing_point_and_goes_on)
 	ck_assert_int_eq(sum.ran, 2);
 	ck_assert_int_eq(sum.failed, 0);
 	plan_spec_finish(&s);
+	rm_tree(dir);
 }
 END_TEST
 
@@ -681,6 +696,52 @@ START_TEST(sweep_resume_after_kill_matches_uninterrupted)
 	assert_same_rows(full, cut, total);
 	snprintf(path, sizeof path, "%s/points.csv", cut);
 	ck_assert_int_eq(count_lines(path), total + 1);
+	rm_tree(full);
+	rm_tree(cut);
+}
+END_TEST
+
+START_TEST(sweep_runs_simgrid_points_in_their_own_processes)
+{
+	/* SimGrid can be initialised once per process: two simgrid points in one process
+	 * would fail. Every simgrid point here must come back ok, and, with nothing running
+	 * concurrently (engines.yaml), agree with the analytic engine. */
+	if (!engine_find("simgrid")) {
+		fprintf(stderr, "sweep_runs_simgrid_points_in_their_own_processes: simgrid engine not built; skipped\n");
+		return;
+	}
+	plan_spec s;
+	load_spec("engines.yaml", &s);
+	char dir[64];
+	tmpdir(dir, sizeof dir);
+	plan_sweep_opts o = {.out_dir = dir, .jobs = 2, .quiet = true, .timeout_s = 120};
+	plan_sweep_summary sum;
+	config_error e = {""};
+	ck_assert_msg(plan_sweep_run(&s, &o, &sum, &e), "%s", e.msg);
+	ck_assert_int_eq(sum.failed, 0);
+	ck_assert_int_eq(sum.ok, s.n_points);
+	json_t *by = rows_by_point(dir);
+	const char *k;
+	json_t *r;
+	long pairs = 0;
+	json_object_foreach(by, k, r)
+	{
+		if (strcmp(plan_row_str(r, "engine"), "simgrid") != 0)
+			continue;
+		char twin[4096];
+		const char *at = strstr(k, "engine=simgrid");
+		ck_assert_ptr_nonnull(at);
+		snprintf(twin, sizeof twin, "%.*sengine=analytic%s", (int)(at - k), k, at + strlen("engine=simgrid"));
+		const json_t *a = json_object_get(by, twin);
+		ck_assert_msg(a, "no analytic twin for %s", k);
+		ck_assert_double_eq_tol(plan_row_num(r, "step_time_s"), plan_row_num(a, "step_time_s"),
+					1e-6 * plan_row_num(a, "step_time_s"));
+		pairs++;
+	}
+	ck_assert_int_eq(pairs, s.n_points / 2);
+	json_decref(by);
+	plan_spec_finish(&s);
+	rm_tree(dir);
 }
 END_TEST
 
@@ -701,6 +762,7 @@ START_TEST(sweep_cli_refuses_existing_output)
 	char *a3[] = {(char *)exe(), "sweep", spec, "-o", dir, "--force", "--quiet", NULL};
 	ck_assert_int_eq(run_exe(a3, log), 0);
 	unlink(log);
+	rm_tree(dir);
 }
 END_TEST
 
@@ -743,6 +805,8 @@ START_TEST(sweep_over_mpi_ranks_matches_one_process)
 	rc = run_exe(a3, log);
 	ck_assert_msg(rc == 0, "mpirun --resume exit %d", rc);
 	assert_same_rows(one, many, 288);
+	rm_tree(one);
+	rm_tree(many);
 }
 END_TEST
 
@@ -917,6 +981,7 @@ START_TEST(sweep_runs_basp_beyond_divisibility)
 	ck_assert_int_gt(uneven_ok, 0);
 	json_decref(rows);
 	plan_spec_finish(&s);
+	rm_tree(dir);
 }
 END_TEST
 
@@ -1234,6 +1299,7 @@ START_TEST(plot_sweep_figures_are_well_formed)
 	char *dat = slurp(p);
 	ck_assert_ptr_nonnull(strstr(dat, "# basp"));
 	free(dat);
+	rm_tree(dir);
 }
 END_TEST
 
@@ -1252,6 +1318,7 @@ START_TEST(plot_compare_figures_are_well_formed)
 		if (strcmp(all_figures[i], "throughput") != 0)
 			assert_figure(dir, all_figures[i]);
 	unlink(log);
+	rm_tree(dir);
 }
 END_TEST
 
@@ -1302,6 +1369,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, sweep_cli_refuses_existing_output);
 	tcase_add_test(t, sweep_over_mpi_ranks_matches_one_process);
 	tcase_add_test(t, sweep_runs_basp_beyond_divisibility);
+	tcase_add_test(t, sweep_runs_simgrid_points_in_their_own_processes);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("planner");

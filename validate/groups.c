@@ -73,7 +73,7 @@ validate_place validate_place_of(const validate_groups *g, int rank)
 	return p;
 }
 
-/* splitmix64's finaliser (Steele, Lea, Flood 2014). */
+/* The finaliser of splitmix64 (Java's SplittableRandom): a cheap, well-mixed 64-bit hash. */
 static uint64_t mix(uint64_t x)
 {
 	x ^= x >> 30;

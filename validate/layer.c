@@ -689,11 +689,16 @@ int validate_layer_check(validate_transport *t, const validate_layer_cfg *cfg, v
 	res->pass = kernels_compare_bf16(got_y, want_y, total, tol, &res->cmp_y);
 	if (cfg->backward)
 		res->pass = kernels_compare_bf16(got_dx, want_dx, total, tol, &res->cmp_dx) && res->pass;
-	/* Every process must agree on the verdict. */
-	double fail = res->pass ? 0 : 1;
-	if ((rc = t->launch->allreduce_max(t->launch, &fail, 1)))
+	/* Every process must agree on the verdict, and report the worst error of any. */
+	double worst[5] = {res->pass ? 0 : 1, res->cmp_y.max_abs, res->cmp_y.max_norm, res->cmp_dx.max_abs,
+			   res->cmp_dx.max_norm};
+	if ((rc = t->launch->allreduce_max(t->launch, worst, 5)))
 		goto out;
-	res->pass = fail == 0;
+	res->pass = worst[0] == 0;
+	res->cmp_y.max_abs = worst[1];
+	res->cmp_y.max_norm = worst[2];
+	res->cmp_dx.max_abs = worst[3];
+	res->cmp_dx.max_norm = worst[4];
 out:
 	free(want_y);
 	free(got_y);

@@ -23,7 +23,7 @@ static void usage(FILE *f)
 		"usage: spsim-validate <comm|compute|layer> [options]\n"
 		"\n"
 		"machine:\n"
-		"  --transport nccl|cpu   nccl: the GPUs (default when built with CUDA); cpu: every rank in this\n"
+		"  --transport nccl|cpu   nccl: the GPUs (default); cpu: every rank in this\n"
 		"                         process on the CPU reference kernels (tests the harness, times nothing real)\n"
 		"  --gpus N               one process driving N GPUs of this node (default: all visible)\n"
 		"  --launch auto|local|mpi  mpi: one process per GPU (mpirun/srun); auto: mpi when started by them\n"
@@ -386,7 +386,7 @@ int main(int argc, char **argv)
 	}
 	vcli_opts opt = {
 		.command = argv[1],
-		.transport = validate_have_nccl() ? "nccl" : "cpu",
+		.transport = "nccl", /* never silently the CPU: its numbers are not a machine's */
 		.launch = "auto",
 		.ranks = 4,
 		.ranks_per_node = 4,

@@ -7,7 +7,7 @@
  *   comm     collective sweeps: all-to-all over the world group and over BASP groups
  *            (all groups at once), all-gather / reduce-scatter / all-reduce over the world
  *   compute  the GEMM and attention shapes of a job, achieved FLOP/s
- *   fit      alpha-beta (Hockney) fits of time against bytes
+ *   fit      alpha-beta fits of time against bytes
  *   log      measurements appended as JSON lines the moment they complete
  *
  * This library depends only on kernels/ and the transport: it builds and is tested
@@ -205,8 +205,8 @@ typedef struct validate_fit {
 	int n;
 	double max_rel;   /* largest |model - measured| / measured */
 } validate_fit;
-/* Fits time = latency + x / bandwidth by least squares on relative error (weights
- * 1/time², so small and large sizes count alike; the Hockney alpha-beta model). A
+/* Fits time = latency + x / bandwidth (the alpha-beta model) by least squares on relative
+ * error (weights 1/time², so small and large sizes count alike). A
  * negative latency is pinned at 0. Returns VALIDATE_EINVAL when fewer than two points or
  * no positive bandwidth. */
 int validate_fit_alpha_beta(const double *x, const double *time, int n, validate_fit *out);

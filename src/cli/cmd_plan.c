@@ -275,7 +275,7 @@ static json_t *verdict(const plan_query *q, const plan_candidate *head, long nh,
 		char text[1024], why[512], vs[256] = "", as[200] = "";
 		bool wins = false;
 		if (best && whole && whole->tokens_per_s > 0)
-			snprintf(vs, sizeof vs, "; against %s over all %d GPUs (best: B=%d, ZeRO-%d, recompute %s) it is %+.1f%%",
+			snprintf(vs, sizeof vs, "; against %s over all %d GPUs (its best: B=%d, ZeRO-%d, recompute %s) it is %+.1f%% (analytic)",
 				 ref->name, whole->job.gpus, whole->job.micro_batch, whole->job.zero_stage, rc_name(&whole->job),
 				 100 * (best->analytic.tokens_per_s / whole->analytic.tokens_per_s - 1));
 		if (best && best->variant != v) {

@@ -16,24 +16,24 @@
 #include "plan/plan.h"
 
 #define MAX_SERIES 12
-#define MAX_BARS 12
+#define MAX_BARS 16
 #define W_PX 960
 #define H_PX 640
 
 /* The fields that describe a configuration (apart from the strategy label). */
 static const char *const dims[] = {
 	"model", "platform", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
-	"gpu_memory", "calibration", "engine", "nodes", "gpus", "zero_stage", "recompute", "grad_accum", "seq_len",
-	"micro_batch", NULL,
+	"gpu_memory", "calibration", "engine", "nodes", "gpus", "zero_stage", "recompute", "a2a", "basp_uneven",
+	"grad_accum", "seq_len", "micro_batch", NULL,
 };
-enum { MAX_DIMS = 17 };
+enum { MAX_DIMS = 19 };
 
 /* The order in which fields are pinned to one value when a figure would be crowded:
  * details of the set-up first, the axes of the studies last. */
 static const char *const pin_order[] = {
 	"engine", "calibration", "inter_latency", "intra_bandwidth", "nics", "gpus_per_node", "gpu_memory",
-	"grad_accum", "recompute", "zero_stage", "nic_bandwidth", "gpus", "nodes", "model", "platform", "seq_len",
-	"micro_batch", NULL,
+	"grad_accum", "a2a", "basp_uneven", "recompute", "zero_stage", "nic_bandwidth", "gpus", "nodes", "model",
+	"platform", "seq_len", "micro_batch", NULL,
 };
 
 /* Hardware fields: a what-if varies these. */
@@ -205,6 +205,10 @@ static void pretty(const json_t *row, const char *k, char *buf, size_t len)
 		snprintf(buf, len, "ZeRO-%g", v);
 	else if (strcmp(k, "recompute") == 0)
 		snprintf(buf, len, "recompute %s", s);
+	else if (strcmp(k, "a2a") == 0)
+		snprintf(buf, len, "%s all-to-all", s);
+	else if (strcmp(k, "basp_uneven") == 0)
+		snprintf(buf, len, "uneven %s", s);
 	else if (strcmp(k, "grad_accum") == 0)
 		snprintf(buf, len, "GA %g", v);
 	else if (strcmp(k, "calibration") == 0) {
