@@ -38,13 +38,25 @@ const char *report_bytes(double b, char *buf, size_t len)
 	return buf;
 }
 
+/* Memory per GPU of a run: for unequal BASP groups, the part with the highest peak (the
+ * GPUs that must fit), not necessarily the slowest part whose time is reported. */
+static const workload_memory *run_memory(const report_run *r)
+{
+	const workload_memory *m = &r->plan->memory;
+	if (r->composite && r->composite->kind == WL_COMPOSE_PARALLEL)
+		for (int i = 0; i < r->composite->n_parts; i++)
+			if (r->composite->parts[i].plan.memory.peak > m->peak)
+				m = &r->composite->parts[i].plan.memory;
+	return m;
+}
+
 static const char *recompute_name(config_recompute r) { return r == CONFIG_RECOMPUTE_FULL ? "full" : "none"; }
 
 json_t *report_run_json(const report_run *r)
 {
 	const config_job *j = r->job;
 	const workload_layout *l = &r->plan->layout;
-	const workload_memory *m = &r->plan->memory;
+	const workload_memory *m = run_memory(r);
 	const engine_breakdown *b = &r->result->breakdown;
 	workload_volume v;
 	workload_volume_of(r->plan, &v);
@@ -131,7 +143,7 @@ void report_run_table(FILE *f, const report_run *r)
 	char a[32], b2[32], c[32];
 	const engine_result *res = r->result;
 	const engine_breakdown *b = &res->breakdown;
-	const workload_memory *m = &r->plan->memory;
+	const workload_memory *m = run_memory(r);
 	const workload_layout *l = &r->plan->layout;
 	workload_volume v;
 	workload_volume_of(r->plan, &v);
@@ -191,7 +203,7 @@ void report_csv_row(FILE *f, const report_run *r)
 {
 	const config_job *j = r->job;
 	const engine_breakdown *b = &r->result->breakdown;
-	const workload_memory *m = &r->plan->memory;
+	const workload_memory *m = run_memory(r);
 	/* names are [a-z0-9.-] (validated by the loaders), so no field needs quoting */
 	fprintf(f, "%s,%s,%s,%s,%d,%s,%d,%d,%d,%d,%ld,%d,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,", r->label ? r->label : "",
 		r->result->engine, r->model->name, r->platform->name, r->platform->nodes,
@@ -254,9 +266,9 @@ void report_compare_table(FILE *f, const report_run *runs, int n)
 	ROW("  zero comm (exposed)", report_time(r->result->breakdown.zero_comm_exposed, buf, sizeof buf));
 	ROW("tokens/s", (snprintf(buf, sizeof buf, "%.0f", r->result->tokens_per_s), buf));
 	ROW("MFU", (snprintf(buf, sizeof buf, "%.1f%%", 100.0 * r->result->mfu), buf));
-	ROW("memory peak", report_bytes(r->plan->memory.peak, buf, sizeof buf));
-	ROW("  activations", report_bytes(r->plan->memory.activations, buf, sizeof buf));
-	ROW("fits", r->plan->memory.fits ? "yes" : "NO");
+	ROW("memory peak", report_bytes(run_memory(r)->peak, buf, sizeof buf));
+	ROW("  activations", report_bytes(run_memory(r)->activations, buf, sizeof buf));
+	ROW("fits", run_memory(r)->fits ? "yes" : "NO");
 	ROW("speedup (tokens/s)",
 	    (snprintf(buf, sizeof buf, "%.2fx", r->result->tokens_per_s / r0->result->tokens_per_s), buf));
 	ROW("speedup (all-to-all)",
