@@ -147,8 +147,9 @@ void report_run_table(FILE *f, const report_run *r)
 	const workload_layout *l = &r->plan->layout;
 	workload_volume v;
 	workload_volume_of(r->plan, &v);
-	fprintf(f, "%s on %s (%d nodes x %d GPUs), engine %s%s%s\n", r->model->name, r->platform->name,
-		r->platform->nodes, r->platform->gpus_per_node, res->engine, r->calibration ? ", calibration " : "",
+	fprintf(f, "%s on %s (%d node%s x %d GPUs), engine %s%s%s\n", r->model->name, r->platform->name,
+		r->platform->nodes, r->platform->nodes == 1 ? "" : "s", r->platform->gpus_per_node, res->engine,
+		r->calibration ? ", calibration " : "",
 		r->calibration ? r->calibration : "");
 	job_line(f, r);
 	fprintf(f, "per GPU: %ld tokens, %d of %d heads in attention, all-to-all group %d\n", l->tokens_per_rank,
@@ -239,8 +240,9 @@ void report_compare_table(FILE *f, const report_run *runs, int n)
 {
 	char buf[64];
 	const report_run *r0 = &runs[0];
-	fprintf(f, "%s on %s (%d nodes x %d GPUs), engine %s\n", r0->model->name, r0->platform->name,
-		r0->platform->nodes, r0->platform->gpus_per_node, r0->result->engine);
+	fprintf(f, "%s on %s (%d node%s x %d GPUs), engine %s\n", r0->model->name, r0->platform->name,
+		r0->platform->nodes, r0->platform->nodes == 1 ? "" : "s", r0->platform->gpus_per_node,
+		r0->result->engine);
 	fprintf(f, "%d GPUs, micro-batch %d, seq %ld, ZeRO-%d, recompute %s, grad-accum %d\n\n", r0->job->gpus,
 		r0->job->micro_batch, r0->job->seq_len, r0->job->zero_stage, recompute_name(r0->job->recompute),
 		r0->job->grad_accum);
