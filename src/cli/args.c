@@ -331,18 +331,9 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		return 1;
 	case CLI_OPT_TRACE: a->trace = arg; return 1;
 	case CLI_OPT_PLACEMENT: {
-		if (strcmp(arg, "contiguous") == 0)
-			a->opt.placement = ENGINE_PLACE_CONTIGUOUS;
-		else if (strcmp(arg, "strided") == 0)
-			a->opt.placement = ENGINE_PLACE_STRIDED;
-		else if (strncmp(arg, "random:", 7) == 0) {
-			long seed;
-			if (!cli_parse_int("--placement random:SEED", arg + 7, 0, LONG_MAX, &seed))
-				return -1;
-			a->opt.placement = ENGINE_PLACE_RANDOM;
-			a->opt.placement_seed = (unsigned long)seed;
-		} else {
-			fprintf(stderr, "spsim: --placement expects contiguous, strided or random:SEED, got '%s'\n", arg);
+		config_error err;
+		if (!engine_placement_parse(arg, &a->opt, &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
 			return -1;
 		}
 		return 1;

@@ -7,23 +7,14 @@
 #include <math.h>
 
 #include "engine/engine.h"
-
-static long gcd_l(long a, long b)
-{
-	while (b) {
-		long t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
+#include "util/intmath.h"
 
 /* Contiguous groups of P ranks over W ranks, leaves of R ranks: the largest sum over a
  * leaf of x·(P − x), x a group's ranks inside the leaf. The pattern repeats every
  * lcm(P, R) ranks, so one period of leaves is enough. */
 static double leaf_pairs_of(long W, long P, long R)
 {
-	long period = P / gcd_l(P, R) * R;
+	long period = P / util_gcd(P, R) * R;
 	if (period > W)
 		period = W;
 	double worst = 0;
@@ -95,14 +86,12 @@ static double intra_ring_bw(const config_platform *p, int r)
 	return config_platform_intra_bw(p);
 }
 
-static int ceil_div(int a, int b) { return (a + b - 1) / b; }
-
 /* Inter-node bandwidth per sending GPU when `active` GPUs of a node send at once: each GPU
  * is bound to one NIC (GPU i -> NIC i mod nics; an all-to-all cannot aggregate NICs for
  * one GPU: modeling.md), so ceil(active / nics) GPUs share a NIC. */
 static double nic_share_bw(const config_platform *p, int active)
 {
-	int per_nic = ceil_div(active > 0 ? active : 1, p->inter.nics_per_node);
+	int per_nic = util_ceil_div(active > 0 ? active : 1, p->inter.nics_per_node);
 	return config_platform_nic_bw(p) / per_nic;
 }
 

@@ -40,6 +40,16 @@ typedef struct engine_options {
 	unsigned long placement_seed;
 } engine_options;
 
+/* Parses "contiguous", "strided" or "random:SEED" into opt->placement/placement_seed. */
+bool engine_placement_parse(const char *text, engine_options *opt, config_error *err);
+
+/* World rank -> GPU index (node * gpus_per_node + local) for `world` ranks on platform p:
+ * contiguous fills node after node; strided deals consecutive ranks to consecutive nodes;
+ * random permutes the contiguous slots with a seeded generator (same seed, same map).
+ * Shared by every engine and by `spsim collective`. */
+bool engine_placement_map(const config_platform *p, int world, const engine_options *opt, int *gpu_of_rank,
+			  config_error *err);
+
 typedef struct engine_input {
 	const config_model *model;
 	const config_platform *platform;

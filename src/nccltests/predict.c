@@ -37,60 +37,17 @@ bool nccltests_setup_check(const nccltests_setup *s, config_error *err)
 	return true;
 }
 
-/* The same rank -> GPU map as the SimGrid engine's engine_placement_map
- * (engine/simgrid/placement.c), rebuilt here so that the analytic path, built with or
- * without SimGrid, places a seed's ranks on the same GPUs. */
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* unbiased draw in [0, n) by rejection */
-static uint64_t below(uint64_t *s, uint64_t n)
-{
-	uint64_t limit = UINT64_MAX - UINT64_MAX % n, v;
-	do
-		v = splitmix64(s);
-	while (v >= limit);
-	return v % n;
-}
-
 void nccltests_place(const nccltests_setup *s, int *node_of_rank)
 {
-	int G = s->platform->gpus_per_node, nodes = nodes_used(s), W = s->gpus;
-	switch (s->placement) {
-	case ENGINE_PLACE_STRIDED: {
-		/* deal ranks round-robin over the nodes: local slot major, node minor */
-		int r = 0;
-		for (int j = 0; j < G && r < W; j++)
-			for (int u = 0; u < nodes && r < W; u++)
-				if (u * G + j < W)
-					node_of_rank[r++] = u;
-		return;
-	}
-	case ENGINE_PLACE_RANDOM: {
-		/* Fisher-Yates over the job's GPU slots 0 .. W-1, seeded */
-		uint64_t st = s->seed;
-		for (int r = 0; r < W; r++)
+	/* the engines' own map (engine/placement.c), so a seed places ranks the same way here */
+	int G = s->platform->gpus_per_node, W = s->gpus;
+	engine_options opt = {.placement = s->placement, .placement_seed = (unsigned long)s->seed};
+	if (!engine_placement_map(s->platform, W, &opt, node_of_rank, NULL)) {
+		for (int r = 0; r < W; r++) /* checked earlier: W fits the platform */
 			node_of_rank[r] = r;
-		for (int i = W - 1; i > 0; i--) {
-			int j = (int)below(&st, (uint64_t)i + 1);
-			int t = node_of_rank[i];
-			node_of_rank[i] = node_of_rank[j];
-			node_of_rank[j] = t;
-		}
-		for (int r = 0; r < W; r++)
-			node_of_rank[r] /= G;
-		return;
-	}
-	case ENGINE_PLACE_CONTIGUOUS:
-		break;
 	}
 	for (int r = 0; r < W; r++)
-		node_of_rank[r] = r / G;
+		node_of_rank[r] /= G;
 }
 
 /* Per-node tallies shared by all groups: GPUs used and GPUs whose group crosses nodes. */

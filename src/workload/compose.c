@@ -4,8 +4,7 @@
 #include <string.h>
 
 #include "workload/workload.h"
-
-static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+#include "util/intmath.h"
 
 /* A layout where every group has K ranks and one sequence, heads split as evenly as
  * possible: the busiest rank holds ceil(a/K) query heads and ceil(g/K) kv heads (or one
@@ -14,8 +13,8 @@ static workload_layout unequal_layout(const config_model *m, const config_job *j
 {
 	workload_layout l = {.world = job->gpus, .sp = job->sp, .group_size = K, .n_groups = groups, .seqs_per_group = 1};
 	l.tokens_per_rank = job->seq_len / K;
-	l.heads_per_rank = ceil_div(m->heads, K);
-	l.kv_heads_per_rank = m->kv_heads >= K ? ceil_div(m->kv_heads, K) : 1;
+	l.heads_per_rank = util_ceil_div(m->heads, K);
+	l.kv_heads_per_rank = m->kv_heads >= K ? util_ceil_div(m->kv_heads, K) : 1;
 	l.kv_replicated = m->kv_heads >= K ? m->kv_heads : K;
 	return l;
 }

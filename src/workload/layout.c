@@ -3,16 +3,7 @@
 #include <stdio.h>
 
 #include "workload/workload.h"
-
-static int gcd(int a, int b)
-{
-	while (b) {
-		int t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
+#include "util/intmath.h"
 
 /* Lists the divisors of n as "1, 2, 4, 8" into buf, for messages that say what to change. */
 static const char *divisors(int n, char *buf, size_t len)
@@ -36,7 +27,7 @@ static bool check_heads(const config_model *m, int P, const char *what, config_e
 	if (m->kv_heads % P != 0 && P % m->kv_heads != 0)
 		return config_fail(err,
 				   "model '%s' has %d kv heads and %s is %d: kv heads must divide it or be divisible by it (DeepSpeed's kv-head replication); use a group size in {%s}",
-				   m->name, m->kv_heads, what, P, divisors(gcd(m->heads, m->kv_heads * P), dv, sizeof dv));
+				   m->name, m->kv_heads, what, P, divisors((int)util_gcd(m->heads, m->kv_heads * P), dv, sizeof dv));
 	return true;
 }
 

@@ -35,6 +35,7 @@
 #include <simgrid/semaphore.h>
 
 #include "engine/simgrid/sg_internal.h"
+#include "util/intmath.h"
 
 static int token;       /* SimGrid aborts on NULL payloads */
 static void *sink;      /* receive target, never read */
@@ -47,16 +48,6 @@ double sgx_latency(const sgx_run *r, int a, int b)
 }
 
 /* ------------------------------------------------------------------ groups --- */
-
-static int gcd(int a, int b)
-{
-	while (b) {
-		int t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
 
 static void group_free(sgx_group *g)
 {
@@ -108,7 +99,7 @@ static int hamiltonian_cycles(int n, int *out)
 		return want;
 	int k = 0;
 	for (int s = 1; s <= want; s++)
-		if (gcd(s, n) == 1) {
+		if ((int)util_gcd(s, n) == 1) {
 			for (int t = 0; t < n; t++)
 				out[k * n + t] = (int)(((long)t * s) % n);
 			k++;

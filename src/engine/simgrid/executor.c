@@ -26,6 +26,7 @@
 #include <xbt/config.h>
 
 #include "engine/simgrid/sg_internal.h"
+#include "util/intmath.h"
 
 typedef struct sgx_actor {
 	sgx_rank *R;
@@ -311,16 +312,6 @@ static void blocks_free(sgx_run *r)
 	free(r->blocks);
 }
 
-static int gcd_i(int a, int b)
-{
-	while (b) {
-		int t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 /* The period (in nodes) of the translation symmetry, or 0 when the run must be whole.
  * docs/simgrid.md "Symmetry": with contiguous placement, whole nodes, SP groups inside a
  * period, fat-tree leaves inside a period and only ring or hierarchical collectives over
@@ -343,10 +334,10 @@ static int symmetry_period(const sgx_run *r)
 	int K = r->lay->group_size > 0 ? r->lay->group_size : 1;
 	if (W % K != 0)
 		return 0;
-	int T = K / gcd_i(K, G); /* smallest T with K | T * G */
+	int T = K / (int)util_gcd(K, G); /* smallest T with K | T * G */
 	if (sgx_has_leaves(r->p, n)) {
 		int npl = r->p->inter.nodes_per_leaf;
-		T = T / gcd_i(T, npl) * npl;
+		T = T / (int)util_gcd(T, npl) * npl;
 	}
 	if (T >= n || n % T != 0)
 		return 0;

@@ -23,14 +23,7 @@ extern const engine_ops engine_simgrid;
  * the platform's; bandwidths are effective (x efficiency). */
 bool engine_simgrid_platform_xml(const config_platform *p, FILE *out, config_error *err);
 
-/* Parses "contiguous", "strided" or "random:SEED" into opt->placement/placement_seed. */
-bool engine_placement_parse(const char *text, engine_options *opt, config_error *err);
-
-/* World rank -> GPU index (node * gpus_per_node + local) for `world` ranks on platform p:
- * contiguous fills node after node; strided deals consecutive ranks to consecutive nodes;
- * random permutes the contiguous slots with a seeded generator (same seed, same map). */
-bool engine_placement_map(const config_platform *p, int world, const engine_options *opt, int *gpu_of_rank,
-			  config_error *err);
+/* engine_placement_parse and engine_placement_map are in engine/engine.h (placement.c). */
 
 /* Knobs of the reductions, for tests and the benchmark; engine_simgrid.run uses the
  * defaults (every reduction on where it is exact). */

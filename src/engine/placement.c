@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/simgrid/simgrid.h"
+#include "engine/engine.h"
 
 bool engine_placement_parse(const char *text, engine_options *opt, config_error *err)
 {
