@@ -645,6 +645,20 @@ END_TEST
 
 /* --------------------------------------------------------- calibration --- */
 
+START_TEST(token_counts)
+{
+	long v = -1;
+	ck_assert(config_parse_tokens("16384", &v) && v == 16384);
+	ck_assert(config_parse_tokens("16K", &v) && v == 16 * 1024);
+	ck_assert(config_parse_tokens("1m", &v) && v == 1024 * 1024);
+	static const char *const bad[] = {"", "0", "-4", "16Q", "16KB", "K", "1.5K", "99999999999999999999"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		v = -1;
+		ck_assert_msg(!config_parse_tokens(bad[i], &v), "'%s' accepted", bad[i]);
+	}
+}
+END_TEST
+
 START_TEST(calibration_round_trip)
 {
 	config_calibration c;
@@ -996,6 +1010,7 @@ static Suite *config_suite(void)
 	suite_add_tcase(s, t);
 
 	t = tcase_create("calibration");
+	tcase_add_test(t, token_counts);
 	tcase_add_test(t, calibration_round_trip);
 	tcase_add_test(t, calibration_round_trip_partial);
 	tcase_add_test(t, calibration_apply);

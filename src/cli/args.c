@@ -123,19 +123,10 @@ bool cli_parse_int(const char *flag, const char *s, long min, long max, long *ou
 
 bool cli_parse_tokens(const char *flag, const char *s, long *out)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	long mul = 1;
-	if (*end == 'K' || *end == 'k')
-		mul = 1024, end++;
-	else if (*end == 'M' || *end == 'm')
-		mul = 1024 * 1024, end++;
-	if (errno || end == s || *end || v <= 0 || v > LONG_MAX / mul) {
+	if (!config_parse_tokens(s, out)) {
 		fprintf(stderr, "spsim: %s expects a positive token count such as 16384 or 16K, got '%s'\n", flag, s);
 		return false;
 	}
-	*out = v * mul;
 	return true;
 }
 

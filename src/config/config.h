@@ -42,6 +42,9 @@ const char *config_unit_kind_name(config_unit_kind kind);
  * reports; returns buf. */
 char *config_format_quantity(double value, config_unit_kind kind, char *buf, size_t len);
 
+/* Token counts: "16384", "16K" (x1024), "1M" (x1048576); positive. False when malformed. */
+bool config_parse_tokens(const char *text, long *out);
+
 /* ---------------------------------------------------------------- models ---- */
 typedef enum config_mlp { CONFIG_MLP_SWIGLU } config_mlp;
 typedef enum config_norm { CONFIG_NORM_RMSNORM, CONFIG_NORM_LAYERNORM } config_norm;

@@ -5,6 +5,9 @@
  * units: bytes/s, seconds, bytes, FLOP/s. */
 #include "config/config.h"
 
+#include <errno.h>
+#include <limits.h>
+
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -211,5 +214,21 @@ bool config_parse_quantity(const char *text, config_unit_kind kind, double *out,
 	if (!(r > 0))
 		return config_fail(err, "'%s' must be positive, expected %s such as %s", text, noun, ex);
 	*out = r;
+	return true;
+}
+
+bool config_parse_tokens(const char *text, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(text, &end, 10);
+	long mul = 1;
+	if (*end == 'K' || *end == 'k')
+		mul = 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1024L * 1024, end++;
+	if (errno || end == text || *end || v <= 0 || v > LONG_MAX / mul)
+		return false;
+	*out = v * mul;
 	return true;
 }

@@ -82,22 +82,6 @@ static bool parse_long(const char *s, long *out)
 	return true;
 }
 
-/* 16384, 16K, 1M (x1024, as the CLI's --seq-len). */
-static bool parse_tokens(const char *s, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	long mul = 1;
-	if (*end == 'K' || *end == 'k')
-		mul = 1024, end++;
-	else if (*end == 'M' || *end == 'm')
-		mul = 1024L * 1024, end++;
-	if (errno || end == s || *end || v <= 0 || v > LONG_MAX / mul)
-		return false;
-	*out = v * mul;
-	return true;
-}
 
 typedef struct loader {
 	plan_spec *s;
@@ -200,7 +184,7 @@ static bool parse_item(loader *L, plan_axis a, const yt_node *it, size_t i, plan
 		val->num = (double)l;
 		return true;
 	case PLAN_AXIS_SEQ_LEN:
-		if (!parse_tokens(t, &l))
+		if (!config_parse_tokens(t, &l))
 			return yt_fail(L->err, it, "'seq_len' must be a positive token count such as 16384 or 16K, got '%.200s'",
 				       t);
 		val->num = (double)l;
