@@ -102,26 +102,16 @@ int cli_cmd_models(int argc, char **argv)
 	return list_shipped("models", fmt, model_row);
 }
 
-static const char *fabric_name(config_fabric f)
-{
-	return f == CONFIG_FABRIC_NVSWITCH ? "nvswitch" : f == CONFIG_FABRIC_NVLINK_MESH ? "nvlink-mesh" : "pcie";
-}
-
-static const char *topo_name(config_topology t)
-{
-	return t == CONFIG_TOPO_SINGLE_SWITCH ? "single-switch" : t == CONFIG_TOPO_FAT_TREE ? "fat-tree" : "rail-optimized";
-}
-
 static json_t *platform_json(const config_platform *p)
 {
 	return json_pack("{s:s, s:i, s:i, s:{s:s, s:f, s:f, s:f}, s:{s:s, s:f, s:f, s:f}, s:{s:i, s:f, s:f, s:s, s:i, s:f},"
 			 " s:{s:f, s:f, s:f, s:f, s:f}}",
 			 "name", p->name, "nodes", p->nodes, "gpus_per_node", p->gpus_per_node, "gpu", "name",
 			 p->gpu.name, "peak_flops", p->gpu.peak_flops, "memory_bytes", p->gpu.memory_bytes,
-			 "hbm_bandwidth", p->gpu.hbm_bandwidth, "intra_node", "fabric", fabric_name(p->intra.fabric),
+			 "hbm_bandwidth", p->gpu.hbm_bandwidth, "intra_node", "fabric", config_fabric_names[p->intra.fabric],
 			 "bandwidth", p->intra.bandwidth, "pair_bandwidth", p->intra.pair_bandwidth, "latency",
 			 p->intra.latency, "inter_node", "nics", p->inter.nics_per_node, "nic_bandwidth",
-			 p->inter.nic_bandwidth, "latency", p->inter.latency, "topology", topo_name(p->inter.topology),
+			 p->inter.nic_bandwidth, "latency", p->inter.latency, "topology", config_topology_names[p->inter.topology],
 			 "nodes_per_leaf", p->inter.nodes_per_leaf, "oversubscription", p->inter.oversubscription,
 			 "efficiency", "gemm", p->eff.gemm, "attention", p->eff.attention, "memory", p->eff.memory,
 			 "intra_link", p->eff.intra_link, "inter_link", p->eff.inter_link);
@@ -133,9 +123,9 @@ static void platform_line(const config_platform *p)
 	double intra = p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH ? p->intra.pair_bandwidth : p->intra.bandwidth;
 	printf("%-16s %5d x %-2d %-14s %10s %5.0f %-12s %6.0f%s %3d x %4.0f Gb/s %s\n", p->name, p->nodes,
 	       p->gpus_per_node, p->gpu.name, report_bytes(p->gpu.memory_bytes, mem, sizeof mem), p->gpu.peak_flops / 1e12,
-	       fabric_name(p->intra.fabric), intra / 1e9,
+	       config_fabric_names[p->intra.fabric], intra / 1e9,
 	       p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH ? " GB/s/pair" : " GB/s/GPU ", p->inter.nics_per_node,
-	       p->inter.nic_bandwidth * 8 / 1e9, topo_name(p->inter.topology));
+	       p->inter.nic_bandwidth * 8 / 1e9, config_topology_names[p->inter.topology]);
 }
 
 static bool platform_row(const char *name, report_format fmt, json_t *arr)
@@ -256,11 +246,11 @@ int cli_cmd_platform(int argc, char **argv)
 		       p.intra.pair_bandwidth / 1e9, config_platform_intra_pair_bw(&p) / 1e9, p.intra.latency * 1e6);
 	else
 		printf("intra-node: %s, %.0f GB/s per GPU per direction (effective %.0f), latency %.2f us\n",
-		       fabric_name(p.intra.fabric), p.intra.bandwidth / 1e9, config_platform_intra_bw(&p) / 1e9,
+		       config_fabric_names[p.intra.fabric], p.intra.bandwidth / 1e9, config_platform_intra_bw(&p) / 1e9,
 		       p.intra.latency * 1e6);
 	printf("inter-node: %d NIC%s x %.0f Gb/s (effective %.1f GB/s each), latency %.2f us, %s", p.inter.nics_per_node,
 	       p.inter.nics_per_node == 1 ? "" : "s", p.inter.nic_bandwidth * 8 / 1e9, config_platform_nic_bw(&p) / 1e9,
-	       p.inter.latency * 1e6, topo_name(p.inter.topology));
+	       p.inter.latency * 1e6, config_topology_names[p.inter.topology]);
 	if (p.inter.topology == CONFIG_TOPO_FAT_TREE)
 		printf(" (%d nodes per leaf, oversubscription %.2g:1)", p.inter.nodes_per_leaf, p.inter.oversubscription);
 	printf("\nefficiency: gemm %.2f, attention %.2f, memory %.2f, intra link %.2f, inter link %.2f\n", p.eff.gemm,

@@ -209,7 +209,7 @@ static bool parse_prices(const char *text, const config_platform *p, int n, doub
 	return ok;
 }
 
-static const char *rc_name(const config_job *j) { return j->recompute == CONFIG_RECOMPUTE_FULL ? "full" : "none"; }
+static const char *rc_name(const config_job *j) { return config_recompute_names[j->recompute]; }
 static const char *a2a_short(config_a2a a) { return a == CONFIG_A2A_PAIRWISE ? "pair" : a == CONFIG_A2A_HIERARCHICAL ? "hier" : "dir"; }
 
 static void table(const plan_query *q, const plan_candidate *c, long n, plan_rank_by by, bool verified,

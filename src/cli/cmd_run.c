@@ -321,7 +321,7 @@ int cli_cmd_max_seq(int argc, char **argv)
 				      "platform", a.p.name, "strategy", workload_strategy_name(a.job.strategy), "gpus",
 				      a.job.gpus, "sp", a.job.sp, "micro_batch", a.job.micro_batch, "zero_stage",
 				      a.job.zero_stage, "nodes", a.p.nodes, "recompute",
-				      a.job.recompute == CONFIG_RECOMPUTE_FULL ? "full" : "none", "granule",
+				      config_recompute_names[a.job.recompute], "granule",
 				      (json_int_t)g, "max_seq_len", (json_int_t)best);
 		report_json_print(stdout, j);
 		json_decref(j);
@@ -329,11 +329,11 @@ int cli_cmd_max_seq(int argc, char **argv)
 		printf("model,platform,strategy,gpus,sp,micro_batch,zero_stage,recompute,max_seq_len\n");
 		printf("%s,%s,%s,%d,%d,%d,%d,%s,%ld\n", a.m.name, a.p.name, workload_strategy_name(a.job.strategy),
 		       a.job.gpus, a.job.sp, a.job.micro_batch, a.job.zero_stage,
-		       a.job.recompute == CONFIG_RECOMPUTE_FULL ? "full" : "none", best);
+		       config_recompute_names[a.job.recompute], best);
 	} else {
 		printf("%s on %s, %s, %d GPUs, SP %d, micro-batch %d, ZeRO-%d, recompute %s\n", a.m.name, a.p.name,
 		       workload_strategy_name(a.job.strategy), a.job.gpus, a.job.sp, a.job.micro_batch, a.job.zero_stage,
-		       a.job.recompute == CONFIG_RECOMPUTE_FULL ? "full" : "none");
+		       config_recompute_names[a.job.recompute]);
 		if (best > 0)
 			printf("longest sequence that fits: %ld tokens (searched in steps of %ld)\n", best, g);
 		else

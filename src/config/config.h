@@ -202,6 +202,14 @@ void config_job_defaults(config_job *job);
 bool config_job_zero_overlap(const config_job *job);
 bool config_job_fp32_grad_comm(const config_job *job, int sp);
 
+/* The spellings of the enums in YAML, flags and reports (names.c), indexed by value. */
+extern const char *const config_strategy_names[2];
+extern const char *const config_recompute_names[2];
+extern const char *const config_a2a_names[3];
+extern const char *const config_basp_uneven_names[3];
+extern const char *const config_fabric_names[3];
+extern const char *const config_topology_names[3];
+
 /* ---------------------------------------------------------------- loaders --- */
 /* Directories searched for shipped names, in order: $SPSIM_DATA_DIR, the build tree's
  * source dir (compiled in), the install datadir (compiled in). */

@@ -49,11 +49,7 @@ static const char *const job_keys[] = {
 static bool job_read(const yt_doc *doc, config_job *job, char *model, char *platform, char *calibration,
 		     int *nodes, config_error *err)
 {
-	static const char *const strategies[] = {"ulysses", "basp"};
-	static const char *const recomputes[] = {"none", "full"};
 	static const char *const dtypes[] = {"bf16"};
-	static const char *const a2as[] = {"direct", "pairwise", "hierarchical"};
-	static const char *const unevens[] = {"error", "unequal", "extra-step"};
 	const yt_node *t;
 	if (!yt_top(doc, "job", &t, err) || !yt_check_keys(t, job_keys, err))
 		return false;
@@ -61,16 +57,16 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	    uneven = job->basp_uneven;
 	long zero = job->zero_stage;
 	bool has_fp32 = false;
-	if (!yt_enum(t, "strategy", false, strategies, 2, &strategy, NULL, err) ||
+	if (!yt_enum(t, "strategy", false, config_strategy_names, 2, &strategy, NULL, err) ||
 	    !yt_posint(t, "gpus", false, &job->gpus, NULL, err) || !yt_posint(t, "sp", false, &job->sp, NULL, err) ||
 	    !yt_posint(t, "micro_batch", false, &job->micro_batch, NULL, err) ||
 	    !yt_int(t, "seq_len", false, 1, LONG_MAX, &job->seq_len, NULL, err) ||
 	    !yt_posint(t, "grad_accum", false, &job->grad_accum, NULL, err) ||
 	    !yt_int(t, "zero", false, 0, 3, &zero, NULL, err) ||
-	    !yt_enum(t, "recompute", false, recomputes, 2, &recompute, NULL, err) ||
+	    !yt_enum(t, "recompute", false, config_recompute_names, 2, &recompute, NULL, err) ||
 	    !yt_enum(t, "dtype", false, dtypes, 1, &dtype, NULL, err) ||
-	    !yt_enum(t, "a2a", false, a2as, 3, &a2a, NULL, err) ||
-	    !yt_enum(t, "basp_uneven", false, unevens, 3, &uneven, NULL, err) ||
+	    !yt_enum(t, "a2a", false, config_a2a_names, 3, &a2a, NULL, err) ||
+	    !yt_enum(t, "basp_uneven", false, config_basp_uneven_names, 3, &uneven, NULL, err) ||
 	    !yt_double(t, "reduce_bucket", false, 0, true, INFINITY, &job->reduce_bucket_elems, NULL, err) ||
 	    !yt_double(t, "allgather_bucket", false, 0, true, INFINITY, &job->allgather_bucket_elems, NULL, err) ||
 	    !yt_double(t, "prefetch_bucket", false, 0, true, INFINITY, &job->prefetch_bucket_elems, NULL, err) ||

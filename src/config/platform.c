@@ -36,12 +36,11 @@ static bool read_gpu(const yt_node *t, config_platform *p, config_error *err)
 static bool read_intra(const yt_node *t, config_platform *p, config_error *err)
 {
 	static const char *const keys[] = {"fabric", "bandwidth", "pair_bandwidth", "latency", NULL};
-	static const char *const fabrics[] = {"nvswitch", "nvlink-mesh", "pcie"};
 	const yt_node *in;
 	int fabric = 0;
 	bool has_bw = false, has_pair = false;
 	if (!yt_map(t, "intra_node", true, &in, err) || !yt_check_keys(in, keys, err) ||
-	    !yt_enum(in, "fabric", true, fabrics, 3, &fabric, NULL, err) ||
+	    !yt_enum(in, "fabric", true, config_fabric_names, 3, &fabric, NULL, err) ||
 	    !yt_quantity(in, "latency", true, CONFIG_UNIT_TIME, &p->intra.latency, NULL, err))
 		return false;
 	p->intra.fabric = (config_fabric)fabric;
@@ -54,7 +53,7 @@ static bool read_intra(const yt_node *t, config_platform *p, config_error *err)
 	if (!mesh && has_pair)
 		return yt_fail(err, yt_find(in, "pair_bandwidth"),
 			       "'pair_bandwidth' applies only to fabric nvlink-mesh, expected 'bandwidth' alone "
-			       "for fabric %s", fabrics[fabric]);
+			       "for fabric %s", config_fabric_names[fabric]);
 	if (mesh) {
 		/* Per GPU, the mesh offers one pair link to each of the other GPUs of the node. */
 		if (!has_bw)
@@ -71,14 +70,13 @@ static bool read_inter(const yt_node *t, config_platform *p, config_error *err)
 {
 	static const char *const keys[] = {"nics",     "nic_bandwidth",  "latency",          "topology",
 					   "nodes_per_leaf", "oversubscription", NULL};
-	static const char *const topos[] = {"single-switch", "fat-tree", "rail-optimized"};
 	const yt_node *in;
 	int topo = 0;
 	if (!yt_map(t, "inter_node", true, &in, err) || !yt_check_keys(in, keys, err) ||
 	    !yt_posint(in, "nics", true, &p->inter.nics_per_node, NULL, err) ||
 	    !yt_quantity(in, "nic_bandwidth", true, CONFIG_UNIT_BANDWIDTH, &p->inter.nic_bandwidth, NULL, err) ||
 	    !yt_quantity(in, "latency", true, CONFIG_UNIT_TIME, &p->inter.latency, NULL, err) ||
-	    !yt_enum(in, "topology", true, topos, 3, &topo, NULL, err))
+	    !yt_enum(in, "topology", true, config_topology_names, 3, &topo, NULL, err))
 		return false;
 	p->inter.topology = (config_topology)topo;
 	bool fat = p->inter.topology == CONFIG_TOPO_FAT_TREE;

@@ -57,7 +57,7 @@ void plan_row_set_job(json_t *row, const config_model *m, const config_platform 
 	set_i(row, "micro_batch", job->micro_batch);
 	set_i(row, "seq_len", job->seq_len);
 	set_i(row, "zero_stage", job->zero_stage);
-	set_s(row, "recompute", job->recompute == CONFIG_RECOMPUTE_FULL ? "full" : "none");
+	set_s(row, "recompute", config_recompute_names[job->recompute]);
 	set_i(row, "grad_accum", job->grad_accum);
 	static const char *const a2a[] = {"direct", "pairwise", "hierarchical"};
 	static const char *const uneven[] = {"error", "unequal", "extra-step"};

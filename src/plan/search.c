@@ -308,8 +308,8 @@ static void setting(const plan_query *q, const plan_candidate *c, const plan_can
 	if (c->job.gpus != b->job.gpus)
 		ADD("%d GPUs vs %d", c->job.gpus, b->job.gpus);
 	if (term == 0 && c->job.recompute != b->job.recompute)
-		ADD("recompute %s vs %s", c->job.recompute == CONFIG_RECOMPUTE_FULL ? "full" : "none",
-		    b->job.recompute == CONFIG_RECOMPUTE_FULL ? "full" : "none");
+		ADD("recompute %s vs %s", config_recompute_names[c->job.recompute],
+		    config_recompute_names[b->job.recompute]);
 	if (term == 1 && c->layout.group_size != b->layout.group_size)
 		ADD("all-to-all over %d GPUs vs %d", c->layout.group_size, b->layout.group_size);
 	if (term == 1 && c->job.a2a != b->job.a2a)

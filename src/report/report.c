@@ -50,7 +50,6 @@ static const workload_memory *run_memory(const report_run *r)
 	return m;
 }
 
-static const char *recompute_name(config_recompute r) { return r == CONFIG_RECOMPUTE_FULL ? "full" : "none"; }
 
 json_t *report_run_json(const report_run *r)
 {
@@ -74,12 +73,11 @@ json_t *report_run_json(const report_run *r)
 		json_pack("{s:s, s:i, s:i, s:i, s:i, s:I, s:i, s:s, s:i, s:i, s:i, s:I, s:i, s:i, s:b}", "strategy",
 			  workload_strategy_name(j->strategy), "gpus", j->gpus, "sp", j->sp, "micro_batch", j->micro_batch,
 			  "group_size", l->group_size, "seq_len", (json_int_t)j->seq_len, "zero_stage", j->zero_stage,
-			  "recompute", recompute_name(j->recompute), "grad_accum", j->grad_accum, "dp_replicas",
+			  "recompute", config_recompute_names[j->recompute], "grad_accum", j->grad_accum, "dp_replicas",
 			  l->world / l->sp, "groups", l->n_groups, "tokens_per_gpu", (json_int_t)l->tokens_per_rank,
 			  "heads_per_gpu", l->heads_per_rank, "kv_heads_per_gpu", l->kv_heads_per_rank, "zero_overlap",
-			  j->zero_overlap < 0 ? j->zero_stage == 3 : j->zero_overlap != 0));
-	static const char *const a2a[] = {"direct", "pairwise", "hierarchical"};
-	json_object_set_new(json_object_get(o, "job"), "a2a", json_string(a2a[j->a2a]));
+			  config_job_zero_overlap(j)));
+	json_object_set_new(json_object_get(o, "job"), "a2a", json_string(config_a2a_names[j->a2a]));
 	json_object_set_new(o, "step_time_s", json_real(r->result->step_time));
 	json_object_set_new(o, "breakdown_s",
 			    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "compute", b->compute,
@@ -135,7 +133,7 @@ static void job_line(FILE *f, const report_run *r)
 	if (j->strategy == CONFIG_STRATEGY_BASP && (!r->composite || r->composite->kind == WL_COMPOSE_SINGLE))
 		fprintf(f, " -> %d groups of K=%d per domain", j->sp / l->group_size, l->group_size);
 	fprintf(f, ", seq %ld, ZeRO-%d, recompute %s, grad-accum %d\n", j->seq_len, j->zero_stage,
-		recompute_name(j->recompute), j->grad_accum);
+		config_recompute_names[j->recompute], j->grad_accum);
 }
 
 void report_run_table(FILE *f, const report_run *r)
@@ -209,7 +207,7 @@ void report_csv_row(FILE *f, const report_run *r)
 	fprintf(f, "%s,%s,%s,%s,%d,%s,%d,%d,%d,%d,%ld,%d,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,", r->label ? r->label : "",
 		r->result->engine, r->model->name, r->platform->name, r->platform->nodes,
 		workload_strategy_name(j->strategy), j->gpus, j->sp, j->micro_batch, r->plan->layout.group_size,
-		j->seq_len, j->zero_stage, recompute_name(j->recompute), j->grad_accum, r->result->step_time, b->compute,
+		j->seq_len, j->zero_stage, config_recompute_names[j->recompute], j->grad_accum, r->result->step_time, b->compute,
 		b->sp_comm, b->sp_comm_exposed, b->zero_comm, b->zero_comm_exposed);
 	fprintf(f, "%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%s,%.6g,%.6g\n", m->params, m->grads, m->optimizer,
 		m->activations, m->logits, m->buffers, m->peak, m->capacity, m->fits ? "true" : "false",
@@ -244,7 +242,7 @@ void report_compare_table(FILE *f, const report_run *runs, int n)
 		r0->platform->nodes, r0->platform->nodes == 1 ? "" : "s", r0->platform->gpus_per_node,
 		r0->result->engine);
 	fprintf(f, "%d GPUs, micro-batch %d, seq %ld, ZeRO-%d, recompute %s, grad-accum %d\n\n", r0->job->gpus,
-		r0->job->micro_batch, r0->job->seq_len, r0->job->zero_stage, recompute_name(r0->job->recompute),
+		r0->job->micro_batch, r0->job->seq_len, r0->job->zero_stage, config_recompute_names[r0->job->recompute],
 		r0->job->grad_accum);
 	fprintf(f, "%-24s", "");
 	for (int i = 0; i < n; i++)

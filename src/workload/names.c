@@ -28,5 +28,5 @@ const char *workload_alg_name(workload_alg a)
 
 const char *workload_strategy_name(config_strategy s)
 {
-	return s == CONFIG_STRATEGY_BASP ? "basp" : "ulysses";
+	return config_strategy_names[s];
 }

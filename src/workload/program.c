@@ -87,7 +87,7 @@ static int attn(builder *b, workload_block *blk, const char *name, workload_phas
 					    .flops = flops, .dep = -1});
 }
 
-static workload_alg a2a_alg(config_a2a a)
+workload_alg workload_a2a_alg(config_a2a a)
 {
 	return a == CONFIG_A2A_PAIRWISE ? WL_ALG_PAIRWISE : a == CONFIG_A2A_HIERARCHICAL ? WL_ALG_HIERARCHICAL : WL_ALG_DIRECT;
 }
@@ -102,7 +102,7 @@ static void sp_a2a(builder *b, workload_block *blk, const char *pack, const char
 		return; /* K = 1: whole sequences per GPU, nothing to exchange */
 	memop(b, blk, pack, ph, 2.0 * bytes);
 	op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
-				     .phase = ph, .coll = WL_COLL_ALLTOALL, .alg = a2a_alg(b->job->a2a),
+				     .phase = ph, .coll = WL_COLL_ALLTOALL, .alg = workload_a2a_alg(b->job->a2a),
 				     .group = WL_GROUP_SP, .bytes = bytes, .dep = -1});
 	memop(b, blk, unpack, ph, 2.0 * bytes);
 }
@@ -180,21 +180,10 @@ static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
 	memop(b, blk, "input_norm_bwd", ph, 4.0 * d->h_bytes);
 }
 
-/* Overlap of ZeRO collectives with compute: DeepSpeed's overlap_comm defaults to true for
- * stage 3 only (modeling.md); --zero-overlap overrides. */
-static bool zero_overlap(const config_job *job)
-{
-	if (job->zero_overlap >= 0)
-		return job->zero_overlap != 0;
-	return job->zero_stage == 3;
-}
-
 /* Gradients are communicated in fp32 when SP > 1 (DeepSpeed default; modeling.md). */
 double workload_grad_comm_bytes(const config_job *job, const workload_layout *l)
 {
-	if (job->fp32_grad_comm_set)
-		return job->fp32_grad_comm ? FP32 : BF16;
-	return l->sp > 1 ? FP32 : BF16;
+	return config_job_fp32_grad_comm(job, l->sp) ? FP32 : BF16;
 }
 
 static int chunks_of(double elems, double bucket)
@@ -223,7 +212,8 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	builder b = {.m = m, .job = job, .l = l};
 	layer_dims d = dims_of(m, l, job);
 	const int L = m->layers, W = l->world, Z = job->zero_stage;
-	const bool overlap = zero_overlap(job);
+	/* DeepSpeed's overlap_comm: on for stage 3 only unless the job says (modeling.md) */
+	const bool overlap = config_job_zero_overlap(job);
 	const workload_stream zs = overlap ? WL_STREAM_ZERO : WL_STREAM_MAIN;
 	const workload_stream ps = overlap ? WL_STREAM_PREFETCH : WL_STREAM_MAIN;
 	const double gbytes = workload_grad_comm_bytes(job, l);

@@ -189,6 +189,9 @@ typedef struct workload_volume {
 } workload_volume;
 void workload_volume_of(const workload_plan *plan, workload_volume *out);
 
+/* The collective algorithm of a job's SP all-to-alls. */
+workload_alg workload_a2a_alg(config_a2a a);
+
 const char *workload_coll_name(workload_coll c);
 const char *workload_alg_name(workload_alg a);
 const char *workload_strategy_name(config_strategy s);

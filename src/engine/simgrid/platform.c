@@ -288,12 +288,10 @@ bool sgx_platform_write(const sgx_spec *s, FILE *out, config_error *err)
 		    *c == '_' || (*c == '-' && k > 0 && name[k - 1] != '-'))
 			name[k++] = *c;
 	name[k] = '\0';
-	static const char *const fabrics[] = {"nvswitch", "nvlink-mesh", "pcie"};
-	static const char *const topos[] = {"single-switch", "fat-tree", "rail-optimized"};
 	fprintf(out, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
 	fprintf(out, "<!-- spsim platform %s: %d node%s x %d GPUs, %s, %d NIC%s per node, %s", name, s->nodes,
-		s->nodes == 1 ? "" : "s", w.gpn, fabrics[p->intra.fabric], p->inter.nics_per_node,
-		p->inter.nics_per_node == 1 ? "" : "s", topos[p->inter.topology]);
+		s->nodes == 1 ? "" : "s", w.gpn, config_fabric_names[p->intra.fabric], p->inter.nics_per_node,
+		p->inter.nics_per_node == 1 ? "" : "s", config_topology_names[p->inter.topology]);
 	if (p->inter.topology == CONFIG_TOPO_FAT_TREE)
 		fprintf(out, " (%d nodes per leaf, oversubscription %g)", p->inter.nodes_per_leaf,
 			p->inter.oversubscription);
