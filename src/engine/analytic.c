@@ -6,13 +6,18 @@
 #include "engine/analytic.h"
 #include "engine/schedule.h"
 
+/* A collective op's time on a given group shape (all chunks). */
+static double comm_time(const config_platform *p, const workload_op *op, engine_group_shape s)
+{
+	int chunks = op->chunks > 1 ? op->chunks : 1;
+	return chunks * engine_collective_time(p, op->coll, op->alg, s, op->bytes / chunks);
+}
+
 double engine_op_time(const config_platform *p, const workload_layout *l, const workload_op *op)
 {
 	if (op->kind == WL_OP_COMPUTE)
 		return engine_compute_time(p, op);
-	engine_group_shape s = engine_op_shape(p, l, op);
-	int chunks = op->chunks > 1 ? op->chunks : 1;
-	return chunks * engine_collective_time(p, op->coll, op->alg, s, op->bytes / chunks);
+	return comm_time(p, op, engine_op_shape(p, l, op));
 }
 
 bool engine_analytic_durations(const config_platform *p, const workload_plan *plan, double ***out, config_error *err)
@@ -27,11 +32,24 @@ bool engine_analytic_durations(const config_platform *p, const workload_plan *pl
 	if (!dur)
 		return config_fail(err, "out of memory");
 	double *row = (double *)(dur + nb);
+	/* The two group shapes every op of the layout uses, computed once (on an
+	 * oversubscribed fat-tree a shape sums leaf loads). */
+	const workload_layout *l = &plan->layout;
+	engine_group_shape sp = engine_group_shape_of(p, l, WL_GROUP_SP), world = engine_group_shape_of(p, l, WL_GROUP_WORLD);
 	for (int b = 0; b < nb; b++) {
 		const workload_block *blk = b < prog->n_micro ? &prog->micro[b] : &prog->step[b - prog->n_micro];
 		dur[b] = row;
-		for (int j = 0; j < blk->n_ops; j++)
-			row[j] = engine_op_time(p, &plan->layout, &blk->ops[j]);
+		for (int j = 0; j < blk->n_ops; j++) {
+			const workload_op *op = &blk->ops[j];
+			if (op->kind == WL_OP_COMPUTE)
+				row[j] = engine_compute_time(p, op);
+			else if (op->group == WL_GROUP_WORLD)
+				row[j] = comm_time(p, op, world);
+			else if (op->group_size > 0 && op->group_size != l->group_size)
+				row[j] = engine_op_time(p, l, op);
+			else
+				row[j] = comm_time(p, op, sp);
+		}
 		row += blk->n_ops;
 	}
 	*out = dur;
