@@ -825,6 +825,11 @@ START_TEST(calibration_files)
 	ck_assert(c.has_inter_bw && !c.has_inter_latency && !c.has_intra_bw);
 	assert_close(c.inter_bw, 46e9, 1e-15);
 	expect_error(CALIBRATION, "calibration_bad_eff.yaml", "3:11: 'gemm' must be a number in (0, 1], got '0'");
+	expect_error(CALIBRATION, "calibration_bad_overhead.yaml",
+		     "2:24: 'collective_overhead': '6 parsecs' has an unknown unit 'parsecs', expected a time such as 2us "
+		     "or 1.5ms");
+	expect_error(PLATFORM, "platform_negative_overhead.yaml",
+		     "27:24: 'collective_overhead': '-6us' must be positive, expected a time such as 2us or 1.5ms");
 	expect_error(CALIBRATION, "calibration_unknown_key.yaml",
 		     "2:30: unknown key 'bw' in 'intra_node', expected one of: latency, bandwidth");
 	expect_error(CALIBRATION, "model_ok.yaml",
