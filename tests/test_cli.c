@@ -140,6 +140,9 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	o = spsim("run", REF, "--seq-len", "16K", "--engine", "warp", NULL);
 	expect(o, 2, "--engine expects one of");
 	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--engine", "analytic", "--placement", "strided", NULL);
+	expect(o, 2, "models contiguous placement only; use --engine simgrid");
+	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--format", "xml", NULL);
 	expect(o, 2, "--format expects table, json or csv");
 	free(o);
