@@ -314,10 +314,9 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 		 * write master, m, v and the bf16 weight: 16 + 14 = 30 bytes per parameter
 		 * (DeepSpeed FusedAdam / apex multi_tensor_adam, one pass). */
 		double shard = Z >= 1 ? all_params / W : all_params;
-		int o = op_add(&b, blk, (workload_op){.name = "adam", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
-						      .stream = WL_STREAM_MAIN, .phase = WL_PHASE_STEP,
-						      .kernel = WL_KERNEL_MEMORY, .hbm_bytes = 30.0 * shard, .dep = -1});
-		(void)o;
+		op_add(&b, blk, (workload_op){.name = "adam", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
+					      .stream = WL_STREAM_MAIN, .phase = WL_PHASE_STEP, .kernel = WL_KERNEL_MEMORY,
+					      .hbm_bytes = 30.0 * shard, .dep = -1});
 	}
 	if (W > 1 && (Z == 1 || Z == 2))
 		zero_op(&b, blk, "zero_param_allgather", WL_PHASE_STEP, WL_COLL_ALLGATHER, WL_STREAM_MAIN,

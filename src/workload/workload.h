@@ -127,7 +127,7 @@ typedef struct workload_plan {
 	workload_layout layout;
 	workload_program program;
 	workload_memory memory;
-	double model_flops_per_step; /* 6 * params * tokens + attention, per GPU, for MFU */
+	double model_flops_per_step; /* this GPU's compute-op FLOPs per step, recompute excluded (MFU) */
 } workload_plan;
 
 /* BASP when B does not divide N (docs/model.md "BASP beyond divisibility"). A composite
