@@ -65,6 +65,19 @@ void plan_row_set_job(json_t *row, const config_model *m, const config_platform 
 	set_s(row, "basp_uneven", job->basp_uneven >= 0 && job->basp_uneven <= 2 ? uneven[job->basp_uneven] : "?");
 }
 
+static void set_memory(json_t *row, const workload_memory *m)
+{
+	set_r(row, "mem_params", m->params);
+	set_r(row, "mem_grads", m->grads);
+	set_r(row, "mem_optimizer", m->optimizer);
+	set_r(row, "mem_activations", m->activations);
+	set_r(row, "mem_logits", m->logits);
+	set_r(row, "mem_buffers", m->buffers);
+	set_r(row, "mem_peak", m->peak);
+	set_r(row, "mem_capacity", m->capacity);
+	json_object_set_new(row, "fits", json_boolean(m->fits));
+}
+
 void plan_row_set_result(json_t *row, const workload_plan *plan, const engine_result *res)
 {
 	const workload_layout *l = &plan->layout;
@@ -89,15 +102,7 @@ void plan_row_set_result(json_t *row, const workload_plan *plan, const engine_re
 	set_r(row, "sp_bytes", v.sp_bytes);
 	set_r(row, "sp_bytes_off_gpu", v.sp_off_gpu);
 	set_r(row, "zero_bytes", v.zero_bytes);
-	set_r(row, "mem_params", m->params);
-	set_r(row, "mem_grads", m->grads);
-	set_r(row, "mem_optimizer", m->optimizer);
-	set_r(row, "mem_activations", m->activations);
-	set_r(row, "mem_logits", m->logits);
-	set_r(row, "mem_buffers", m->buffers);
-	set_r(row, "mem_peak", m->peak);
-	set_r(row, "mem_capacity", m->capacity);
-	json_object_set_new(row, "fits", json_boolean(m->fits));
+	set_memory(row, m);
 	set_r(row, "tokens_per_s", res->tokens_per_s);
 	set_r(row, "mfu", res->mfu);
 }
@@ -105,16 +110,7 @@ void plan_row_set_result(json_t *row, const workload_plan *plan, const engine_re
 void plan_row_set_sim(json_t *row, const plan_sim *sim)
 {
 	plan_row_set_result(row, sim->primary, &sim->res);
-	const workload_memory *m = &sim->memory;
-	set_r(row, "mem_params", m->params);
-	set_r(row, "mem_grads", m->grads);
-	set_r(row, "mem_optimizer", m->optimizer);
-	set_r(row, "mem_activations", m->activations);
-	set_r(row, "mem_logits", m->logits);
-	set_r(row, "mem_buffers", m->buffers);
-	set_r(row, "mem_peak", m->peak);
-	set_r(row, "mem_capacity", m->capacity);
-	json_object_set_new(row, "fits", json_boolean(m->fits));
+	set_memory(row, &sim->memory); /* the fullest part's, not the primary plan's */
 	set_i(row, "parts", sim->comp.n_parts);
 }
 

@@ -194,6 +194,19 @@ static int chunks_of(double elems, double bucket)
 	return c < 1 ? 1 : (int)c;
 }
 
+/* The gradient reduction of `elems` parameters after the block's last op so far, during
+ * backward: all-reduce for stage 2, reduce-scatter for stage 3, nothing otherwise (stages
+ * 0-1 reduce once per step). Bucketed by reduce_bucket_size. */
+static void grad_reduce(builder *b, workload_block *blk, const char *name2, const char *name3, workload_stream zs,
+			double elems, double gbytes)
+{
+	int Z = b->job->zero_stage;
+	if ((Z != 2 && Z != 3) || elems <= 0 || !blk)
+		return;
+	zero_op(b, blk, Z == 2 ? name2 : name3, WL_PHASE_BWD, Z == 2 ? WL_COLL_ALLREDUCE : WL_COLL_REDUCESCATTER, zs,
+		elems * gbytes, chunks_of(elems, b->job->reduce_bucket_elems), blk->n_ops - 1, 0);
+}
+
 bool workload_plan_make(const config_model *m, const config_platform *p, const config_job *job, workload_plan *out,
 			config_error *err)
 {
@@ -256,13 +269,7 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	memop(&b, blk, "loss_bwd", WL_PHASE_BWD, d.t * m->vocab * (FP32 + BF16));
 	gemm(&b, blk, "logits_bwd", WL_PHASE_BWD, 2.0 * 2.0 * d.t * m->hidden * m->vocab);
 	memop(&b, blk, "final_norm_bwd", WL_PHASE_BWD, 4.0 * d.h_bytes);
-	if (Z == 2 && head_params > 0)
-		zero_op(&b, blk, "zero_grad_allreduce_head", WL_PHASE_BWD, WL_COLL_ALLREDUCE, zs, head_params * gbytes,
-			chunks_of(head_params, job->reduce_bucket_elems), blk ? blk->n_ops - 1 : -1, 0);
-	if (Z == 3 && head_params > 0)
-		zero_op(&b, blk, "zero3_reduce_scatter_head", WL_PHASE_BWD, WL_COLL_REDUCESCATTER, zs,
-			head_params * gbytes, chunks_of(head_params, job->reduce_bucket_elems), blk ? blk->n_ops - 1 : -1,
-			0);
+	grad_reduce(&b, blk, "zero_grad_allreduce_head", "zero3_reduce_scatter_head", zs, head_params, gbytes);
 
 	blk = block_new(&b, "layer_bwd", L, false, L - 1, -1);
 	{
@@ -276,28 +283,14 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 		layer_backward(&b, blk, &d);
 		if (blk && first >= 0 && blk->n_ops > before)
 			blk->ops[before].dep = first;
-		int last = blk ? blk->n_ops - 1 : -1;
-		if (Z == 2)
-			zero_op(&b, blk, "zero_grad_allreduce", WL_PHASE_BWD, WL_COLL_ALLREDUCE, zs, layer_params * gbytes,
-				chunks_of(layer_params, job->reduce_bucket_elems), last, 0);
-		if (Z == 3)
-			zero_op(&b, blk, "zero3_reduce_scatter", WL_PHASE_BWD, WL_COLL_REDUCESCATTER, zs,
-				layer_params * gbytes, chunks_of(layer_params, job->reduce_bucket_elems), last, 0);
+		grad_reduce(&b, blk, "zero_grad_allreduce", "zero3_reduce_scatter", zs, layer_params, gbytes);
 	}
 
 	blk = block_new(&b, "embed_bwd", 1, false, -1, 0);
 	memop(&b, blk, "embedding_bwd", WL_PHASE_BWD, 2.0 * d.h_bytes);
-	{
-		/* The embedding gradient, and the rest of the outer parameters when tied. */
-		double eg = outer_params - head_params;
-		int last = blk ? blk->n_ops - 1 : -1;
-		if (Z == 2)
-			zero_op(&b, blk, "zero_grad_allreduce_embed", WL_PHASE_BWD, WL_COLL_ALLREDUCE, zs, eg * gbytes,
-				chunks_of(eg, job->reduce_bucket_elems), last, 0);
-		if (Z == 3)
-			zero_op(&b, blk, "zero3_reduce_scatter_embed", WL_PHASE_BWD, WL_COLL_REDUCESCATTER, zs,
-				eg * gbytes, chunks_of(eg, job->reduce_bucket_elems), last, 0);
-	}
+	/* The embedding gradient, and the rest of the outer parameters (final norm, tied head). */
+	grad_reduce(&b, blk, "zero_grad_allreduce_embed", "zero3_reduce_scatter_embed", zs, outer_params - head_params,
+		    gbytes);
 	int n_micro = b.n;
 
 	/* ---- once per step ---- */
