@@ -7,14 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench.h"
 #include "engine/engine.h"
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv)
 {
@@ -42,7 +36,7 @@ int main(int argc, char **argv)
 	const engine_ops *e = engine_find("analytic");
 	long evaluated = 0, rejected = 0, fits = 0;
 	double checksum = 0;
-	double t0 = now();
+	double t0 = bench_now();
 	for (int rounds = 0; evaluated < min_configs; rounds++) {
 		for (int a = 0; a < NM; a++)
 			for (int b = 0; b < NP; b++)
@@ -79,7 +73,7 @@ int main(int argc, char **argv)
 	}
 		(void)rounds;
 	}
-	double dt = now() - t0;
+	double dt = bench_now() - t0;
 	printf("grid %d models x %d platforms x %d node counts x 2 strategies x %d micro-batches x %d lengths x 4 ZeRO x 2 recompute\n",
 	       NM, NP, NN, NB, NS);
 	printf("evaluated %ld configurations (%ld rejected by the job check, %ld fit in memory), checksum %.6g\n",

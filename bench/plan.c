@@ -8,14 +8,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench.h"
 #include "plan/plan.h"
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv)
 {
@@ -39,7 +33,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	long searched = 0, fit = 0, rounds = 0;
-	double best = 0, t0 = now();
+	double best = 0, t0 = bench_now();
 	while (searched < min_configs) {
 		for (int i = 0; i < NM; i++) {
 			plan_query q = {.model = &m[i], .platforms = p, .price = price, .n_platforms = NP, .budgets = budgets,
@@ -62,7 +56,7 @@ int main(int argc, char **argv)
 		}
 		rounds++;
 	}
-	double dt = now() - t0;
+	double dt = bench_now() - t0;
 	printf("query: %d models x %d platforms x %d GPU budgets (8..1024), seq 32K, global batch 1024 sequences\n", NM, NP,
 	       NB);
 	printf("searched %ld configurations in %ld round%s (%ld fit in memory and were evaluated), best %.0f tokens/s\n",

@@ -19,14 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "engine/simgrid/simgrid.h"
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 typedef struct outcome {
 	int ok;
@@ -83,7 +77,7 @@ static bool run_child(int gpus, config_strategy st, bool whole, outcome *o, doub
 	if (pipe(fd) != 0)
 		return false;
 	fflush(stdout);
-	double t0 = now();
+	double t0 = bench_now();
 	pid_t pid = fork();
 	if (pid < 0)
 		return false;
@@ -109,7 +103,7 @@ static bool run_child(int gpus, config_strategy st, bool whole, outcome *o, doub
 	struct rusage ru;
 	if (wait4(pid, &status, 0, &ru) < 0)
 		return false;
-	*wall = now() - t0;
+	*wall = bench_now() - t0;
 	*rss_mb = ru.ru_maxrss / 1024.0; /* Linux: KiB */
 	return got == sizeof *o && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
