@@ -42,6 +42,9 @@ const char *config_unit_kind_name(config_unit_kind kind);
  * reports; returns buf. */
 char *config_format_quantity(double value, config_unit_kind kind, char *buf, size_t len);
 
+/* A memory size as config_parse_quantity reads it, or "0" (nothing). */
+bool config_parse_size_or_zero(const char *text, double *out, config_error *err);
+
 /* Token counts: "16384", "16K" (x1024), "1M" (x1048576); positive. False when malformed. */
 bool config_parse_tokens(const char *text, long *out);
 
@@ -115,6 +118,12 @@ typedef struct config_platform {
 	/* Fixed cost of one collective call (NCCL launch and synchronisation), seconds; 0 when
 	 * the platform file has no `collective_overhead`. */
 	double coll_overhead;
+	/* Memory a GPU loses before the model's tensors (CUDA context, cuBLAS workspace, NCCL
+	 * buffers, allocator fragmentation), bytes, when the platform file declares
+	 * `memory_reserve`; otherwise the job's or the derived default applies (see
+	 * workload_memory_reserve). */
+	bool has_memory_reserve;
+	double memory_reserve;
 	struct {
 		double gemm;      /* achievable fraction of peak_flops for GEMMs */
 		double attention; /* for FlashAttention kernels */
@@ -173,6 +182,10 @@ typedef enum config_basp_uneven {
 	CONFIG_BASP_UNEVEN_EXTRA_STEP,
 } config_basp_uneven;
 typedef enum config_a2a { CONFIG_A2A_DIRECT, CONFIG_A2A_PAIRWISE, CONFIG_A2A_HIERARCHICAL } config_a2a;
+/* The training code whose saved tensors the memory model counts (docs/model.md "Memory"):
+ * eager PyTorch Hugging Face modules under DeepSpeed (unfused SwiGLU, fp32 RMSNorm copies,
+ * fp32 log-softmax loss), or Megatron-Core's fused kernels. */
+typedef enum config_impl { CONFIG_IMPL_HF, CONFIG_IMPL_MEGATRON } config_impl;
 
 typedef struct config_job {
 	config_strategy strategy;
@@ -192,6 +205,9 @@ typedef struct config_job {
 	int fp32_grad_comm_set;      /* 0: derive from SP, 1: explicit */
 	config_a2a a2a;              /* SP all-to-all algorithm */
 	config_basp_uneven basp_uneven; /* what BASP does when N % B != 0 */
+	config_impl impl;            /* what each layer saves for backward (default hf) */
+	bool memory_reserve_set;     /* memory_reserve given (job key or --memory-reserve) */
+	double memory_reserve;       /* bytes; wins over the platform's and the default */
 } config_job;
 
 /* DeepSpeed defaults (modeling.md "ZeRO as DeepSpeed actually runs it"). seq_len is
@@ -207,6 +223,7 @@ extern const char *const config_strategy_names[2];
 extern const char *const config_recompute_names[2];
 extern const char *const config_a2a_names[3];
 extern const char *const config_basp_uneven_names[3];
+extern const char *const config_impl_names[2];
 extern const char *const config_fabric_names[3];
 extern const char *const config_topology_names[3];
 
@@ -237,6 +254,8 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     fp32_grad_comm: true       # default: derived from SP
  *     a2a: direct                # direct | pairwise | hierarchical
  *     basp_uneven: error         # error | unequal | extra-step
+ *     impl: hf                   # hf | megatron: what each layer saves for backward
+ *     memory_reserve: 2GiB       # a size or 0: CUDA context, NCCL, allocator (default derived)
  *
  * Keys absent from the file keep their value in *job (call config_job_defaults first),
  * so CLI flags can be applied on top afterwards. String keys it does not store in
