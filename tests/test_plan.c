@@ -200,6 +200,8 @@ START_TEST(spec_errors_are_located)
 		{"bad_model.yaml", ":2:25: ", "model 'llama-9b' cannot be used: unknown model 'llama-9b'"},
 		{"bad_duplicate.yaml", ":5:23: ", "'micro_batch' lists '1' twice, expected distinct values"},
 		{"bad_zero.yaml", ":5:9: ", "'zero' must be a ZeRO stage 0, 1, 2 or 3, got '4'"},
+		{"bad_impl.yaml", ":5:9: ", "'impl' must be one of: hf, megatron, got 'fused'"},
+		{"bad_reserve.yaml", ":5:19: ", "'memory_reserve': '1 GiBs' has an unknown unit 'GiBs'"},
 		{"bad_strategy.yaml", ":5:23: ", "unknown strategy 'ring', expected ulysses|basp"},
 		{"bad_baseline.yaml", ":6:13: ", "baseline 'ring' is not one of the strategies of this sweep"},
 		{"bad_missing.yaml", ":2:3: ", "missing required key 'seq_len' in 'sweep'"},
@@ -1097,6 +1099,52 @@ START_TEST(planner_says_when_basp_does_not_win)
 }
 END_TEST
 
+START_TEST(planner_takes_the_implementation_and_reserve)
+{
+	/* Megatron's fused kernels keep less than Hugging Face's eager modules, so at least as
+	 * many configurations fit; a reserve of the whole GPU leaves none. */
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("a100-2x4-ib400", &p, &e));
+	int budget = 8;
+	config_job base;
+	config_job_defaults(&base);
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 16384, .global_tokens = 32L * 16384, .base = &base};
+	plan_candidate *c;
+	long n_hf, n_mg, n_none;
+	plan_search_stats st;
+	ck_assert(plan_search(&q, &c, &n_hf, &st, &e));
+	free(c);
+	base.impl = CONFIG_IMPL_MEGATRON;
+	ck_assert(plan_search(&q, &c, &n_mg, &st, &e));
+	for (long i = 0; i < n_mg; i++)
+		ck_assert_int_eq(c[i].job.impl, CONFIG_IMPL_MEGATRON);
+	free(c);
+	ck_assert_int_gt(n_mg, n_hf);
+	base.memory_reserve_set = true;
+	base.memory_reserve = p.gpu.memory_bytes;
+	ck_assert(plan_search(&q, &c, &n_none, &st, &e));
+	free(c);
+	ck_assert_int_eq(n_none, 0);
+	/* the CLI flags, and their errors */
+	char log[] = "/tmp/spsim-plan-cli-XXXXXX";
+	int fd = mkstemp(log);
+	close(fd);
+	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8",
+		     "--seq-len", "16K", "--global-batch", "512K", "--verify", "none", "--impl", "megatron", NULL};
+	ck_assert_int_eq(run_exe(a, log), 0);
+	char *bad[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8",
+		       "--seq-len", "16K", "--global-batch", "512K", "--memory-reserve", "lots", NULL};
+	ck_assert_int_eq(run_exe(bad, log), 2);
+	char *out = slurp(log);
+	ck_assert_msg(strstr(out, "--memory-reserve: 'lots' is not a number with a unit"), "%.1500s", out);
+	free(out);
+	unlink(log);
+}
+END_TEST
+
 START_TEST(planner_merges_one_layout_under_two_names)
 {
 	/* BASP (SP 8, B 2) and Ulysses (SP 4, B 1, 2 replicas) with the same batch: groups of
@@ -1381,6 +1429,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, planner_finds_basp_where_it_wins);
 	tcase_add_test(t, planner_weighs_basp_beyond_divisibility);
 	tcase_add_test(t, planner_says_when_basp_does_not_win);
+	tcase_add_test(t, planner_takes_the_implementation_and_reserve);
 	tcase_add_test(t, planner_merges_one_layout_under_two_names);
 	tcase_add_test(t, planner_cost_ranking_and_explanations);
 	tcase_add_test(t, planner_verify_reruns_in_own_processes);
