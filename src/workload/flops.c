@@ -1,8 +1,10 @@
 /* FLOPs per step for MFU and HFU (docs/model.md "MFU and HFU").
  *
  * MFU follows the convention papers report (PaLM, arXiv 2204.02311 Appendix B: 6N + the
- * attention term per token; Megatron-LM, arXiv 2104.04473 §5.1: backward = 2x forward,
- * recompute not counted), with causal attention counted at half its dense FLOPs (the
+ * attention term per token, recompute not counted; Korthikanti et al., arXiv 2205.05198
+ * §6, the same split into model and hardware FLOPs; backward = 2x forward as in
+ * Megatron-LM, arXiv 2104.04473 §5.1, whose 96·B·s·l·h² also counts one recomputed forward,
+ * i.e. HFU's accounting), with causal attention counted at half its dense FLOPs (the
  * masked half is never computed; FlashAttention-2, arXiv 2307.08691 §4.1, counts causal
  * FLOPs the same way). HFU counts what the program executes: recompute included and
  * FlashAttention's backward at 2.5x its forward (5 GEMMs of the forward's 2 per tile,

@@ -200,7 +200,7 @@ long workload_max_seq(const config_model *m, const config_platform *p, const con
 double workload_grad_comm_bytes(const config_job *job, const workload_layout *l);
 
 /* Model FLOPs of one step on this GPU by the published convention (PaLM, arXiv 2204.02311
- * App. B; Megatron-LM, arXiv 2104.04473 §5.1): every GEMM 2·m·n·k forward, attention
+ * App. B; Korthikanti et al., arXiv 2205.05198 §6): every GEMM 2·m·n·k forward, attention
  * 4·S²·d per head and sequence forward halved for causal masking, backward = 2x forward,
  * recompute excluded; norms and element-wise ops not counted. docs/model.md "MFU and HFU". */
 double workload_model_flops(const config_model *m, const config_job *job, const workload_layout *l);
