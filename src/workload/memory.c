@@ -82,10 +82,11 @@ static double logits_bytes(const config_model *m, const config_job *job, const w
  *   communicator. The all-to-all uses NCCL's p2p path: per peer a send and a receive
  *   Simple buffer on each of 2 channels (NCCL_NCHANNELS_PER_NET_PEER default 2).
  * - fragmentation: PyTorch's caching allocator splits cached blocks and cannot move them;
- *   with ZeRO-3 or recompute the irregular allocations leave 15% of the memory it holds
- *   unusable on average over eight LLMs on A100-80GB (GMLake, arXiv 2401.08156, abstract:
- *   "15% (up to 33%) fragmentation"); the regular pattern of plain training fragments far
- *   less (ibid. §3) and is not charged. Applied to the dynamic memory (activations, logits,
+ *   with ZeRO-3 or recompute the allocations turn irregular, and a stitching allocator
+ *   removes 15% (up to 33%) fragmentation on average over eight LLMs on A100-80GB (GMLake,
+ *   arXiv 2401.08156, abstract): at least that share of the caching allocator's memory was
+ *   unusable; plain training's allocation pattern is regular and even (ibid., motivation)
+ *   and is not charged. Applied to the dynamic memory (activations, logits,
  *   buffers): model states are allocated once, in flat buffers. */
 #define RESERVE_CONTEXT (512.0 * MIB)
 #define RESERVE_CUBLAS (32.0 * MIB)
