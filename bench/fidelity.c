@@ -48,6 +48,7 @@ int main(int argc, char **argv)
 	config_error err;
 	if (!fidelity_load_dir(dir, &c, &err)) {
 		fprintf(stderr, "bench/fidelity: %s\n", err.msg);
+		fidelity_corpus_free(&c);
 		return 2;
 	}
 	double *pred = calloc((size_t)c.n, sizeof *pred), *pub = calloc((size_t)c.n, sizeof *pub);

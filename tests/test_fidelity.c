@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -118,6 +119,7 @@ static void expect_error(const char *text, int line, int col, const char *what)
 	ck_assert_msg(strncmp(e.msg, where, strlen(where)) == 0, "error '%s' does not start with '%s'", e.msg, where);
 	ck_assert_msg(strstr(e.msg, what), "error '%s' does not say '%s'", e.msg, what);
 	ck_assert_int_eq(c.n, 0);
+	fidelity_corpus_free(&c);
 	unlink(path);
 	rmdir(dir);
 }
@@ -216,6 +218,64 @@ START_TEST(missing_corpus_directory_is_an_error)
 	config_error e = {""};
 	ck_assert(!fidelity_load_dir("/nonexistent/corpus", &c, &e));
 	ck_assert_msg(strstr(e.msg, "/nonexistent/corpus: cannot open"), "%s", e.msg);
+	fidelity_corpus_free(&c);
+}
+END_TEST
+
+/* ---------------------------------------------------------- the runner --- */
+
+/* build/bench/fidelity next to build/src/spsim (SPSIM_EXE); `meson test` builds both. */
+static void runner_path(char *buf, size_t len)
+{
+	const char *exe = getenv("SPSIM_EXE");
+	ck_assert_ptr_nonnull(exe);
+	const char *slash = strrchr(exe, '/');
+	ck_assert_ptr_nonnull(slash);
+	snprintf(buf, len, "%.*s/../bench/fidelity", (int)(slash - exe), exe);
+	ck_assert_msg(access(buf, X_OK) == 0, "%s: not built", buf);
+}
+
+/* Runs the runner with args; returns its exit status and its last output line. */
+static int run_runner(const char *args, char *last, size_t len)
+{
+	char exe[CONFIG_PATH_MAX], cmd[2 * CONFIG_PATH_MAX];
+	runner_path(exe, sizeof exe);
+	snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", exe, args);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	char line[1024];
+	last[0] = '\0';
+	while (fgets(line, sizeof line, p))
+		snprintf(last, len, "%s", line);
+	int st = pclose(p);
+	ck_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+START_TEST(runner_reports_and_exits_zero)
+{
+	char dir[CONFIG_PATH_MAX], args[CONFIG_PATH_MAX + 16], last[1024];
+	corpus_dir(dir, sizeof dir);
+	snprintf(args, sizeof args, "--corpus %s", dir);
+	ck_assert_int_eq(run_runner(args, last, sizeof last), 0);
+	int n = 0;
+	double g = -1, m = -1;
+	ck_assert_msg(sscanf(last, "cases %d geomean_abs_error_pct %lf max_abs_error_pct %lf", &n, &g, &m) == 3,
+		      "last line '%s'", last);
+	ck_assert_int_ge(n, 30);
+	ck_assert(g >= 0 && m >= 0);
+}
+END_TEST
+
+START_TEST(runner_exits_two_on_a_malformed_corpus)
+{
+	char dir[64], path[128], args[128], last[1024];
+	write_source(dir, sizeof dir, path, sizeof path, HEAD GEMM_CASE("g1") "      colour: red\n");
+	snprintf(args, sizeof args, "--corpus %s", dir);
+	ck_assert_int_eq(run_runner(args, last, sizeof last), 2);
+	ck_assert_int_eq(run_runner("--engine nonsense", last, sizeof last), 2);
+	unlink(path);
+	rmdir(dir);
 }
 END_TEST
 
@@ -319,6 +379,11 @@ static Suite *fidelity_suite(void)
 	tcase_add_test(t, a_good_minimal_source_loads);
 	tcase_add_test(t, bad_files_fail_with_location);
 	tcase_add_test(t, missing_corpus_directory_is_an_error);
+	suite_add_tcase(s, t);
+	t = tcase_create("runner");
+	tcase_set_timeout(t, 120);
+	tcase_add_test(t, runner_reports_and_exits_zero);
+	tcase_add_test(t, runner_exits_two_on_a_malformed_corpus);
 	suite_add_tcase(s, t);
 	t = tcase_create("arithmetic");
 	tcase_add_test(t, signed_error_percent);

@@ -107,7 +107,8 @@ typedef struct fidelity_corpus {
 bool fidelity_load_file(const char *path, fidelity_corpus *c, config_error *err);
 /* Loads every *.yaml file directly under dir in name order (subdirectories such as
  * platforms/ and models/ hold the files cases refer to). Fails on the first bad file, on
- * an id used twice, and on a directory with no cases. */
+ * an id used twice, and on a directory with no cases. Free the corpus with
+ * fidelity_corpus_free whether loading succeeded or not. */
 bool fidelity_load_dir(const char *dir, fidelity_corpus *c, config_error *err);
 void fidelity_corpus_free(fidelity_corpus *c);
 
