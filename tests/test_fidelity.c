@@ -212,6 +212,29 @@ START_TEST(bad_files_fail_with_location)
 }
 END_TEST
 
+/* Two files claiming the same source: the second one's id is the error. */
+START_TEST(a_source_id_used_twice_is_an_error)
+{
+	char dir[64], path[128], path2[160];
+	write_source(dir, sizeof dir, path, sizeof path, HEAD GEMM_CASE("g1"));
+	snprintf(path2, sizeof path2, "%s/zz.yaml", dir); /* loaded after src.yaml */
+	FILE *f = fopen(path2, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(HEAD GEMM_CASE("g2"), f);
+	fclose(f);
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert(!fidelity_load_dir(dir, &c, &e));
+	char where[512];
+	snprintf(where, sizeof where, "%s:2:7: source id 's' is already used by %s", path2, path);
+	ck_assert_msg(strncmp(e.msg, where, strlen(where)) == 0, "error '%s', want '%s...'", e.msg, where);
+	fidelity_corpus_free(&c);
+	unlink(path2);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(missing_corpus_directory_is_an_error)
 {
 	fidelity_corpus c = {0};
@@ -378,6 +401,7 @@ static Suite *fidelity_suite(void)
 	t = tcase_create("errors");
 	tcase_add_test(t, a_good_minimal_source_loads);
 	tcase_add_test(t, bad_files_fail_with_location);
+	tcase_add_test(t, a_source_id_used_twice_is_an_error);
 	tcase_add_test(t, missing_corpus_directory_is_an_error);
 	suite_add_tcase(s, t);
 	t = tcase_create("runner");

@@ -266,6 +266,12 @@ bool fidelity_load_file(const char *path, fidelity_corpus *c, config_error *err)
 		yt_fail(err, src, "source '%s' has neither 'url' nor 'arxiv', expected where the numbers can be read", id);
 		goto out;
 	}
+	for (int j = 0; j < c->n; j++)
+		if (strcmp(c->cases[j].source, id) == 0) {
+			yt_fail(err, yt_find(src, "id"), "source id '%s' is already used by %s, expected one file per source",
+				id, c->cases[j].file);
+			goto out;
+		}
 	cases = yt_find(src, "cases");
 	if (!cases || cases->kind != YT_SEQ || cases->n == 0) {
 		yt_fail(err, cases ? cases : src, "source '%s' needs 'cases', a non-empty sequence of cases", id);
