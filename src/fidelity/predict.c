@@ -31,6 +31,11 @@ static double kernel_bytes(const fidelity_kernel *k)
 	return k->pass == FID_PASS_FWD ? qkvo : k->pass == FID_PASS_BWD ? 2.0 * qkvo : 3.0 * qkvo;
 }
 
+/* The one place a published kernel configuration becomes spsim's op. Today the op carries
+ * FLOPs and HBM bytes only, so every GEMM and every attention kernel runs at the platform's
+ * single efficiency; when ops carry their shape (m, n, k; sequence length, heads, head
+ * dimension, causality, pass) and the platform an attention kernel family, they are set
+ * here from k (k->family names the kernel the source measured). */
 double fidelity_kernel_time(const config_platform *p, const fidelity_kernel *k, double *flops)
 {
 	workload_op op;
