@@ -4,7 +4,8 @@
  *
  *   id kind predicted published unit err_pct
  *
- * then, last, `cases N geomean_abs_error_pct X max_abs_error_pct Y` (geomean: 100 x
+ * then one `kind K cases N geomean_abs_error_pct X max_abs_error_pct Y` line per kind,
+ * `sources N`, and last `cases N geomean_abs_error_pct X max_abs_error_pct Y` (geomean: 100 x
  * (exp(mean |ln(predicted / published)|) - 1)). It is a report: exit 0 whatever the
  * errors; exit 2 on a malformed corpus or bad arguments.
  *
@@ -51,8 +52,11 @@ int main(int argc, char **argv)
 		fidelity_corpus_free(&c);
 		return 2;
 	}
-	double *pred = calloc((size_t)c.n, sizeof *pred), *pub = calloc((size_t)c.n, sizeof *pub);
-	if (!pred || !pub) {
+	size_t cap = (size_t)c.n;
+	double *pred = calloc(cap, sizeof *pred), *pub = calloc(cap, sizeof *pub);
+	double *kp = calloc(cap, sizeof *kp), *kq = calloc(cap, sizeof *kq);
+	int *which = calloc(cap, sizeof *which);
+	if (!pred || !pub || !kp || !kq || !which) {
 		fprintf(stderr, "bench/fidelity: out of memory\n");
 		return 1;
 	}
@@ -67,9 +71,19 @@ int main(int argc, char **argv)
 			status = 2;
 			continue;
 		}
-		pred[n] = p, pub[n] = k->published, n++;
+		pred[n] = p, pub[n] = k->published, which[n] = i, n++;
 		printf("%-40s %-10s %12.4g %12.4g %-12s %+9.1f\n", k->id, fidelity_kind_names[k->kind], p, k->published,
 		       fidelity_metric_units[k->metric], fidelity_err_pct(p, k->published));
+	}
+	/* Per kind, so that a change to one part of the model shows where it moved. */
+	for (int kind = 0; kind < FID_KIND_COUNT; kind++) {
+		int m = 0;
+		for (int j = 0; j < n; j++)
+			if (c.cases[which[j]].kind == (fidelity_kind)kind)
+				kp[m] = pred[j], kq[m] = pub[j], m++;
+		fidelity_summary ks = fidelity_summarize(kp, kq, m);
+		printf("kind %s cases %d geomean_abs_error_pct %.1f max_abs_error_pct %.1f\n", fidelity_kind_names[kind], ks.n,
+		       ks.geomean_abs_error_pct, ks.max_abs_error_pct);
 	}
 	fidelity_summary s = fidelity_summarize(pred, pub, n);
 	printf("sources %d\n", c.n_sources);
@@ -77,6 +91,9 @@ int main(int argc, char **argv)
 	       s.max_abs_error_pct);
 	free(pred);
 	free(pub);
+	free(kp);
+	free(kq);
+	free(which);
 	fidelity_corpus_free(&c);
 	return status;
 }
