@@ -236,13 +236,15 @@ START_TEST(model_and_hardware_flops_by_hand)
 	 * MFU convention (backward 2x): 3 x 1347584 = 4042752.
 	 * Executed: GEMMs 3x, attention 1 + 2.5 = 3.5x: 2·(3·589824 + 3.5·32768) + 3·102400
 	 * = 2·(1769472 + 114688) + 307200 = 4075520; full recompute adds the layers' forward
-	 * once more: + 2·622592 = 5320704 (the model FLOPs stay). */
+	 * once more: + 2·622592 = 5320704 (the model FLOPs stay). Attention dense (PaLM's and
+	 * Megatron-LM's count): 3·(2·(589824 + 65536) + 102400) = 4239360. */
 	config_model m = tu_model();
 	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
 	workload_plan plan;
 	plan_ok(&m, &j, &plan);
 	ck_assert_close(plan.model_flops_per_step, 4042752, 1e-12);
 	ck_assert_close(plan.hardware_flops_per_step, 4075520, 1e-12);
+	ck_assert_close(plan.model_flops_dense_per_step, 4239360, 1e-12);
 
 	/* MFU and HFU divide them by peak x step (engine_result_finish) */
 	config_error err;
@@ -251,6 +253,7 @@ START_TEST(model_and_hardware_flops_by_hand)
 	ck_assert_msg(engine_find("analytic")->run(&in, &r, &err), "%s", err.msg);
 	ck_assert_close(r.mfu, 4042752 / (100e12 * r.step_time), 1e-12);
 	ck_assert_close(r.hfu, 4075520 / (100e12 * r.step_time), 1e-12);
+	ck_assert_close(r.mfu_dense, 4239360 / (100e12 * r.step_time), 1e-12);
 	workload_plan_finish(&plan);
 
 	j.recompute = CONFIG_RECOMPUTE_FULL;

@@ -27,6 +27,7 @@ typedef struct engine_result {
 	double tokens_per_s;
 	double mfu; /* model FLOPs (published convention) / (peak x step) */
 	double hfu; /* FLOPs the GPU executes (recompute, attention backward 2.5x) / (peak x step) */
+	double mfu_dense; /* MFU with attention counted dense, as PaLM and Megatron-LM do */
 } engine_result;
 
 typedef enum engine_placement_kind {

@@ -328,6 +328,7 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	out->program.grad_accum = job->grad_accum;
 
 	out->model_flops_per_step = workload_model_flops(m, job, l);
+	out->model_flops_dense_per_step = workload_model_flops_dense(m, job, l);
 	out->hardware_flops_per_step = workload_program_flops(&out->program);
 	workload_memory_compute(m, p, job, l, &out->memory);
 	return true;

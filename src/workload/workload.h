@@ -141,6 +141,7 @@ typedef struct workload_plan {
 	workload_memory memory;
 	double model_flops_per_step;    /* this GPU's model FLOPs per step, published convention (MFU) */
 	double hardware_flops_per_step; /* FLOPs of every compute op it runs, recompute included (HFU) */
+	double model_flops_dense_per_step; /* model FLOPs with attention dense (mfu_dense_attention) */
 } workload_plan;
 
 /* BASP when B does not divide N (docs/model.md "BASP beyond divisibility"). A composite
@@ -204,6 +205,9 @@ double workload_grad_comm_bytes(const config_job *job, const workload_layout *l)
  * 4·S²·d per head and sequence forward halved for causal masking, backward = 2x forward,
  * recompute excluded; norms and element-wise ops not counted. docs/model.md "MFU and HFU". */
 double workload_model_flops(const config_model *m, const config_job *job, const workload_layout *l);
+/* The same with the attention term dense (not halved for causal masking), as PaLM
+ * (12·L·H·Q·T per token), Megatron-LM and MosaicML's llm-foundry count it. */
+double workload_model_flops_dense(const config_model *m, const config_job *job, const workload_layout *l);
 /* FLOPs of every compute op of a program per step (recompute and FlashAttention's 2.5x
  * backward included): what the GPU really executes (HFU). */
 double workload_program_flops(const workload_program *prog);
