@@ -428,6 +428,12 @@ START_TEST(calibration_points_validated_and_round_trip)
 	ck_assert_ptr_nonnull(config_attn_kernel_unusable(&a, CONFIG_ATTN_CUDNN));
 	config_apply_calibration(&a, &c);
 	ck_assert_ptr_null(config_attn_kernel_unusable(&a, CONFIG_ATTN_CUDNN));
+	/* a measured efficiency.gemm replaces the shape model: the small GEMM that keeps 64/108
+	 * of the plateau uncalibrated runs at the measured 0.5 */
+	ck_assert_close(engine_gemm_eff(&a, 512, 128, 4096), 0.70 * 64.0 / 108.0, 1e-12);
+	config_calibration g = {.has_gemm = true, .gemm = 0.5};
+	config_apply_calibration(&a, &g);
+	ck_assert_double_eq(engine_gemm_eff(&a, 512, 128, 4096), 0.5);
 	unlink(path);
 	unlink(out);
 }

@@ -221,8 +221,10 @@ void config_apply_calibration(config_platform *p, const config_calibration *c)
 		p->inter.nic_bandwidth = c->inter_bw;
 		p->eff.inter_link = 1.0;
 	}
-	if (c->has_gemm)
-		p->eff.gemm = c->gemm;
+	if (c->has_gemm) {
+		p->eff.gemm = c->gemm; /* measured on real GEMMs: replaces the shape model */
+		p->eff.gemm_measured = true;
+	}
 	if (c->has_attention)
 		p->eff.attention = c->attention;
 	if (c->has_memory)

@@ -147,6 +147,8 @@ typedef struct config_platform {
 	struct {
 		double gemm;      /* share of peak_flops a large, tile-aligned GEMM reaches (the plateau of
 				   * the GEMM model: tile and wave quantization scale it down) */
+		bool gemm_measured; /* gemm comes from a calibration: a measured whole-GEMM
+				     * efficiency that replaces the shape model */
 		double attention; /* > 0: attention at this share of peak whatever its shape (the
 				   * scalar override of the kernel curves); 0: the curves */
 		double memory;    /* achievable fraction of hbm_bandwidth for memory-bound kernels */
@@ -184,9 +186,11 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  *       - {kernel: cudnn, seq: 8192, head_dim: 128, direction: fwd, causal: true, tflops: 600}
  *       - {kernel: cudnn, seq: 2048, head_dim: 128, direction: fwd, causal: true, tflops: 480}
  *
- * efficiency.gemm is the plateau of the GEMM model (a large, tile-aligned GEMM); tile and
- * wave quantization still apply. efficiency.attention is an override: attention then runs
- * at that share of peak whatever its shape, kernel or curve. attention_points replace a
+ * A calibration's efficiency.gemm and efficiency.attention are measured whole-kernel
+ * efficiencies (validate mode times the layer's own GEMMs and attention): they replace the
+ * shape models, every GEMM or attention op then runs at that share of peak. (In a platform
+ * file efficiency.gemm is the plateau of the GEMM model, which tile and wave quantization
+ * scale down; efficiency.attention there is the same fixed override.) attention_points replace a
  * kernel family's published curve for the (kernel, head_dim, direction, causal) they
  * name: kernel flash-attn-2 | flash-attn-3 | cudnn; seq in tokens (16K allowed); direction
  * fwd | bwd; causal true | false (default true); tflops in 1e12 FLOP/s counted as

@@ -32,29 +32,35 @@
 /* ------------------------------------------------------------------ GEMM --- */
 #define KSPLIT_MIN 256 /* documented choice: 4 main-loop steps of a 64-deep K tile per split */
 
+/* Integer arithmetic throughout: ceil and fmax are library calls on baseline x86-64, and
+ * the analytic engine evaluates these for every op of ~10^5 configurations a second. */
+static inline long cdiv(long a, long b) { return (a + b - 1) / b; }
+
 static double wave_eff(double units, int sms)
 {
 	if (units <= 0 || sms <= 0)
 		return 1.0;
-	double waves = ceil(units / sms);
+	double waves = (double)cdiv((long)units, sms);
 	return units / (waves * sms);
 }
 
 double engine_gemm_shape_eff(const config_platform *p, double m, double n, double k)
 {
-	static const int tiles[][2] = {{256, 128}, {128, 256}, {128, 128}};
-	if (m <= 0 || n <= 0 || k <= 0)
+	static const long tiles[][2] = {{256, 128}, {128, 256}, {128, 128}};
+	if (m < 1 || n < 1 || k < 1)
 		return 1.0;
+	const long M = (long)m, N = (long)n, K = (long)k, sms = p->gpu.sms;
 	double best = 0;
 	for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
-		double tm = ceil(m / tiles[i][0]), tn = ceil(n / tiles[i][1]);
-		double tile = m * n / (tm * tiles[i][0] * tn * tiles[i][1]);
-		double units = tm * tn;
-		if (units < p->gpu.sms) {
-			double split = floor(p->gpu.sms / units), deep = floor(k / KSPLIT_MIN);
-			units *= fmax(1.0, fmin(split, deep));
+		long tm = cdiv(M, tiles[i][0]), tn = cdiv(N, tiles[i][1]);
+		double tile = (double)M * (double)N / ((double)(tm * tiles[i][0]) * (double)(tn * tiles[i][1]));
+		long units = tm * tn;
+		if (sms > 0 && units < sms) {
+			long split = sms / units, deep = K / KSPLIT_MIN;
+			long s = split < deep ? split : deep;
+			units *= s > 1 ? s : 1;
 		}
-		double e = tile * wave_eff(units, p->gpu.sms);
+		double e = tile * (sms > 0 ? (double)units / ((double)cdiv(units, sms) * (double)sms) : 1.0);
 		if (e > best)
 			best = e;
 	}
@@ -63,6 +69,8 @@ double engine_gemm_shape_eff(const config_platform *p, double m, double n, doubl
 
 double engine_gemm_eff(const config_platform *p, double m, double n, double k)
 {
+	if (p->eff.gemm_measured) /* a calibration's measured efficiency holds its own quantization */
+		return p->eff.gemm;
 	return p->eff.gemm * engine_gemm_shape_eff(p, m, n, k);
 }
 
@@ -165,7 +173,7 @@ static void curve_ends(int kernel, int hl, int bwd, int causal, double *r512, do
 
 double engine_attention_blocks(double seq, double heads, double seqs)
 {
-	return ceil(seq / TILE) * heads * seqs;
+	return (double)cdiv((long)seq, (long)TILE) * heads * seqs;
 }
 
 /* Long-sequence full-wave rate P (FLOP/s) and per-tile overhead c of one curve at head dim
@@ -261,7 +269,8 @@ double engine_attention_eff(const config_platform *p, const engine_attn_shape *s
 #define SECTOR 32.0
 double engine_copy_eff(const config_platform *p, double run_bytes)
 {
-	double u = run_bytes > 0 ? run_bytes / (ceil(run_bytes / SECTOR) * SECTOR) : 1.0;
+	long run = (long)run_bytes;
+	double u = run > 0 ? run_bytes / (double)(cdiv(run, (long)SECTOR) * (long)SECTOR) : 1.0;
 	return p->eff.memory * u;
 }
 
@@ -314,5 +323,5 @@ double engine_compute_time(const config_platform *p, const workload_op *op)
 		double eff = op->kernel == WL_KERNEL_COPY ? engine_copy_eff(p, op->shape.copy.run_bytes) : p->eff.memory;
 		t_mem = op->hbm_bytes / (p->gpu.hbm_bandwidth * eff);
 	}
-	return fmax(t_flops, t_mem); /* roofline */
+	return t_flops > t_mem ? t_flops : t_mem; /* roofline */
 }

@@ -120,25 +120,23 @@ workload_alg workload_a2a_alg(config_a2a a)
  * buffer out of it (post_all2all: permute(...).contiguous(); the reshape after it is a
  * view): one copy before and one after, each reading and writing the buffer. With one rank
  * in the group the permutes only move a size-1 dimension, which PyTorch treats as already
- * contiguous: no copies, but all_to_all_single is still called (a one-rank NCCL call). */
+ * contiguous: no copies. (all_to_all_single is still called on the one-rank group, a local
+ * copy inside NCCL; it is not emitted here.) */
 static void sp_a2a(builder *b, workload_block *blk, const char *pack, const char *name, const char *unpack,
 		   workload_phase ph, double bytes, double run)
 {
-	const bool copies = b->l->group_size > 1;
+	if (b->l->group_size <= 1)
+		return; /* K = 1: whole sequences per GPU; the one-rank call is not modelled */
 	workload_op copy = {.kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN, .phase = ph,
 			    .kernel = WL_KERNEL_COPY, .hbm_bytes = 2.0 * bytes, .dep = -1};
 	copy.shape.copy.run_bytes = run;
-	if (copies) {
-		copy.name = pack;
-		op_add(b, blk, copy);
-	}
+	copy.name = pack;
+	op_add(b, blk, copy);
 	op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
 				     .phase = ph, .coll = WL_COLL_ALLTOALL, .alg = workload_a2a_alg(b->job->a2a),
 				     .group = WL_GROUP_SP, .bytes = bytes, .dep = -1});
-	if (copies) {
-		copy.name = unpack;
-		op_add(b, blk, copy);
-	}
+	copy.name = unpack;
+	op_add(b, blk, copy);
 }
 
 static int zero_op(builder *b, workload_block *blk, const char *name, workload_phase ph, workload_coll c,
