@@ -32,35 +32,38 @@
 /* ------------------------------------------------------------------ GEMM --- */
 #define KSPLIT_MIN 256 /* documented choice: 4 main-loop steps of a 64-deep K tile per split */
 
-/* Integer arithmetic throughout: ceil and fmax are library calls on baseline x86-64, and
- * the analytic engine evaluates these for every op of ~10^5 configurations a second. */
-static inline long cdiv(long a, long b) { return (a + b - 1) / b; }
+/* ceil and fmax are library calls on baseline x86-64 (no SSE4.1 rounding), and the
+ * analytic engine evaluates these for every op of ~10^5 configurations a second: ceil of a
+ * non-negative value by truncation instead. */
+static inline double pceil(double x)
+{
+	double t = (double)(long)x;
+	return t < x ? t + 1 : t;
+}
 
 static double wave_eff(double units, int sms)
 {
 	if (units <= 0 || sms <= 0)
 		return 1.0;
-	double waves = (double)cdiv((long)units, sms);
-	return units / (waves * sms);
+	return units / (pceil(units / sms) * sms);
 }
 
 double engine_gemm_shape_eff(const config_platform *p, double m, double n, double k)
 {
-	static const long tiles[][2] = {{256, 128}, {128, 256}, {128, 128}};
+	static const double tiles[][2] = {{256, 128}, {128, 256}, {128, 128}};
 	if (m < 1 || n < 1 || k < 1)
 		return 1.0;
-	const long M = (long)m, N = (long)n, K = (long)k, sms = p->gpu.sms;
+	const double sms = p->gpu.sms, deep = (double)(long)(k / KSPLIT_MIN);
 	double best = 0;
 	for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
-		long tm = cdiv(M, tiles[i][0]), tn = cdiv(N, tiles[i][1]);
-		double tile = (double)M * (double)N / ((double)(tm * tiles[i][0]) * (double)(tn * tiles[i][1]));
-		long units = tm * tn;
-		if (sms > 0 && units < sms) {
-			long split = sms / units, deep = K / KSPLIT_MIN;
-			long s = split < deep ? split : deep;
+		double tm = pceil(m / tiles[i][0]), tn = pceil(n / tiles[i][1]);
+		double units = tm * tn;
+		double tile = m * n / (units * tiles[i][0] * tiles[i][1]);
+		if (units < sms) {
+			double split = (double)(long)(sms / units), s = split < deep ? split : deep;
 			units *= s > 1 ? s : 1;
 		}
-		double e = tile * (sms > 0 ? (double)units / ((double)cdiv(units, sms) * (double)sms) : 1.0);
+		double e = sms > 0 ? tile * units / (pceil(units / sms) * sms) : tile;
 		if (e > best)
 			best = e;
 	}
@@ -125,7 +128,7 @@ static const attn_curve hopper_curves[] = {
 #define TILE 128.0
 
 /* FlashAttention-2 on A100 (Ampere): the FlashAttention-2 paper (arXiv 2307.08691,
- * abstract and section 4.1) reports the kernel at up to 73% of the A100's 312 TFLOP/s
+ * section 1 and Figures 5-6) reports the kernel at up to 73% of the A100's 312 TFLOP/s
  * forward and 63% backward (head dim 128, long sequences, no mask: its Figures 5 and 6).
  * FlashAttention-2 runs the same Ampere (sm80) kernels on H100, so the shape of its curve
  * over length, head dim and mask is the H100 one above, scaled to those A100 rates. */
@@ -173,7 +176,7 @@ static void curve_ends(int kernel, int hl, int bwd, int causal, double *r512, do
 
 double engine_attention_blocks(double seq, double heads, double seqs)
 {
-	return (double)cdiv((long)seq, (long)TILE) * heads * seqs;
+	return pceil(seq / TILE) * heads * seqs;
 }
 
 /* Long-sequence full-wave rate P (FLOP/s) and per-tile overhead c of one curve at head dim
@@ -241,7 +244,7 @@ double engine_attention_rate(const config_platform *p, const engine_attn_shape *
 		return 0;
 	double T = fmax(s->seq, 1.0) / TILE;
 	/* head dims between the published 64, 128 and 256: linear in log2(d), held outside */
-	double hl = log2(fmax(s->head_dim, 1));
+	double hl = s->head_dim == 128 ? 7.0 : s->head_dim == 64 ? 6.0 : log2(fmax(s->head_dim, 1));
 	hl = fmin(fmax(hl, 6.0), 8.0);
 	int h0 = (int)floor(hl);
 	if (h0 >= 8)
@@ -269,8 +272,7 @@ double engine_attention_eff(const config_platform *p, const engine_attn_shape *s
 #define SECTOR 32.0
 double engine_copy_eff(const config_platform *p, double run_bytes)
 {
-	long run = (long)run_bytes;
-	double u = run > 0 ? run_bytes / (double)(cdiv(run, (long)SECTOR) * (long)SECTOR) : 1.0;
+	double u = run_bytes > 0 ? run_bytes / (pceil(run_bytes / SECTOR) * SECTOR) : 1.0;
 	return p->eff.memory * u;
 }
 
