@@ -26,6 +26,7 @@
  * FLOPs are counted as FlashAttention's benchmarks count them (4·S²·heads·d forward,
  * halved when causal, backward 2.5x forward), the same count the op program uses. */
 #include <math.h>
+#include <stdbool.h>
 
 #include "engine/compute.h"
 
@@ -48,26 +49,48 @@ static double wave_eff(double units, int sms)
 	return units / (pceil(units / sms) * sms);
 }
 
-double engine_gemm_shape_eff(const config_platform *p, double m, double n, double k)
+static double gemm_shape_eff(double m, double n, double k, double sms)
 {
-	static const double tiles[][2] = {{256, 128}, {128, 256}, {128, 128}};
-	if (m < 1 || n < 1 || k < 1)
-		return 1.0;
-	const double sms = p->gpu.sms, deep = (double)(long)(k / KSPLIT_MIN);
+	/* tile sides and their reciprocals (powers of two: the products are exact) */
+	static const double tiles[][4] = {{256, 128, 1.0 / 256, 1.0 / 128},
+					  {128, 256, 1.0 / 128, 1.0 / 256},
+					  {128, 128, 1.0 / 128, 1.0 / 128}};
+	const double deep = (double)(long)(k / KSPLIT_MIN);
 	double best = 0;
 	for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
-		double tm = pceil(m / tiles[i][0]), tn = pceil(n / tiles[i][1]);
-		double units = tm * tn;
-		double tile = m * n / (units * tiles[i][0] * tiles[i][1]);
+		double tm = pceil(m * tiles[i][2]), tn = pceil(n * tiles[i][3]);
+		double units = tm * tn, padded = units * tiles[i][0] * tiles[i][1];
 		if (units < sms) {
 			double split = (double)(long)(sms / units), s = split < deep ? split : deep;
 			units *= s > 1 ? s : 1;
 		}
-		double e = sms > 0 ? tile * units / (pceil(units / sms) * sms) : tile;
+		/* tile x wave = (m·n / padded) x (units / (waves·SMs)) */
+		double e = sms > 0 ? m * n * units / (padded * pceil(units / sms) * sms) : m * n / padded;
 		if (e > best)
 			best = e;
 	}
 	return best;
+}
+
+/* A plan holds a handful of GEMM shapes and a sweep revisits them configuration after
+ * configuration: a small direct-mapped cache per thread keeps the analytic engine's rate. */
+#define GEMM_CACHE 256
+double engine_gemm_shape_eff(const config_platform *p, double m, double n, double k)
+{
+	static _Thread_local struct {
+		double m, n, k, sms, eff;
+	} cache[GEMM_CACHE];
+	if (m < 1 || n < 1 || k < 1)
+		return 1.0;
+	const double sms = p->gpu.sms;
+	unsigned long h = (unsigned long)m * 0x9E3779B1u ^ (unsigned long)n * 0x85EBCA77u ^
+			  (unsigned long)k * 0xC2B2AE3Du ^ (unsigned long)sms * 0x27D4EB2Fu;
+	h = (h ^ (h >> 15)) % GEMM_CACHE;
+	if (cache[h].m == m && cache[h].n == n && cache[h].k == k && cache[h].sms == sms)
+		return cache[h].eff;
+	double e = gemm_shape_eff(m, n, k, sms);
+	cache[h].m = m, cache[h].n = n, cache[h].k = k, cache[h].sms = sms, cache[h].eff = e;
+	return e;
 }
 
 double engine_gemm_eff(const config_platform *p, double m, double n, double k)
@@ -191,10 +214,21 @@ static void curve_params(double r1, double r2, double hd, int sms, double *P, do
 	*P = r2 * (T2 + *c) / T2 / wb * 1e12;
 }
 
-/* Rate of the curve at head dim 2^hl (integer hl in 6..8). */
-static double curve_rate_hl(int kernel, config_gpu_arch arch, int hl, int bwd, int causal, double T)
+/* P and c of the curve at head dim 2^hl (integer hl in 6..8), memoised per thread (72
+ * combinations; the analytic engine asks for them once per attention op). */
+static void curve_at(int kernel, config_gpu_arch arch, int hl, int bwd, int causal, double *P, double *c)
 {
-	double r1, r2, P, c;
+	static _Thread_local struct {
+		bool ok;
+		double P, c;
+	} memo[CONFIG_ATTN_KERNELS * 2 * 3 * 2 * 2];
+	int i = (((kernel * 2 + (int)arch) * 3 + (hl - 6)) * 2 + bwd) * 2 + causal;
+	if (memo[i].ok) {
+		*P = memo[i].P;
+		*c = memo[i].c;
+		return;
+	}
+	double r1, r2;
 	int sms = HOPPER_SMS;
 	int k = kernel;
 	double scale = 1.0;
@@ -207,7 +241,17 @@ static double curve_rate_hl(int kernel, config_gpu_arch arch, int hl, int bwd, i
 		sms = A100_SMS;
 	}
 	curve_ends(k, hl, bwd, causal, &r1, &r2);
-	curve_params(r1 * scale, r2 * scale, (double)(1 << hl), sms, &P, &c);
+	curve_params(r1 * scale, r2 * scale, (double)(1 << hl), sms, P, c);
+	memo[i].P = *P;
+	memo[i].c = *c;
+	memo[i].ok = true;
+}
+
+/* Rate of the curve at head dim 2^hl and T key tiles. */
+static double curve_rate_hl(int kernel, config_gpu_arch arch, int hl, int bwd, int causal, double T)
+{
+	double P, c;
+	curve_at(kernel, arch, hl, bwd, causal, &P, &c);
 	return P * T / (T + c);
 }
 
@@ -242,7 +286,7 @@ double engine_attention_rate(const config_platform *p, const engine_attn_shape *
 		return measured * wave;
 	if (!config_attn_kernel_has_curve(s->kernel, p->gpu.arch))
 		return 0;
-	double T = fmax(s->seq, 1.0) / TILE;
+	double T = (s->seq > 1 ? s->seq : 1.0) / TILE;
 	/* head dims between the published 64, 128 and 256: linear in log2(d), held outside */
 	double hl = s->head_dim == 128 ? 7.0 : s->head_dim == 64 ? 6.0 : log2(fmax(s->head_dim, 1));
 	hl = fmin(fmax(hl, 6.0), 8.0);
