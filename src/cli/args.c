@@ -8,7 +8,8 @@
 #include "engine/analytic.h"
 
 #define SET(bit) (1u << (bit))
-enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A, S_UNEVEN, S_IMPL, S_RESERVE };
+enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A,
+       S_UNEVEN, S_ATTN, S_IMPL, S_RESERVE };
 
 const struct option cli_job_options[] = {
 	{"model", required_argument, NULL, CLI_OPT_MODEL},
@@ -37,6 +38,7 @@ const struct option cli_job_options[] = {
 	{"help", no_argument, NULL, CLI_OPT_HELP},
 	{"a2a", required_argument, NULL, CLI_OPT_A2A},
 	{"basp-uneven", required_argument, NULL, CLI_OPT_BASP_UNEVEN},
+	{"attention-kernel", required_argument, NULL, CLI_OPT_ATTENTION_KERNEL},
 	{"impl", required_argument, NULL, CLI_OPT_IMPL},
 	{"memory-reserve", required_argument, NULL, CLI_OPT_MEMORY_RESERVE},
 	{NULL, 0, NULL, 0},
@@ -86,6 +88,9 @@ void cli_job_help(FILE *f)
 	      "                           unequal: groups of floor(N/B) and ceil(N/B) GPUs side by side;\n"
 	      "                           extra-step: equal groups, the remaining sequences in more\n"
 	      "                           micro-steps (default error)\n"
+	      "  --attention-kernel flash-attn-2|flash-attn-3|cudnn  attention kernel family whose measured\n"
+	      "                           efficiency curves time attention (default: the platform's\n"
+	      "                           attention_kernel; flash-attn-3 needs a hopper GPU)\n"
 	      "  --impl hf|megatron       what each layer saves for backward: hf = DeepSpeed + Hugging Face\n"
 	      "                           eager modules (unfused SwiGLU, fp32 norm copies, fp32 loss), megatron =\n"
 	      "                           fused kernels (default hf)\n"
@@ -311,6 +316,20 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		}
 		a->set |= SET(S_UNEVEN);
 		return 1;
+	case CLI_OPT_ATTENTION_KERNEL: {
+		int k = -1;
+		for (int i = 0; i < CONFIG_ATTN_KERNELS; i++)
+			if (strcmp(arg, config_attn_kernel_names[i]) == 0)
+				k = i;
+		if (k < 0) {
+			fprintf(stderr, "spsim: --attention-kernel expects flash-attn-2, flash-attn-3 or cudnn, got '%s'\n",
+				arg);
+			return -1;
+		}
+		j->attention_kernel = k;
+		a->set |= SET(S_ATTN);
+		return 1;
+	}
 	case CLI_OPT_IMPL:
 		if (strcmp(arg, "hf") == 0)
 			j->impl = CONFIG_IMPL_HF;
@@ -394,6 +413,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_PB, prefetch_bucket_elems)
 		TAKE(S_A2A, a2a)
 		TAKE(S_UNEVEN, basp_uneven)
+		TAKE(S_ATTN, attention_kernel)
 		TAKE(S_IMPL, impl)
 		if (!(a->set & SET(S_RESERVE))) {
 			j->memory_reserve = fromfile.memory_reserve;

@@ -63,6 +63,7 @@ enum {
 	CLI_OPT_BASP_UNEVEN,
 	CLI_OPT_IMPL,
 	CLI_OPT_MEMORY_RESERVE,
+	CLI_OPT_ATTENTION_KERNEL,
 	CLI_OPT_FIRST_FREE, /* commands number their own options from here */
 };
 
