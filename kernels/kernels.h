@@ -160,6 +160,23 @@ int kernels_cuda_permute(const kernels_permute *p, const void *src, void *dst, v
 /* handle: a cublasHandle_t already bound to the stream. */
 int kernels_cuda_gemm(void *cublas_handle, const kernels_gemm *g, const void *a, const void *b, void *c);
 
+/* cuDNN's fused flash attention (attention_cudnn.c), in builds where Meson found cuDNN 9
+ * (KERNELS_HAVE_CUDNN). Same tensors and layouts as kernels_cuda_attn_*; no workspace
+ * argument (the context owns one). A context serves one device and stream; plans are
+ * built per shape on first use. Functions return 0 or a cudnnStatus_t;
+ * kernels_cudnn_error() then says what cuDNN said. */
+typedef struct kernels_cudnn kernels_cudnn;
+int kernels_cudnn_create(kernels_cudnn **out, void *stream);
+void kernels_cudnn_destroy(kernels_cudnn *c);
+const char *kernels_cudnn_error(const kernels_cudnn *c);
+size_t kernels_cudnn_version(void);
+/* 1 when cuDNN has an engine for this shape and direction (building the plan), else 0. */
+int kernels_cudnn_supported(kernels_cudnn *c, const kernels_attn_shape *s, int bwd);
+int kernels_cudnn_attn_fwd(kernels_cudnn *c, const kernels_attn_shape *s, const void *q, const void *k, const void *v,
+			   void *o, float *lse);
+int kernels_cudnn_attn_bwd(kernels_cudnn *c, const kernels_attn_shape *s, const void *q, const void *k, const void *v,
+			   const void *o, const void *dout, const float *lse, void *dq, void *dk, void *dv);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,7 @@
 #include "config/yamltree.h"
 
 #include <string.h>
+#include <strings.h>
 
 static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *lat, bool *has_bw, double *bw,
 		      config_error *err)
@@ -18,15 +19,62 @@ static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *
 	       yt_quantity(l, "bandwidth", false, CONFIG_UNIT_BANDWIDTH, bw, has_bw, err);
 }
 
+/* attention_points: a sequence of mappings (config.h). */
+static bool read_points(const yt_node *t, config_calibration *c, config_error *err)
+{
+	static const char *const keys[] = {"kernel", "seq", "head_dim", "heads", "kv_heads", "direction",
+					   "tflops", "p10", "p90", NULL};
+	static const char *const dirs[] = {"fwd", "bwd"};
+	const yt_node *seq = yt_find(t, "attention_points");
+	if (!seq)
+		return true;
+	if (seq->kind != YT_SEQ)
+		return yt_fail(err, seq, "'attention_points' must be a sequence of mappings "
+					 "({kernel, seq, head_dim, heads, kv_heads, direction, tflops, p10, p90})");
+	if (seq->n > CONFIG_MAX_ATTENTION_POINTS)
+		return yt_fail(err, seq, "'attention_points' has %zu entries, at most %d are read", seq->n,
+			       CONFIG_MAX_ATTENTION_POINTS);
+	for (size_t i = 0; i < seq->n; i++) {
+		const yt_node *m = seq->items[i];
+		config_attention_point *p = &c->attention_points[i];
+		int dir = 0;
+		if (m->kind != YT_MAP)
+			return yt_fail(err, m, "attention point %zu must be a mapping", i + 1);
+		if (!yt_check_keys(m, keys, err) || !yt_string(m, "kernel", true, p->kernel, sizeof p->kernel, NULL, err) ||
+		    !yt_int(m, "seq", true, 1, 1L << 40, &p->seq, NULL, err) ||
+		    !yt_posint(m, "head_dim", true, &p->head_dim, NULL, err) ||
+		    !yt_posint(m, "heads", true, &p->heads, NULL, err) ||
+		    !yt_posint(m, "kv_heads", true, &p->kv_heads, NULL, err) ||
+		    !yt_enum(m, "direction", true, dirs, 2, &dir, NULL, err) ||
+		    !yt_double(m, "tflops", true, 0, true, 1e6, &p->tflops, NULL, err) ||
+		    !yt_double(m, "p10", true, 0, true, 1e6, &p->p10, NULL, err) ||
+		    !yt_double(m, "p90", true, 0, true, 1e6, &p->p90, NULL, err))
+			return false;
+		p->direction = (config_direction)dir;
+		if (p->heads % p->kv_heads)
+			return yt_fail(err, m, "attention point %zu: %d query heads are not a multiple of %d kv heads", i + 1,
+				       p->heads, p->kv_heads);
+		if (!(p->p10 <= p->tflops && p->tflops <= p->p90))
+			return yt_fail(err, m, "attention point %zu: want p10 <= tflops <= p90, got %g, %g, %g", i + 1,
+				       p->p10, p->tflops, p->p90);
+	}
+	c->n_attention_points = (int)seq->n;
+	return true;
+}
+
 static bool calibration_read(const yt_doc *doc, config_calibration *c, config_error *err)
 {
 	static const char *const keys[] = {"source",	 "platform",   "intra_node", "inter_node",
-					   "efficiency", "collective_overhead", NULL};
+					   "efficiency", "collective_overhead", "gpu", "attention_kernel",
+					   "attention_points", NULL};
 	static const char *const eff_keys[] = {"gemm", "attention", "memory", NULL};
 	const yt_node *t, *e;
 	if (!yt_top(doc, "calibration", &t, err) || !yt_check_keys(t, keys, err) ||
 	    !yt_string(t, "source", false, c->source, sizeof c->source, NULL, err) ||
 	    !yt_string(t, "platform", false, c->platform, sizeof c->platform, NULL, err) ||
+	    !yt_string(t, "gpu", false, c->gpu, sizeof c->gpu, NULL, err) ||
+	    !yt_string(t, "attention_kernel", false, c->attention_kernel, sizeof c->attention_kernel, NULL, err) ||
+	    !read_points(t, c, err) ||
 	    !read_link(t, "intra_node", &c->has_intra_latency, &c->intra_latency, &c->has_intra_bw, &c->intra_bw,
 		       err) ||
 	    !read_link(t, "inter_node", &c->has_inter_latency, &c->inter_latency, &c->has_inter_bw, &c->inter_bw,
@@ -113,6 +161,11 @@ bool config_write_calibration(FILE *f, const config_calibration *c)
 		put_quoted(f, c->platform);
 		fputc('\n', f);
 	}
+	if (c->gpu[0]) {
+		fprintf(f, "  gpu: ");
+		put_quoted(f, c->gpu);
+		fputc('\n', f);
+	}
 	if (c->has_overhead) {
 		if (c->overhead > 0)
 			fprintf(f, "  collective_overhead: %.9gus\n", c->overhead * 1e6);
@@ -130,7 +183,33 @@ bool config_write_calibration(FILE *f, const config_calibration *c)
 		if (c->has_memory)
 			fprintf(f, "    memory: %.9g\n", c->memory);
 	}
+	if (c->attention_kernel[0]) {
+		fprintf(f, "  attention_kernel: ");
+		put_quoted(f, c->attention_kernel);
+		fputc('\n', f);
+	}
+	if (c->n_attention_points > 0)
+		fprintf(f, "  attention_points:\n");
+	for (int i = 0; i < c->n_attention_points; i++) {
+		const config_attention_point *p = &c->attention_points[i];
+		fprintf(f, "    - {kernel: ");
+		put_quoted(f, p->kernel);
+		fprintf(f, ", seq: %ld, head_dim: %d, heads: %d, kv_heads: %d, direction: %s, tflops: %.6g, p10: %.6g, "
+			   "p90: %.6g}\n",
+			p->seq, p->head_dim, p->heads, p->kv_heads, p->direction == CONFIG_DIRECTION_BWD ? "bwd" : "fwd",
+			p->tflops, p->p10, p->p90);
+	}
 	return fflush(f) == 0 && !ferror(f);
+}
+
+bool config_calibration_check(const config_calibration *c, const config_platform *p, config_error *err)
+{
+	if (!c->gpu[0] || !p->gpu.name[0] || strcasecmp(c->gpu, p->gpu.name) == 0)
+		return true;
+	return config_fail(err,
+			   "%s: measured on GPU '%s', but platform '%s' has GPU '%s'; a calibration holds only for the GPU "
+			   "it was measured on (measure this platform's GPU, or use the platform that has '%s')",
+			   c->path[0] ? c->path : "calibration", c->gpu, p->name, p->gpu.name, c->gpu);
 }
 
 void config_apply_calibration(config_platform *p, const config_calibration *c)

@@ -141,12 +141,37 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  *     inter_node: {latency: 9us, bandwidth: 46GB/s}    # achieved, per NIC
  *     efficiency: {gemm: 0.72, attention: 0.55, memory: 0.8}
  *     collective_overhead: 0      # fixed cost per collective call (a time, or 0)
+ *     gpu: H200-SXM-141GB         # optional: the GPU measured, as the platform's gpu.name
+ *     attention_kernel: cudnn     # optional: the attention kernel family measured
+ *     attention_points:           # optional: measured attention rates, one per shape
+ *       - {kernel: cudnn, seq: 8192, head_dim: 128, heads: 32, kv_heads: 8, direction: fwd,
+ *          tflops: 540, p10: 531, p90: 548}
+ *
+ * A calibration naming a gpu is refused for a platform whose gpu.name differs (case
+ * aside): efficiencies measured on one GPU do not hold on another
+ * (config_calibration_check). attention_points are the measured side of the per-kernel
+ * attention efficiency curves: tflops is the median rate of one rank's attention call
+ * (FlashAttention's FLOP count, kernels.h), p10/p90 the 10th/90th percentiles of the
+ * rate; seq is the sequence length the kernel saw, heads/kv_heads the query/kv heads it
+ * held; direction fwd or bwd; kernel the family (cudnn, wmma-fallback, flash-attn-2,
+ * flash-attn-3, or any other name). The loader checks them; the scalar attention
+ * efficiency stays what the engines apply.
  *
  * Every section and key is optional; present bandwidths replace the raw link bandwidth
  * and set that link class's efficiency to 1 (the measurement already includes it). A
  * calibration with any latency also replaces the platform's collective_overhead: by its
  * own value, or by 0 (a fitted latency is an intercept that already holds the per-call
  * cost). */
+#define CONFIG_MAX_ATTENTION_POINTS 64
+typedef enum config_direction { CONFIG_DIRECTION_FWD, CONFIG_DIRECTION_BWD } config_direction;
+typedef struct config_attention_point {
+	char kernel[32];
+	long seq;
+	int head_dim, heads, kv_heads;
+	config_direction direction;
+	double tflops, p10, p90; /* TFLOP/s: median, 10th and 90th percentile */
+} config_attention_point;
+
 typedef struct config_calibration {
 	char path[CONFIG_PATH_MAX];
 	char source[CONFIG_NAME_MAX];
@@ -157,7 +182,15 @@ typedef struct config_calibration {
 	double gemm, attention, memory;
 	bool has_overhead;
 	double overhead; /* collective_overhead: fixed cost per collective call */
+	char gpu[CONFIG_NAME_MAX];              /* gpu: the GPU measured; "" when not said */
+	char attention_kernel[CONFIG_NAME_MAX]; /* attention_kernel: the family measured */
+	int n_attention_points;
+	config_attention_point attention_points[CONFIG_MAX_ATTENTION_POINTS];
 } config_calibration;
+
+/* false, with both names in err, when the calibration names a GPU other than the
+ * platform's gpu.name (compared case-insensitively). */
+bool config_calibration_check(const config_calibration *c, const config_platform *p, config_error *err);
 
 /* ------------------------------------------------------------------ jobs ---- */
 typedef enum config_strategy { CONFIG_STRATEGY_ULYSSES, CONFIG_STRATEGY_BASP } config_strategy;
