@@ -148,6 +148,13 @@ static inline double kernels_gemm_flops(const kernels_gemm *g) { return 2.0 * (d
 void kernels_cpu_gemm(const kernels_gemm *g, const kernels_bf16 *a, const kernels_bf16 *b, kernels_bf16 *c);
 
 /* ---------------------------------------------------------- CUDA launchers --- */
+/* Whether this machine has an NVIDIA device (cuda_probe.c). KERNELS_PROBE_NO_DEVICE only
+ * when there is none: cudaErrorNoDevice, zero devices, or no NVIDIA driver at all
+ * (libcuda.so.1 absent); any other CUDA error — a driver older than the runtime, a
+ * broken installation — is KERNELS_PROBE_ERROR with CUDA's own message in msg. */
+enum { KERNELS_PROBE_OK = 0, KERNELS_PROBE_NO_DEVICE = 1, KERNELS_PROBE_ERROR = -1 };
+int kernels_cuda_probe(int *count, char *msg, size_t len);
+
 /* Present only in CUDA builds (kernels/attention.cu, permute.cu, gemm.c). Every launcher is
  * asynchronous on `stream`; inputs must satisfy the *_check functions above. */
 int kernels_cuda_attn_fwd(const kernels_attn_shape *s, const void *q, const void *k, const void *v, void *o,

@@ -55,6 +55,7 @@ static const char *host_name(void)
 /* ------------------------------------------------------------ fault injection --- */
 enum { INJECT_NONE, INJECT_ERROR, INJECT_HANG };
 static int inject_proc = -1, inject_mode = INJECT_NONE;
+static long inject_at = 1; /* the agreed step (1-based) that fails */
 
 bool validate_inject_from_env(char *err, size_t errlen)
 {
@@ -64,20 +65,33 @@ bool validate_inject_from_env(char *err, size_t errlen)
 	char *end;
 	errno = 0;
 	long p = strtol(v, &end, 10);
-	if (errno || end == v || p < 0 || p > 1 << 20 || *end != ':' ||
-	    (strcmp(end + 1, "error") && strcmp(end + 1, "hang"))) {
-		snprintf(err, errlen, "SPSIM_VALIDATE_INJECT='%s': want PROC:error or PROC:hang (PROC a process index >= 0)",
+	const char *mode = end + 1;
+	const size_t mlen = strcspn(mode, ":");
+	long at = 1;
+	bool ok = !errno && end != v && p >= 0 && p <= 1 << 20 && *end == ':' &&
+		  ((mlen == 5 && !strncmp(mode, "error", 5)) || (mlen == 4 && !strncmp(mode, "hang", 4)));
+	if (ok && mode[mlen] == ':') {
+		char *e2;
+		errno = 0;
+		at = strtol(mode + mlen + 1, &e2, 10);
+		ok = !errno && e2 != mode + mlen + 1 && !*e2 && at >= 1;
+	}
+	if (!ok) {
+		snprintf(err, errlen,
+			 "SPSIM_VALIDATE_INJECT='%s': want PROC:error or PROC:hang, optionally :STEP (PROC a process index "
+			 ">= 0, STEP the agreed step that fails, >= 1, default 1)",
 			 v);
 		return false;
 	}
 	inject_proc = (int)p;
-	inject_mode = strcmp(end + 1, "error") ? INJECT_HANG : INJECT_ERROR;
+	inject_mode = mode[0] == 'e' ? INJECT_ERROR : INJECT_HANG;
+	inject_at = at;
 	return true;
 }
 
 static int injected(const validate_launch *l, int rc)
 {
-	if (inject_mode == INJECT_NONE || l->proc != inject_proc)
+	if (inject_mode == INJECT_NONE || l->proc != inject_proc || --inject_at > 0)
 		return rc;
 	const int mode = inject_mode;
 	inject_mode = INJECT_NONE; /* once */

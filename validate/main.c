@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "spsim_build.h"
 
 static void usage(FILE *f)
 {
@@ -28,6 +29,8 @@ static void usage(FILE *f)
 		"                         process on the CPU reference kernels (tests the harness, times nothing real)\n"
 		"  --gpus N               one process driving N GPUs of this node (default: all visible)\n"
 		"  --launch auto|local|mpi  mpi: one process per GPU (mpirun/srun); auto: mpi when started by them\n"
+		"                         (mpi %s); with --transport cpu and --launch mpi every process runs the\n"
+		"                         whole job on its CPU and only agreement crosses processes (tests the failure paths)\n"
 		"  --ranks N, --ranks-per-node R   ranks of the cpu transport (default 4, 4)\n"
 		"  --cpu-clock LAT,BW,LAT,BW,FLOPS,HBM   cpu transport: a virtual clock with these intra-node and\n"
 		"                         inter-node links, FLOP rate and HBM bandwidth instead of wall time\n"
@@ -55,7 +58,7 @@ static void usage(FILE *f)
 		"         --peak-tflops X --hbm-bandwidth RATE (else the platform's)\n"
 		"layer:   --seq S --micro-batch B --strategy basp|ulysses|both (both) --dims h,a,g,d (instead of\n"
 		"         --model) --no-backward --no-check --tol X (1/32) --seed N\n",
-		validate_attn_kernel_built());
+		SPSIM_HAVE_MPI ? "is in this build" : "is not in this build", validate_attn_kernel_built());
 }
 
 static int parse_list(const char *s, long *out, int cap)

@@ -213,10 +213,10 @@ double validate_now(void);
  * process is named once on each of the others). Single process: returns rc. */
 int validate_agree(validate_launch *l, int rc);
 
-/* Fault injection for the tests of these paths: SPSIM_VALIDATE_INJECT=PROC:error makes
- * process PROC fail its first agreed step with VALIDATE_EDEVICE; PROC:hang makes it stop
- * there forever (only the watchdog ends it). Returns false, with a sentence in err, when
- * the variable is set but malformed. */
+/* Fault injection for the tests of these paths: SPSIM_VALIDATE_INJECT=PROC:error[:N]
+ * makes process PROC fail its N-th agreed step (default the first) with
+ * VALIDATE_EDEVICE; PROC:hang[:N] makes it stop there forever (only the watchdog ends
+ * it). Returns false, with a sentence in err, when the variable is set but malformed. */
 bool validate_inject_from_env(char *err, size_t errlen);
 
 /* The watchdog: a thread that ends every process of the job (launch->abort, exit status 2)

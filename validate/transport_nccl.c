@@ -737,18 +737,15 @@ int validate_transport_nccl(validate_launch *launch, int gpus, double timeout_s,
 		snprintf(t->host, sizeof t->host, "localhost");
 	int rc = VALIDATE_OK, ndev = 0;
 	validate_step_begin("rank %d: CUDA initialisation", launch->proc);
-	cudaError_t e = cudaGetDeviceCount(&ndev);
+	char why[256];
+	const int probe = kernels_cuda_probe(&ndev, why, sizeof why);
 	/* Only "there is no NVIDIA device" is a skip; any other error (a driver older than
 	 * this runtime, a broken installation) is a failure that says what CUDA said. */
-	const int no_dev = e == cudaErrorNoDevice || (e == cudaSuccess && ndev == 0);
-	if (no_dev)
-		fprintf(stderr, "[rank %d on %s] %s:%d: no CUDA device: %s\n", launch->proc, t->host, __FILE__, __LINE__,
-			e != cudaSuccess ? cudaGetErrorString(e) : "0 devices visible");
-	else if (e != cudaSuccess)
-		fprintf(stderr, "[rank %d on %s] %s:%d: CUDA initialisation failed: %s (%s)\n", launch->proc, t->host,
-			__FILE__, __LINE__, cudaGetErrorString(e), cudaGetErrorName(e));
+	const int no_dev = probe == KERNELS_PROBE_NO_DEVICE;
+	if (probe != KERNELS_PROBE_OK)
+		fprintf(stderr, "[rank %d on %s] %s:%d: %s\n", launch->proc, t->host, __FILE__, __LINE__, why);
 	/* Under MPI every process must agree before any collective setup. */
-	if ((rc = validate_agree(launch, no_dev ? VALIDATE_ENODEV : e != cudaSuccess ? VALIDATE_EDEVICE : VALIDATE_OK)))
+	if ((rc = validate_agree(launch, no_dev ? VALIDATE_ENODEV : probe ? VALIDATE_EDEVICE : VALIDATE_OK)))
 		goto fail;
 	/* Host layout: every process's host name, nodes numbered by first appearance. */
 	char(*hosts)[64] = calloc((size_t)launch->procs, sizeof *hosts);
