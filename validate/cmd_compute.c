@@ -18,6 +18,7 @@ typedef struct compute_ctx {
 	double peak, hbm;
 	long seq;
 	double work[3], time[3]; /* gemm, attention, memory: count-weighted sums */
+	double eff[3];           /* the platform's efficiencies (gemm, attention, memory): the predicted side */
 	config_calibration *cal; /* attention points go here */
 	validate_gpu_state gpu;  /* the last state seen */
 } compute_ctx;
@@ -81,20 +82,26 @@ static int on_point(void *vctx, const validate_compute_point *p)
 	if (peak > 0)
 		snprintf(effs, sizeof effs, "%.1f%%", 100 * eff);
 	const double unit = cls == 2 ? 1e9 : 1e12;
+	/* spsim's roofline for this kernel: work / (peak x the platform's efficiency) */
+	const double predicted = peak > 0 && c->eff[cls] > 0 ? work / (peak * c->eff[cls]) : -1;
+	char pred[24] = "-";
+	if (predicted > 0)
+		snprintf(pred, sizeof pred, "%.4g (%+.0f%%)", predicted * 1e3, 100 * (predicted - p->time_s) / p->time_s);
 	char clocks[48] = "-";
 	if (p->gpu.sm_mhz)
 		snprintf(clocks, sizeof clocks, "%u/%u MHz %u C", p->gpu.sm_mhz, p->gpu.mem_mhz, p->gpu.temp_c);
-	vcli_say(c->o, "| %-18s | %-13s | %-36s | %9.3f | %7.2f-%-7.2f %-7s | %7s | %-17s |\n", it->name, kernel, shape,
-		 p->time_s * 1e3, r10 / unit, r90 / unit, cls == 2 ? "GB/s" : "TFLOP/s", effs, clocks);
+	vcli_say(c->o, "| %-18s | %-13s | %-36s | %9.3f | %-17s | %7.2f-%-7.2f %-7s | %7s | %-17s |\n", it->name, kernel,
+		 shape, p->time_s * 1e3, pred, r10 / unit, r90 / unit, cls == 2 ? "GB/s" : "TFLOP/s", effs, clocks);
 	return validate_log_append(&c->o->log, "compute",
 				   "\"name\": \"%s\", \"class\": \"%s\", \"kernel\": \"%s\", \"shape\": \"%s\", \"seq\": %ld, "
 				   "\"flops\": %.9g, \"bytes\": %.9g, \"per_layer\": %.6g, \"time_s\": %.9g, \"p10_s\": %.9g, "
 				   "\"p90_s\": %.9g, \"iters\": %d, \"cache_flushed\": %s, \"rate\": %.9g, \"efficiency\": %.6g, "
-				   "\"gpu\": \"%s\", \"sm_mhz\": %u, \"max_sm_mhz\": %u, \"mem_mhz\": %u, \"temp_c\": %u",
+				   "\"gpu\": \"%s\", \"sm_mhz\": %u, \"max_sm_mhz\": %u, \"mem_mhz\": %u, \"temp_c\": %u, "
+				   "\"predicted_s\": %.9g",
 				   it->name, cls == 0 ? "gemm" : cls == 1 ? "attention" : "memory", kernel, shape, c->seq,
 				   it->flops, it->bytes, it->count, p->time_s, p->p10_s, p->p90_s, p->iters,
 				   p->flushed ? "true" : "false", p->rate, eff, p->gpu.name, p->gpu.sm_mhz, p->gpu.max_sm_mhz,
-				   p->gpu.mem_mhz, p->gpu.temp_c);
+				   p->gpu.mem_mhz, p->gpu.temp_c, predicted);
 }
 
 int vcli_compute(const vcli_opts *opt, validate_transport *t, vcli_out *o)
@@ -122,6 +129,17 @@ int vcli_compute(const vcli_opts *opt, validate_transport *t, vcli_out *o)
 	memset(&cal, 0, sizeof cal);
 	compute_ctx c = {.o = o, .t = t, .cal = &cal};
 	vcli_peaks(opt, &c.peak, &c.hbm);
+	if (opt->platform) {
+		config_platform plat;
+		if (config_load_platform(opt->platform, &plat, &e)) {
+			c.eff[0] = plat.eff.gemm;
+			c.eff[1] = plat.eff.attention;
+			c.eff[2] = plat.eff.memory;
+			vcli_say(o, "Predicted: spsim's roofline with %s's efficiencies (gemm %.2f, attention %.2f, memory %.2f), "
+				    "no calibration.\n",
+				 plat.name, plat.eff.gemm, plat.eff.attention, plat.eff.memory);
+		}
+	}
 	const validate_model_dims dims = {m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab};
 	vcli_say(o, "Model %s, job N = %d, B = %d, %s: the kernels of one rank, each rank of this run timing its own.\n",
 		 m.name, N, opt->micro_batch, validate_strategy_name(st));
@@ -144,9 +162,9 @@ int vcli_compute(const vcli_opts *opt, validate_transport *t, vcli_out *o)
 		vcli_say(o, "\nS = %ld: %ld tokens per rank, %d query / %d kv heads per rank in attention.\n\n", c.seq,
 			 (long)g.nseq * g.tokens, g.heads_per_rank, g.kv_per_rank);
 		vcli_say(o, "| kernel             | implementation | shape                                | median ms | "
-			    "rate p10-p90            | of peak | SM/mem clock, temp |\n"
+			    "predicted ms (err) | rate p10-p90            | of peak | SM/mem clock, temp |\n"
 			    "|--------------------|---------------|--------------------------------------|-----------|"
-			    "-------------------------|---------|-------------------|\n");
+			    "-------------------|-------------------------|---------|-------------------|\n");
 		if ((rc = validate_compute_run(t, items, n, opt->warmup, opt->iters, on_point, &c, err, sizeof err))) {
 			if (err[0] && o->writer)
 				fprintf(stderr, "spsim-validate compute: %s\n", err);
