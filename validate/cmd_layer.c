@@ -53,7 +53,7 @@ static void predict(const vcli_opts *opt, const config_model *m, const validate_
 	}
 	if (opt->calibration) {
 		config_calibration cal;
-		if (!config_load_calibration(opt->calibration, &cal, &e)) {
+		if (!config_load_calibration(opt->calibration, &cal, &e) || !config_calibration_check(&cal, &p, &e)) {
 			snprintf(pr->why, sizeof pr->why, "%s", e.msg);
 			return;
 		}
