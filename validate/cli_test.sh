@@ -74,6 +74,15 @@ rc=$?
 [ "$rc" -eq 2 ] && grep -q 'want PROC:error or PROC:hang' "$out/inj.txt" || fail "malformed SPSIM_VALIDATE_INJECT: exit $rc"
 
 # ---- 4. never hang
+# One process, no MPI: told to hang at its 2nd agreed step, the whole-run watchdog ends it.
+start=$(date +%s)
+SPSIM_VALIDATE_INJECT=0:hang:2 timeout 60 "$exe" compute --transport cpu --ranks 1 --model "$models/tiny-gqa.yaml" \
+	--seq 16 --sp 8 --micro-batch 2 --iters 1 --warmup 0 --timeout 100 --run-timeout 1 --out "$out/dog" >"$out/dog.txt" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || { cat "$out/dog.txt"; fail "watchdog: exit $rc, want 2"; }
+[ $(($(date +%s) - start)) -le 20 ] || fail "watchdog: took $(($(date +%s) - start)) s for a 1 s --run-timeout"
+grep -q "\[rank 0 on .*\] watchdog: '.*' still running after .*--run-timeout, whole run" "$out/dog.txt" ||
+	{ cat "$out/dog.txt"; fail "watchdog: no message naming the rank and step"; }
 if command -v mpirun >/dev/null 2>&1 && "$exe" --help | grep -q '(mpi is in this build)'; then
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 	for mode in error:4 hang:4 hang:1; do
