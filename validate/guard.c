@@ -65,11 +65,11 @@ bool validate_inject_from_env(char *err, size_t errlen)
 	char *end;
 	errno = 0;
 	long p = strtol(v, &end, 10);
-	const char *mode = end + 1;
+	bool ok = !errno && end != v && p >= 0 && p <= 1 << 20 && *end == ':';
+	const char *mode = ok ? end + 1 : "";
 	const size_t mlen = strcspn(mode, ":");
 	long at = 1;
-	bool ok = !errno && end != v && p >= 0 && p <= 1 << 20 && *end == ':' &&
-		  ((mlen == 5 && !strncmp(mode, "error", 5)) || (mlen == 4 && !strncmp(mode, "hang", 4)));
+	ok = ok && ((mlen == 5 && !strncmp(mode, "error", 5)) || (mlen == 4 && !strncmp(mode, "hang", 4)));
 	if (ok && mode[mlen] == ':') {
 		char *e2;
 		errno = 0;
