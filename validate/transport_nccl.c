@@ -105,10 +105,11 @@ static double now(void) { return validate_now(); }
 
 /* Waits until every non-NULL communicator of nc[0..n) has left ncclInProgress (a
  * non-blocking init, split, connect or finalize), polling ncclCommGetAsyncError against
- * one deadline of t->timeout_s. On an error or past the deadline every communicator of
- * nc and of the transport is aborted (ncclCommAbort) and the rank and operation named. */
+ * one deadline of t->timeout_s. On an error or past the deadline the first `owned`
+ * communicators (new ones the transport does not track yet) and every tracked one are
+ * aborted (ncclCommAbort), each exactly once, and the rank and operation named. */
 static void abort_all(validate_transport *t);
-static int nccl_wait(validate_transport *t, ncclComm_t *nc, int n, const char *what)
+static int nccl_wait(validate_transport *t, ncclComm_t *nc, int n, int owned, const char *what)
 {
 	const double start = now();
 	const struct timespec nap = {0, 50000}; /* 50 us */
@@ -134,7 +135,7 @@ static int nccl_wait(validate_transport *t, ncclComm_t *nc, int n, const char *w
 			snprintf(msg, sizeof msg, "still in progress after %.0f s (--timeout): a peer is missing or hung; aborting",
 				 t->timeout_s);
 			report(t, 0, __FILE__, __LINE__, what, msg, VALIDATE_ETIMEOUT);
-			for (int i = 0; i < n; i++)
+			for (int i = 0; i < owned; i++)
 				if (nc[i])
 					ncclCommAbort(nc[i]);
 			abort_all(t);
@@ -143,7 +144,7 @@ static int nccl_wait(validate_transport *t, ncclComm_t *nc, int n, const char *w
 		nanosleep(&nap, NULL);
 	}
 fail:
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < owned; i++)
 		if (nc[i])
 			ncclCommAbort(nc[i]);
 	abort_all(t);
@@ -158,19 +159,30 @@ static ncclConfig_t comm_config(void)
 	return c;
 }
 
-/* Finalizes (non-blocking, polled) and destroys; aborts what does not finish in time. */
-static void comm_close(validate_transport *t, ncclComm_t nc)
+/* Finalizes nc[0..n) (non-NULL ones, untracked), all issued before any is waited for:
+ * with several devices in one process a communicator's finalize can need its peers'
+ * (NCCL user guide, "Communicator destruction"); polled against the deadline, then
+ * destroyed; what does not finish in time is aborted. */
+static void comm_close(validate_transport *t, ncclComm_t *nc, int n)
 {
-	ncclResult_t r = ncclCommFinalize(nc);
-	if (r != ncclSuccess && r != ncclInProgress) {
-		report(t, 0, __FILE__, __LINE__, "ncclCommFinalize", ncclGetErrorString(r), VALIDATE_ECOMM);
-		ncclCommAbort(nc);
-		return;
+	for (int i = 0; i < n; i++) {
+		if (!nc[i])
+			continue;
+		ncclResult_t r = ncclCommFinalize(nc[i]);
+		if (r != ncclSuccess && r != ncclInProgress) {
+			report(t, i, __FILE__, __LINE__, "ncclCommFinalize", ncclGetErrorString(r), VALIDATE_ECOMM);
+			for (int j = 0; j < n; j++)
+				if (nc[j])
+					ncclCommAbort(nc[j]);
+			abort_all(t);
+			return;
+		}
 	}
-	ncclComm_t one[1] = {nc};
-	if (nccl_wait(t, one, 1, "ncclCommFinalize") != VALIDATE_OK)
+	if (nccl_wait(t, nc, n, n, "ncclCommFinalize") != VALIDATE_OK)
 		return; /* aborted */
-	ncclCommDestroy(nc);
+	for (int i = 0; i < n; i++)
+		if (nc[i])
+			ncclCommDestroy(nc[i]);
 }
 
 /* ------------------------------------------------------------------ memory --- */
@@ -422,15 +434,21 @@ static validate_comm *wrap(ncclComm_t nc, int color)
 
 static void g_comm_free(validate_transport *t, validate_comm **comms)
 {
+	ncclComm_t *nc = calloc((size_t)t->n_local, sizeof *nc);
 	for (int i = 0; i < t->n_local; i++) {
 		if (!comms[i])
 			continue;
 		untrack(t, comms[i]);
-		if (!impl_of(t)->aborted && cudaSetDevice(impl_of(t)->r[i].device) == cudaSuccess)
-			comm_close(t, nccl_of(comms[i]));
+		if (nc)
+			nc[i] = nccl_of(comms[i]);
+		else if (!impl_of(t)->aborted)
+			ncclCommAbort(nccl_of(comms[i])); /* no memory to close it properly */
 		free(comms[i]);
 		comms[i] = NULL;
 	}
+	if (nc && !impl_of(t)->aborted)
+		comm_close(t, nc, t->n_local);
+	free(nc);
 }
 
 static int g_comm_split(validate_transport *t, validate_comm *const *parent, const int *color, validate_comm **out)
@@ -470,7 +488,7 @@ static int g_comm_split(validate_transport *t, validate_comm *const *parent, con
 			both[i] = nc[i];
 			both[t->n_local + i] = nccl_of(parent[i]);
 		}
-		rc = nccl_wait(t, both, 2 * t->n_local, "ncclCommSplit");
+		rc = nccl_wait(t, both, 2 * t->n_local, t->n_local, "ncclCommSplit");
 		free(both);
 		if (rc) {
 			for (int i = 0; i < t->n_local; i++)
@@ -563,7 +581,7 @@ static int g_coll(validate_transport *t, validate_coll c, validate_comm *const *
 			nc[i] = comms[i] ? nccl_of(comms[i]) : NULL;
 		char what[96];
 		snprintf(what, sizeof what, "%s launch (ncclGroupEnd)", validate_coll_name(c));
-		int rc = nccl_wait(t, nc, t->n_local, what);
+		int rc = nccl_wait(t, nc, t->n_local, 0, what);
 		free(nc);
 		return rc;
 	}
@@ -642,12 +660,19 @@ static void g_destroy(validate_transport *t)
 		if (t->world_comm)
 			g_comm_free(t, t->world_comm);
 		/* Communicators the caller left behind. */
+		ncclComm_t *left = calloc((size_t)g->n_live + 1, sizeof *left);
+		int n_left = 0;
 		while (g->n_live > 0) {
 			validate_comm *c = g->live[--g->n_live]; /* untracked before it is closed */
-			if (!g->aborted)
-				comm_close(t, nccl_of(c));
+			if (left)
+				left[n_left++] = nccl_of(c);
+			else if (!g->aborted)
+				ncclCommAbort(nccl_of(c));
 			free(c);
 		}
+		if (left && !g->aborted)
+			comm_close(t, left, n_left);
+		free(left);
 		free(g->live);
 		for (int i = 0; g->r && i < t->n_local; i++) {
 			gpu_rank *r = &g->r[i];
@@ -849,7 +874,7 @@ int validate_transport_nccl(validate_launch *launch, int gpus, double timeout_s,
 		free(nc);
 		goto fail;
 	}
-	if ((rc = nccl_wait(t, nc, t->n_local, "ncclCommInitRankConfig (connecting every rank)"))) {
+	if ((rc = nccl_wait(t, nc, t->n_local, t->n_local, "ncclCommInitRankConfig (connecting every rank)"))) {
 		free(nc);
 		goto fail;
 	}
@@ -857,8 +882,7 @@ int validate_transport_nccl(validate_launch *launch, int gpus, double timeout_s,
 		const bool wrapped = (t->world_comm[i] = wrap(nc[i], -1)) != NULL;
 		if (!wrapped || track(t, t->world_comm[i])) {
 			/* A wrapped one is destroyed with world_comm by g_destroy. */
-			for (int j = wrapped ? i + 1 : i; j < t->n_local; j++)
-				comm_close(t, nc[j]);
+			comm_close(t, nc + (wrapped ? i + 1 : i), t->n_local - (wrapped ? i + 1 : i));
 			free(nc);
 			rc = VALIDATE_ENOMEM;
 			goto fail;
