@@ -203,6 +203,17 @@ int vcli_compute(const vcli_opts *opt, validate_transport *t, vcli_out *o)
 			if (eff[k] > 1)
 				vcli_say(o, "%s efficiency %.2f > 1: the peak given is below what this GPU does; not written.\n",
 					 names[k], eff[k]);
+		/* The engines apply the scalar to the attention training runs use (cuDNN,
+		 * FlashAttention): one measured with the slower fallback would make every
+		 * calibrated prediction of long sequences too slow. Its points stay, named. */
+		const bool fallback =
+			!strcmp(cal.attention_kernel, "wmma-fallback") || !strcmp(cal.attention_kernel, "mixed");
+		if (cal.has_attention && fallback) {
+			cal.has_attention = false;
+			vcli_say(o, "attention efficiency %.3f not written: measured (at least in part) with the WMMA fallback "
+				    "kernel, not the fused attention training runs use; attention_points keep it under its kernel.\n",
+				 eff[1]);
+		}
 		if (strcmp(t->ops->name, "cpu") == 0)
 			vcli_say(o, "(cpu transport: CPU reference kernels against a GPU peak; the calibration's source "
 				    "says so. Do not use it for predictions.)\n");
