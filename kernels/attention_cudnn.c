@@ -93,8 +93,8 @@ static cudnnBackendDescriptor_t make(builder *b, cudnnBackendDescriptorType_t ty
 	return d;
 }
 
-static void set(builder *b, cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
-		int64_t n, const void *v, const char *what)
+static void set(builder *b, cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+		cudnnBackendAttributeType_t type, int64_t n, const void *v, const char *what)
 {
 	if (b->st != CUDNN_STATUS_SUCCESS)
 		return;
