@@ -405,9 +405,12 @@ START_TEST(platform_shipped_loads)
 	/* Latencies within modeling.md's NCCL per-step ranges: 0.6-4 us NVLink, 3-14 us network. */
 	ck_assert(p.intra.latency >= 0.6e-6 && p.intra.latency <= 4e-6);
 	ck_assert(p.inter.latency >= 3e-6 && p.inter.latency <= 14e-6);
-	double eff[] = {p.eff.gemm, p.eff.attention, p.eff.memory, p.eff.intra_link, p.eff.inter_link};
+	double eff[] = {p.eff.gemm, p.eff.memory, p.eff.intra_link, p.eff.inter_link};
 	for (size_t k = 0; k < sizeof eff / sizeof eff[0]; k++)
 		ck_assert(eff[k] > 0 && eff[k] <= 1);
+	/* attention follows the kernel curves (no fixed override) on every shipped platform */
+	ck_assert(p.eff.attention == 0);
+	ck_assert(p.gpu.sms == 108 || p.gpu.sms == 132);
 }
 END_TEST
 
@@ -771,8 +774,8 @@ START_TEST(calibration_gpu_kernel_and_attention_points)
 	snprintf(c.gpu, sizeof c.gpu, "H200-SXM-141GB");
 	snprintf(c.attention_kernel, sizeof c.attention_kernel, "cudnn");
 	c.n_attention_points = 2;
-	c.attention_points[0] = (config_attention_point){"cudnn", 8192, 128, 32, 8, CONFIG_DIRECTION_FWD, 540, 531, 548};
-	c.attention_points[1] = (config_attention_point){"cudnn", 32768, 128, 32, 8, CONFIG_DIRECTION_BWD, 410.5, 400, 415};
+	c.attention_points[0] = (config_attention_point){"cudnn", 8192, 128, 32, 8, CONFIG_DIRECTION_FWD, true, 540, 531, 548};
+	c.attention_points[1] = (config_attention_point){"cudnn", 32768, 128, 32, 8, CONFIG_DIRECTION_BWD, true, 410.5, 400, 415};
 	char *text = NULL, path[32];
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
@@ -810,7 +813,7 @@ START_TEST(calibration_gpu_kernel_and_attention_points)
 	static const struct {
 		const char *text, *want;
 	} bad[] = {
-		{"calibration:\n  attention_points: 3\n", "must be a sequence"},
+		{"calibration:\n  attention_points: 3\n", "must be a non-empty list"},
 		{"calibration:\n  attention_points:\n    - {kernel: cudnn, seq: 8, head_dim: 64, heads: 6, kv_heads: 4, "
 		 "direction: fwd, tflops: 5, p10: 4, p90: 6}\n",
 		 "not a multiple of 4 kv heads"},
@@ -1026,7 +1029,8 @@ START_TEST(job_errors)
 	expect_error(JOB, "job_unknown_key.yaml",
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
-		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven");
+		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
+		     "attention_kernel");
 	expect_error(JOB, "job_bad_seq.yaml", "2:12: 'seq_len' must be a positive integer, got '32k'");
 	expect_error(JOB, "model_ok.yaml", "1:1: unknown key 'model' at the top level, expected one of: job");
 }

@@ -67,6 +67,7 @@ static int on_point(void *vctx, const validate_compute_point *p)
 		ap->heads = it->attn.heads;
 		ap->kv_heads = it->attn.kv_heads;
 		ap->direction = bwd ? CONFIG_DIRECTION_BWD : CONFIG_DIRECTION_FWD;
+		ap->causal = it->attn.causal != 0;
 		ap->tflops = p->rate / 1e12;
 		ap->p10 = r10 / 1e12;
 		ap->p90 = r90 / 1e12;

@@ -381,7 +381,8 @@ int vcli_calibration_merge(vcli_out *o, const config_calibration *u)
 		while (at < c.n_attention_points) {
 			const config_attention_point *q = &c.attention_points[at];
 			if (!strcmp(p->kernel, q->kernel) && p->seq == q->seq && p->head_dim == q->head_dim &&
-			    p->heads == q->heads && p->kv_heads == q->kv_heads && p->direction == q->direction)
+			    p->heads == q->heads && p->kv_heads == q->kv_heads && p->direction == q->direction &&
+			    p->causal == q->causal)
 				break;
 			at++;
 		}

@@ -19,44 +19,67 @@ static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *
 	       yt_quantity(l, "bandwidth", false, CONFIG_UNIT_BANDWIDTH, bw, has_bw, err);
 }
 
-/* attention_points: a sequence of mappings (config.h). */
+/* attention_points: a sequence of mappings (format in config.h). Validate mode writes
+ * every key; a hand-written file needs kernel, seq, head_dim, direction and tflops. */
 static bool read_points(const yt_node *t, config_calibration *c, config_error *err)
 {
-	static const char *const keys[] = {"kernel", "seq", "head_dim", "heads", "kv_heads", "direction",
-					   "tflops", "p10", "p90", NULL};
+	static const char *const keys[] = {"kernel", "seq",    "head_dim", "heads", "kv_heads", "direction",
+					   "causal", "tflops", "p10",	   "p90",   NULL};
 	static const char *const dirs[] = {"fwd", "bwd"};
 	const yt_node *seq = yt_find(t, "attention_points");
 	if (!seq)
 		return true;
-	if (seq->kind != YT_SEQ)
-		return yt_fail(err, seq, "'attention_points' must be a sequence of mappings "
-					 "({kernel, seq, head_dim, heads, kv_heads, direction, tflops, p10, p90})");
+	if (seq->kind != YT_SEQ || seq->n == 0)
+		return yt_fail(err, seq, "'attention_points' must be a non-empty list of {kernel, seq, head_dim, "
+					 "direction, tflops} mappings (optional: heads, kv_heads, causal, p10, p90)");
 	if (seq->n > CONFIG_MAX_ATTENTION_POINTS)
-		return yt_fail(err, seq, "'attention_points' has %zu entries, at most %d are read", seq->n,
+		return yt_fail(err, seq, "'attention_points' holds %zu points, at most %d are read", seq->n,
 			       CONFIG_MAX_ATTENTION_POINTS);
 	for (size_t i = 0; i < seq->n; i++) {
 		const yt_node *m = seq->items[i];
 		config_attention_point *p = &c->attention_points[i];
 		int dir = 0;
+		bool causal = true, has_p10 = false, has_p90 = false;
+		char text[CONFIG_NAME_MAX];
 		if (m->kind != YT_MAP)
-			return yt_fail(err, m, "attention point %zu must be a mapping", i + 1);
+			return yt_fail(err, m, "attention point %zu must be a mapping {kernel, seq, head_dim, direction, "
+					       "tflops}", i + 1);
 		if (!yt_check_keys(m, keys, err) || !yt_string(m, "kernel", true, p->kernel, sizeof p->kernel, NULL, err) ||
-		    !yt_int(m, "seq", true, 1, 1L << 40, &p->seq, NULL, err) ||
+		    !yt_string(m, "seq", true, text, sizeof text, NULL, err) ||
 		    !yt_posint(m, "head_dim", true, &p->head_dim, NULL, err) ||
-		    !yt_posint(m, "heads", true, &p->heads, NULL, err) ||
-		    !yt_posint(m, "kv_heads", true, &p->kv_heads, NULL, err) ||
+		    !yt_posint(m, "heads", false, &p->heads, NULL, err) ||
+		    !yt_posint(m, "kv_heads", false, &p->kv_heads, NULL, err) ||
 		    !yt_enum(m, "direction", true, dirs, 2, &dir, NULL, err) ||
+		    !yt_bool(m, "causal", false, &causal, NULL, err) ||
 		    !yt_double(m, "tflops", true, 0, true, 1e6, &p->tflops, NULL, err) ||
-		    !yt_double(m, "p10", true, 0, true, 1e6, &p->p10, NULL, err) ||
-		    !yt_double(m, "p90", true, 0, true, 1e6, &p->p90, NULL, err))
+		    !yt_double(m, "p10", false, 0, true, 1e6, &p->p10, &has_p10, err) ||
+		    !yt_double(m, "p90", false, 0, true, 1e6, &p->p90, &has_p90, err))
 			return false;
+		if (!config_parse_tokens(text, &p->seq))
+			return yt_fail(err, yt_find(m, "seq"),
+				       "'seq' must be a positive token count such as 8192 or 8K, got '%s'", text);
 		p->direction = (config_direction)dir;
-		if (p->heads % p->kv_heads)
+		p->causal = causal;
+		if (!has_p10)
+			p->p10 = p->tflops;
+		if (!has_p90)
+			p->p90 = p->tflops;
+		if (p->heads > 0 && p->kv_heads > 0 && p->heads % p->kv_heads)
 			return yt_fail(err, m, "attention point %zu: %d query heads are not a multiple of %d kv heads", i + 1,
 				       p->heads, p->kv_heads);
 		if (!(p->p10 <= p->tflops && p->tflops <= p->p90))
 			return yt_fail(err, m, "attention point %zu: want p10 <= tflops <= p90, got %g, %g, %g", i + 1,
 				       p->p10, p->tflops, p->p90);
+		for (size_t j = 0; j < i; j++) {
+			const config_attention_point *q = &c->attention_points[j];
+			if (!strcmp(q->kernel, p->kernel) && q->seq == p->seq && q->head_dim == p->head_dim &&
+			    q->heads == p->heads && q->kv_heads == p->kv_heads && q->direction == p->direction &&
+			    q->causal == p->causal)
+				return yt_fail(err, m,
+					       "attention point %zu repeats point %zu (same kernel, seq, head_dim, heads, "
+					       "kv_heads, direction and causal); give each shape once",
+					       i + 1, j + 1);
+		}
 	}
 	c->n_attention_points = (int)seq->n;
 	return true;
@@ -194,10 +217,14 @@ bool config_write_calibration(FILE *f, const config_calibration *c)
 		const config_attention_point *p = &c->attention_points[i];
 		fprintf(f, "    - {kernel: ");
 		put_quoted(f, p->kernel);
-		fprintf(f, ", seq: %ld, head_dim: %d, heads: %d, kv_heads: %d, direction: %s, tflops: %.6g, p10: %.6g, "
-			   "p90: %.6g}\n",
-			p->seq, p->head_dim, p->heads, p->kv_heads, p->direction == CONFIG_DIRECTION_BWD ? "bwd" : "fwd",
-			p->tflops, p->p10, p->p90);
+		fprintf(f, ", seq: %ld, head_dim: %d", p->seq, p->head_dim);
+		if (p->heads > 0)
+			fprintf(f, ", heads: %d", p->heads);
+		if (p->kv_heads > 0)
+			fprintf(f, ", kv_heads: %d", p->kv_heads);
+		fprintf(f, ", direction: %s, causal: %s, tflops: %.9g, p10: %.9g, p90: %.9g}\n",
+			p->direction == CONFIG_DIRECTION_BWD ? "bwd" : "fwd", p->causal ? "true" : "false", p->tflops,
+			p->p10, p->p90);
 	}
 	return fflush(f) == 0 && !ferror(f);
 }
@@ -237,10 +264,57 @@ void config_apply_calibration(config_platform *p, const config_calibration *c)
 		p->inter.nic_bandwidth = c->inter_bw;
 		p->eff.inter_link = 1.0;
 	}
-	if (c->has_gemm)
-		p->eff.gemm = c->gemm;
+	if (c->has_gemm) {
+		p->eff.gemm = c->gemm; /* measured on real GEMMs: replaces the shape model */
+		p->eff.gemm_measured = true;
+	}
 	if (c->has_attention)
 		p->eff.attention = c->attention;
 	if (c->has_memory)
 		p->eff.memory = c->memory;
+	config_calibration_attn_points(c, p);
+}
+
+void config_calibration_attn_points(const config_calibration *c, config_platform *p)
+{
+	if (c->n_attention_points == 0)
+		return;
+	int n = 0;
+	for (int i = 0; i < c->n_attention_points; i++) {
+		const config_attention_point *a = &c->attention_points[i];
+		int kernel = -1;
+		for (int k = 0; k < CONFIG_ATTN_KERNELS; k++)
+			if (!strcmp(a->kernel, config_attn_kernel_names[k]))
+				kernel = k;
+		if (kernel < 0) /* a family spsim has no curve for (validate's wmma-fallback) */
+			continue;
+		config_attn_point pt = {.kernel = kernel,
+					.bwd = a->direction == CONFIG_DIRECTION_BWD,
+					.causal = a->causal,
+					.head_dim = a->head_dim,
+					.seq = (double)a->seq,
+					.flops = a->tflops * 1e12};
+		/* one point per shape: of points differing only in heads, the fullest waves win */
+		int at = 0;
+		while (at < n && !(p->attn_points[at].kernel == pt.kernel && p->attn_points[at].bwd == pt.bwd &&
+				   p->attn_points[at].causal == pt.causal && p->attn_points[at].head_dim == pt.head_dim &&
+				   p->attn_points[at].seq == pt.seq))
+			at++;
+		if (at < n) {
+			const config_attention_point *prev = NULL;
+			for (int j = 0; j < i && !prev; j++) {
+				const config_attention_point *q = &c->attention_points[j];
+				if (!strcmp(q->kernel, a->kernel) && q->seq == a->seq && q->head_dim == a->head_dim &&
+				    q->direction == a->direction && q->causal == a->causal)
+					prev = q;
+			}
+			if (prev && prev->heads >= a->heads)
+				continue;
+			p->attn_points[at] = pt;
+		} else if (n < CONFIG_MAX_ATTN_POINTS) {
+			p->attn_points[n++] = pt;
+		}
+	}
+	if (n > 0)
+		p->n_attn_points = n;
 }
