@@ -125,8 +125,8 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	o = spsim("run", REF, "--seq-len", "16K", "--bogus", NULL);
 	expect(o, 2, "unknown option '--bogus'");
 	free(o);
-	o = spsim("run", REF, "--seq-len", "16K", "--strategy", "ring", NULL);
-	expect(o, 2, "--strategy expects ulysses or basp");
+	o = spsim("run", REF, "--seq-len", "16K", "--strategy", "tree", NULL);
+	expect(o, 2, "--strategy: unknown strategy 'tree', expected ulysses, basp or ring");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--strategy", "basp", "--micro-batch", "3", NULL);
 	expect(o, 2, "BASP needs the micro-batch to divide the SP size");
@@ -290,8 +290,8 @@ START_TEST(compare_reports_speedups_over_the_first)
 	expect(o, 0, NULL);
 	ck_assert(strstr(o->out, "speedup (tokens/s)") && strstr(o->out, "basp"));
 	free(o);
-	o = spsim("compare", REF, "--seq-len", "16K", "--strategies", "ulysses,ring", NULL);
-	expect(o, 2, "unknown strategy 'ring'");
+	o = spsim("compare", REF, "--seq-len", "16K", "--strategies", "ulysses,tree", NULL);
+	expect(o, 2, "unknown strategy 'tree'");
 	free(o);
 	o = spsim("compare", REF, "--seq-len", "16K", "--micro-batch", "3", NULL);
 	expect(o, 2, "basp: BASP needs the micro-batch");

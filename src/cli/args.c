@@ -70,7 +70,9 @@ void cli_job_help(FILE *f)
 	      "                           grad_accum, zero, recompute, dtype, zero_overlap, ...); flags override it\n"
 	      "Job:\n"
 	      "  --gpus W                 world size (default: every GPU of the platform)\n"
-	      "  --strategy ulysses|basp  sequence parallelism (default ulysses)\n"
+	      "  --strategy ulysses|basp|ring  sequence parallelism (default ulysses); ring attention\n"
+	      "                           (context parallelism) as ring[:split=zigzag|naive], BASP over it\n"
+	      "                           as basp:inner=ring\n"
 	      "  --sp N                   SP domain size (default W; W/N data-parallel replicas)\n"
 	      "  --micro-batch B          sequences per SP domain per micro-step (default 1)\n"
 	      "  --seq-len S              tokens per sequence; K and M suffixes: 16K = 16384 (required)\n"
@@ -231,15 +233,14 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		a->set |= SET(S_ZERO);
 		return 1;
 	case CLI_OPT_STRATEGY:
-		if (strcmp(arg, "ulysses") == 0)
-			j->strategy = CONFIG_STRATEGY_ULYSSES;
-		else if (strcmp(arg, "basp") == 0)
-			j->strategy = CONFIG_STRATEGY_BASP;
-		else {
-			fprintf(stderr, "spsim: --strategy expects ulysses or basp, got '%s'\n", arg);
+	{
+		config_error e;
+		if (!config_strategy_parse(arg, j, NULL, &e)) {
+			fprintf(stderr, "spsim: --strategy: %s\n", e.msg);
 			return -1;
 		}
 		a->set |= SET(S_STRATEGY);
+	}
 		return 1;
 	case CLI_OPT_RECOMPUTE:
 		if (strcmp(arg, "none") == 0)
@@ -400,6 +401,8 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		j->field = fromfile.field;
 		TAKE(S_GPUS, gpus)
 		TAKE(S_STRATEGY, strategy)
+		TAKE(S_STRATEGY, basp_inner)
+		TAKE(S_STRATEGY, cp_split)
 		TAKE(S_SP, sp)
 		TAKE(S_MB, micro_batch)
 		TAKE(S_SEQ, seq_len)

@@ -138,30 +138,10 @@ static void compare_help(FILE *f)
 /* "ulysses", "basp", "ulysses:sp=4" */
 static bool parse_strategy(const char *spec, config_job *job)
 {
-	char name[32];
-	const char *colon = strchr(spec, ':');
-	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
-	if (n >= sizeof name)
-		n = sizeof name - 1;
-	memcpy(name, spec, n);
-	name[n] = '\0';
-	if (strcmp(name, "ulysses") == 0)
-		job->strategy = CONFIG_STRATEGY_ULYSSES;
-	else if (strcmp(name, "basp") == 0)
-		job->strategy = CONFIG_STRATEGY_BASP;
-	else {
-		fprintf(stderr, "spsim compare: --strategies: unknown strategy '%s', expected ulysses or basp\n", name);
+	config_error e;
+	if (!config_strategy_parse(spec, job, &job->sp, &e)) {
+		fprintf(stderr, "spsim compare: --strategies: %s\n", e.msg);
 		return false;
-	}
-	if (colon) {
-		long sp;
-		if (strncmp(colon + 1, "sp=", 3) != 0) {
-			fprintf(stderr, "spsim compare: --strategies: '%s': expected NAME or NAME:sp=N\n", spec);
-			return false;
-		}
-		if (!cli_parse_int("--strategies NAME:sp=N", colon + 4, 1, INT_MAX, &sp))
-			return false;
-		job->sp = (int)sp;
 	}
 	return true;
 }

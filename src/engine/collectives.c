@@ -227,10 +227,12 @@ static double collective_time(const config_platform *p, workload_coll c, workloa
 			return hierarchical(p, c, s, bytes);
 		return ring(p, c, s, bytes);
 	case WL_COLL_SENDRECV: {
-		/* one message between two ranks: same node when the shape keeps them together */
-		if (s.per_node >= 2)
+		/* one message to the next rank of the group's ring (nccl-tests sendrecv_perf, ring
+		 * attention): on one node over the fabric; a ring over several nodes is paced by
+		 * its hops between nodes, one per node boundary (one flow on a node's NICs) */
+		if (s.per_node >= 2 && s.size <= s.per_node)
 			return p->intra.latency + bytes / intra_fanout_bw(p, 1);
-		return p->inter.latency + bytes / nic_share_bw(p, s.active_per_node);
+		return p->inter.latency + bytes / nic_share_bw(p, s.per_node >= 2 ? 1 : s.active_per_node);
 	}
 	case WL_COLL_BROADCAST: {
 		/* pipelined ring: latency per hop, the payload once at the slowest hop's rate */

@@ -23,8 +23,11 @@ static double model_flops(const config_model *m, const config_job *job, const wo
 	 * up, down (2 FLOPs per multiply-add) */
 	double gemm = 2.0 * t * h * (a * d + 2.0 * g * d) + 2.0 * t * a * d * h + 2.0 * t * h * 2.0 * f + 2.0 * t * f * h;
 	/* attention forward: QK^T and PV, 2·2·S²·d per head and sequence; this GPU holds
-	 * heads_per_rank heads of seqs_per_group sequences */
+	 * heads_per_rank heads of seqs_per_group sequences; with ring attention all heads and
+	 * 1/R of each sequence's query-key pairs (the mean over the ring's ranks) */
 	double attn = (double)l->seqs_per_group * l->heads_per_rank * 4.0 * S * S * d * attn_share;
+	if (l->ring > 1)
+		attn /= l->ring;
 	double head = 2.0 * t * h * m->vocab; /* logits */
 	double fwd = m->layers * (gemm + attn) + head;
 	return 3.0 * fwd * job->grad_accum; /* forward + backward (2x) */

@@ -121,6 +121,10 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 					   "BASP with micro-batch %d larger than the SP size %d has no group to give each sequence (it falls back to data parallelism); use --micro-batch <= %d or a larger --sp",
 					   B, N, N);
 		if (N % B != 0) {
+			if (job->basp_inner == CONFIG_STRATEGY_RING)
+				return config_fail(err,
+						   "basp:inner=ring needs the micro-batch to divide the SP size (--basp-uneven applies to basp:inner=ulysses only): %d %% %d != 0; use --micro-batch in {%s}",
+						   N, B, divisors(N, dv, sizeof dv));
 			if (job->basp_uneven == CONFIG_BASP_UNEVEN_UNEQUAL)
 				return check_unequal(m, job, err);
 			if (job->basp_uneven == CONFIG_BASP_UNEVEN_EXTRA_STEP)
@@ -131,6 +135,20 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 		}
 		P = N / B;
 		what = "the BASP group size K = sp / micro-batch";
+	}
+	if (config_job_ring(job)) {
+		/* Ring attention: every rank keeps every head, so heads never limit R; the
+		 * sequence splits into R chunks (naive) or 2R (zigzag). */
+		if (job->a2a != CONFIG_A2A_DIRECT)
+			return config_fail(err,
+					   "--a2a %s does not apply to ring attention (it has no SP all-to-all, only send/recv); drop --a2a or use --strategy ulysses|basp",
+					   config_a2a_names[job->a2a]);
+		long chunks = (long)P * (job->cp_split == CONFIG_CP_SPLIT_ZIGZAG ? 2 : 1);
+		if (job->seq_len % chunks != 0)
+			return config_fail(err,
+					   "--seq-len %ld does not split into the %ld chunks of %s ring attention over %d ranks; use a multiple of %ld",
+					   job->seq_len, chunks, config_cp_split_names[job->cp_split], P, chunks);
+		return true;
 	}
 	if (!check_heads(m, P, what, err))
 		return false;
@@ -161,6 +179,14 @@ bool workload_layout_make(const config_model *m, const config_job *job, workload
 	}
 	l->n_groups = W / l->group_size;
 	int P = l->group_size;
+	if (config_job_ring(job)) {
+		/* Ring attention: each rank keeps all heads of its tokens; K and V travel the ring. */
+		l->ring = P;
+		l->heads_per_rank = m->heads;
+		l->kv_heads_per_rank = m->kv_heads;
+		l->kv_replicated = m->kv_heads;
+		return true;
+	}
 	l->heads_per_rank = m->heads / P;
 	/* kv heads: split when g >= P, else replicated so each rank gets one (modeling.md). */
 	l->kv_heads_per_rank = m->kv_heads >= P ? m->kv_heads / P : 1;

@@ -108,8 +108,11 @@ workload_reserve workload_memory_reserve(const config_platform *p, const config_
 	r.cublas = RESERVE_CUBLAS;
 	if (l->world > 1)
 		r.nccl += NCCL_COLL_CHANNELS * 2.0 * NCCL_FIFO_SET;
-	if (l->group_size > 1)
-		r.nccl += (l->group_size - 1) * NCCL_P2P_CHANNELS_PER_PEER * 2.0 * 4.0 * MIB;
+	/* p2p peers: every other rank of the all-to-all group; ring attention only its two
+	 * ring neighbours (one when R = 2). */
+	int peers = l->ring > 1 ? (l->ring > 2 ? 2 : 1) : l->group_size - 1;
+	if (peers > 0)
+		r.nccl += peers * NCCL_P2P_CHANNELS_PER_PEER * 2.0 * 4.0 * MIB;
 	if (job->zero_stage == 3 || job->recompute == CONFIG_RECOMPUTE_FULL)
 		r.fragmentation = FRAGMENTATION_IRREGULAR * dynamic;
 	r.total = r.context + r.cublas + r.nccl + r.fragmentation;
@@ -139,8 +142,17 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 
 	/* All-to-all: send and receive buffers of the largest (Q/O) exchange. */
 	double a2a = 0;
-	if (l->group_size > 1)
+	if (l->ring > 1) {
+		/* Ring attention: the KV block being computed and the one being received (double
+		 * buffering), bf16; in backward also the fp32 dK, dV accumulator travelling the
+		 * ring and the one received, and the fp32 per-step output / log-sum-exp
+		 * correction (TE AttnFuncWithCPAndKVP2P keeps out and softmax_lse per step;
+		 * ring-flash-attention's out and lse in fp32): backward's peak. */
+		double kvel = t * 2.0 * m->kv_heads * m->head_dim;
+		a2a = 2.0 * BF16 * kvel + 2.0 * FP32 * kvel + FP32 * t * m->heads * (m->head_dim + 1.0);
+	} else if (l->group_size > 1) {
 		a2a = 2.0 * BF16 * t * m->heads * m->head_dim;
+	}
 	/* ZeRO buckets, capped by what they can hold (DeepSpeed allocates the bucket as it
 	 * fills: never more than the parameters). */
 	double gb = workload_grad_comm_bytes(job, l);

@@ -175,6 +175,95 @@ static layer_dims dims_of(const config_model *m, const workload_layout *l)
 	return d;
 }
 
+/* Ring attention (context parallelism, Megatron-Core cp_comm_type "p2p"): R ranks each
+ * hold S/R tokens of every sequence (two chunks i and 2R-1-i with the zigzag split, one
+ * chunk with the naive split) and all heads. Forward, as TransformerEngine's
+ * AttnFuncWithCPAndKVP2P.forward (transformer_engine/pytorch/attention.py) and
+ * ring-flash-attention's ring_flash_attn_forward run it: step k = 0..R-1 computes the local
+ * queries against KV block k (its own at k = 0) while the send/recv of block k+1 to the
+ * next rank runs on a separate stream; step k+1's transfer is issued once step k's block
+ * has been computed (the receive buffer is the one step k read: double buffering), and
+ * step k+1's block waits for its transfer. So each step costs max(transfer, block) and,
+ * since block 0 is local, no transfer is exposed while every transfer is shorter than its
+ * block (docs/model.md "Ring attention").
+ * Per-block work (one sequence, c = S/R tokens per rank, FlashAttention's 4·q·k·a·d):
+ *   zigzag: step 0 is causal over the rank's two chunks of c/2 (2·c²·a·d); each later step
+ *     is either both query chunks (c) against the block's early chunk (c/2 keys) or the
+ *     late query chunk (c/2) against the whole block (c keys): 4·c·(c/2)·a·d = 2·c²·a·d as
+ *     well. Every rank, every step.
+ *   naive: rank r sees blocks of ranks r, r-1, ..., of which r are in its past (full,
+ *     4·c²·a·d), one diagonal (causal, 2·c²·a·d) and R-1-r in its future (skipped). The
+ *     program is the busiest rank's (r = R-1): one diagonal block, R-1 full ones. */
+static void ring_block(builder *b, workload_block *blk, const char *name, workload_phase ph, bool full, int dep)
+{
+	const workload_layout *l = b->l;
+	double c = (double)b->job->seq_len / l->ring;
+	double fwd = l->seqs_per_group * (full ? 4.0 : 2.0) * c * c * l->heads_per_rank * b->m->head_dim;
+	workload_op op = {.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
+			  .phase = ph, .kernel = WL_KERNEL_ATTENTION, .flops = ph == WL_PHASE_BWD ? 2.5 * fwd : fwd,
+			  .dep = dep};
+	/* The kernel's shape: c queries against c keys, causal for the half blocks. */
+	op.shape.attn.seq = (int)c;
+	op.shape.attn.head_dim = b->m->head_dim;
+	op.shape.attn.heads = l->heads_per_rank;
+	op.shape.attn.kv_heads = l->kv_heads_per_rank;
+	op.shape.attn.seqs = l->seqs_per_group;
+	op.shape.attn.causal = full ? 0 : 1;
+	op.shape.attn.kernel = (unsigned char)config_job_attention_kernel(b->job, b->p);
+	op_add(b, blk, op);
+}
+
+/* One ring step's send/recv of `bytes` to the next rank (and from the previous one). */
+static int ring_p2p(builder *b, workload_block *blk, const char *name, workload_phase ph, double bytes, int dep)
+{
+	return op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM,
+					    .stream = WL_STREAM_RING, .phase = ph, .coll = WL_COLL_SENDRECV,
+					    .alg = WL_ALG_DIRECT, .group = WL_GROUP_SP, .bytes = bytes, .dep = dep});
+}
+
+/* Whether step k of the busiest rank computes a full (non-causal) block. */
+static bool ring_full(const builder *b, int k)
+{
+	return k > 0 && b->job->cp_split == CONFIG_CP_SPLIT_NAIVE;
+}
+
+/* Forward ring attention after the op at index `after` (the QKV projection). KV block:
+ * K and V of the rank's t tokens, t·2·g·d bf16 bytes (independent of the query heads). */
+static void ring_forward(builder *b, workload_block *blk, workload_phase ph, int after)
+{
+	const int R = b->l->ring;
+	const double kv = (double)b->l->tokens_per_rank * 2.0 * b->m->kv_heads * b->m->head_dim * BF16;
+	int prev_block = after, prev_comm = -1;
+	for (int k = 0; k < R; k++) {
+		int comm = k + 1 < R ? ring_p2p(b, blk, "ring_kv", ph, kv, prev_block) : -1;
+		prev_block = blk ? blk->n_ops : -1;
+		ring_block(b, blk, "ring_attn_fwd", ph, ring_full(b, k), prev_comm);
+		prev_comm = comm;
+	}
+}
+
+/* Backward ring attention after the op at index `after` (the out-projection's backward):
+ * KV circulates again (R-1 transfers) and each block's dK, dV travel with it to the next
+ * rank, accumulated on the way and back at their owner after R transfers
+ * (ring_flash_attn_backward: d_kv_comm.send_recv_kv after every block; TE's
+ * AttnFuncWithCPAndKVP2P.backward likewise sends dkv with kv). The dK, dV accumulators
+ * are fp32 (ring-flash-attention keeps dk, dv in float32). Returns the last transfer's
+ * index: the QKV backward needs the owner's dK, dV. */
+static int ring_backward(builder *b, workload_block *blk, int after)
+{
+	const int R = b->l->ring;
+	const double kvel = (double)b->l->tokens_per_rank * 2.0 * b->m->kv_heads * b->m->head_dim;
+	int prev_block = after, prev_comm = -1, last = -1;
+	for (int k = 0; k < R; k++) {
+		int comm = k + 1 < R ? ring_p2p(b, blk, "ring_kv_bwd", WL_PHASE_BWD, kvel * BF16, prev_block) : -1;
+		prev_block = blk ? blk->n_ops : -1;
+		ring_block(b, blk, "ring_attn_bwd", WL_PHASE_BWD, ring_full(b, k), prev_comm);
+		last = ring_p2p(b, blk, "ring_dkv", WL_PHASE_BWD, kvel * FP32, prev_block);
+		prev_comm = comm;
+	}
+	return last;
+}
+
 /* GEMM shapes (Megatron's per-token accounting, 2·m·n·k FLOPs): q/k/v fused [t, h] x
  * [h, (a + 2g)·d]; out [t, a·d] x [a·d, h]; gate and up fused [t, h] x [h, 2f]; down
  * [t, f] x [f, h]. */
@@ -182,12 +271,16 @@ static void layer_forward(builder *b, workload_block *blk, const layer_dims *d, 
 {
 	const double ad = (double)b->m->heads * b->m->head_dim;
 	memop(b, blk, "input_norm", ph, 2.0 * d->h_bytes);
-	gemm(b, blk, "qkv_proj", ph, d->t, d->qkv_out, d->h);
-	sp_a2a(b, blk, "a2a_q_pack", "a2a_q", "a2a_q_unpack", ph, d->q, d->q_run);
-	sp_a2a(b, blk, "a2a_k_pack", "a2a_k", "a2a_k_unpack", ph, d->kv, d->kv_run);
-	sp_a2a(b, blk, "a2a_v_pack", "a2a_v", "a2a_v_unpack", ph, d->kv, d->kv_run);
-	attn(b, blk, "attn_fwd", ph);
-	sp_a2a(b, blk, "a2a_o_pack", "a2a_o", "a2a_o_unpack", ph, d->o, d->q_run);
+	int qkv = gemm(b, blk, "qkv_proj", ph, d->t, d->qkv_out, d->h);
+	if (b->l->ring > 1) {
+		ring_forward(b, blk, ph, qkv);
+	} else {
+		sp_a2a(b, blk, "a2a_q_pack", "a2a_q", "a2a_q_unpack", ph, d->q, d->q_run);
+		sp_a2a(b, blk, "a2a_k_pack", "a2a_k", "a2a_k_unpack", ph, d->kv, d->kv_run);
+		sp_a2a(b, blk, "a2a_v_pack", "a2a_v", "a2a_v_unpack", ph, d->kv, d->kv_run);
+		attn(b, blk, "attn_fwd", ph);
+		sp_a2a(b, blk, "a2a_o_pack", "a2a_o", "a2a_o_unpack", ph, d->o, d->q_run);
+	}
 	gemm(b, blk, "out_proj", ph, d->t, d->h, ad);
 	memop(b, blk, "residual_norm", ph, 3.0 * d->h_bytes); /* add residual, normalise */
 	gemm(b, blk, "mlp_gate_up", ph, d->t, 2.0 * d->ffn, d->h);
@@ -205,13 +298,20 @@ static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
 	memop(b, blk, "swiglu_bwd", ph, 5.0 * d->ffn_bytes); /* read gate, up, dout; write dgate, dup */
 	gemm(b, blk, "mlp_gate_up_bwd", ph, d->t, 2.0 * d->ffn, d->h);
 	memop(b, blk, "residual_norm_bwd", ph, 4.0 * d->h_bytes);
-	gemm(b, blk, "out_proj_bwd", ph, d->t, d->h, ad);
-	sp_a2a(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o, d->q_run);
-	attn(b, blk, "attn_bwd", ph);
-	sp_a2a(b, blk, "a2a_dq_pack", "a2a_dq", "a2a_dq_unpack", ph, d->q, d->q_run);
-	sp_a2a(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv, d->kv_run);
-	sp_a2a(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv, d->kv_run);
-	gemm(b, blk, "qkv_proj_bwd", ph, d->t, d->qkv_out, d->h);
+	int outb = gemm(b, blk, "out_proj_bwd", ph, d->t, d->h, ad);
+	int dkv = -1;
+	if (b->l->ring > 1) {
+		dkv = ring_backward(b, blk, outb);
+	} else {
+		sp_a2a(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o, d->q_run);
+		attn(b, blk, "attn_bwd", ph);
+		sp_a2a(b, blk, "a2a_dq_pack", "a2a_dq", "a2a_dq_unpack", ph, d->q, d->q_run);
+		sp_a2a(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv, d->kv_run);
+		sp_a2a(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv, d->kv_run);
+	}
+	int qkvb = gemm(b, blk, "qkv_proj_bwd", ph, d->t, d->qkv_out, d->h);
+	if (blk && qkvb >= 0)
+		blk->ops[qkvb].dep = dkv;
 	memop(b, blk, "input_norm_bwd", ph, 4.0 * d->h_bytes);
 }
 

@@ -51,7 +51,15 @@ typedef enum workload_group_kind {
  * ZERO: gradient reductions when overlap is on. PREFETCH: ZeRO-3 parameter all-gathers
  * when overlap is on (DeepSpeed runs gathers and reductions on separate CUDA streams:
  * stage3 allgather stream vs reduce_and_partition_stream, runtime/zero/stage3.py). */
-typedef enum workload_stream { WL_STREAM_MAIN, WL_STREAM_ZERO, WL_STREAM_PREFETCH, WL_STREAM_COUNT } workload_stream;
+/* RING: ring attention's KV / dKV send/recv, beside the attention kernels (TE's
+ * AttnFuncWithCPAndKVP2P issues the next step's P2P before computing the current block). */
+typedef enum workload_stream {
+	WL_STREAM_MAIN,
+	WL_STREAM_ZERO,
+	WL_STREAM_PREFETCH,
+	WL_STREAM_RING,
+	WL_STREAM_COUNT
+} workload_stream;
 typedef enum workload_category { WL_CAT_COMPUTE, WL_CAT_SP_COMM, WL_CAT_ZERO_COMM, WL_CAT_COUNT } workload_category;
 typedef enum workload_phase { WL_PHASE_FWD, WL_PHASE_BWD, WL_PHASE_RECOMPUTE, WL_PHASE_STEP } workload_phase;
 
@@ -126,6 +134,7 @@ typedef struct workload_layout {
 	int kv_replicated;   /* kv heads sent per rank group: g, or P when g < P */
 	int straddle_per_node; /* > 0: some group of this layout straddles a node boundary with
 				* only this many of its ranks on one side (unequal BASP groups) */
+	int ring;            /* ring attention: R ranks in the ring (= group_size); 0 otherwise */
 } workload_layout;
 
 /* Memory a GPU loses before the job's tensors (workload_memory_reserve). */

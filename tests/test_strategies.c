@@ -1,0 +1,346 @@
+/* strategies: ring attention (context parallelism) and BASP over it. Expected values are
+ * derived by hand next to each test (docs/model.md "Ring attention") on the tiny model of
+ * testutil.h: L=2, h=64, a=4 heads, g=2 kv heads, d=16. */
+#include "testutil.h"
+
+static config_model M;
+
+static void setup(void) { M = tu_model(); }
+
+static config_job ring_job(int gpus, int B, long S, config_cp_split split)
+{
+	config_job j = tu_job(CONFIG_STRATEGY_RING, gpus, gpus, B, S, 0);
+	j.cp_split = split;
+	return j;
+}
+
+static void plan_of(const config_platform *p, config_job *j, workload_plan *plan)
+{
+	config_error err;
+	ck_assert_msg(workload_check(&M, p, j, &err), "%s", err.msg);
+	ck_assert_msg(workload_plan_make(&M, p, j, plan, &err), "%s", err.msg);
+}
+
+/* Sum over one block's ops named `name` of bytes (comm) or FLOPs (compute), and their count. */
+static double block_sum(const workload_plan *plan, const char *block, const char *name, int *count)
+{
+	double sum = 0;
+	int n = 0;
+	for (int i = 0; i < plan->program.n_micro; i++) {
+		const workload_block *b = &plan->program.micro[i];
+		if (strcmp(b->name, block) != 0)
+			continue;
+		for (int k = 0; k < b->n_ops; k++)
+			if (strcmp(b->ops[k].name, name) == 0) {
+				sum += b->ops[k].kind == WL_OP_COMM ? b->ops[k].bytes : b->ops[k].flops;
+				n++;
+			}
+	}
+	if (count)
+		*count = n;
+	return sum;
+}
+
+/* R = 4, B = 1, S = 64: t = 16 tokens per rank. A KV block is K and V of those tokens:
+ * 16 · 2 · g(2) · d(16) · 2 B = 2048 B per step, R-1 = 3 steps forward: 6144 B per layer.
+ * Backward: KV again (3 x 2048) and dK, dV in fp32 after every block (4 x 4096). */
+START_TEST(ring_bytes_per_step_and_layer)
+{
+	config_platform p = tu_platform(1, 4, 1);
+	config_job j = ring_job(4, 1, 64, CONFIG_CP_SPLIT_ZIGZAG);
+	workload_plan plan;
+	plan_of(&p, &j, &plan);
+	int n;
+	ck_assert_double_eq(block_sum(&plan, "layer_fwd", "ring_kv", &n), 6144.0);
+	ck_assert_int_eq(n, 3);
+	ck_assert_double_eq(tu_find(&plan, "layer_fwd", "ring_kv")->bytes, 2048.0);
+	ck_assert_double_eq(block_sum(&plan, "layer_bwd", "ring_kv_bwd", &n), 6144.0);
+	ck_assert_int_eq(n, 3);
+	ck_assert_double_eq(block_sum(&plan, "layer_bwd", "ring_dkv", &n), 4 * 4096.0);
+	ck_assert_int_eq(n, 4);
+	/* no all-to-all at all */
+	ck_assert_int_eq(tu_count(&plan, WL_CAT_SP_COMM, WL_COLL_ALLTOALL), 0);
+	/* the volume counts the same bytes: L = 2 layers x (6144 + 6144 + 16384) */
+	workload_volume v;
+	workload_volume_of(&plan, &v);
+	ck_assert_double_eq(v.sp_bytes, 2.0 * (6144 + 6144 + 16384));
+	workload_plan_finish(&plan);
+
+	/* Independent of the query heads: 8 heads instead of 4 move the same KV bytes. */
+	M.heads = 8;
+	M.hidden = 128;
+	plan_of(&p, &j, &plan);
+	ck_assert_double_eq(block_sum(&plan, "layer_fwd", "ring_kv", NULL), 6144.0);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+/* Ring attention keeps every head on every rank: R = 8 > 4 heads is fine; Ulysses is not. */
+START_TEST(ring_works_with_fewer_heads_than_ranks)
+{
+	config_platform p = tu_platform(1, 8, 1);
+	config_error err;
+	config_job j = ring_job(8, 1, 64, CONFIG_CP_SPLIT_ZIGZAG);
+	ck_assert_msg(workload_check(&M, &p, &j, &err), "%s", err.msg);
+	config_job u = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 8, 1, 64, 0);
+	ck_assert(!workload_check(&M, &p, &u, &err));
+}
+END_TEST
+
+/* Balance. One sequence, c = S/R tokens per rank, units of c²·a·d FLOPs forward.
+ * Causal attention over the whole sequence is 2·S²·a·d = 2·R²; the mean per rank 2·R.
+ * zigzag: every step 2 (see program.c), R steps: 2·R: max/mean = 1.
+ * naive: the busiest rank (R-1) does one diagonal (2) and R-1 full blocks (4 each):
+ * 4R - 2; max/mean = (2R - 1)/R (= 7/4 at R = 4; 2R/(R+1) if the diagonal counted whole). */
+START_TEST(zigzag_balances_and_naive_does_not)
+{
+	config_platform p = tu_platform(1, 4, 1);
+	const int R = 4;
+	const long S = 64;
+	const double c = (double)S / R, unit = c * c * M.heads * M.head_dim;
+	const double mean = 2.0 * (double)S * S * M.heads * M.head_dim / R;
+	config_job z = ring_job(R, 1, S, CONFIG_CP_SPLIT_ZIGZAG), n = ring_job(R, 1, S, CONFIG_CP_SPLIT_NAIVE);
+	workload_plan pz, pn;
+	plan_of(&p, &z, &pz);
+	plan_of(&p, &n, &pn);
+	double wz = block_sum(&pz, "layer_fwd", "ring_attn_fwd", NULL);
+	double wn = block_sum(&pn, "layer_fwd", "ring_attn_fwd", NULL);
+	ck_assert_double_eq_tol(wz, 2.0 * R * unit, 1e-6);
+	ck_assert_double_eq_tol(wz / mean, 1.0, 1e-12);
+	ck_assert_double_eq_tol(wn, (4.0 * R - 2.0) * unit, 1e-6);
+	ck_assert_double_eq_tol(wn / mean, (2.0 * R - 1.0) / R, 1e-12);
+	/* backward: 2.5x forward per block */
+	ck_assert_double_eq_tol(block_sum(&pz, "layer_bwd", "ring_attn_bwd", NULL), 2.5 * wz, 1e-6);
+	/* model FLOPs are the mean: the same for both splits */
+	ck_assert_double_eq(pz.model_flops_per_step, pn.model_flops_per_step);
+	workload_plan_finish(&pz);
+	workload_plan_finish(&pn);
+}
+END_TEST
+
+static double step_of(const char *engine, const config_platform *p, const config_job *j, workload_plan *plan)
+{
+	const engine_ops *e = engine_find(engine);
+	ck_assert_ptr_nonnull(e);
+	engine_input in = {.model = &M, .platform = p, .job = j, .plan = plan};
+	engine_result r;
+	config_error err;
+	ck_assert_msg(e->run(&in, &r, &err), "%s", err.msg);
+	return r.step_time;
+}
+
+static void zero_ring_bytes(workload_plan *plan)
+{
+	for (int i = 0; i < plan->program.n_micro; i++)
+		for (int k = 0; k < plan->program.micro[i].n_ops; k++)
+			if (plan->program.micro[i].ops[k].stream == WL_STREAM_RING)
+				plan->program.micro[i].ops[k].bytes = 0;
+}
+
+/* Overlap. A step computes block k while block k+1 travels (separate stream); block k+1
+ * waits for its transfer, transfer k+1 for block k. Block 0 is local, so the forward ring
+ * takes (R-1)·max(a, c) + a for block time a and transfer time c: when every transfer is
+ * shorter than its block no forward transfer is exposed. Backward sends each block's dK,
+ * dV on after computing it; the last of them returns the owner's gradient and the QKV
+ * backward waits for it: exactly one transfer per layer is exposed, the final dKV.
+ * Hand platform (4 nodes of one GPU, one 10 GB/s NIC, 10 us; 100 TFLOP/s); S = 64K,
+ * R = 4, c = 16K: a zigzag block is 2·c²·a·d = 2·16384²·4·16 = 3.4e10 FLOPs = 0.34 ms
+ * (backward 0.86 ms); its KV, 16384·2·2·16·2 B = 2 MiB, takes 0.21 ms; the fp32 dKV
+ * (4 MiB) 0.42 ms; KV + dKV on the ring stream 0.63 ms < 0.86 ms. So the step is the
+ * step with free transfers plus L = 2 x (10 us + 4194304 B / 10 GB/s). With 0.1 GB/s the
+ * 21 ms KV transfers outlast their blocks and show, (R-1)·(c - a) per layer forward. */
+START_TEST(ring_transfer_shorter_than_block_is_hidden)
+{
+	config_platform p = tu_platform(4, 1, 1);
+	config_job j = ring_job(4, 1, 65536, CONFIG_CP_SPLIT_ZIGZAG);
+	workload_plan plan;
+	plan_of(&p, &j, &plan);
+	double with = step_of("analytic", &p, &j, &plan);
+	zero_ring_bytes(&plan);
+	double free_ = step_of("analytic", &p, &j, &plan);
+	workload_plan_finish(&plan);
+	/* the fixed coll_overhead of the platform is 0 here */
+	ck_assert_double_eq_tol(with, free_ + 2 * (10e-6 + 4194304.0 / 10e9), 1e-9 * free_);
+
+	p.inter.nic_bandwidth = 0.1e9;
+	plan_of(&p, &j, &plan);
+	double slow = step_of("analytic", &p, &j, &plan);
+	/* forward alone exposes ·(c - a) per layer: at least 3 x 20 ms x 2 layers */
+	ck_assert(slow > free_ + 3 * 0.020 * 2);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+/* BASP with B = 1 over ring is ring attention over the whole domain, exactly. */
+START_TEST(basp_b1_over_ring_is_ring)
+{
+	config_platform p = tu_platform(2, 4, 1);
+	config_job r = ring_job(8, 1, 1024, CONFIG_CP_SPLIT_ZIGZAG);
+	config_job b = tu_job(CONFIG_STRATEGY_BASP, 8, 8, 1, 1024, 0);
+	b.basp_inner = CONFIG_STRATEGY_RING;
+	workload_plan pr, pb;
+	plan_of(&p, &r, &pr);
+	plan_of(&p, &b, &pb);
+	ck_assert_double_eq(step_of("analytic", &p, &r, &pr), step_of("analytic", &p, &b, &pb));
+	ck_assert_double_eq(pr.memory.peak, pb.memory.peak);
+	workload_volume vr, vb;
+	workload_volume_of(&pr, &vr);
+	workload_volume_of(&pb, &vb);
+	ck_assert_double_eq(vr.sp_bytes, vb.sp_bytes);
+	workload_plan_finish(&pr);
+	workload_plan_finish(&pb);
+}
+END_TEST
+
+/* BASP over ring, B = 2 of N = 8: groups of K = 4, one sequence each, S/K tokens per
+ * rank; the ring's KV block is (S/4)·2·g·d·2 B, K-1 = 3 steps. S = 1024: 256·128 =
+ * 32768 B per step. Ring over all 8 with both sequences: 2·1024/8 = 256 tokens too, but 7
+ * steps: BASP moves 3/7 of ring's bytes per rank. */
+START_TEST(basp_over_ring_bytes)
+{
+	config_platform p = tu_platform(2, 4, 1);
+	config_job b = tu_job(CONFIG_STRATEGY_BASP, 8, 8, 2, 1024, 0);
+	b.basp_inner = CONFIG_STRATEGY_RING;
+	config_job r = ring_job(8, 2, 1024, CONFIG_CP_SPLIT_ZIGZAG);
+	workload_plan pb, pr;
+	plan_of(&p, &b, &pb);
+	plan_of(&p, &r, &pr);
+	int n;
+	ck_assert_double_eq(block_sum(&pb, "layer_fwd", "ring_kv", &n), 3 * 32768.0);
+	ck_assert_int_eq(n, 3);
+	ck_assert_double_eq(block_sum(&pr, "layer_fwd", "ring_kv", &n), 7 * 32768.0);
+	ck_assert_int_eq(pb.layout.ring, 4);
+	workload_plan_finish(&pb);
+	workload_plan_finish(&pr);
+}
+END_TEST
+
+/* The two engines agree on contention-free cases (one ring per node, or one GPU per
+ * node): within 1%. */
+START_TEST(engines_agree_on_ring)
+{
+	struct {
+		int nodes, gpus, B;
+		config_strategy s;
+		config_cp_split split;
+	} cases[] = {
+		{1, 4, 1, CONFIG_STRATEGY_RING, CONFIG_CP_SPLIT_ZIGZAG},
+		{1, 4, 2, CONFIG_STRATEGY_RING, CONFIG_CP_SPLIT_NAIVE},
+		{4, 1, 1, CONFIG_STRATEGY_RING, CONFIG_CP_SPLIT_ZIGZAG},
+		{2, 4, 1, CONFIG_STRATEGY_RING, CONFIG_CP_SPLIT_ZIGZAG},
+		{2, 4, 2, CONFIG_STRATEGY_BASP, CONFIG_CP_SPLIT_ZIGZAG},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		config_platform p = tu_platform(cases[i].nodes, cases[i].gpus, 1);
+		int W = cases[i].nodes * cases[i].gpus;
+		config_job j = tu_job(cases[i].s, W, W, cases[i].B, 16384, 0);
+		j.basp_inner = CONFIG_STRATEGY_RING;
+		j.cp_split = cases[i].split;
+		workload_plan plan;
+		plan_of(&p, &j, &plan);
+		double a = step_of("analytic", &p, &j, &plan), s = step_of("simgrid", &p, &j, &plan);
+		ck_assert_msg(fabs(a - s) <= 0.01 * s, "case %zu: analytic %.9g vs simgrid %.9g", i, a, s);
+		workload_plan_finish(&plan);
+	}
+}
+END_TEST
+
+START_TEST(bad_ring_input)
+{
+	config_platform p = tu_platform(1, 4, 1);
+	config_error err;
+	/* zigzag needs 2R chunks: 100 % 8 != 0 */
+	config_job j = ring_job(4, 1, 100, CONFIG_CP_SPLIT_ZIGZAG);
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "multiple of 8"));
+	j.cp_split = CONFIG_CP_SPLIT_NAIVE; /* 100 % 4 == 0 */
+	ck_assert_msg(workload_check(&M, &p, &j, &err), "%s", err.msg);
+	/* all-to-all options do not apply to a ring */
+	j.a2a = CONFIG_A2A_PAIRWISE;
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "--a2a"));
+	/* BASP beyond divisibility is Ulysses-only */
+	config_job b = tu_job(CONFIG_STRATEGY_BASP, 4, 4, 3, 96, 0);
+	b.basp_inner = CONFIG_STRATEGY_RING;
+	b.basp_uneven = CONFIG_BASP_UNEVEN_UNEQUAL;
+	ck_assert(!workload_check(&M, &p, &b, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "--basp-uneven"));
+}
+END_TEST
+
+START_TEST(strategy_specs_parse)
+{
+	config_job j;
+	config_job_defaults(&j);
+	config_error err;
+	int sp = 0;
+	char buf[64];
+	ck_assert(config_strategy_parse("basp:inner=ring:split=naive", &j, NULL, &err));
+	ck_assert_int_eq(j.strategy, CONFIG_STRATEGY_BASP);
+	ck_assert_int_eq(j.basp_inner, CONFIG_STRATEGY_RING);
+	ck_assert_int_eq(j.cp_split, CONFIG_CP_SPLIT_NAIVE);
+	ck_assert_str_eq(config_strategy_label(&j, buf, sizeof buf), "basp:inner=ring:split=naive");
+	ck_assert(config_strategy_parse("ring:sp=4", &j, &sp, &err));
+	ck_assert_int_eq(sp, 4);
+	ck_assert_int_eq(j.cp_split, CONFIG_CP_SPLIT_ZIGZAG);
+	ck_assert_str_eq(config_strategy_label(&j, buf, sizeof buf), "ring");
+	ck_assert(!config_strategy_parse("ring:sp=4", &j, NULL, &err)); /* sp= only where allowed */
+	ck_assert(!config_strategy_parse("usp2", &j, NULL, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "ulysses, basp or ring"));
+	ck_assert(!config_strategy_parse("basp:inner=tree", &j, NULL, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "inner=ring"));
+	ck_assert(!config_strategy_parse("ulysses:split=naive", &j, NULL, &err));
+	ck_assert(!config_strategy_parse("ring:split", &j, NULL, &err));
+	ck_assert(!config_strategy_parse("ring:inner=ring", &j, NULL, &err)); /* inner is basp's */
+}
+END_TEST
+
+/* Memory: ring keeps all heads but S/R tokens, so its saved activations equal Ulysses'
+ * when Ulysses need not replicate kv heads (g = 4 >= P = 4 here; same elements per rank,
+ * head layout or not); its buffers are the double-buffered KV (2·2·t·2g·d), the fp32
+ * dK, dV pair (2·4·t·2g·d) and the fp32 output and LSE correction (4·t·a·(d+1)).
+ * t = 16, g = 4, d = 16, a = 4: 8192 + 16384 + 4352 = 28928 B. With g = 2 Ulysses
+ * replicates kv heads to 4 and saves more than ring. */
+START_TEST(ring_memory)
+{
+	M.kv_heads = 4;
+	config_platform p = tu_platform(1, 4, 1);
+	config_job r = ring_job(4, 1, 64, CONFIG_CP_SPLIT_ZIGZAG);
+	config_job u = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 64, 0);
+	workload_plan pr, pu;
+	plan_of(&p, &r, &pr);
+	plan_of(&p, &u, &pu);
+	ck_assert_double_eq(pr.memory.activations, pu.memory.activations);
+	/* world 4 > 1: ZeRO-0 buffers are the same in both; the difference is the SP part */
+	double zero = pu.memory.buffers - 2.0 * 2.0 * 16 * 4 * 16;
+	ck_assert_double_eq_tol(pr.memory.buffers - zero, 28928.0, 1e-9);
+	workload_plan_finish(&pr);
+	workload_plan_finish(&pu);
+	M.kv_heads = 2;
+	plan_of(&p, &r, &pr);
+	plan_of(&p, &u, &pu);
+	ck_assert(pr.memory.activations < pu.memory.activations);
+	workload_plan_finish(&pr);
+	workload_plan_finish(&pu);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("strategies");
+	TCase *tc = tcase_create("ring");
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, ring_bytes_per_step_and_layer);
+	tcase_add_test(tc, ring_works_with_fewer_heads_than_ranks);
+	tcase_add_test(tc, zigzag_balances_and_naive_does_not);
+	tcase_add_test(tc, ring_transfer_shorter_than_block_is_hidden);
+	tcase_add_test(tc, basp_b1_over_ring_is_ring);
+	tcase_add_test(tc, basp_over_ring_bytes);
+	tcase_add_test(tc, engines_agree_on_ring);
+	tcase_add_test(tc, bad_ring_input);
+	tcase_add_test(tc, strategy_specs_parse);
+	tcase_add_test(tc, ring_memory);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
