@@ -202,7 +202,7 @@ START_TEST(spec_errors_are_located)
 		{"bad_zero.yaml", ":5:9: ", "'zero' must be a ZeRO stage 0, 1, 2 or 3, got '4'"},
 		{"bad_impl.yaml", ":5:9: ", "'impl' must be one of: hf, megatron, got 'fused'"},
 		{"bad_reserve.yaml", ":5:19: ", "'memory_reserve': '1 GiBs' has an unknown unit 'GiBs'"},
-		{"bad_strategy.yaml", ":5:23: ", "unknown strategy 'ring', expected ulysses|basp"},
+		{"bad_strategy.yaml", ":5:23: ", "unknown strategy 'tree', expected ulysses|basp"},
 		{"bad_baseline.yaml", ":6:13: ", "baseline 'ring' is not one of the strategies of this sweep"},
 		{"bad_missing.yaml", ":2:3: ", "missing required key 'seq_len' in 'sweep'"},
 		{"bad_seq.yaml", ":4:17: ", "'seq_len' must be a positive token count such as 16384 or 16K, got '16Q'"},
@@ -850,10 +850,14 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 	static const struct {
 		config_strategy s;
 		config_basp_uneven u;
-	} kinds[] = {{CONFIG_STRATEGY_ULYSSES, CONFIG_BASP_UNEVEN_ERROR},
-		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_ERROR},
-		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_UNEQUAL},
-		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_EXTRA_STEP}};
+		config_strategy inner;
+	} kinds[] = {{CONFIG_STRATEGY_ULYSSES, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES},
+		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES},
+		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_UNEQUAL, CONFIG_STRATEGY_ULYSSES},
+		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_EXTRA_STEP, CONFIG_STRATEGY_ULYSSES},
+		     /* ring attention and BASP over it: no all-to-all, one run each (direct) */
+		     {CONFIG_STRATEGY_RING, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES},
+		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_RING}};
 	for (int pi = 0; pi < np; pi++)
 		for (int bi = 0; bi < nb; bi++) {
 			config_platform p = plats[pi];
@@ -873,13 +877,16 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 									if (basp && (kinds[k].u != CONFIG_BASP_UNEVEN_ERROR) != (N % B != 0))
 										continue; /* each BASP job once */
 									int group = basp ? (N + B - 1) / B : N;
-									if (a > 0 && group <= p.gpus_per_node)
+									bool ring = kinds[k].s == CONFIG_STRATEGY_RING ||
+										    kinds[k].inner == CONFIG_STRATEGY_RING;
+									if (a > 0 && (group <= p.gpus_per_node || ring))
 										continue;
 									config_job job;
 									config_job_defaults(&job);
 									job.gpus = W, job.sp = N, job.micro_batch = B;
 									job.grad_accum = (int)(seqs / ((long)(W / N) * B));
 									job.seq_len = seq, job.strategy = kinds[k].s, job.basp_uneven = kinds[k].u;
+									job.basp_inner = kinds[k].inner;
 									job.zero_stage = z, job.a2a = (config_a2a)a;
 									job.recompute = r ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
 									engine_result res;

@@ -294,12 +294,15 @@ int cli_cmd_max_seq(int argc, char **argv)
 	if (!cli_job_resolve(&a, "max-seq"))
 		return CLI_USAGE;
 	long shards = a.job.strategy == CONFIG_STRATEGY_BASP ? a.job.sp / a.job.micro_batch : a.job.sp;
+	if (config_job_ring(&a.job) && a.job.cp_split == CONFIG_CP_SPLIT_ZIGZAG)
+		shards *= 2; /* two chunks per rank */
 	long g = ((ctx.granule + shards - 1) / shards) * shards;
 	long best = workload_max_seq(&a.m, &a.p, &a.job, g);
+	char label[64];
 	cli_warn_max_position(&a.m, best, "max-seq");
 	if (a.format == REPORT_JSON) {
 		json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:I, s:I}", "model", a.m.name,
-				      "platform", a.p.name, "strategy", workload_strategy_name(a.job.strategy), "gpus",
+				      "platform", a.p.name, "strategy", config_strategy_label(&a.job, label, sizeof label), "gpus",
 				      a.job.gpus, "sp", a.job.sp, "micro_batch", a.job.micro_batch, "zero_stage",
 				      a.job.zero_stage, "nodes", a.p.nodes, "recompute",
 				      config_recompute_names[a.job.recompute], "granule",
@@ -308,12 +311,12 @@ int cli_cmd_max_seq(int argc, char **argv)
 		json_decref(j);
 	} else if (a.format == REPORT_CSV) {
 		printf("model,platform,strategy,gpus,sp,micro_batch,zero_stage,recompute,max_seq_len\n");
-		printf("%s,%s,%s,%d,%d,%d,%d,%s,%ld\n", a.m.name, a.p.name, workload_strategy_name(a.job.strategy),
+		printf("%s,%s,%s,%d,%d,%d,%d,%s,%ld\n", a.m.name, a.p.name, config_strategy_label(&a.job, label, sizeof label),
 		       a.job.gpus, a.job.sp, a.job.micro_batch, a.job.zero_stage,
 		       config_recompute_names[a.job.recompute], best);
 	} else {
 		printf("%s on %s, %s, %d GPUs, SP %d, micro-batch %d, ZeRO-%d, recompute %s\n", a.m.name, a.p.name,
-		       workload_strategy_name(a.job.strategy), a.job.gpus, a.job.sp, a.job.micro_batch, a.job.zero_stage,
+		       config_strategy_label(&a.job, label, sizeof label), a.job.gpus, a.job.sp, a.job.micro_batch, a.job.zero_stage,
 		       config_recompute_names[a.job.recompute]);
 		if (best > 0)
 			printf("longest sequence that fits: %ld tokens (searched in steps of %ld)\n", best, g);

@@ -129,12 +129,13 @@ static bool run_block(sched *s, const workload_block *blk, const double *dur, in
 	return true;
 }
 
-static void account(const workload_block *blk, const double *dur, double times, engine_result *r)
+static void account(const workload_block *blk, const double *dur, double times, engine_result *r, double side[2])
 {
 	engine_breakdown *b = &r->breakdown;
 	for (int j = 0; j < blk->n_ops; j++) {
 		const workload_op *op = &blk->ops[j];
 		double t = dur[j] * blk->repeat * times;
+		engine_side_add(op, t, side);
 		switch (op->cat) {
 		case WL_CAT_COMPUTE:
 			b->compute += t;
@@ -178,14 +179,36 @@ bool engine_schedule_run(const workload_program *prog, double *const *dur, engin
 	for (int k = 0; k < WL_STREAM_COUNT; k++)
 		step = fmax(step, s.stream_end[k]);
 	r->step_time = step;
+	double side[2] = {0, 0};
 	for (int b = 0; b < prog->n_micro; b++)
-		account(&prog->micro[b], dur[b], prog->grad_accum, r);
+		account(&prog->micro[b], dur[b], prog->grad_accum, r, side);
 	for (int b = 0; b < prog->n_step; b++)
-		account(&prog->step[b], dur[prog->n_micro + b], 1, r);
-	/* The main stream runs compute and SP all-to-alls back to back; whatever else the
-	 * step takes is waiting on ZeRO collectives (blocking, or not hidden). */
-	r->breakdown.sp_comm_exposed = r->breakdown.sp_comm;
-	double exposed = step - r->breakdown.compute - r->breakdown.sp_comm;
-	r->breakdown.zero_comm_exposed = exposed > 0 ? exposed : 0;
+		account(&prog->step[b], dur[prog->n_micro + b], 1, r, side);
+	engine_breakdown_expose(&r->breakdown, step, side);
 	return true;
+}
+
+void engine_side_add(const workload_op *op, double t, double side[2])
+{
+	if (op->cat == WL_CAT_SP_COMM && op->stream != WL_STREAM_MAIN)
+		side[0] += t;
+	else if (op->cat == WL_CAT_ZERO_COMM && op->stream == WL_STREAM_MAIN)
+		side[1] += t;
+}
+
+/* The main stream runs compute, SP all-to-alls and (without overlap) ZeRO collectives
+ * back to back; whatever else the step takes is waiting on a side stream. That wait is
+ * charged to ZeRO collectives on the main stream first (they block it), then to SP
+ * transfers on a side stream (ring attention's KV, up to their total), the rest to ZeRO
+ * collectives on side streams. Without side-stream SP transfers this is the old rule:
+ * every SP all-to-all exposed, the rest ZeRO. */
+void engine_breakdown_expose(engine_breakdown *b, double step, const double side[2])
+{
+	double main_sp = b->sp_comm - side[0];
+	double gap = step - b->compute - main_sp;
+	double ring = gap - side[1];
+	ring = ring < 0 ? 0 : ring > side[0] ? side[0] : ring;
+	b->sp_comm_exposed = main_sp + ring;
+	double zero = gap - ring;
+	b->zero_comm_exposed = zero > 0 ? zero : 0;
 }

@@ -16,4 +16,10 @@ typedef void (*engine_schedule_visit)(void *ctx, const workload_block *blk, int 
 bool engine_schedule_run(const workload_program *prog, double *const *dur, engine_result *r,
 			 engine_schedule_visit visit, void *ctx, config_error *err);
 
+/* Exposed SP and ZeRO time from the step time and the totals in b; side[0]: SP
+ * communication on side streams (ring attention), side[1]: ZeRO collectives on the main
+ * stream, accumulated with engine_side_add. Shared by every engine. */
+void engine_side_add(const workload_op *op, double t, double side[2]);
+void engine_breakdown_expose(engine_breakdown *b, double step, const double side[2]);
+
 #endif

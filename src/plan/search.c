@@ -72,6 +72,11 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 	for (int a = 0; a < 3; a++)
 		if (((x->amask >> a) & 1) && (spans || na == 0))
 			algs[na++] = a;
+	if (config_job_ring(&job)) { /* no all-to-all: one run, the job check wants direct */
+		algs[0] = CONFIG_A2A_DIRECT;
+		na = 1;
+		job.a2a = CONFIG_A2A_DIRECT;
+	}
 	int zr = 0;
 	for (int z = 0; z < 4; z++)
 		for (int r = 0; r < 2; r++)
@@ -220,7 +225,8 @@ bool plan_same_layout(const plan_candidate *a, const plan_candidate *b)
 {
 	return a->platform == b->platform && a->job.gpus == b->job.gpus && a->job.seq_len == b->job.seq_len &&
 	       a->layout.group_size == b->layout.group_size && a->layout.seqs_per_group == b->layout.seqs_per_group &&
-	       a->layout.tokens_per_rank == b->layout.tokens_per_rank && a->job.grad_accum == b->job.grad_accum &&
+	       a->layout.tokens_per_rank == b->layout.tokens_per_rank && a->layout.ring == b->layout.ring &&
+	       a->job.grad_accum == b->job.grad_accum &&
 	       a->job.zero_stage == b->job.zero_stage && a->job.recompute == b->job.recompute &&
 	       a->memory.peak == b->memory.peak && a->analytic.step_time == b->analytic.step_time;
 }

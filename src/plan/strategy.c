@@ -23,6 +23,20 @@ static bool set_extra_step(config_job *job, int alt)
 	return alt == 0;
 }
 
+/* Ring attention: the zigzag split (balanced; the naive one is never faster). */
+static bool set_ring(config_job *job, int alt)
+{
+	job->basp_inner = CONFIG_STRATEGY_ULYSSES;
+	job->cp_split = CONFIG_CP_SPLIT_ZIGZAG;
+	return alt == 0;
+}
+static bool set_inner_ring(config_job *job, int alt)
+{
+	job->basp_inner = CONFIG_STRATEGY_RING;
+	job->cp_split = CONFIG_CP_SPLIT_ZIGZAG;
+	return alt == 0;
+}
+
 const plan_variant plan_variants[] = {
 	{"ulysses", CONFIG_STRATEGY_ULYSSES, NULL, NULL, "DeepSpeed-Ulysses: N-way all-to-alls over the SP domain"},
 	{"basp", CONFIG_STRATEGY_BASP, basp_is_ulysses, NULL, "BASP: B groups of K = N/B GPUs, one sequence each"},
@@ -30,6 +44,10 @@ const plan_variant plan_variants[] = {
 	 "BASP with B not dividing N: groups of floor(N/B) and ceil(N/B) GPUs side by side"},
 	{"basp-extra-step", CONFIG_STRATEGY_BASP, divides, set_extra_step,
 	 "BASP with B not dividing N: the sequences left over in further micro-steps"},
+	{"ring", CONFIG_STRATEGY_RING, NULL, set_ring,
+	 "ring attention (context parallelism, zigzag): KV blocks passed around N GPUs"},
+	{"basp-ring", CONFIG_STRATEGY_BASP, basp_is_ulysses, set_inner_ring,
+	 "BASP over ring attention (basp:inner=ring): B rings of K = N/B GPUs, one sequence each"},
 	{NULL, 0, NULL, NULL, NULL},
 };
 
@@ -85,6 +103,16 @@ bool plan_strategy_parse(const char *text, plan_strategy *out, config_error *err
 	size_t n = colon ? (size_t)(colon - text) : strlen(text);
 	char name[CONFIG_NAME_MAX];
 	snprintf(name, sizeof name, "%.*s", (int)n, text);
+	/* basp:inner=ring is the basp-ring row (compare's and --strategy's spelling) */
+	if (strcmp(name, "basp") == 0 && colon && strncmp(colon + 1, "inner=", 6) == 0) {
+		const char *v = colon + 7, *next = strchr(v, ':');
+		size_t vn = next ? (size_t)(next - v) : strlen(v);
+		if (vn == 4 && strncmp(v, "ring", 4) == 0)
+			snprintf(name, sizeof name, "basp-ring");
+		else if (!(vn == 7 && strncmp(v, "ulysses", 7) == 0))
+			return config_fail(err, "strategy '%s': expected basp:inner=ulysses or basp:inner=ring", text);
+		colon = next;
+	}
 	s.variant = plan_variant_find(name);
 	if (!s.variant)
 		return config_fail(err, "unknown strategy '%s', expected %s, optionally with :sp=N or :sp=N/B", name,

@@ -79,6 +79,12 @@ json_t *report_run_json(const report_run *r)
 			  config_job_zero_overlap(j)));
 	json_object_set_new(json_object_get(o, "job"), "a2a", json_string(config_a2a_names[j->a2a]));
 	json_object_set_new(json_object_get(o, "job"), "impl", json_string(config_impl_names[j->impl]));
+	{
+		char label[64];
+		json_object_set_new(json_object_get(o, "job"), "strategy_spec",
+				    json_string(config_strategy_label(j, label, sizeof label)));
+		json_object_set_new(json_object_get(o, "job"), "ring_degree", json_integer(l->ring));
+	}
 	json_object_set_new(json_object_get(o, "job"), "attention_kernel",
 			    json_string(config_attn_kernel_names[config_job_attention_kernel(j, r->platform)]));
 	json_object_set_new(o, "step_time_s", json_real(r->result->step_time));
@@ -142,7 +148,8 @@ static void job_line(FILE *f, const report_run *r)
 {
 	const config_job *j = r->job;
 	const workload_layout *l = &r->plan->layout;
-	fprintf(f, "job: %s, %d GPUs, SP %d (%d replica%s), micro-batch %d", workload_strategy_name(j->strategy),
+	char label[64];
+	fprintf(f, "job: %s, %d GPUs, SP %d (%d replica%s), micro-batch %d", config_strategy_label(j, label, sizeof label),
 		j->gpus, j->sp, l->world / l->sp, l->world / l->sp == 1 ? "" : "s", j->micro_batch);
 	if (j->strategy == CONFIG_STRATEGY_BASP && (!r->composite || r->composite->kind == WL_COMPOSE_SINGLE))
 		fprintf(f, " -> %d groups of K=%d per domain", j->sp / l->group_size, l->group_size);

@@ -25,6 +25,7 @@
 #include <simgrid/semaphore.h>
 #include <xbt/config.h>
 
+#include "engine/schedule.h"
 #include "engine/simgrid/sg_internal.h"
 #include "util/intmath.h"
 
@@ -85,6 +86,7 @@ static void record(sgx_rank *R, int bidx, int it, int micro, const workload_op *
 	if (r->block_max && d > r->block_max[bidx])
 		r->block_max[bidx] = d;
 	sgx_acc *a = &R->acc;
+	engine_side_add(op, d, a->side);
 	switch (op->cat) {
 	case WL_CAT_COMPUTE:
 		a->compute += d;
@@ -598,9 +600,7 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 	bd->zero_comm = a->zero_comm;
 	/* same accounting as the analytic schedule (engine/schedule.c): SP all-to-alls sit on
 	 * the main stream; whatever else the step takes is waiting on ZeRO */
-	bd->sp_comm_exposed = a->sp_comm;
-	double exposed = a->end - a->compute - a->sp_comm;
-	bd->zero_comm_exposed = exposed > 0 ? exposed : 0;
+	engine_breakdown_expose(bd, a->end, a->side);
 	int ga = r->prog->grad_accum > 0 ? r->prog->grad_accum : 1;
 	out->fwd_time = a->fwd / ga;
 	out->bwd_time = a->bwd / ga;
