@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "engine/analytic.h"
+#include "engine/nccl.h"
 #include "engine/schedule.h"
 #include "testutil.h"
 
@@ -49,25 +50,29 @@ END_TEST
 
 START_TEST(ring_collectives)
 {
-	/* Intra-node ring, P = 4, 4 MB: chunk 1 MB, step 1 us + 10 us.
-	 * all-gather / reduce-scatter: 3 steps = 33 us; all-reduce: 6 steps = 66 us. */
+	/* Intra-node ring, P = 4, 4 MB: chunk 1 MB, 10 us per step on the wire; NCCL picks
+	 * ring/Simple (baseLat 8.4 us + 1 us per step; LL128 would be 14 + 3 x 0.56 us +
+	 * 4e6 / (92 GB/s x 4/3) = 48 us, the tree 145 us):
+	 * all-gather / reduce-scatter: 8.4 + 3 + 30 = 41.4 us; all-reduce: 8.4 + 6 + 60 = 74.4 us. */
 	config_platform p = tu_platform(1, 4, 1);
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(4, 4, 4), 4e6), 33e-6,
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(4, 4, 4), 4e6), 41.4e-6,
 			1e-12);
-	ck_assert_close(engine_collective_time(&p, WL_COLL_REDUCESCATTER, WL_ALG_RING, shape(4, 4, 4), 4e6), 33e-6,
+	ck_assert_close(engine_collective_time(&p, WL_COLL_REDUCESCATTER, WL_ALG_RING, shape(4, 4, 4), 4e6), 41.4e-6,
 			1e-12);
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(4, 4, 4), 4e6), 66e-6,
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(4, 4, 4), 4e6), 74.4e-6,
 			1e-12);
-	/* Across 2 nodes, P = 8, one NIC: the ring crosses the NIC once per node: step
-	 * 10 us + 1 MB / 10 GB/s = 110 us; all-reduce 14 steps = 1.54 ms. */
+	/* Across 2 nodes, P = 8, one NIC: the ring crosses the NIC once per node: 1 MB /
+	 * 10 GB/s = 100 us per step on the wire, 14 steps; NCCL's latency 8.4 + 10 x 3 (network
+	 * overhead) + 4 x 10 us = 78.4 us, x 1.4 (ring plateau): 1.4 ms + 109.76 us. */
 	config_platform q = tu_platform(2, 4, 1);
-	ck_assert_close(engine_collective_time(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 8e6), 14 * 110e-6,
+	ck_assert_close(engine_collective_time(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 8e6), 1509.76e-6,
 			1e-12);
 	/* Two groups of 8 spanning the same nodes (4 per node each, 8 GPUs per node):
-	 * their rings share the NIC -> 5 GB/s each: step 10 us + 200 us. */
+	 * their rings share the NIC -> 5 GB/s each: 200 us per step, 7 steps, plus
+	 * 8.4 + 6 x 3 + 1 x 10 = 36.4 us. */
 	config_platform r = tu_platform(2, 8, 1);
-	ck_assert_close(engine_collective_time(&r, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 8), 8e6), 7 * 210e-6,
-			1e-12);
+	ck_assert_close(engine_collective_time(&r, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 8), 8e6),
+			7 * 200e-6 + 36.4e-6, 1e-12);
 }
 END_TEST
 
@@ -76,15 +81,21 @@ START_TEST(ring_channel_exits_skip_nvlink)
 	/* 2 nodes x 4 GPUs, 4 NICs of 100 GB/s: one ring channel per NIC, each leaving the
 	 * node from a different GPU, a quarter of the chunk each. A GPU forwards inside the
 	 * node the 3 channels it does not send out: 0.75 MB at 100 GB/s = 7.5 us; a NIC
-	 * carries 0.25 MB = 2.5 us. All-gather of 8 MB: 7 x (10 us + 7.5 us). */
+	 * carries 0.25 MB = 2.5 us. All-gather of 8 MB: 7 x 7.5 us on the wire, plus NCCL's
+	 * ring/Simple latency 36.4 us (8.4 + 6 x 3 + 10). */
 	config_platform p = tu_platform(2, 4, 4);
 	p.inter.nic_bandwidth = 100e9;
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6), 7 * 17.5e-6,
-			1e-12);
-	/* one NIC: the whole chunk leaves through it (10 us) and the GPUs forward it all */
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6),
+			7 * 7.5e-6 + 36.4e-6, 1e-12);
+	/* one NIC: the whole chunk leaves through it (10 us) and the GPUs forward it all:
+	 * ring bus bandwidth 100 GB/s. NCCL now prefers LL128: 0.92 x 100 = 92 GB/s (under
+	 * 5 channels x 20 GB/s), latency 14 + 6 x 1 (network overhead) + 4.0/14 x 10 us =
+	 * 22.857 us, 8e6 / (92 GB/s x 8/7) = 76.09 us: 98.95 us < Simple's 36.4 + 70 us. */
 	p.inter.nics_per_node = 1;
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6), 7 * 20e-6,
-			1e-12);
+	nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6);
+	ck_assert_int_eq(k.proto, NCCL_PROTO_LL128);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6),
+			(14 + 6 + 4.0 / 14 * 10) * 1e-6 + 7 * 10e-6 / 0.92, 1e-12);
 }
 END_TEST
 
@@ -109,16 +120,19 @@ END_TEST
 START_TEST(mesh_uses_every_pair_link)
 {
 	/* NVLink mesh, 50 GB/s per pair, 4 GPUs. All-to-all: each of 3 peers over its own
-	 * link, 1 MB at 50 GB/s = 20 us (+1 us). Ring: K4 holds one Hamiltonian cycle
-	 * usable both ways: 2 x 50 GB/s; all-gather 4 MB: 3 x (1 us + 1e6/100e9). */
+	 * link, 1 MB at 50 GB/s = 20 us, but NCCL's p2p channels carry 3 peers x 2 channels
+	 * x 20 GB/s = 120 of the 150 GB/s (tests/test_simgrid.c has the channel count):
+	 * 1 us + 1.25 x 20 us = 26 us. Ring: K4 holds one Hamiltonian cycle usable both
+	 * ways: 2 x 50 GB/s; all-gather 4 MB: 8.4 us + 3 x (1 us + 1e6/100e9). */
 	config_platform p = tu_platform(1, 4, 1);
 	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
 	p.intra.pair_bandwidth = 50e9;
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 4e6), 21e-6,
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 4e6), 26e-6,
 			1e-12);
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(4, 4, 4), 4e6), 33e-6,
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(4, 4, 4), 4e6), 41.4e-6,
 			1e-12);
-	/* two GPUs: one pair link, 2 MB buffer: 1 MB at 50 GB/s */
+	/* two GPUs: one pair link, 2 MB buffer: 1 MB at 50 GB/s; the one peer gets
+	 * 4 channels (80 GB/s), more than its link */
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(2, 2, 4), 2e6), 21e-6,
 			1e-12);
 }

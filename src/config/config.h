@@ -115,6 +115,18 @@ typedef struct config_platform {
 	/* Fixed cost of one collective call (NCCL launch and synchronisation), seconds; 0 when
 	 * the platform file has no `collective_overhead`. */
 	double coll_overhead;
+	/* NCCL's view of the node (optional `nccl:` section; docs/model.md "Collectives"):
+	 * the GPU generation selects the per-generation constants of NCCL's tuning model
+	 * (src/graph/tuning.cc), channels the collective channels NCCL's ring graph finds,
+	 * nvls whether the NVSwitch supports NVLink SHARP (third-generation NVSwitch, H100+). */
+	struct {
+		int compute_capability; /* 70, 80, 90 or 100; 80 when not given (0 reads as 80) */
+		int channels;           /* ring channels; derived (engine/nccl.c) when 0 */
+		bool nvls;              /* NVLS all-reduce / all-gather / reduce-scatter available */
+		/* Forced choices (spsim collective --alg tree|nvls, --proto): 1 + nccl_algo /
+		 * nccl_proto (engine/nccl.h), 0 = NCCL's own choice; never read from a file. */
+		int force_algo, force_proto;
+	} nccl;
 	struct {
 		double gemm;      /* achievable fraction of peak_flops for GEMMs */
 		double attention; /* for FlashAttention kernels */
