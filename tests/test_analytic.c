@@ -1,6 +1,7 @@
 /* analytic: collective closed forms, the max-plus schedule, and invariants of whole steps.
  * Hand platform (tests/testutil.h): NVSwitch 100 GB/s per GPU, 1 us; NICs 10 GB/s, 10 us;
  * efficiencies 1; 100 TFLOP/s; 1000 GB/s HBM. */
+#include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -135,6 +136,104 @@ START_TEST(mesh_uses_every_pair_link)
 	 * 4 channels (80 GB/s), more than its link */
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(2, 2, 4), 2e6), 21e-6,
 			1e-12);
+}
+END_TEST
+
+START_TEST(nccl_protocol_switches_where_its_model_does)
+{
+	/* All-reduce on one node of 8 (hand platform: 100 GB/s, 1 us per Simple step,
+	 * compute capability 80, 5 channels = 100 / 20 GB/s per NVLink). NCCL's model
+	 * (src/graph/tuning.cc; hwLat scaled by 1 us / 3.4 us, the NVLink ring/Simple step):
+	 *   ring LL     bus min(87.7, 100/4) = 25 GB/s, algbw 25 x 8/14 = 14.286 GB/s,
+	 *               latency 6.6 + 14 x 0.6/3.4 = 9.0706 us
+	 *   ring LL128  bus min(0.92 x 100, 5 x 20) = 92, algbw 52.571, latency 14 + 14 x 1.9/3.4
+	 *               = 21.8235 us
+	 *   ring Simple bus 100, algbw 57.143, latency 8.4 + 14 x 1 = 22.4 us
+	 *   trees are never faster here (LL 12.1 GB/s, LL128 <= 35.8 x correction, Simple
+	 *   latency 14 x 28/3.4 = 115 us).
+	 * LL = LL128 at S1 = 12.753 us / (1/14.286 - 1/52.571) = 250.2 kB;
+	 * LL128 = Simple at S2 = 0.5765 us / (1/52.571 - 1/57.143) = 378.8 kB. */
+	config_platform p = tu_platform(1, 8, 1);
+	engine_group_shape s = shape(8, 8, 8);
+	double lat_ll = 6.6 + 14 * 0.6 / 3.4, lat_128 = 14 + 14 * 1.9 / 3.4, lat_s = 8.4 + 14;
+	double bw_ll = 25e9 * 8 / 14, bw_128 = 92e9 * 8 / 14, bw_s = 100e9 * 8 / 14;
+	double s1 = (lat_128 - lat_ll) * 1e-6 / (1 / bw_ll - 1 / bw_128);
+	double s2 = (lat_s - lat_128) * 1e-6 / (1 / bw_128 - 1 / bw_s);
+	ck_assert(fabs(s1 - 250.2e3) < 0.1e3 && fabs(s2 - 378.8e3) < 0.1e3);
+	const struct {
+		double bytes;
+		nccl_proto proto;
+		double lat, bw;
+	} want[] = {{0.99 * s1, NCCL_PROTO_LL, lat_ll, bw_ll},
+		    {1.01 * s1, NCCL_PROTO_LL128, lat_128, bw_128},
+		    {0.99 * s2, NCCL_PROTO_LL128, lat_128, bw_128},
+		    {1.01 * s2, NCCL_PROTO_SIMPLE, lat_s, bw_s}};
+	for (int i = 0; i < 4; i++) {
+		nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, want[i].bytes);
+		ck_assert_int_eq(k.algo, NCCL_ALGO_RING);
+		ck_assert_int_eq(k.proto, want[i].proto);
+		/* the time: NCCL's latency plus the physical ring time x bandwidth ratio, which
+		 * on this contention-free node is NCCL's own bytes / algbw */
+		ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, want[i].bytes),
+				want[i].lat * 1e-6 + want[i].bytes / want[i].bw, 1e-9);
+	}
+	/* NVLS (Hopper, NVSwitch with NVLink SHARP), at NCCL's own latencies (3.4 us step):
+	 * ring LL 6.6 + 14 x 0.6 = 15 us at 14.286 GB/s, NVLS 23 us at 100 x 5/6 = 83.33 GB/s:
+	 * NVLS from 8 us / (1/14.286 - 1/83.33) = 137.9 kB (LL128 and Simple start at 40.6 and
+	 * 56 us). */
+	p.nccl.compute_capability = 90;
+	p.nccl.nvls = true;
+	p.intra.latency = 3.4e-6;
+	double s3 = 8e-6 / (14 / (25e9 * 8) - 6 / (100e9 * 5));
+	ck_assert(fabs(s3 - 137.9e3) < 0.1e3);
+	ck_assert_int_eq(nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 0.99 * s3).algo, NCCL_ALGO_RING);
+	nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1.01 * s3);
+	ck_assert_int_eq(k.algo, NCCL_ALGO_NVLS);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1.01 * s3),
+			23e-6 + 1.01 * s3 / (100e9 * 5 / 6), 1e-9);
+	/* forcing: --alg ring --proto Simple gives the ring's Simple time at any size */
+	p.nccl.force_algo = NCCL_ALGO_RING + 1;
+	p.nccl.force_proto = NCCL_PROTO_SIMPLE + 1;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1e3), 56e-6 + 1e3 / bw_s, 1e-9);
+}
+END_TEST
+
+START_TEST(one_rank_alltoall_is_a_launch_and_a_copy)
+{
+	/* A group of one still launches NCCL's kernel and copies its buffer to itself in HBM
+	 * (read + write): 8 MB at 1000 GB/s x 1 (memory efficiency): 5 us + 2 x 8e6 / 1e12 =
+	 * 21 us; SimGrid sleeps the same (engine/simgrid/collectives.c). */
+	config_platform p = tu_platform(1, 1, 1);
+	p.coll_overhead = 5e-6;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(1, 1, 1), 8e6), 21e-6, 1e-12);
+	p.eff.memory = 0.5;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(1, 1, 1), 8e6), 37e-6, 1e-12);
+	ck_assert(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(1, 1, 1), 0) == 0);
+}
+END_TEST
+
+START_TEST(p2p_channels_slow_a_mesh_all_to_all)
+{
+	/* The all-to-all of a 4-GPU NVLink mesh (reference cluster: 80 GB/s per pair, 2 us)
+	 * no longer runs at link rate: channels 2 x 80 / 20 = 8, p2p channels 8, per peer
+	 * pow2Up(min(8, 2 x 4 links)) = 8 halved to 2 (2 x 4 ranks = 8); up to 512 KiB per
+	 * peer 2 channels each: 3 x 2 x 20 = 120 GB/s for 240 GB/s of pair links (x 2);
+	 * above, 4 per peer but 8 in all: 160 GB/s (x 1.5). An 8 MiB buffer (2 MiB per peer,
+	 * 4 channels of 512 KiB): 2 us + 1.5 x 3 x 2 MiB / 240 GB/s = 41.3 us; a 1 MiB one:
+	 * 2 us + 2 x 3 x 256 KiB / 240 GB/s = 8.55 us. */
+	config_platform p = tu_platform(1, 4, 1);
+	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
+	p.intra.pair_bandwidth = 80e9;
+	p.intra.latency = 2e-6;
+	double MiB = 1048576;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 8 * MiB),
+			2e-6 + 1.5 * 3 * 2 * MiB / 240e9, 1e-12);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), MiB),
+			2e-6 + 2 * 3 * 0.25 * MiB / 240e9, 1e-12);
+	/* up to 16 KiB per peer NCCL's p2p runs LL: twice the bytes on the wire */
+	ck_assert_int_eq(nccl_cost_of(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 64e3).proto, NCCL_PROTO_LL);
+	ck_assert_int_eq(nccl_cost_of(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 80e3).proto,
+			 NCCL_PROTO_SIMPLE);
 }
 END_TEST
 
@@ -430,6 +529,9 @@ int main(void)
 	tcase_add_test(tc, alltoall_across_nodes_is_set_by_the_nic);
 	tcase_add_test(tc, ring_collectives);
 	tcase_add_test(tc, mesh_uses_every_pair_link);
+	tcase_add_test(tc, nccl_protocol_switches_where_its_model_does);
+	tcase_add_test(tc, one_rank_alltoall_is_a_launch_and_a_copy);
+	tcase_add_test(tc, p2p_channels_slow_a_mesh_all_to_all);
 	tcase_add_test(tc, ring_channel_exits_skip_nvlink);
 	tcase_add_test(tc, leaf_uplinks_carry_every_crossing_pair);
 	tcase_add_test(tc, hierarchical_is_the_sum_of_its_phases);
