@@ -147,23 +147,49 @@ static bool pair_enabled(const config_platform *p, workload_coll c, int nodes, n
 	return true;
 }
 
-double nccl_model_time(const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
-		       double busbw_ring, nccl_algo a, nccl_proto pr, double *latency, double *algbw)
-{
-	int P = s.size, ppn = s.per_node > 0 ? s.per_node : 1;
-	int nodes = P / ppn > 0 ? P / ppn : 1;
-	if (!pair_enabled(p, c, nodes, a, pr))
-		return -1;
-	int ci = cc_index(cc_of(p)), ni = nodes <= 2 ? nodes - 1 : 2;
-	int li = nodes == 1 ? ci : 0;
-	double nch = nccl_channels(p);
-	double G = 1e9;
-	int nsteps = c == WL_COLL_ALLREDUCE ? 2 * (P - 1) : c == WL_COLL_BROADCAST ? P : P - 1;
-	int ninter = c == WL_COLL_ALLREDUCE ? (nodes > 1 ? 2 * nodes : 0) : c == WL_COLL_BROADCAST ? nodes : nodes - 1;
-	if (ninter > nsteps)
-		ninter = nsteps;
+/* What every (algorithm, protocol) pair of one call shares, computed once per call. */
+typedef struct model_ctx {
+	const config_platform *p;
+	workload_coll c;
+	int P, ppn, nodes, ci, ni, li, nsteps, ninter, cc, hwi;
+	double nch, bytes, busbw, lat_intra, lat_inter; /* link latency / NCCL's ring-Simple step */
+} model_ctx;
 
-	double bus = busbw_ring;
+static void ctx_init(model_ctx *m, const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
+		     double busbw_ring)
+{
+	m->p = p;
+	m->c = c;
+	m->P = s.size;
+	m->ppn = s.per_node > 0 ? s.per_node : 1;
+	m->nodes = m->P / m->ppn > 0 ? m->P / m->ppn : 1;
+	m->cc = cc_of(p);
+	m->ci = cc_index(m->cc);
+	m->ni = m->nodes <= 2 ? m->nodes - 1 : 2;
+	m->li = m->nodes == 1 ? m->ci : 0;
+	m->nch = nccl_channels(p);
+	m->bytes = bytes;
+	m->busbw = busbw_ring;
+	m->nsteps = c == WL_COLL_ALLREDUCE ? 2 * (m->P - 1) : c == WL_COLL_BROADCAST ? m->P : m->P - 1;
+	m->ninter = c == WL_COLL_ALLREDUCE	  ? (m->nodes > 1 ? 2 * m->nodes : 0)
+		    : c == WL_COLL_BROADCAST ? m->nodes
+					     : m->nodes - 1;
+	if (m->ninter > m->nsteps)
+		m->ninter = m->nsteps;
+	m->hwi = p->intra.fabric == CONFIG_FABRIC_PCIE ? HW_PCI : HW_NVLINK;
+	/* Latencies: NCCL's hwLat, rescaled so that the ring/Simple step equals the platform's
+	 * (calibrated) link latency; the other pairs keep NCCL's ratios to it. */
+	m->lat_intra = p->intra.latency / hw_lat[m->hwi][NCCL_ALGO_RING][NCCL_PROTO_SIMPLE];
+	m->lat_inter = p->inter.latency / hw_lat[HW_NET][NCCL_ALGO_RING][NCCL_PROTO_SIMPLE];
+}
+
+static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *latency, double *algbw)
+{
+	if (!pair_enabled(m->p, m->c, m->nodes, a, pr))
+		return -1;
+	double G = 1e9, us = 1e-6, bus = m->busbw, nch = m->nch;
+	int ci = m->ci, ni = m->ni, li = m->li, nodes = m->nodes, ppn = m->ppn, P = m->P, nsteps = m->nsteps;
+	workload_coll c = m->c;
 	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL)
 		bus = fmin(ll_max_bw[li][ni] * G, bus * ((nodes > 1 || c == WL_COLL_ALLREDUCE) ? 1.0 / 4.0 : 1.0 / 3.0));
 	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL128)
@@ -177,46 +203,50 @@ double nccl_model_time(const config_platform *p, workload_coll c, engine_group_s
 	double ratio = a == NCCL_ALGO_RING ? (double)P / nsteps : a == NCCL_ALGO_NVLS ? 5.0 / 6.0 : 0.5;
 	double bw = bus * ratio;
 
-	/* Latencies: NCCL's hwLat, rescaled so that the ring/Simple step equals the platform's
-	 * (calibrated) link latency; the other pairs keep NCCL's ratios to it. */
-	int hwi = p->intra.fabric == CONFIG_FABRIC_PCIE ? HW_PCI : HW_NVLINK;
-	double us = 1e-6;
-	double intra = hw_lat[hwi][a][pr] / hw_lat[hwi][NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] * p->intra.latency;
-	double inter = hw_lat[HW_NET][a][pr] / hw_lat[HW_NET][NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] * p->inter.latency;
+	double intra = hw_lat[m->hwi][a][pr] * m->lat_intra;
+	double inter = hw_lat[HW_NET][a][pr] * m->lat_inter;
 	double lat = base_lat[a][pr] * us;
 	if (a == NCCL_ALGO_RING) {
 		if (c == WL_COLL_BROADCAST) {
 			lat += nsteps * (nodes > 1 ? inter : intra);
 		} else {
 			double ovh = nodes > 1 ? net_overhead_us * us * (pr == NCCL_PROTO_SIMPLE ? 3 : 1) : 0;
-			lat += (nsteps - ninter) * fmax(intra, ovh) + ninter * inter;
+			lat += (nsteps - m->ninter) * fmax(intra, ovh) + m->ninter * inter;
 		}
 	} else if (a == NCCL_ALGO_TREE) {
 		lat += 2 * ((ppn - 1) * intra + log2i(nodes) * inter);
+		int ls = log2i(m->bytes / 64);
+		if (ls >= 0 && ls < 23)
+			bw *= tree_correction[pr][ls];
 	} else { /* NVLS */
 		lat = intra + (nodes > 1 ? inter : 0);
 	}
-
-	int ls = log2i(bytes / 64);
-	if (a == NCCL_ALGO_TREE && ls >= 0 && ls < 23)
-		bw *= tree_correction[pr][ls];
 	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_SIMPLE && nodes > 1 && c == WL_COLL_ALLREDUCE &&
-	    bytes / (nch * P) >= 64)
-		lat *= cc_of(p) < 80 ? 1.9 : 1.4; /* "plateau effect of ring" */
+	    m->bytes / (nch * P) >= 64)
+		lat *= m->cc < 80 ? 1.9 : 1.4; /* "plateau effect of ring" */
 	if (latency)
 		*latency = lat;
 	if (algbw)
 		*algbw = bw;
-	return lat + bytes / bw;
+	return lat + m->bytes / bw;
+}
+
+double nccl_model_time(const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
+		       double busbw_ring, nccl_algo a, nccl_proto pr, double *latency, double *algbw)
+{
+	model_ctx m;
+	ctx_init(&m, p, c, s, bytes, busbw_ring);
+	return pair_time(&m, a, pr, latency, algbw);
 }
 
 /* Ring family, spsim's ring: NCCL's choice among (algorithm, protocol). */
 static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
 			   nccl_cost k)
 {
-	double B = engine_ring_busbw(p, s);
+	model_ctx m;
+	ctx_init(&m, p, c, s, bytes, engine_ring_busbw(p, s));
 	double best = INFINITY, lat_rs = 0, bw_rs = 0, lat = 0, bw = 0;
-	nccl_model_time(p, c, s, bytes, B, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &lat_rs, &bw_rs);
+	pair_time(&m, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &lat_rs, &bw_rs);
 	k.algo = NCCL_ALGO_RING;
 	k.proto = NCCL_PROTO_SIMPLE;
 	k.latency = lat_rs;
@@ -226,7 +256,7 @@ static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_gro
 		for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++) {
 			if (p->nccl.force_proto && p->nccl.force_proto != pr + 1)
 				continue;
-			double t = nccl_model_time(p, c, s, bytes, B, (nccl_algo)a, (nccl_proto)pr, &lat, &bw);
+			double t = pair_time(&m, (nccl_algo)a, (nccl_proto)pr, &lat, &bw);
 			if (t >= 0 && t < best) { /* NCCL keeps the first of equal times */
 				best = t;
 				k.algo = (nccl_algo)a;
