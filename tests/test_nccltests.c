@@ -926,6 +926,47 @@ START_TEST(test_platform_nccl_keys)
 }
 END_TEST
 
+START_TEST(test_calibration_collectives_links)
+{
+	/* `collectives: links` (a calibration measured without NCCL, validate's CPU
+	 * transport) turns NCCL's terms off: a ring all-gather on the hand-made 8-GPU node
+	 * is then 7 x (2 us + chunk / 231 GB/s), no base latency, no launch */
+	char dir[] = "/tmp/spsim-nccl-cal-XXXXXX", path[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/c.yaml", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("calibration:\n  collectives: links\n  intra_node: {latency: 2us, bandwidth: 231GB/s}\n", f);
+	fclose(f);
+	config_calibration cal;
+	config_error e = {""};
+	ck_assert_msg(config_load_calibration(path, &cal, &e), "%s", e.msg);
+	ck_assert(cal.links_only);
+	config_platform p;
+	ck_assert_msg(config_load_platform("dgx-a100", &p, &e), "%s", e.msg);
+	config_apply_calibration(&p, &cal);
+	engine_group_shape s = {.size = 8, .per_node = 8, .active_per_node = 8};
+	assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, 8e6), 7 * (2e-6 + 1e6 / 231e9), 1e-9);
+	/* written back as read */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	ck_assert(config_write_calibration(m, &cal));
+	fclose(m);
+	expect_contains(buf, "collectives: links");
+	free(buf);
+	/* anything else is refused with its place */
+	f = fopen(path, "w");
+	fputs("calibration:\n  collectives: magic\n", f);
+	fclose(f);
+	ck_assert(!config_load_calibration(path, &cal, &e));
+	expect_contains(e.msg, "c.yaml:2:");
+	expect_contains(e.msg, "links");
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_calibration_yaml_round_trip)
 {
 	/* the calibration written by `spsim calibrate` is what --calibration reads */
@@ -1245,6 +1286,7 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cal, test_calibration_never_worse_and_within_15pct);
 	tcase_add_test(cal, test_calibration_yaml_round_trip);
 	tcase_add_test(cal, test_platform_nccl_keys);
+	tcase_add_test(cal, test_calibration_collectives_links);
 	suite_add_tcase(s, cal);
 	TCase *pred = tcase_create("predict");
 	tcase_add_test(pred, test_groups_and_placement_shapes);

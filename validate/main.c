@@ -334,6 +334,12 @@ int vcli_calibration_merge(vcli_out *o, const config_calibration *u)
 	TAKE(has_attention, attention)
 	TAKE(has_memory, memory)
 #undef TAKE
+	if (u->has_overhead) {
+		c.has_overhead = true;
+		c.overhead = u->overhead;
+	}
+	if (u->has_intra_latency || u->has_inter_latency || u->has_intra_bw || u->has_inter_bw)
+		c.links_only = u->links_only;
 	/* Write aside and rename: a crash never leaves half a calibration. */
 	FILE *f = fopen(tmp, "w");
 	if (!f) {

@@ -123,6 +123,7 @@ typedef struct config_platform {
 		int compute_capability; /* 70, 80, 90 or 100; 80 when not given (0 reads as 80) */
 		int channels;           /* ring channels; derived (engine/nccl.c) when 0 */
 		bool nvls;              /* NVLS all-reduce / all-gather / reduce-scatter available */
+		bool links_only;        /* a calibration's `collectives: links`: no NCCL terms */
 		/* Forced choices (spsim collective --alg tree|nvls, --proto): 1 + nccl_algo /
 		 * nccl_proto (engine/nccl.h), 0 = NCCL's own choice; never read from a file. */
 		int force_algo, force_proto;
@@ -153,6 +154,7 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  *     inter_node: {latency: 9us, bandwidth: 46GB/s}    # achieved, per NIC
  *     efficiency: {gemm: 0.72, attention: 0.55, memory: 0.8}
  *     collective_overhead: 0      # fixed cost per collective call (a time, or 0)
+ *     collectives: nccl           # or links: measured without NCCL (validate's CPU transport)
  *
  * Every section and key is optional; present bandwidths replace the raw link bandwidth
  * and set that link class's efficiency to 1 (the measurement already includes it). A
@@ -169,6 +171,10 @@ typedef struct config_calibration {
 	double gemm, attention, memory;
 	bool has_overhead;
 	double overhead; /* collective_overhead: fixed cost per collective call */
+	/* `collectives: links`: measured on a transport that is not NCCL (validate's CPU
+	 * transport): the engines then cost collectives on the links alone, without NCCL's
+	 * tuner, base latencies and p2p channels (docs/nccl-tests.md). Default `nccl`. */
+	bool links_only;
 } config_calibration;
 
 /* ------------------------------------------------------------------ jobs ---- */

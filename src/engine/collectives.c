@@ -258,6 +258,8 @@ static double collective_time(const config_platform *p, workload_coll c, workloa
 	case WL_COLL_ALLREDUCE:
 		if (a == WL_ALG_HIERARCHICAL)
 			return hierarchical(p, c, s, bytes);
+		if (k->link_latency) /* no NCCL terms (collectives: links): a latency per step */
+			return ring(p, c, s, bytes);
 		return k->latency + k->scale[0] * ring_steps(c, s.size) * ring_step_bw(p, s, bytes / s.size);
 	case WL_COLL_SENDRECV: {
 		/* one message between two ranks: same node when the shape keeps them together */
@@ -267,7 +269,7 @@ static double collective_time(const config_platform *p, workload_coll c, workloa
 	}
 	case WL_COLL_BROADCAST:
 		/* pipelined ring: NCCL's latency, the payload once at the slowest hop's rate */
-		if (a == WL_ALG_RING)
+		if (a == WL_ALG_RING && !k->link_latency)
 			return k->latency + k->scale[0] * ring_step_bw(p, s, bytes);
 		return (s.size - 1) * (s.size > s.per_node ? p->inter.latency : p->intra.latency) +
 		       ring_step_bw(p, s, bytes);

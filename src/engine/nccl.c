@@ -325,6 +325,8 @@ nccl_cost nccl_cost_of(const config_platform *p, workload_coll c, workload_alg a
 		k.local = 2.0 * bytes / (p->gpu.hbm_bandwidth * p->eff.memory);
 		return k;
 	}
+	if (p->nccl.links_only) /* measured without NCCL: the links alone */
+		return k;
 	if (ring_family(c) && alg == WL_ALG_RING) {
 		k.link_latency = false;
 		return ring_cost(p, c, s, bytes, k);

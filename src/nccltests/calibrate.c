@@ -63,7 +63,7 @@ static double model_time(void *vctx, int i, double latency, double bandwidth)
 	config_calibration cal;
 	memset(&cal, 0, sizeof cal);
 	/* the launch is its own term of NCCL's model, not part of the link latency */
-	cal.has_overhead = true;
+	cal.has_overhead = !m->base.nccl.links_only;
 	cal.overhead = m->base.coll_overhead;
 	if (c->inter) {
 		cal.has_inter_latency = cal.has_inter_bw = true;
@@ -376,6 +376,7 @@ bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_
 		}
 		m->base.nodes = log->nodes;
 		m->base.gpus_per_node = log->gpus_per_node;
+		m->base.nccl.links_only = opts->links_only;
 		m->orig = m->base;
 		nccltests_setup s = {.platform = &m->base, .coll = log->coll, .alg = m->alg, .gpus = log->ranks,
 				     .group_size = log->ranks, .placement = ENGINE_PLACE_CONTIGUOUS};
@@ -400,7 +401,8 @@ bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_
 	 * small sizes (fit_launch) and the links again with it, since a launch too long for
 	 * the log would otherwise be absorbed by a latency pinned at 0 and a wrong bandwidth. */
 	size_t notes_len = 0;
-	for (int pass = 0; ok && pass < 2; pass++) {
+	out->links_only = opts->links_only;
+	for (int pass = 0; ok && pass < (opts->links_only ? 1 : 2); pass++) {
 		if (pass == 1) {
 			double c = fit_launch(models, n, out, opts);
 			if (c < 0)
@@ -434,7 +436,7 @@ bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_
 			out->inter_latency = rep->inter.fit.latency;
 			out->inter_bw = rep->inter.fit.bandwidth;
 		}
-		out->has_overhead = true;
+		out->has_overhead = !opts->links_only;
 		if (pass == 0)
 			out->overhead = models[0].orig.coll_overhead;
 		if (pass == 1)
@@ -442,7 +444,7 @@ bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_
 	}
 	/* Against a platform the user gave, calibrating may not make a size worse; the
 	 * generic platform is only a starting point, nothing to hold the fit to. */
-	if (ok && n > 0 && opts->platform)
+	if (ok && n > 0 && opts->platform && !opts->links_only)
 		choose_subset(models, n, opts, out, rep);
 	for (int i = 0; i < n; i++)
 		free(models[i].shapes);
