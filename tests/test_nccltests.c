@@ -839,12 +839,16 @@ START_TEST(test_calibration_never_worse_and_within_15pct)
 	 * default), no size of the log is predicted worse than with the platform as given
 	 * (beyond nccl-tests' 3% spread, nccltests/calibrate.c), and every size >= 1 MiB is
 	 * within 15% */
-	static const char *const logs[] = {"all_reduce_perf.1x8.log", "all_gather_old.1x4.log", "a2a-2x8.log"};
-	static const char *const plats[] = {"dgx-a100", "a100-2x4-ib400"}; /* the logs ran on A100s */
-	for (int i = 0; i < 3; i++)
-		for (int k = 0; k < 2; k++) {
+	/* the fixtures ran on A100s; nccl-issue-1435 is a real published log (its URL in its
+	 * first line; 2 GPUs, no rank table), held to both generations */
+	static const char *const logs[] = {"all_reduce_perf.1x8.log", "all_gather_old.1x4.log", "a2a-2x8.log",
+					   "nccl-issue-1435.all_gather_perf.2gpu.log"};
+	static const char *const plats[] = {"dgx-a100", "a100-2x4-ib400", "dgx-h100"};
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; k < (i == 3 ? 3 : 2); k++) {
 			nccltests_log log;
-			parse_fixture(logs[i], NULL, &log);
+			nccltests_parse_opts po = {.gpus_per_node = 2};
+			parse_fixture(logs[i], i == 3 ? &po : NULL, &log);
 			config_platform p;
 			config_error e = {""};
 			ck_assert_msg(config_load_platform(plats[k], &p, &e), "%s", e.msg);

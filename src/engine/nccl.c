@@ -306,8 +306,81 @@ static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int lo
 	return k;
 }
 
+/* Everything of a platform the cost terms read (a memo key). */
+typedef struct plat_key {
+	int gpn, fabric, nics, topology, npl;
+	double intra_bw, pair_bw, intra_lat, nic_bw, inter_lat, oversub, overhead, hbm, eff_mem, eff_intra, eff_inter;
+	int cc, channels, nvls, links_only, force_algo, force_proto;
+} plat_key;
+
+static void key_of(const config_platform *p, plat_key *k)
+{
+	memset(k, 0, sizeof *k); /* padding too: keys are compared with memcmp */
+	k->gpn = p->gpus_per_node;
+	k->fabric = (int)p->intra.fabric;
+	k->nics = p->inter.nics_per_node;
+	k->topology = (int)p->inter.topology;
+	k->npl = p->inter.nodes_per_leaf;
+	k->intra_bw = p->intra.bandwidth;
+	k->pair_bw = p->intra.pair_bandwidth;
+	k->intra_lat = p->intra.latency;
+	k->nic_bw = p->inter.nic_bandwidth;
+	k->inter_lat = p->inter.latency;
+	k->oversub = p->inter.oversubscription;
+	k->overhead = p->coll_overhead;
+	k->hbm = p->gpu.hbm_bandwidth;
+	k->eff_mem = p->eff.memory;
+	k->eff_intra = p->eff.intra_link;
+	k->eff_inter = p->eff.inter_link;
+	k->cc = p->nccl.compute_capability;
+	k->channels = p->nccl.channels;
+	k->nvls = p->nccl.nvls;
+	k->links_only = p->nccl.links_only;
+	k->force_algo = p->nccl.force_algo;
+	k->force_proto = p->nccl.force_proto;
+}
+
+static nccl_cost cost_of(const config_platform *p, workload_coll c, workload_alg alg, engine_group_shape s,
+			 double bytes);
+
+/* The analytic engine costs the same few calls over and over (every layer, every
+ * configuration of a sweep on one platform): a small per-thread memo of the last ones. */
+typedef struct memo_entry {
+	bool used;
+	int c, alg, size, per_node, active;
+	double leaf_pairs, bytes;
+	plat_key pk;
+	nccl_cost k;
+} memo_entry;
+
+enum { MEMO_SIZE = 64 };
+static _Thread_local memo_entry memo[MEMO_SIZE];
+
 nccl_cost nccl_cost_of(const config_platform *p, workload_coll c, workload_alg alg, engine_group_shape s,
 		       double bytes)
+{
+	plat_key pk;
+	key_of(p, &pk);
+	unsigned long long h = (unsigned long long)c * 31 + (unsigned long long)alg;
+	h = h * 131 + (unsigned long long)s.size;
+	h = h * 131 + (unsigned long long)s.per_node;
+	h = h * 131 + (unsigned long long)s.active_per_node;
+	unsigned long long bits;
+	memcpy(&bits, &bytes, sizeof bits); /* the double's bits: no float-to-integer overflow */
+	h ^= bits * 0x9e3779b97f4a7c15ULL;
+	memo_entry *e = &memo[(h ^ (h >> 29)) % MEMO_SIZE];
+	if (e->used && e->c == (int)c && e->alg == (int)alg && e->size == s.size && e->per_node == s.per_node &&
+	    e->active == s.active_per_node && e->leaf_pairs == s.leaf_pairs && e->bytes == bytes &&
+	    memcmp(&e->pk, &pk, sizeof pk) == 0)
+		return e->k;
+	nccl_cost k = cost_of(p, c, alg, s, bytes);
+	*e = (memo_entry){.used = true, .c = (int)c, .alg = (int)alg, .size = s.size, .per_node = s.per_node,
+			  .active = s.active_per_node, .leaf_pairs = s.leaf_pairs, .bytes = bytes, .pk = pk, .k = k};
+	return k;
+}
+
+static nccl_cost cost_of(const config_platform *p, workload_coll c, workload_alg alg, engine_group_shape s,
+			 double bytes)
 {
 	nccl_cost k = {.algo = NCCL_ALGO_RING,
 		       .proto = NCCL_PROTO_SIMPLE,
