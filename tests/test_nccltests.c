@@ -1193,6 +1193,45 @@ START_TEST(test_cli_groups_and_errors)
 }
 END_TEST
 
+START_TEST(test_cli_alg_and_proto)
+{
+	/* --alg tree|nvls|ring and --proto force NCCL's choice; where NCCL cannot run it the
+	 * flag is refused with the choices (exit 2) */
+	char *out, *err;
+	/* dgx-h100 all-reduce of 1 GiB: NVLS by default; forced ring/Simple it is the ring's
+	 * busbw (370 GB/s of links) */
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-h100 -b 1G -e 1G", &out, &err), 0);
+	nccltests_log nvls;
+	parse_text(out, NULL, &nvls);
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-h100 -b 1G -e 1G --alg ring --proto Simple", &out,
+				   &err),
+			 0);
+	nccltests_log ring;
+	parse_text(out, NULL, &ring);
+	free(out), free(err);
+	ck_assert(nvls.rows[0].busbw[0] > 1.3 * ring.rows[0].busbw[0]);
+	ck_assert(ring.rows[0].busbw[0] > 360 && ring.rows[0].busbw[0] < 370);
+	nccltests_log_finish(&nvls);
+	nccltests_log_finish(&ring);
+	static const struct {
+		const char *args, *msg;
+	} bad[] = {
+		{"collective allgather --platform dgx-a100 --alg tree", "--alg tree applies only to all-reduce"},
+		{"collective allreduce --platform dgx-a100 --alg nvls", "--alg nvls needs a one-node platform"},
+		{"collective allreduce --platform dgx-h100 --alg nvls --proto LL", "NVLS runs only the Simple protocol"},
+		{"collective allreduce --platform a100-pcie --proto LL128", "NCCL enables LL128 only on NVLink"},
+		{"collective alltoall --platform dgx-a100 --proto LL128", "p2p path (all-to-all, send/recv) runs LL or Simple"},
+		{"collective allreduce --platform dgx-a100 --proto fast", "--proto 'fast' is not an NCCL protocol"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		ck_assert_int_eq(run_spsim(bad[i].args, &out, &err), 2);
+		expect_contains(err, bad[i].msg);
+		free(out), free(err);
+	}
+}
+END_TEST
+
 START_TEST(test_cli_calibrate_round_trip)
 {
 	/* spsim collective's output is an nccl-tests log: calibrating on it gives back the
@@ -1302,6 +1341,7 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cli, test_cli_collective_prints_nccl_tests);
 	tcase_add_test(cli, test_cli_groups_and_errors);
 	tcase_add_test(cli, test_cli_calibrate_round_trip);
+	tcase_add_test(cli, test_cli_alg_and_proto);
 	suite_add_tcase(s, cli);
 	return s;
 }

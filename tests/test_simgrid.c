@@ -363,6 +363,20 @@ START_TEST(alltoall_on_a_mesh_uses_every_pair_link)
 }
 END_TEST
 
+START_TEST(one_rank_alltoall_is_a_launch_and_a_copy)
+{
+	/* Groups of one GPU (BASP with as many groups as GPUs): each still launches NCCL's
+	 * kernel and copies its 8 MB buffer in HBM: 5 us + 2 x 8e6 / 1000 GB/s = 21 us, as
+	 * the analytic engine (tests/test_analytic.c) */
+	config_platform p = tu_platform(1, 2, 1);
+	p.coll_overhead = 5e-6;
+	workload_op op = comm(WL_COLL_ALLTOALL, WL_ALG_DIRECT, WL_GROUP_SP, 8e6);
+	hand h;
+	hand_init(&h, &p, 2, 1, &op, 1, 1);
+	ck_assert_close(sim(&h.in, NULL, NULL), 21e-6, 1e-9);
+}
+END_TEST
+
 static void ring_child(void *ctx, double *out, int n)
 {
 	hand *h = ctx;
@@ -1049,6 +1063,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, alltoall_direct_inside_a_node);
 	tcase_add_test(tc, alltoall_pairwise_inside_a_node);
 	tcase_add_test(tc, alltoall_on_a_mesh_uses_every_pair_link);
+	tcase_add_test(tc, one_rank_alltoall_is_a_launch_and_a_copy);
 	tcase_add_test(tc, ring_collectives_inside_a_node);
 	tcase_add_test(tc, ring_on_a_mesh_uses_disjoint_cycles);
 	tcase_add_test(tc, ring_across_nodes_paced_by_the_nic);
