@@ -102,6 +102,8 @@ int nccl_channels(const config_platform *p)
 
 static int log2i(double n)
 {
+	if (!(n < 1.8e19)) /* beyond 64 bits (and NaN): no conversion overflow */
+		return 64;
 	int l = -1;
 	for (unsigned long long v = (unsigned long long)n; v; v >>= 1)
 		l++;
