@@ -413,7 +413,7 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 	for (int k = 0; k < n; k++) {
 		f[k].lat = R->link_latency[s] ? sgx_latency(r, R->rank, f[k].peer) : 0.0;
 		/* protocol and channel share of the wire: more bytes on the same links */
-		f[k].bytes *= R->wire[s][node_of(r, R->rank) == node_of(r, f[k].peer % r->Wsim) ? 0 : 1];
+		f[k].bytes *= R->wire[s][node_of(r, R->rank) == node_of(r, f[k].peer) ? 0 : 1];
 	}
 	double elapsed = 0;
 	int posted = 0;
