@@ -1133,10 +1133,10 @@ START_TEST(test_cli_collective_prints_nccl_tests)
 	ck_assert_int_eq(log.coll, WL_COLL_ALLREDUCE);
 	ck_assert_int_eq(log.ranks, 8);
 	ck_assert_int_eq(log.n_rows, 11);
-	/* 1 GiB: NCCL's ring/Simple: 6 us per call + baseLat 8.4 us + 14 steps x 2 us +
-	 * 14 x 2^30 / 8 / 231e9 = 8176.8 us; busbw = 2^30 / t x 14/8 = 229.8 */
+	/* 1 GiB: NCCL's ring/Simple: 6 us per call + baseLat 8.4 us + 14 steps x 3.4 us +
+	 * 14 x 2^30 / 8 / 231e9 = 8196.4 us; busbw = 2^30 / t x 14/8 = 229.2 */
 	const nccltests_row *big = &log.rows[10];
-	assert_close(big->time_us[0], 6.0 + 8.4 + 14 * (2.0 + 1073741824.0 / 8 / 231e9 * 1e6), 1e-5);
+	assert_close(big->time_us[0], 6.0 + 8.4 + 14 * (3.4 + 1073741824.0 / 8 / 231e9 * 1e6), 1e-5);
 	assert_close(big->busbw[0], 1073741824.0 / (big->time_us[0] * 1e3) * 14 / 8, 1e-4);
 	nccltests_log_finish(&log);
 	free(out), free(err);
@@ -1235,7 +1235,7 @@ END_TEST
 START_TEST(test_cli_calibrate_round_trip)
 {
 	/* spsim collective's output is an nccl-tests log: calibrating on it gives back the
-	 * platform's effective links (dgx-a100: 300 GB/s x 0.77 = 231 GB/s, 2 us per step):
+	 * platform's effective links (dgx-a100: 300 GB/s x 0.77 = 231 GB/s, 3.4 us per step):
 	 * NCCL's launch and base latencies are terms of their own, so the fitted latency is
 	 * the link's and the calibration keeps the platform's 6 us launch. */
 	char *out, *err;
@@ -1253,13 +1253,13 @@ START_TEST(test_cli_calibrate_round_trip)
 	snprintf(args, sizeof args, "calibrate --from-nccl-tests %s/ar.log --platform dgx-a100 --output %s/cal.yaml", dir,
 		 dir);
 	ck_assert_int_eq(run_spsim(args, &out, &err), 0);
-	expect_contains(err, "intra_node: latency 2 us, bandwidth 231 GB/s per GPU");
+	expect_contains(err, "intra_node: latency 3.4 us, bandwidth 231 GB/s per GPU");
 	free(out), free(err);
 	snprintf(path, sizeof path, "%s/cal.yaml", dir);
 	config_calibration cal;
 	config_error e = {""};
 	ck_assert_msg(config_load_calibration(path, &cal, &e), "%s", e.msg);
-	assert_close(cal.intra_latency, 2e-6, 1e-3);
+	assert_close(cal.intra_latency, 3.4e-6, 1e-3);
 	assert_close(cal.intra_bw, 231e9, 1e-3);
 	ck_assert(cal.has_overhead);
 	assert_close(cal.overhead, 6e-6, 1e-3);
