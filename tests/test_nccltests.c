@@ -917,6 +917,9 @@ START_TEST(test_platform_nccl_keys)
 	ck_assert_int_eq(nccl_channels(&p), 8); /* 2 rings x 80 GB/s / 20 GB/s */
 	ck_assert_str_eq(platform_variant("dgx-h100", "    nvls: true\n", "    nvls: true\n    channels: 24\n", &p), "");
 	ck_assert_int_eq(nccl_channels(&p), 24);
+	/* without the key the generation is the GPU architecture's: Hopper 9.0 */
+	ck_assert_str_eq(platform_variant("dgx-h100", "    compute_capability: 90\n", "", &p), "");
+	ck_assert_int_eq(p.nccl.compute_capability, 90);
 	/* bad values name the file, line and column */
 	expect_contains(platform_variant("dgx-h100", "compute_capability: 90", "compute_capability: 85", &p),
 			"'compute_capability' 85 is not a GPU generation NCCL tunes for, expected 70, 80, 90 or 100");

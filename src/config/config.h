@@ -149,7 +149,7 @@ typedef struct config_platform {
 	 * (src/graph/tuning.cc), channels the collective channels NCCL's ring graph finds,
 	 * nvls whether the NVSwitch supports NVLink SHARP (third-generation NVSwitch, H100+). */
 	struct {
-		int compute_capability; /* 70, 80, 90 or 100; 80 when not given (0 reads as 80) */
+		int compute_capability; /* 70, 80, 90 or 100; gpu.arch's when not given (0 reads as 80) */
 		int channels;           /* ring channels; derived (engine/nccl.c) when 0 */
 		bool nvls;              /* NVLS all-reduce / all-gather / reduce-scatter available */
 		bool links_only;        /* a calibration's `collectives: links`: no NCCL terms */

@@ -147,20 +147,21 @@ static bool read_eff(const yt_node *t, config_platform *p, config_error *err)
 	       yt_double(e, "inter_link", true, 0, true, 1, &p->eff.inter_link, NULL, err);
 }
 
-/* Optional `nccl:` section. Defaults: compute capability 80 (Ampere, the generation most
- * of NCCL's tuning constants were measured on, src/graph/tuning.cc), channels derived from
+/* Optional `nccl:` section. Defaults: the compute capability of the GPU's architecture
+ * (`gpu.arch`: Ampere 8.0, Hopper 9.0; CUDA C Programming Guide, compute capabilities
+ * table), channels derived from
  * the fabric (engine/nccl.c, nccl_channels), no NVLS (NCCL enables it only on NVSwitch
  * systems whose switches support NVLink SHARP, src/transport/nvls.cc ncclNvlsInit). */
 static bool read_nccl(const yt_node *t, config_platform *p, config_error *err)
 {
 	static const char *const keys[] = {"compute_capability", "channels", "nvls", NULL};
-	p->nccl.compute_capability = 80;
+	long cc = p->gpu.arch == CONFIG_ARCH_HOPPER ? 90 : 80, ch = 0;
+	p->nccl.compute_capability = (int)cc;
 	p->nccl.channels = 0;
 	p->nccl.nvls = false;
 	p->nccl.force_algo = p->nccl.force_proto = 0;
 	const yt_node *n;
 	bool found = false;
-	long cc = 80, ch = 0;
 	if (!yt_map(t, "nccl", false, &n, err))
 		return false;
 	if (!n)
