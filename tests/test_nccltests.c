@@ -1213,7 +1213,11 @@ START_TEST(test_cli_alg_and_proto)
 	nccltests_log ring;
 	parse_text(out, NULL, &ring);
 	free(out), free(err);
-	ck_assert(nvls.rows[0].busbw[0] > 1.3 * ring.rows[0].busbw[0]);
+	/* NVLS: 16 channels x 20.6 GB/s = 329.6 GB/s bus, algbw x 5/6 = 274.7 GB/s, busbw
+	 * x 14/8 = 480.6 GB/s, the ~480 (algbw ~275) NCCL's maintainers quote for 8 H100s
+	 * (NVIDIA/nccl-tests issue #212); minus the launch and latency at 1 GiB */
+	ck_assert(nvls.rows[0].busbw[0] > 475 && nvls.rows[0].busbw[0] < 481);
+	ck_assert(nvls.rows[0].busbw[0] > 1.25 * ring.rows[0].busbw[0]);
 	ck_assert(ring.rows[0].busbw[0] > 360 && ring.rows[0].busbw[0] < 370);
 	nccltests_log_finish(&nvls);
 	nccltests_log_finish(&ring);

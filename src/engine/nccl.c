@@ -40,6 +40,9 @@ static const double net_overhead_us = 1.0;
 static const double p2p_ll_threshold = 16384;
 /* init.cc computeBuffSizes: NCCL_P2P_NVL_CHUNKSIZE 512 KiB, NCCL_P2P_NET_CHUNKSIZE 128 KiB. */
 static const double p2p_nvl_chunk = 524288;
+/* NCCL_NVLS_NCHANNELS default: NVLS runs 16 channels (src/transport/nvls.cc), each at
+ * most one NVLink's bandwidth (the NVLS graph's bwIntra). */
+static const int nvls_channels = 16;
 /* NCCL_MAX_P2P_NCHANNELS default (MAXCHANNELS, src/include/device.h). */
 static const int p2p_max_channels = 32;
 
@@ -202,6 +205,8 @@ static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *
 		bus = fmin(bus / 3.8, ll_max_bw[li][ni] * G);
 	if (a == NCCL_ALGO_TREE && pr == NCCL_PROTO_LL128)
 		bus = fmin(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * per_ch_tree_ll128[ci][ni] * G);
+	if (a == NCCL_ALGO_NVLS)
+		bus = fmin(bus, nvls_channels * nvlink_bw(m->cc));
 	double ratio = a == NCCL_ALGO_RING ? (double)P / nsteps : a == NCCL_ALGO_NVLS ? 5.0 / 6.0 : 0.5;
 	double bw = bus * ratio;
 
