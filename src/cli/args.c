@@ -414,7 +414,8 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 	if (a->nodes)
 		a->p.nodes = a->nodes;
 	if (a->calibration[0]) {
-		if (!config_load_calibration(a->calibration, &a->cal, &err)) {
+		if (!config_load_calibration(a->calibration, &a->cal, &err) ||
+		    !config_calibration_check(&a->cal, &a->p, &err)) {
 			fprintf(stderr, "spsim: %s\n", err.msg);
 			return false;
 		}
