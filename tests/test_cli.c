@@ -126,7 +126,7 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	expect(o, 2, "unknown option '--bogus'");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--strategy", "tree", NULL);
-	expect(o, 2, "--strategy: unknown strategy 'tree', expected ulysses, basp or ring");
+	expect(o, 2, "--strategy: unknown strategy 'tree', expected ulysses, basp, ring or usp");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--strategy", "basp", "--micro-batch", "3", NULL);
 	expect(o, 2, "BASP needs the micro-batch to divide the SP size");

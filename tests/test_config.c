@@ -1033,14 +1033,14 @@ END_TEST
 START_TEST(job_errors)
 {
 	expect_error(JOB, "job_bad_zero.yaml", "3:9: 'zero' must be an integer from 0 to 3, got '5'");
-	expect_error(JOB, "job_bad_strategy.yaml", "2:13: 'strategy' must be one of: ulysses, basp, ring, got 'tree'");
+	expect_error(JOB, "job_bad_strategy.yaml", "2:13: 'strategy' must be one of: ulysses, basp, ring, usp, got 'tree'");
 	expect_error(JOB, "job_bad_overlap.yaml", "2:17: 'zero_overlap' must be true, false or default, got 'sometimes'");
 	expect_error(JOB, "job_unknown_key.yaml",
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
 		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
-		     "attention_kernel, impl, memory_reserve, basp_inner, cp_split");
-	expect_error(JOB, "job_bad_inner.yaml", "3:15: 'basp_inner' must be one of: ulysses, ring, got 'tree'");
+		     "attention_kernel, impl, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree");
+	expect_error(JOB, "job_bad_inner.yaml", "3:15: 'basp_inner' must be one of: ulysses, ring, usp, got 'tree'");
 	expect_error(JOB, "job_bad_split.yaml", "3:13: 'cp_split' must be one of: zigzag, naive, got 'spiral'");
 	expect_error(JOB, "job_bad_impl.yaml", "3:9: 'impl' must be one of: hf, megatron, got 'deepspeed'");
 	expect_error(JOB, "job_bad_reserve.yaml",

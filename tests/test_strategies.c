@@ -229,6 +229,16 @@ START_TEST(basp_over_ring_bytes)
 }
 END_TEST
 
+/* Analytic and SimGrid step times of one job within 1%. */
+static void engines_agree(const config_platform *p, config_job j, size_t i)
+{
+	workload_plan plan;
+	plan_of(p, &j, &plan);
+	double a = step_of("analytic", p, &j, &plan), s = step_of("simgrid", p, &j, &plan);
+	ck_assert_msg(fabs(a - s) <= 0.01 * s, "case %zu: analytic %.9g vs simgrid %.9g", i, a, s);
+	workload_plan_finish(&plan);
+}
+
 /* The two engines agree on contention-free cases (one ring per node, or one GPU per
  * node): within 1%. */
 START_TEST(engines_agree_on_ring)
@@ -250,11 +260,7 @@ START_TEST(engines_agree_on_ring)
 		config_job j = tu_job(cases[i].s, W, W, cases[i].B, 16384, 0);
 		j.basp_inner = CONFIG_STRATEGY_RING;
 		j.cp_split = cases[i].split;
-		workload_plan plan;
-		plan_of(&p, &j, &plan);
-		double a = step_of("analytic", &p, &j, &plan), s = step_of("simgrid", &p, &j, &plan);
-		ck_assert_msg(fabs(a - s) <= 0.01 * s, "case %zu: analytic %.9g vs simgrid %.9g", i, a, s);
-		workload_plan_finish(&plan);
+		engines_agree(&p, j, i);
 	}
 }
 END_TEST
@@ -300,7 +306,7 @@ START_TEST(strategy_specs_parse)
 	ck_assert_str_eq(config_strategy_label(&j, buf, sizeof buf), "ring");
 	ck_assert(!config_strategy_parse("ring:sp=4", &j, NULL, &err)); /* sp= only where allowed */
 	ck_assert(!config_strategy_parse("usp2", &j, NULL, &err));
-	ck_assert_ptr_nonnull(strstr(err.msg, "ulysses, basp or ring"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "ulysses, basp, ring or usp"));
 	ck_assert(!config_strategy_parse("basp:inner=tree", &j, NULL, &err));
 	ck_assert_ptr_nonnull(strstr(err.msg, "inner=ring"));
 	ck_assert(!config_strategy_parse("ulysses:split=naive", &j, NULL, &err));
@@ -339,6 +345,136 @@ START_TEST(ring_memory)
 }
 END_TEST
 
+
+static config_job usp_job(int gpus, int B, long S, int U, int R)
+{
+	config_job j = tu_job(CONFIG_STRATEGY_USP, gpus, gpus, B, S, 0);
+	j.ulysses_degree = U;
+	j.ring_degree = R;
+	return j;
+}
+
+static double sp_bytes_of(const config_platform *p, config_job j)
+{
+	workload_plan plan;
+	plan_of(p, &j, &plan);
+	workload_volume v;
+	workload_volume_of(&plan, &v);
+	workload_plan_finish(&plan);
+	return v.sp_bytes;
+}
+
+/* USP bytes are the sum of its parts. U = 2, R = 2 on 4 GPUs, S = 64, t = 16: the
+ * all-to-alls are Ulysses' over U = 2 on S/R = 32 tokens (t = 16 as well: Q 16·4·16·2 =
+ * 2048 B, K and V 16·2·16·2 = 1024 B each), the ring is a ring of R = 2 over S = 64 with
+ * a/U = 2 heads and g/U = 1 kv head (a KV block of 32·2·1·16·2 = 2048 B). */
+START_TEST(usp_bytes_are_the_sum_of_its_parts)
+{
+	config_platform p4 = tu_platform(1, 4, 1), p2 = tu_platform(1, 2, 1);
+	double usp = sp_bytes_of(&p4, usp_job(4, 1, 64, 2, 2));
+	double uly = sp_bytes_of(&p2, tu_job(CONFIG_STRATEGY_ULYSSES, 2, 2, 1, 32, 0));
+	config_model full = M;
+	M.heads = 2, M.kv_heads = 1, M.hidden = 32;
+	double ring = sp_bytes_of(&p2, ring_job(2, 1, 64, CONFIG_CP_SPLIT_ZIGZAG));
+	M = full;
+	ck_assert_double_eq(usp, uly + ring);
+	/* by hand, per layer: 8 all-to-alls (forward Q, K, V, O; backward dO, dQ, dK, dV)
+	 * = 2 x (2048 + 1024 + 1024 + 2048); ring: 1 KV forward, 1 KV and 2 fp32 dKV backward
+	 * = 2048 + 2048 + 2 x 4096; L = 2 layers */
+	ck_assert_double_eq(usp, 2.0 * (2 * 6144.0 + 2048 + 2048 + 8192));
+	workload_plan plan;
+	config_job j = usp_job(4, 1, 64, 2, 2);
+	plan_of(&p4, &j, &plan);
+	ck_assert_double_eq(tu_find(&plan, "layer_fwd", "ring_kv")->bytes, 2048.0);
+	ck_assert_double_eq(tu_find(&plan, "layer_fwd", "a2a_q")->bytes, 2048.0);
+	ck_assert_int_eq(plan.layout.heads_per_rank, 2);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+/* U = P is Ulysses and R = P is ring attention, exactly; BASP over USP with B = 1 is USP. */
+START_TEST(usp_edges_are_ulysses_and_ring)
+{
+	config_platform p = tu_platform(2, 4, 1);
+	struct {
+		config_job a, b;
+	} pairs[] = {
+		{usp_job(8, 1, 1024, 4, 2), usp_job(8, 1, 1024, 4, 2)},
+		{usp_job(8, 2, 1024, 1, 8), ring_job(8, 2, 1024, CONFIG_CP_SPLIT_ZIGZAG)},
+	};
+	pairs[0].b.strategy = CONFIG_STRATEGY_BASP;
+	pairs[0].b.basp_inner = CONFIG_STRATEGY_USP;
+	for (size_t i = 0; i < 2; i++) {
+		workload_plan pa, pb;
+		plan_of(&p, &pairs[i].a, &pa);
+		plan_of(&p, &pairs[i].b, &pb);
+		ck_assert_double_eq(step_of("analytic", &p, &pairs[i].a, &pa), step_of("analytic", &p, &pairs[i].b, &pb));
+		ck_assert_double_eq(pa.memory.peak, pb.memory.peak);
+		workload_plan_finish(&pa);
+		workload_plan_finish(&pb);
+	}
+	/* U = P = 4 heads: Ulysses over 4 (the tiny model's 4 heads allow it) */
+	config_platform p1 = tu_platform(1, 4, 1);
+	config_job u = usp_job(4, 1, 256, 4, 1), x = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 256, 0);
+	workload_plan pu, px;
+	plan_of(&p1, &u, &pu);
+	plan_of(&p1, &x, &px);
+	ck_assert_double_eq(step_of("analytic", &p1, &u, &pu), step_of("analytic", &p1, &x, &px));
+	ck_assert_double_eq(pu.memory.peak, px.memory.peak);
+	workload_plan_finish(&pu);
+	workload_plan_finish(&px);
+}
+END_TEST
+
+/* Degrees: derived (U the largest in a node that splits the heads), checked (exit 2 with
+ * the valid pairs). */
+START_TEST(usp_degrees)
+{
+	config_platform p = tu_platform(2, 4, 1);
+	config_error err;
+	config_job j = usp_job(8, 1, 1024, 0, 0);
+	ck_assert_msg(workload_check(&M, &p, &j, &err), "%s", err.msg);
+	ck_assert_int_eq(j.ulysses_degree, 4); /* G = 4, a = 4 */
+	ck_assert_int_eq(j.ring_degree, 2);
+	j = usp_job(8, 1, 1024, 0, 8);
+	ck_assert(workload_check(&M, &p, &j, &err));
+	ck_assert_int_eq(j.ulysses_degree, 1);
+	j = usp_job(8, 1, 1024, 3, 0);
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "{1x8, 2x4, 4x2}")); /* 8x1: 8 > 4 heads */
+	j = usp_job(8, 1, 1024, 8, 1);
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "4 heads"));
+	j = usp_job(8, 1, 1024, 4, 4);
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	/* degrees on a strategy that has none */
+	j = ring_job(8, 1, 1024, CONFIG_CP_SPLIT_ZIGZAG);
+	j.ring_degree = 8;
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "USP only"));
+	/* the sequence: zigzag over R = 2 with U = 4 inside: 16 chunks */
+	j = usp_job(8, 1, 1000, 4, 2);
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "multiple of 16"));
+	/* USP keeps its all-to-alls, so --a2a applies */
+	j = usp_job(8, 1, 1024, 4, 2);
+	j.a2a = CONFIG_A2A_PAIRWISE;
+	ck_assert_msg(workload_check(&M, &p, &j, &err), "%s", err.msg);
+}
+END_TEST
+
+/* The engines agree on USP, rings strided across nodes included. */
+START_TEST(engines_agree_on_usp)
+{
+	int cases[][4] = {{1, 4, 2, 2}, {2, 4, 2, 4}, {2, 4, 4, 2}, {4, 2, 2, 4}};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		config_platform p = tu_platform(cases[i][0], cases[i][1], 1);
+		int W = cases[i][0] * cases[i][1];
+		engines_agree(&p, usp_job(W, 1, 16384, cases[i][2], cases[i][3]), i);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("strategies");
@@ -355,6 +491,10 @@ int main(void)
 	tcase_add_test(tc, bad_ring_input);
 	tcase_add_test(tc, strategy_specs_parse);
 	tcase_add_test(tc, ring_memory);
+	tcase_add_test(tc, usp_bytes_are_the_sum_of_its_parts);
+	tcase_add_test(tc, usp_edges_are_ulysses_and_ring);
+	tcase_add_test(tc, usp_degrees);
+	tcase_add_test(tc, engines_agree_on_usp);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -9,7 +9,7 @@
 
 #define SET(bit) (1u << (bit))
 enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A,
-       S_UNEVEN, S_ATTN, S_IMPL, S_RESERVE };
+       S_UNEVEN, S_ATTN, S_IMPL, S_RESERVE, S_UDEG, S_RDEG };
 
 const struct option cli_job_options[] = {
 	{"model", required_argument, NULL, CLI_OPT_MODEL},
@@ -37,6 +37,8 @@ const struct option cli_job_options[] = {
 	{"placement", required_argument, NULL, CLI_OPT_PLACEMENT},
 	{"help", no_argument, NULL, CLI_OPT_HELP},
 	{"a2a", required_argument, NULL, CLI_OPT_A2A},
+	{"ulysses-degree", required_argument, NULL, CLI_OPT_ULYSSES_DEGREE},
+	{"ring-degree", required_argument, NULL, CLI_OPT_RING_DEGREE},
 	{"basp-uneven", required_argument, NULL, CLI_OPT_BASP_UNEVEN},
 	{"attention-kernel", required_argument, NULL, CLI_OPT_ATTENTION_KERNEL},
 	{"impl", required_argument, NULL, CLI_OPT_IMPL},
@@ -70,9 +72,9 @@ void cli_job_help(FILE *f)
 	      "                           grad_accum, zero, recompute, dtype, zero_overlap, ...); flags override it\n"
 	      "Job:\n"
 	      "  --gpus W                 world size (default: every GPU of the platform)\n"
-	      "  --strategy ulysses|basp|ring  sequence parallelism (default ulysses); ring attention\n"
-	      "                           (context parallelism) as ring[:split=zigzag|naive], BASP over it\n"
-	      "                           as basp:inner=ring\n"
+	      "  --strategy ulysses|basp|ring|usp  sequence parallelism (default ulysses); ring attention\n"
+	      "                           (context parallelism) as ring[:split=zigzag|naive], USP as\n"
+	      "                           usp[:u=U:r=R], BASP over them as basp:inner=ring|usp[:u=U:r=R]\n"
 	      "  --sp N                   SP domain size (default W; W/N data-parallel replicas)\n"
 	      "  --micro-batch B          sequences per SP domain per micro-step (default 1)\n"
 	      "  --seq-len S              tokens per sequence; K and M suffixes: 16K = 16384 (required)\n"
@@ -84,6 +86,8 @@ void cli_job_help(FILE *f)
 	      "  --reduce-bucket E, --allgather-bucket E, --prefetch-bucket E   ZeRO bucket sizes in elements\n"
 	      "                           (DeepSpeed defaults 5e8, 5e8, 5e7)\n"
 	      "  --fp32-grad-comm on|off|default  gradient reduction in fp32 (default: on when SP > 1)\n"
+	      "  --ulysses-degree U, --ring-degree R  USP's degrees (--strategy usp, basp:inner=usp):\n"
+	      "                           U x R = the SP group; default U the largest in a node\n"
 	      "  --a2a direct|pairwise|hierarchical  SP all-to-all algorithm (default direct, as NCCL);\n"
 	      "                           hierarchical helps groups that span nodes\n"
 	      "  --basp-uneven error|unequal|extra-step  BASP when the micro-batch does not divide --sp:\n"
@@ -291,6 +295,15 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 			j->prefetch_bucket_elems = d, a->set |= SET(S_PB);
 		return 1;
 	}
+	case CLI_OPT_ULYSSES_DEGREE:
+	case CLI_OPT_RING_DEGREE: {
+		bool u = id == CLI_OPT_ULYSSES_DEGREE;
+		if (!cli_parse_int(u ? "--ulysses-degree" : "--ring-degree", arg, 1, 1 << 20, &v))
+			return -1;
+		*(u ? &j->ulysses_degree : &j->ring_degree) = (int)v;
+		a->set |= u ? SET(S_UDEG) : SET(S_RDEG);
+		return 1;
+	}
 	case CLI_OPT_A2A:
 		if (strcmp(arg, "direct") == 0)
 			j->a2a = CONFIG_A2A_DIRECT;
@@ -403,6 +416,8 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_STRATEGY, strategy)
 		TAKE(S_STRATEGY, basp_inner)
 		TAKE(S_STRATEGY, cp_split)
+		TAKE(S_UDEG, ulysses_degree)
+		TAKE(S_RDEG, ring_degree)
 		TAKE(S_SP, sp)
 		TAKE(S_MB, micro_batch)
 		TAKE(S_SEQ, seq_len)

@@ -64,6 +64,8 @@ enum {
 	CLI_OPT_IMPL,
 	CLI_OPT_MEMORY_RESERVE,
 	CLI_OPT_ATTENTION_KERNEL,
+	CLI_OPT_ULYSSES_DEGREE,
+	CLI_OPT_RING_DEGREE,
 	CLI_OPT_FIRST_FREE, /* commands number their own options from here */
 };
 

@@ -143,6 +143,12 @@ static bool parse_strategy(const char *spec, config_job *job)
 		fprintf(stderr, "spsim compare: --strategies: %s\n", e.msg);
 		return false;
 	}
+	if (!config_job_usp(job)) /* USP's degrees */
+		job->ulysses_degree = job->ring_degree = 0;
+	else if (strstr(spec, ":u=") || strstr(spec, ":r="))
+		; /* the spec's own */
+	else
+		job->ulysses_degree = job->ring_degree = 0; /* derived per entry */
 	return true;
 }
 

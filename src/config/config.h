@@ -281,7 +281,14 @@ void config_calibration_attn_points(const config_calibration *c, config_platform
 /* ------------------------------------------------------------------ jobs ---- */
 /* RING: ring attention / context parallelism over the SP domain (Megatron-Core's
  * cp_comm_type p2p: TransformerEngine AttnFuncWithCPAndKVP2P; ring-flash-attention). */
-typedef enum config_strategy { CONFIG_STRATEGY_ULYSSES, CONFIG_STRATEGY_BASP, CONFIG_STRATEGY_RING } config_strategy;
+/* USP: Ulysses of degree U inside ring attention of degree R (SP = U x R; Fang & Zhao,
+ * arXiv 2405.07719, yunchang's LongContextAttention). */
+typedef enum config_strategy {
+	CONFIG_STRATEGY_ULYSSES,
+	CONFIG_STRATEGY_BASP,
+	CONFIG_STRATEGY_RING,
+	CONFIG_STRATEGY_USP
+} config_strategy;
 /* How ring attention splits a sequence over R ranks: zigzag (two chunks i and 2R-1-i per
  * rank, causal work balanced: ring-flash-attention zigzag_ring_flash_attn.py, Megatron-CP
  * get_batch_on_this_cp_rank) or naive (one contiguous chunk per rank). */
@@ -325,7 +332,9 @@ typedef struct config_job {
 	bool memory_reserve_set;     /* memory_reserve given (job key or --memory-reserve) */
 	double memory_reserve;       /* bytes; wins over the platform's and the default */
 	int attention_kernel;        /* config_attn_kernel, or -1: the platform's attention_kernel */
-	config_strategy basp_inner;  /* BASP: what each group of K ranks runs (ulysses or ring) */
+	config_strategy basp_inner;  /* BASP: what each group of K ranks runs (ulysses, ring or usp) */
+	int ulysses_degree;          /* USP: U (0: derived; workload_check fills it in) */
+	int ring_degree;             /* USP: R (0: derived; U x R = the SP group) */
 	config_cp_split cp_split;    /* ring attention's sequence split (default zigzag) */
 } config_job;
 
@@ -340,7 +349,7 @@ bool config_job_fp32_grad_comm(const config_job *job, int sp);
 config_attn_kernel config_job_attention_kernel(const config_job *job, const config_platform *p);
 
 /* The spellings of the enums in YAML, flags and reports (names.c), indexed by value. */
-extern const char *const config_strategy_names[3];
+extern const char *const config_strategy_names[4];
 extern const char *const config_cp_split_names[2];
 extern const char *const config_recompute_names[2];
 extern const char *const config_a2a_names[3];
@@ -351,16 +360,19 @@ extern const char *const config_topology_names[3];
 extern const char *const config_gpu_arch_names[2];
 extern const char *const config_attn_kernel_names[CONFIG_ATTN_KERNELS];
 
-/* Parses a strategy spec NAME[:key=value]...: NAME ulysses | basp | ring; keys
- * inner=ulysses|ring (basp), split=zigzag|naive (ring, or basp with inner=ring), and
- * sp=N when sp is non-NULL. Sets job->strategy, basp_inner, cp_split (and *sp). On bad
+/* Parses a strategy spec NAME[:key=value]...: NAME ulysses | basp | ring | usp; keys
+ * inner=ulysses|ring|usp (basp), split=zigzag|naive (ring attention: ring, usp, or basp
+ * with inner=ring|usp), u=U and r=R (usp), and sp=N when sp is non-NULL. Sets
+ * job->strategy, basp_inner, cp_split, ulysses_degree, ring_degree (and *sp). On bad
  * input writes a sentence naming the valid choices. */
 bool config_strategy_parse(const char *spec, config_job *job, int *sp, config_error *err);
 /* The label of a job's strategy: "ulysses", "basp", "ring", "basp:inner=ring",
  * "ring:split=naive" (into buf). */
 const char *config_strategy_label(const config_job *job, char *buf, size_t len);
-/* True when the job runs ring attention (ring, or basp with inner=ring). */
+/* True when the job runs ring attention (ring, usp, or basp with inner=ring|usp). */
 bool config_job_ring(const config_job *job);
+/* True when the job runs USP (usp, or basp with inner=usp). */
+bool config_job_usp(const config_job *job);
 
 /* ---------------------------------------------------------------- loaders --- */
 /* Directories searched for shipped names, in order: $SPSIM_DATA_DIR, the build tree's
@@ -380,8 +392,10 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *   job:
  *     model: llama-3.1-8b        # shipped name or path
  *     platform: a100-2x4-ib400
- *     strategy: basp             # ulysses | basp | ring
- *     basp_inner: ring           # ulysses | ring: what each BASP group runs
+ *     strategy: basp             # ulysses | basp | ring | usp
+ *     basp_inner: ring           # ulysses | ring | usp: what each BASP group runs
+ *     ulysses_degree: 4          # USP: U (default: derived, inside a node)
+ *     ring_degree: 2             # USP: R (U x R = the SP group)
  *     cp_split: zigzag           # zigzag | naive: ring attention's sequence split
  *     micro_batch: 4
  *     seq_len: 32768

@@ -51,24 +51,24 @@ static const char *const job_keys[] = {
 	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
 	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",
 	"attention_kernel", "impl",         "memory_reserve",   "basp_inner",     "cp_split",
-	NULL,
+	"ulysses_degree", "ring_degree", NULL,
 };
 
 static bool job_read(const yt_doc *doc, config_job *job, char *model, char *platform, char *calibration,
 		     int *nodes, config_error *err)
 {
 	static const char *const dtypes[] = {"bf16"};
-	static const char *const basp_inners[] = {"ulysses", "ring"};
+	static const char *const basp_inners[] = {"ulysses", "ring", "usp"};
 	const yt_node *t;
 	if (!yt_top(doc, "job", &t, err) || !yt_check_keys(t, job_keys, err))
 		return false;
 	int strategy = job->strategy, recompute = job->recompute, dtype = job->dtype, a2a = job->a2a,
 	    uneven = job->basp_uneven, attn = job->attention_kernel, impl = job->impl,
-	    inner = job->basp_inner == CONFIG_STRATEGY_RING, split = job->cp_split;
+	    inner = job->basp_inner == CONFIG_STRATEGY_RING ? 1 : job->basp_inner == CONFIG_STRATEGY_USP ? 2 : 0, split = job->cp_split;
 	long zero = job->zero_stage;
 	bool has_fp32 = false, has_reserve = false;
 	double reserve = 0;
-	if (!yt_enum(t, "strategy", false, config_strategy_names, 3, &strategy, NULL, err) ||
+	if (!yt_enum(t, "strategy", false, config_strategy_names, 4, &strategy, NULL, err) ||
 	    !yt_posint(t, "gpus", false, &job->gpus, NULL, err) || !yt_posint(t, "sp", false, &job->sp, NULL, err) ||
 	    !yt_posint(t, "micro_batch", false, &job->micro_batch, NULL, err) ||
 	    !yt_int(t, "seq_len", false, 1, LONG_MAX, &job->seq_len, NULL, err) ||
@@ -80,7 +80,9 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	    !yt_enum(t, "basp_uneven", false, config_basp_uneven_names, 3, &uneven, NULL, err) ||
 	    !yt_enum(t, "attention_kernel", false, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &attn, NULL, err) ||
 	    !yt_enum(t, "impl", false, config_impl_names, 2, &impl, NULL, err) ||
-	    !yt_enum(t, "basp_inner", false, basp_inners, 2, &inner, NULL, err) ||
+	    !yt_enum(t, "basp_inner", false, basp_inners, 3, &inner, NULL, err) ||
+	    !yt_posint(t, "ulysses_degree", false, &job->ulysses_degree, NULL, err) ||
+	    !yt_posint(t, "ring_degree", false, &job->ring_degree, NULL, err) ||
 	    !yt_enum(t, "cp_split", false, config_cp_split_names, 2, &split, NULL, err) ||
 	    !yt_size_or_zero(t, "memory_reserve", &reserve, &has_reserve, err) ||
 	    !yt_double(t, "reduce_bucket", false, 0, true, INFINITY, &job->reduce_bucket_elems, NULL, err) ||
@@ -95,7 +97,7 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	job->basp_uneven = (config_basp_uneven)uneven;
 	job->attention_kernel = attn;
 	job->impl = (config_impl)impl;
-	job->basp_inner = inner == 1 ? CONFIG_STRATEGY_RING : CONFIG_STRATEGY_ULYSSES;
+	job->basp_inner = inner == 1 ? CONFIG_STRATEGY_RING : inner == 2 ? CONFIG_STRATEGY_USP : CONFIG_STRATEGY_ULYSSES;
 	job->cp_split = (config_cp_split)split;
 	if (has_reserve) {
 		job->memory_reserve_set = true;

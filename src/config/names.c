@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const config_strategy_names[3] = {"ulysses", "basp", "ring"};
+const char *const config_strategy_names[4] = {"ulysses", "basp", "ring", "usp"};
 const char *const config_cp_split_names[2] = {"zigzag", "naive"};
 const char *const config_recompute_names[2] = {"none", "full"};
 const char *const config_a2a_names[3] = {"direct", "pairwise", "hierarchical"};
@@ -19,21 +19,32 @@ const char *const config_gpu_arch_names[2] = {"ampere", "hopper"};
 const char *const config_attn_kernel_names[CONFIG_ATTN_KERNELS] = {"flash-attn-2", "flash-attn-3", "cudnn"};
 const char *const config_impl_names[2] = {"hf", "megatron"};
 
+bool config_job_usp(const config_job *job)
+{
+	return job->strategy == CONFIG_STRATEGY_USP ||
+	       (job->strategy == CONFIG_STRATEGY_BASP && job->basp_inner == CONFIG_STRATEGY_USP);
+}
+
 bool config_job_ring(const config_job *job)
 {
-	return job->strategy == CONFIG_STRATEGY_RING ||
+	return job->strategy == CONFIG_STRATEGY_RING || config_job_usp(job) ||
 	       (job->strategy == CONFIG_STRATEGY_BASP && job->basp_inner == CONFIG_STRATEGY_RING);
 }
 
 const char *config_strategy_label(const config_job *job, char *buf, size_t len)
 {
 	const char *split = job->cp_split == CONFIG_CP_SPLIT_NAIVE ? ":split=naive" : "";
-	if (job->strategy == CONFIG_STRATEGY_BASP && job->basp_inner == CONFIG_STRATEGY_RING)
-		snprintf(buf, len, "basp:inner=ring%s", split);
-	else if (job->strategy == CONFIG_STRATEGY_RING)
-		snprintf(buf, len, "ring%s", split);
+	char deg[48] = "";
+	if (config_job_usp(job) && (job->ulysses_degree > 0 || job->ring_degree > 0))
+		snprintf(deg, sizeof deg, ":u=%d:r=%d", job->ulysses_degree, job->ring_degree);
+	bool basp = job->strategy == CONFIG_STRATEGY_BASP;
+	config_strategy inner = basp ? job->basp_inner : job->strategy;
+	if (basp && inner == CONFIG_STRATEGY_ULYSSES)
+		snprintf(buf, len, "basp");
+	else if (inner == CONFIG_STRATEGY_ULYSSES)
+		snprintf(buf, len, "ulysses");
 	else
-		snprintf(buf, len, "%s", config_strategy_names[job->strategy]);
+		snprintf(buf, len, "%s%s%s%s", basp ? "basp:inner=" : "", config_strategy_names[inner], deg, split);
 	return buf;
 }
 
@@ -46,24 +57,40 @@ static void take(char *dst, size_t cap, const char *s, size_t n)
 	dst[n] = '\0';
 }
 
+static bool parse_pos(const char *v, int *out)
+{
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (errno || end == v || *end || x < 1 || x > INT_MAX)
+		return false;
+	*out = (int)x;
+	return true;
+}
+
+static bool strategy_of(const char *name, config_strategy *s)
+{
+	for (int i = 0; i < 4; i++)
+		if (strcmp(name, config_strategy_names[i]) == 0) {
+			*s = (config_strategy)i;
+			return true;
+		}
+	return false;
+}
+
 bool config_strategy_parse(const char *spec, config_job *job, int *sp, config_error *err)
 {
 	char name[32];
 	const char *colon = strchr(spec, ':');
 	take(name, sizeof name, spec, colon ? (size_t)(colon - spec) : strlen(spec));
 	config_strategy s;
-	if (strcmp(name, "ulysses") == 0)
-		s = CONFIG_STRATEGY_ULYSSES;
-	else if (strcmp(name, "basp") == 0)
-		s = CONFIG_STRATEGY_BASP;
-	else if (strcmp(name, "ring") == 0)
-		s = CONFIG_STRATEGY_RING;
-	else
-		return config_fail(err, "unknown strategy '%s', expected ulysses, basp or ring (options: basp:inner=ring, ring:split=naive%s)",
+	if (!strategy_of(name, &s))
+		return config_fail(err,
+				   "unknown strategy '%s', expected ulysses, basp, ring or usp (options: basp:inner=ring|usp, ring:split=naive, usp:u=U:r=R%s)",
 				   name, sp ? ", NAME:sp=N" : "");
 	config_strategy inner = CONFIG_STRATEGY_ULYSSES;
 	config_cp_split split = CONFIG_CP_SPLIT_ZIGZAG;
-	int n_sp = 0;
+	int n_sp = 0, u = 0, r = 0;
 	while (colon) {
 		const char *opt = colon + 1;
 		colon = strchr(opt, ':');
@@ -75,12 +102,8 @@ bool config_strategy_parse(const char *spec, config_job *job, int *sp, config_er
 		*eq = '\0';
 		const char *v = eq + 1;
 		if (strcmp(kv, "inner") == 0 && s == CONFIG_STRATEGY_BASP) {
-			if (strcmp(v, "ulysses") == 0)
-				inner = CONFIG_STRATEGY_ULYSSES;
-			else if (strcmp(v, "ring") == 0)
-				inner = CONFIG_STRATEGY_RING;
-			else
-				return config_fail(err, "strategy '%s': inner=%s, expected inner=ulysses or inner=ring", spec, v);
+			if (!strategy_of(v, &inner) || inner == CONFIG_STRATEGY_BASP)
+				return config_fail(err, "strategy '%s': inner=%s, expected inner=ulysses, inner=ring or inner=usp", spec, v);
 		} else if (strcmp(kv, "split") == 0) {
 			if (strcmp(v, "zigzag") == 0)
 				split = CONFIG_CP_SPLIT_ZIGZAG;
@@ -88,25 +111,30 @@ bool config_strategy_parse(const char *spec, config_job *job, int *sp, config_er
 				split = CONFIG_CP_SPLIT_NAIVE;
 			else
 				return config_fail(err, "strategy '%s': split=%s, expected split=zigzag or split=naive", spec, v);
+		} else if (strcmp(kv, "u") == 0 || strcmp(kv, "r") == 0) {
+			if (!parse_pos(v, kv[0] == 'u' ? &u : &r))
+				return config_fail(err, "strategy '%s': %s=%s, expected a positive degree", spec, kv, v);
 		} else if (strcmp(kv, "sp") == 0 && sp) {
-			char *end;
-			errno = 0;
-			long x = strtol(v, &end, 10);
-			if (errno || end == v || *end || x < 1 || x > INT_MAX)
+			if (!parse_pos(v, &n_sp))
 				return config_fail(err, "strategy '%s': sp=%s, expected a positive number of GPUs", spec, v);
-			n_sp = (int)x;
 		} else {
 			return config_fail(err,
-					   "strategy '%s': unknown option '%s'; valid: inner=ulysses|ring (basp), split=zigzag|naive (ring, basp:inner=ring)%s",
+					   "strategy '%s': unknown option '%s'; valid: inner=ulysses|ring|usp (basp), split=zigzag|naive (ring attention), u=U and r=R (usp)%s",
 					   spec, kv, sp ? ", sp=N" : "");
 		}
 	}
-	bool ring = s == CONFIG_STRATEGY_RING || inner == CONFIG_STRATEGY_RING;
-	if (split != CONFIG_CP_SPLIT_ZIGZAG && !ring)
-		return config_fail(err, "strategy '%s': split= applies only to ring attention (ring, basp:inner=ring)", spec);
+	config_strategy eff = s == CONFIG_STRATEGY_BASP ? inner : s;
+	if (split != CONFIG_CP_SPLIT_ZIGZAG && eff != CONFIG_STRATEGY_RING && eff != CONFIG_STRATEGY_USP)
+		return config_fail(err, "strategy '%s': split= applies only to ring attention (ring, usp, basp:inner=ring|usp)", spec);
+	if ((u || r) && eff != CONFIG_STRATEGY_USP)
+		return config_fail(err, "strategy '%s': u= and r= apply only to usp (usp:u=U:r=R, basp:inner=usp:u=U:r=R)", spec);
 	job->strategy = s;
 	job->basp_inner = inner;
 	job->cp_split = split;
+	if (eff == CONFIG_STRATEGY_USP && (u || r)) { /* else --ulysses-degree / --ring-degree stand */
+		job->ulysses_degree = u;
+		job->ring_degree = r;
+	}
 	if (sp && n_sp)
 		*sp = n_sp;
 	return true;

@@ -45,7 +45,8 @@ bool engine_analytic_durations(const config_platform *p, const workload_plan *pl
 				row[j] = engine_compute_time(p, op);
 			else if (op->group == WL_GROUP_WORLD)
 				row[j] = comm_time(p, op, world);
-			else if (op->group_size > 0 && op->group_size != l->group_size)
+			else if ((op->group_size > 0 && op->group_size != l->group_size) ||
+				 (l->ring > 1 && op->coll == WL_COLL_SENDRECV))
 				row[j] = engine_op_time(p, l, op);
 			else
 				row[j] = comm_time(p, op, sp);

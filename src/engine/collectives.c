@@ -61,8 +61,24 @@ engine_group_shape engine_group_shape_of(const config_platform *p, const workloa
 	return s;
 }
 
+engine_group_shape engine_ring_shape_of(const config_platform *p, const workload_layout *l)
+{
+	/* A ring of R ranks `stride` apart, placed contiguously: all on one node when its
+	 * span fits, else G / stride of them per node (one per node when stride >= G). */
+	int G = p->gpus_per_node, R = l->ring, st = l->ring_stride > 1 ? l->ring_stride : 1;
+	engine_group_shape s = {.size = R};
+	if ((long)R * st <= G)
+		s.per_node = R;
+	else
+		s.per_node = st >= G ? 1 : G / st;
+	s.active_per_node = l->world < G ? l->world : G;
+	return s;
+}
+
 engine_group_shape engine_op_shape(const config_platform *p, const workload_layout *l, const workload_op *op)
 {
+	if (op->group == WL_GROUP_SP && op->coll == WL_COLL_SENDRECV && l->ring > 1)
+		return engine_ring_shape_of(p, l);
 	if (op->group == WL_GROUP_SP && op->group_size > 0 && op->group_size != l->group_size) {
 		workload_layout k = *l;
 		k.group_size = op->group_size;
@@ -264,10 +280,12 @@ static double collective_time(const config_platform *p, workload_coll c, workloa
 	case WL_COLL_SENDRECV: {
 		/* one message to the next rank of the group's ring (nccl-tests sendrecv_perf, ring
 		 * attention): on one node over the fabric; a ring over several nodes is paced by
-		 * its hops between nodes, one per node boundary (one flow on a node's NICs) */
+		 * its hops between nodes, one per node boundary: a node's NICs carry one flow for
+		 * each ring with ranks on it (active_per_node / per_node) */
 		if (s.per_node >= 2 && s.size <= s.per_node)
 			return p->intra.latency + k->scale[0] * bytes / intra_fanout_bw(p, 1);
-		return p->inter.latency + k->scale[1] * bytes / nic_share_bw(p, s.per_node >= 2 ? 1 : s.active_per_node);
+		return p->inter.latency +
+		       k->scale[1] * bytes / nic_share_bw(p, s.per_node >= 1 ? s.active_per_node / s.per_node : 1);
 	}
 	case WL_COLL_BROADCAST:
 		/* pipelined ring: NCCL's latency, the payload once at the slowest hop's rate */

@@ -85,7 +85,11 @@ typedef struct engine_group_shape {
 /* The shape of a group kind under a layout with contiguous placement on platform p. */
 engine_group_shape engine_group_shape_of(const config_platform *p, const workload_layout *l, workload_group_kind g);
 
-/* The shape of an op's group: its group kind, or its own SP group size when set. */
+/* The shape of ring attention's rings (layout ring, ring_stride). */
+engine_group_shape engine_ring_shape_of(const config_platform *p, const workload_layout *l);
+
+/* The shape of an op's group: its group kind, or its own SP group size when set; ring
+ * attention's send/recv: its ring. */
 engine_group_shape engine_op_shape(const config_platform *p, const workload_layout *l, const workload_op *op);
 
 /* Runs a composite (workload_compose) through an engine: each part of a PARALLEL

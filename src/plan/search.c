@@ -72,7 +72,7 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 	for (int a = 0; a < 3; a++)
 		if (((x->amask >> a) & 1) && (spans || na == 0))
 			algs[na++] = a;
-	if (config_job_ring(&job)) { /* no all-to-all: one run, the job check wants direct */
+	if (config_job_ring(&job) && !config_job_usp(&job)) { /* no all-to-all: one run, direct */
 		algs[0] = CONFIG_A2A_DIRECT;
 		na = 1;
 		job.a2a = CONFIG_A2A_DIRECT;

@@ -76,6 +76,56 @@ static bool check_extra_step(const config_model *m, const config_platform *p, co
 
 int workload_divisor_at_most(int n, int x) { return divisor_at_most(n, x); }
 
+static bool heads_split(const config_model *m, int U)
+{
+	return m->heads % U == 0 && (m->kv_heads % U == 0 || U % m->kv_heads == 0);
+}
+
+/* The U x R pairs of P that the model's heads allow, as "1x8, 2x4" into buf. */
+static const char *usp_pairs(const config_model *m, int P, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (int u = 1; u <= P && used + 24 < len; u++)
+		if (P % u == 0 && heads_split(m, u))
+			used += (size_t)snprintf(buf + used, len - used, "%s%dx%d", used ? ", " : "", u, P / u);
+	return buf;
+}
+
+/* USP's degrees: U x R = P (the SP domain, or a BASP group). Given one, the other follows;
+ * given none, U is the largest that divides P, fits in a node (its all-to-all on NVLink,
+ * USP's placement, arXiv 2405.07719 §4) and splits the heads. Fills the job's degrees. */
+static bool resolve_usp(const config_model *m, const config_platform *p, config_job *job, int P, config_error *err)
+{
+	char dv[256];
+	int U = job->ulysses_degree, R = job->ring_degree;
+	if (U < 0 || R < 0)
+		return config_fail(err, "--ulysses-degree and --ring-degree must be positive");
+	if (U == 0 && R == 0) {
+		for (int u = P; u >= 1; u--)
+			if (P % u == 0 && u <= p->gpus_per_node && heads_split(m, u)) {
+				U = u;
+				break;
+			}
+	} else if (U == 0) {
+		U = R > 0 && P % R == 0 ? P / R : 0;
+	}
+	if (R == 0 && U > 0)
+		R = P % U == 0 ? P / U : 0;
+	if (U <= 0 || R <= 0 || U * R != P)
+		return config_fail(err,
+				   "USP needs --ulysses-degree x --ring-degree = %d (the %s), got %d x %d; valid U x R: {%s}",
+				   P, job->strategy == CONFIG_STRATEGY_BASP ? "BASP group size K = sp / micro-batch" : "SP size",
+				   job->ulysses_degree, job->ring_degree, usp_pairs(m, P, dv, sizeof dv));
+	if (!heads_split(m, U))
+		return config_fail(err,
+				   "model '%s' has %d heads and %d kv heads: --ulysses-degree %d must split them as Ulysses does; valid U x R: {%s}",
+				   m->name, m->heads, m->kv_heads, U, usp_pairs(m, P, dv, sizeof dv));
+	job->ulysses_degree = U;
+	job->ring_degree = R;
+	return true;
+}
+
 bool workload_check(const config_model *m, const config_platform *p, config_job *job, config_error *err)
 {
 	char dv[256];
@@ -115,15 +165,18 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 
 	int N = job->sp, B = job->micro_batch, P = N;
 	const char *what = "the SP size";
+	if (!config_job_usp(job) && (job->ulysses_degree || job->ring_degree))
+		return config_fail(err,
+				   "--ulysses-degree and --ring-degree apply to USP only; use --strategy usp or basp:inner=usp, or drop them");
 	if (job->strategy == CONFIG_STRATEGY_BASP) {
 		if (B > N)
 			return config_fail(err,
 					   "BASP with micro-batch %d larger than the SP size %d has no group to give each sequence (it falls back to data parallelism); use --micro-batch <= %d or a larger --sp",
 					   B, N, N);
 		if (N % B != 0) {
-			if (job->basp_inner == CONFIG_STRATEGY_RING)
+			if (job->basp_inner != CONFIG_STRATEGY_ULYSSES)
 				return config_fail(err,
-						   "basp:inner=ring needs the micro-batch to divide the SP size (--basp-uneven applies to basp:inner=ulysses only): %d %% %d != 0; use --micro-batch in {%s}",
+						   "basp:inner=ring|usp needs the micro-batch to divide the SP size (--basp-uneven applies to basp:inner=ulysses only): %d %% %d != 0; use --micro-batch in {%s}",
 						   N, B, divisors(N, dv, sizeof dv));
 			if (job->basp_uneven == CONFIG_BASP_UNEVEN_UNEQUAL)
 				return check_unequal(m, job, err);
@@ -138,16 +191,24 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 	}
 	if (config_job_ring(job)) {
 		/* Ring attention: every rank keeps every head, so heads never limit R; the
-		 * sequence splits into R chunks (naive) or 2R (zigzag). */
-		if (job->a2a != CONFIG_A2A_DIRECT)
+		 * sequence splits into R chunks (naive) or 2R (zigzag). USP: U x R = P, the
+		 * heads split U ways, each ring chunk U ways. */
+		int U = 1;
+		if (config_job_usp(job)) {
+			if (!resolve_usp(m, p, job, P, err))
+				return false;
+			U = job->ulysses_degree;
+		}
+		if (job->a2a != CONFIG_A2A_DIRECT && U == 1)
 			return config_fail(err,
-					   "--a2a %s does not apply to ring attention (it has no SP all-to-all, only send/recv); drop --a2a or use --strategy ulysses|basp",
+					   "--a2a %s does not apply to ring attention (it has no SP all-to-all, only send/recv); drop --a2a or use --strategy ulysses|basp|usp with a Ulysses degree above 1",
 					   config_a2a_names[job->a2a]);
 		long chunks = (long)P * (job->cp_split == CONFIG_CP_SPLIT_ZIGZAG ? 2 : 1);
 		if (job->seq_len % chunks != 0)
 			return config_fail(err,
-					   "--seq-len %ld does not split into the %ld chunks of %s ring attention over %d ranks; use a multiple of %ld",
-					   job->seq_len, chunks, config_cp_split_names[job->cp_split], P, chunks);
+					   "--seq-len %ld does not split into the %ld chunks of %s ring attention over %d ranks%s; use a multiple of %ld",
+					   job->seq_len, chunks, config_cp_split_names[job->cp_split], P / U,
+					   U > 1 ? " with Ulysses inside each" : "", chunks);
 		return true;
 	}
 	if (!check_heads(m, P, what, err))
@@ -180,11 +241,24 @@ bool workload_layout_make(const config_model *m, const config_job *job, workload
 	l->n_groups = W / l->group_size;
 	int P = l->group_size;
 	if (config_job_ring(job)) {
-		/* Ring attention: each rank keeps all heads of its tokens; K and V travel the ring. */
-		l->ring = P;
-		l->heads_per_rank = m->heads;
-		l->kv_heads_per_rank = m->kv_heads;
-		l->kv_replicated = m->kv_heads;
+		/* Ring attention: each rank keeps all heads of its tokens; K and V travel the ring.
+		 * USP: all-to-alls over groups of U contiguous ranks (the layout's group), then
+		 * rings of R ranks U apart. */
+		int U = config_job_usp(job) ? job->ulysses_degree : 1;
+		if (U < 1 || P % U != 0)
+			return config_fail(err, "internal: USP layout needs a checked job (U %d, group %d)", U, P);
+		l->ring = P / U;
+		l->ring_stride = U;
+		l->group_size = U;
+		l->n_groups = W / U;
+		if (U == 1) {
+			l->group_size = P; /* plain ring: the ring is the group */
+			l->n_groups = W / P;
+			l->ring_stride = 1;
+		}
+		l->heads_per_rank = m->heads / U;
+		l->kv_heads_per_rank = m->kv_heads >= U ? m->kv_heads / U : 1;
+		l->kv_replicated = m->kv_heads >= U ? m->kv_heads : U;
 		return true;
 	}
 	l->heads_per_rank = m->heads / P;

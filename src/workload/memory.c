@@ -110,7 +110,8 @@ workload_reserve workload_memory_reserve(const config_platform *p, const config_
 		r.nccl += NCCL_COLL_CHANNELS * 2.0 * NCCL_FIFO_SET;
 	/* p2p peers: every other rank of the all-to-all group; ring attention only its two
 	 * ring neighbours (one when R = 2). */
-	int peers = l->ring > 1 ? (l->ring > 2 ? 2 : 1) : l->group_size - 1;
+	int peers = l->ring > 1 ? (l->ring > 2 ? 2 : 1) + (l->ring_stride > 1 ? l->ring_stride - 1 : 0)
+				: l->group_size - 1;
 	if (peers > 0)
 		r.nccl += peers * NCCL_P2P_CHANNELS_PER_PEER * 2.0 * 4.0 * MIB;
 	if (job->zero_stage == 3 || job->recompute == CONFIG_RECOMPUTE_FULL)
@@ -148,8 +149,11 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 		 * ring and the one received, and the fp32 per-step output / log-sum-exp
 		 * correction (TE AttnFuncWithCPAndKVP2P keeps out and softmax_lse per step;
 		 * ring-flash-attention's out and lse in fp32): backward's peak. */
-		double kvel = t * 2.0 * m->kv_heads * m->head_dim;
+		int U = l->ring_stride > 1 ? l->ring_stride : 1; /* USP: tokens t·U, heads /U */
+		double kvel = t * U * 2.0 * l->kv_heads_per_rank * m->head_dim;
 		a2a = 2.0 * BF16 * kvel + 2.0 * FP32 * kvel + FP32 * t * m->heads * (m->head_dim + 1.0);
+		if (U > 1) /* and USP's all-to-all buffers, as Ulysses' */
+			a2a += 2.0 * BF16 * t * m->heads * m->head_dim;
 	} else if (l->group_size > 1) {
 		a2a = 2.0 * BF16 * t * m->heads * m->head_dim;
 	}

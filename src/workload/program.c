@@ -139,6 +139,14 @@ static void sp_a2a(builder *b, workload_block *blk, const char *pack, const char
 	op_add(b, blk, copy);
 }
 
+/* USP's all-to-alls over its U ranks (none for a plain ring, whose group is the ring). */
+static void sp_a2a_ring(builder *b, workload_block *blk, const char *pack, const char *name, const char *unpack,
+			workload_phase ph, double bytes, double run)
+{
+	if (b->l->ring_stride > 1)
+		sp_a2a(b, blk, pack, name, unpack, ph, bytes, run);
+}
+
 static int zero_op(builder *b, workload_block *blk, const char *name, workload_phase ph, workload_coll c,
 		   workload_stream stream, double bytes, int chunks, int dep, int dep_iter)
 {
@@ -221,6 +229,15 @@ static int ring_p2p(builder *b, workload_block *blk, const char *name, workload_
 					    .alg = WL_ALG_DIRECT, .group = WL_GROUP_SP, .bytes = bytes, .dep = dep});
 }
 
+/* Elements of one KV block: K and V of the rank's tokens during attention (t·U with
+ * USP's all-to-all before the ring) and its kv heads: t·2·g·d for a plain ring. */
+static double ring_kv_elems(const builder *b)
+{
+	const workload_layout *l = b->l;
+	int U = l->ring_stride > 1 ? l->ring_stride : 1;
+	return (double)l->tokens_per_rank * U * 2.0 * l->kv_heads_per_rank * b->m->head_dim;
+}
+
 /* Whether step k of the busiest rank computes a full (non-causal) block. */
 static bool ring_full(const builder *b, int k)
 {
@@ -232,7 +249,7 @@ static bool ring_full(const builder *b, int k)
 static void ring_forward(builder *b, workload_block *blk, workload_phase ph, int after)
 {
 	const int R = b->l->ring;
-	const double kv = (double)b->l->tokens_per_rank * 2.0 * b->m->kv_heads * b->m->head_dim * BF16;
+	const double kv = ring_kv_elems(b) * BF16;
 	int prev_block = after, prev_comm = -1;
 	for (int k = 0; k < R; k++) {
 		int comm = k + 1 < R ? ring_p2p(b, blk, "ring_kv", ph, kv, prev_block) : -1;
@@ -252,7 +269,7 @@ static void ring_forward(builder *b, workload_block *blk, workload_phase ph, int
 static int ring_backward(builder *b, workload_block *blk, int after)
 {
 	const int R = b->l->ring;
-	const double kvel = (double)b->l->tokens_per_rank * 2.0 * b->m->kv_heads * b->m->head_dim;
+	const double kvel = ring_kv_elems(b);
 	int prev_block = after, prev_comm = -1, last = -1;
 	for (int k = 0; k < R; k++) {
 		int comm = k + 1 < R ? ring_p2p(b, blk, "ring_kv_bwd", WL_PHASE_BWD, kvel * BF16, prev_block) : -1;
@@ -271,9 +288,14 @@ static void layer_forward(builder *b, workload_block *blk, const layer_dims *d, 
 {
 	const double ad = (double)b->m->heads * b->m->head_dim;
 	memop(b, blk, "input_norm", ph, 2.0 * d->h_bytes);
-	int qkv = gemm(b, blk, "qkv_proj", ph, d->t, d->qkv_out, d->h);
+	gemm(b, blk, "qkv_proj", ph, d->t, d->qkv_out, d->h);
 	if (b->l->ring > 1) {
-		ring_forward(b, blk, ph, qkv);
+		/* USP: Ulysses over U first (heads a/U, tokens t·U), then the ring over R */
+		sp_a2a_ring(b, blk, "a2a_q_pack", "a2a_q", "a2a_q_unpack", ph, d->q, d->q_run);
+		sp_a2a_ring(b, blk, "a2a_k_pack", "a2a_k", "a2a_k_unpack", ph, d->kv, d->kv_run);
+		sp_a2a_ring(b, blk, "a2a_v_pack", "a2a_v", "a2a_v_unpack", ph, d->kv, d->kv_run);
+		ring_forward(b, blk, ph, blk ? blk->n_ops - 1 : -1);
+		sp_a2a_ring(b, blk, "a2a_o_pack", "a2a_o", "a2a_o_unpack", ph, d->o, d->q_run);
 	} else {
 		sp_a2a(b, blk, "a2a_q_pack", "a2a_q", "a2a_q_unpack", ph, d->q, d->q_run);
 		sp_a2a(b, blk, "a2a_k_pack", "a2a_k", "a2a_k_unpack", ph, d->kv, d->kv_run);
@@ -298,10 +320,18 @@ static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
 	memop(b, blk, "swiglu_bwd", ph, 5.0 * d->ffn_bytes); /* read gate, up, dout; write dgate, dup */
 	gemm(b, blk, "mlp_gate_up_bwd", ph, d->t, 2.0 * d->ffn, d->h);
 	memop(b, blk, "residual_norm_bwd", ph, 4.0 * d->h_bytes);
-	int outb = gemm(b, blk, "out_proj_bwd", ph, d->t, d->h, ad);
-	int dkv = -1;
+	gemm(b, blk, "out_proj_bwd", ph, d->t, d->h, ad);
+	int dkv = -1, after_ring = -1;
 	if (b->l->ring > 1) {
-		dkv = ring_backward(b, blk, outb);
+		sp_a2a_ring(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o, d->q_run);
+		dkv = ring_backward(b, blk, blk ? blk->n_ops - 1 : -1);
+		after_ring = blk ? blk->n_ops : -1;
+		/* USP: the gradients back over U; the first op after the ring waits for the
+		 * returned dK, dV (dQ's all-to-all could start earlier: a small
+		 * over-serialisation) */
+		sp_a2a_ring(b, blk, "a2a_dq_pack", "a2a_dq", "a2a_dq_unpack", ph, d->q, d->q_run);
+		sp_a2a_ring(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv, d->kv_run);
+		sp_a2a_ring(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv, d->kv_run);
 	} else {
 		sp_a2a(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o, d->q_run);
 		attn(b, blk, "attn_bwd", ph);
@@ -309,9 +339,9 @@ static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
 		sp_a2a(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv, d->kv_run);
 		sp_a2a(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv, d->kv_run);
 	}
-	int qkvb = gemm(b, blk, "qkv_proj_bwd", ph, d->t, d->qkv_out, d->h);
-	if (blk && qkvb >= 0)
-		blk->ops[qkvb].dep = dkv;
+	gemm(b, blk, "qkv_proj_bwd", ph, d->t, d->qkv_out, d->h);
+	if (blk && after_ring >= 0 && after_ring < blk->n_ops)
+		blk->ops[after_ring].dep = dkv;
 	memop(b, blk, "input_norm_bwd", ph, 4.0 * d->h_bytes);
 }
 

@@ -134,7 +134,10 @@ typedef struct workload_layout {
 	int kv_replicated;   /* kv heads sent per rank group: g, or P when g < P */
 	int straddle_per_node; /* > 0: some group of this layout straddles a node boundary with
 				* only this many of its ranks on one side (unequal BASP groups) */
-	int ring;            /* ring attention: R ranks in the ring (= group_size); 0 otherwise */
+	int ring;            /* ring attention: R ranks in each ring; 0 otherwise */
+	int ring_stride;     /* ring members' spacing: 1 (a ring is the group) or U for USP, whose
+			      * group_size is the all-to-all's U and whose rings take ranks
+			      * i, i+U, ... within blocks of U x R */
 } workload_layout;
 
 /* Memory a GPU loses before the job's tensors (workload_memory_reserve). */

@@ -264,6 +264,20 @@ bool sgx_groups_build(sgx_run *r, config_error *err)
 	ok = ok && r->sp;
 	for (int gi = 0; gi < r->n_sp && ok; gi++) /* the last group may be short */
 		ok = group_init(r, &r->sp[gi], m + gi * K, r->W - gi * K < K ? r->W - gi * K : K, true, slot);
+	/* USP's rings: R ranks U apart inside each block of U x R (ring attention's send/recv
+	 * goes to the next of them); a plain ring is its SP group. */
+	int R = r->lay->ring, U = r->lay->ring_stride;
+	if (ok && R > 1 && U > 1 && r->W % (R * U) == 0) {
+		r->n_ring = r->W / R;
+		r->ring = calloc((size_t)r->n_ring, sizeof *r->ring);
+		ok = r->ring != NULL;
+		for (int q = 0; q < r->n_ring && ok; q++) {
+			int base = q / U * R * U + q % U;
+			for (int j = 0; j < R; j++)
+				m[j] = base + j * U;
+			ok = group_init(r, &r->ring[q], m, R, false, slot);
+		}
+	}
 	free(slot);
 	free(m);
 	if (!ok)
@@ -278,6 +292,11 @@ void sgx_groups_free(sgx_run *r)
 		group_free(&r->sp[i]);
 	free(r->sp);
 	r->sp = NULL;
+	for (int i = 0; i < r->n_ring && r->ring; i++)
+		group_free(&r->ring[i]);
+	free(r->ring);
+	r->ring = NULL;
+	r->n_ring = 0;
 }
 
 /* --------------------------------------------------------------- mailboxes --- */
@@ -596,7 +615,11 @@ void sgx_collective(sgx_rank *R, int s, const workload_op *op)
 	sgx_run *r = R->run;
 	sgx_group *g;
 	int i;
-	if (op->group == WL_GROUP_SP) {
+	if (op->group == WL_GROUP_SP && op->coll == WL_COLL_SENDRECV && r->ring) {
+		int U = r->lay->ring_stride, D = r->lay->ring * U;
+		g = &r->ring[R->rank / D * U + R->rank % U];
+		i = R->rank % D / U;
+	} else if (op->group == WL_GROUP_SP) {
 		int K = r->lay->group_size > 0 ? r->lay->group_size : 1;
 		g = &r->sp[R->rank / K];
 		i = R->rank % K;

@@ -336,6 +336,8 @@ static int symmetry_period(const sgx_run *r)
 	int K = r->lay->group_size > 0 ? r->lay->group_size : 1;
 	if (W % K != 0)
 		return 0;
+	if (r->lay->ring > 1 && r->lay->ring_stride > 1)
+		return 0; /* USP's strided rings: simulated in full */
 	int T = K / (int)util_gcd(K, G); /* smallest T with K | T * G */
 	if (sgx_has_leaves(r->p, n)) {
 		int npl = r->p->inter.nodes_per_leaf;

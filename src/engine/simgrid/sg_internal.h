@@ -111,6 +111,8 @@ struct sgx_run {
 	sgx_group world;
 	sgx_group *sp;      /* n_groups SP groups (NULL entries for groups without actors) */
 	int n_sp;
+	sgx_group *ring;    /* USP: the rings of R ranks ring_stride apart (NULL otherwise) */
+	int n_ring;
 	/* mailbox table: open addressing on (src, dst, stream) */
 	unsigned long long *mb_key;
 	sg_mailbox_t *mb_val;
