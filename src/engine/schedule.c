@@ -226,9 +226,13 @@ typedef struct fl_stream {
 	int g, it, k; /* next (or current) op: the k-th op of this stream in block instance g, iteration it */
 	int state;
 	double rem, start, rate;
-	/* of the current op (or run of compute ops), set by fl_seek */
+	/* of the current op (or run of compute ops), set by fl_bind */
 	const workload_block *blk;
 	int b, micro, j, len, slot;
+	bool comm;            /* loads links */
+	double work;          /* its work (T, or the run's summed durations) */
+	double *row;          /* its iteration's end times */
+	const double *dep;    /* end time of its dependency, NULL when none (or met before the block) */
 } fl_stream;
 
 typedef struct fl_slot {
@@ -254,6 +258,7 @@ typedef struct fl {
 	int n_slots;
 	fl_stream st[WL_STREAM_COUNT];
 	int barrier_done; /* the last barrier instance released */
+	int at_barrier;   /* streams waiting at it */
 	bool dirty;       /* the set of active communication ops changed: recompute the rates */
 	double t;
 	engine_schedule_visit visit;
@@ -328,11 +333,33 @@ static double *fl_row(fl_slot *s, const fl *f, int it)
 	return s->ends + (size_t)it * f->max_ops;
 }
 
+/* Fills the cached fields of stream k's op from its cursor (g, it, k, b, blk, slot). */
+static void fl_bind(fl *f, int k)
+{
+	fl_stream *s = &f->st[k];
+	int o = f->off[s->b];
+	s->j = f->idx[k][s->b][s->k];
+	s->len = f->run[o + s->j];
+	s->work = f->work[o + s->j];
+	s->comm = f->load[s->b][s->j].n > 0;
+	fl_slot *sl = &f->slots[s->slot];
+	s->row = fl_row(sl, f, s->it);
+	const workload_op *op = &s->blk->ops[s->j];
+	int it2 = s->it + op->dep_iter;
+	s->dep = op->dep >= 0 && it2 >= 0 ? &fl_row(sl, f, it2)[op->dep] : NULL;
+}
+
 /* Moves stream k's cursor to its next op at or after (g, it, i) in program order, stopping
  * at a barrier not yet released. False when out of memory. */
 static bool fl_seek(fl *f, int k, int g, int it, int i)
 {
 	fl_stream *s = &f->st[k];
+	if (s->state != FL_BARRIER && s->g == g && s->it == it && i < f->cnt[k][s->b] && i > 0) {
+		s->k = i; /* the next op of the same iteration */
+		s->state = FL_IDLE;
+		fl_bind(f, k);
+		return true;
+	}
 	for (;;) {
 		if (g >= f->ng) {
 			*s = (fl_stream){.g = f->ng, .state = FL_DONE};
@@ -342,14 +369,16 @@ static bool fl_seek(fl *f, int k, int g, int it, int i)
 		const workload_block *blk = fl_block(f, g, &b, &m);
 		if (it == 0 && i == 0 && blk->barrier && blk->n_ops > 0 && f->barrier_done < g) {
 			*s = (fl_stream){.g = g, .state = FL_BARRIER};
+			f->at_barrier++;
 			return true;
 		}
 		if (i < f->cnt[k][b] && it < blk->repeat) {
-			int j = f->idx[k][b][i];
-			*s = (fl_stream){.g = g, .it = it, .k = i, .state = FL_IDLE, .blk = blk, .b = b, .micro = m,
-					 .j = j, .len = f->run[f->off[b] + j]};
+			*s = (fl_stream){.g = g, .it = it, .k = i, .state = FL_IDLE, .blk = blk, .b = b, .micro = m};
 			s->slot = fl_slot_get(f, g);
-			return s->slot >= 0;
+			if (s->slot < 0)
+				return false;
+			fl_bind(f, k);
+			return true;
 		}
 		if (f->cnt[k][b] > 0 && it + 1 < blk->repeat) {
 			it++;
@@ -370,7 +399,7 @@ static void fl_rates(fl *f)
 		if (s->state != FL_ACTIVE)
 			continue;
 		s->rate = 1;
-		if (f->load[s->b][s->j].n > 0)
+		if (s->comm)
 			a[n++] = k;
 	}
 	f->dirty = false;
@@ -429,15 +458,6 @@ static void fl_rates(fl *f)
 		f->st[a[i]].rate = fmin(1.0, x[i]);
 }
 
-static bool fl_ready(fl *f, const fl_stream *s)
-{
-	const workload_op *op = &s->blk->ops[s->j];
-	if (op->dep < 0)
-		return true;
-	int it2 = s->it + op->dep_iter;
-	return it2 < 0 || !isnan(fl_row(&f->slots[s->slot], f, it2)[op->dep]);
-}
-
 /* Releases a barrier once every stream waits at it. */
 static bool fl_barrier(fl *f)
 {
@@ -452,6 +472,7 @@ static bool fl_barrier(fl *f)
 	if (g < 0)
 		return true;
 	f->barrier_done = g;
+	f->at_barrier = 0;
 	for (int k = 0; k < WL_STREAM_COUNT; k++)
 		if (f->st[k].state == FL_BARRIER && !fl_seek(f, k, g, 0, 0))
 			return false;
@@ -537,22 +558,27 @@ static void fl_try_skip(fl *f, int g, int it)
 			same = (isnan(x) && isnan(y)) || x == y || fabs(x - y) <= tol;
 		}
 	/* Every period moves each cursor one iteration on; the leading one must stay inside
-	 * the block through the last skipped period. */
-	int skip = blk->repeat - 1 - hi - 1;
+	 * the block through the last skipped period (it may reach the last iteration). */
+	int skip = blk->repeat - 1 - hi;
 	double lambda = f->t - f->snap_t;
 	if (same && skip > 0 && lambda >= 0) {
+		/* Rows [lo - D, hi] move to [lo - D + skip, hi + skip]; the rows skipped over are
+		 * never read again (no dependency reaches back past lo - D). */
 		for (int i = hi; i >= lo - D; i--) {
-			double *dst = fl_row(sl, f, i + skip);
-			for (int j = 0; j < blk->n_ops; j++) {
+			double *dst = sl->ends + (size_t)(i + skip) * f->max_ops;
+			for (int j = 0; j < f->max_ops; j++) {
 				double v = i < 0 ? -INFINITY : fl_row(sl, f, i)[j];
 				dst[j] = v + skip * lambda;
 			}
 		}
+		if (sl->rows < hi + skip + 1)
+			sl->rows = hi + skip + 1;
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
 			fl_stream *s = &f->st[k];
 			if (s->g == g && s->state != FL_DONE) {
 				s->it += skip;
 				s->start += skip * lambda;
+				fl_bind(f, k);
 			}
 		}
 		int o = f->off[b];
@@ -687,7 +713,7 @@ static bool fl_complete(fl *f, int k)
 {
 	fl_stream *s = &f->st[k];
 	int o = f->off[s->b];
-	double *row = fl_row(&f->slots[s->slot], f, s->it);
+	double *row = s->row;
 	if (s->len == 1) {
 		row[s->j] = f->t;
 		f->acc[o + s->j] += f->t - s->start;
@@ -712,49 +738,41 @@ static bool fl_run(fl *f, engine_result *r, config_error *err)
 		if (!fl_seek(f, k, 0, 0, 0))
 			return config_fail(err, "out of memory evaluating the schedule");
 	for (;;) {
-		/* start everything that can start now */
-		int main_started = -1, main_g = -1;
-		for (bool moved = true; moved;) {
-			moved = false;
-			if (!fl_barrier(f))
-				return config_fail(err, "out of memory evaluating the schedule");
-			for (int k = 0; k < WL_STREAM_COUNT; k++) {
-				fl_stream *s = &f->st[k];
-				if (s->state != FL_IDLE || !fl_ready(f, s))
-					continue;
-				s->state = FL_ACTIVE;
-				s->rem = f->work[f->off[s->b] + s->j];
-				s->start = f->t;
-				s->rate = 1;
-				f->dirty |= f->load[s->b][s->j].n > 0;
-				if (k == WL_STREAM_MAIN && s->k == 0) {
-					main_started = s->it;
-					main_g = s->g;
-				}
-				moved = true;
-			}
+		/* Start everything that can start now (starting ends nothing, so one pass is
+		 * enough, unless a barrier opens). */
+		if (f->at_barrier && !fl_barrier(f))
+			return config_fail(err, "out of memory evaluating the schedule");
+		int main_started = -1;
+		for (int k = 0; k < WL_STREAM_COUNT; k++) {
+			fl_stream *s = &f->st[k];
+			if (s->state != FL_IDLE || (s->dep && isnan(*s->dep)))
+				continue;
+			s->state = FL_ACTIVE;
+			s->rem = s->work;
+			s->start = f->t;
+			s->rate = 1;
+			f->dirty |= s->comm;
+			if (k == WL_STREAM_MAIN && s->k == 0)
+				main_started = s->it;
 		}
 		if (main_started >= 0)
-			fl_try_skip(f, main_g, main_started);
-		bool any = false, all_done = true;
-		for (int k = 0; k < WL_STREAM_COUNT; k++) {
-			any |= f->st[k].state == FL_ACTIVE;
-			all_done &= f->st[k].state == FL_DONE;
-		}
-		if (all_done)
-			break;
-		if (!any)
-			return config_fail(err, "internal: the schedule deadlocks (a dependency is never met)");
+			fl_try_skip(f, f->st[WL_STREAM_MAIN].g, main_started);
 		if (f->dirty)
 			fl_rates(f);
 		double dt = INFINITY;
-		int first = -1;
+		int first = -1, waiting = 0;
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
 			const fl_stream *s = &f->st[k];
-			if (s->state == FL_ACTIVE && s->rem / s->rate < dt) {
+			if (s->state == FL_ACTIVE && s->rem < dt * s->rate) {
 				dt = s->rem / s->rate;
 				first = k;
 			}
+			waiting += s->state != FL_DONE;
+		}
+		if (first < 0) {
+			if (!waiting)
+				break;
+			return config_fail(err, "internal: the schedule deadlocks (a dependency is never met)");
 		}
 		f->t += dt;
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
@@ -764,7 +782,7 @@ static bool fl_run(fl *f, engine_result *r, config_error *err)
 			s->rem = k == first ? 0 : s->rem - s->rate * dt;
 			if (s->rem > 1e-15 * fmax(1.0, f->t))
 				continue;
-			f->dirty |= f->load[s->b][s->j].n > 0;
+			f->dirty |= s->comm;
 			if (!fl_complete(f, k))
 				return config_fail(err, "out of memory evaluating the schedule");
 		}
