@@ -169,21 +169,26 @@ static void visit_none(void *ctx, const workload_block *blk, int it, int micro, 
 
 START_TEST(skipping_equals_the_full_fluid_schedule)
 {
-	config_model m;
+	/* Llama-3.1-70B on one NIC per 4 GPUs: its reduce-scatters fall behind the backward
+	 * pass and queue up (the saturated-queue case of the skipping). */
+	static const char *const models[] = {"llama-3.1-8b", "llama-3.1-70b"};
 	config_platform p;
 	config_error err;
-	ck_assert(config_load_model("llama-3.1-8b", &m, &err));
 	ck_assert(config_load_platform("a100-2x4-ib400", &p, &err));
+	for (int mi = 0; mi < 2; mi++)
 	for (int st = 0; st < 2; st++)
 		for (int B = 1; B <= 4; B *= 2)
-			for (long S = 8192; S <= 32768; S *= 2) {
+			for (long S = 4096; S <= 32768; S *= 2) {
+				config_model m;
+				ck_assert(config_load_model(models[mi], &m, &err));
 				config_job job;
 				config_job_defaults(&job);
 				job.strategy = st ? CONFIG_STRATEGY_BASP : CONFIG_STRATEGY_ULYSSES;
 				job.micro_batch = B;
 				job.seq_len = S;
 				job.zero_stage = 3;
-				ck_assert(workload_check(&m, &p, &job, &err));
+				if (!workload_check(&m, &p, &job, &err))
+					continue;
 				workload_plan plan;
 				ck_assert(workload_plan_make(&m, &p, &job, &plan, &err));
 				double **dur;
@@ -194,11 +199,14 @@ START_TEST(skipping_equals_the_full_fluid_schedule)
 				double last = 0;
 				ck_assert(engine_schedule_run_shared(&plan.program, dur, ld, &fast, NULL, NULL, &err));
 				ck_assert(engine_schedule_run_shared(&plan.program, dur, ld, &slow, visit_none, &last, &err));
-				ck_assert_close(fast.step_time, slow.step_time, 1e-9);
+				ck_assert_msg(fabs(fast.step_time / slow.step_time - 1) <= 1e-9,
+					      "%s %s B=%d S=%ld: skipping %.12g, every iteration %.12g", m.name,
+					      st ? "basp" : "ulysses", B, S, fast.step_time, slow.step_time);
 				ck_assert_close(last, slow.step_time, 1e-12);
 				ck_assert_close(fast.breakdown.sp_comm, slow.breakdown.sp_comm, 1e-9);
 				ck_assert_close(fast.breakdown.zero_comm, slow.breakdown.zero_comm, 1e-9);
 				ck_assert_close(fast.fwd_time, slow.fwd_time, 1e-9);
+				ck_assert_close(fast.bwd_time, slow.bwd_time, 1e-9);
 				free(ld);
 				engine_durations_free(dur, plan.program.n_micro + plan.program.n_step);
 				workload_plan_finish(&plan);

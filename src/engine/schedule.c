@@ -221,11 +221,13 @@ bool engine_schedule_run(const workload_program *prog, double *const *dur, engin
  * end: the remaining iterations are added in closed form, as in the max-plus recurrence. */
 
 enum { FL_IDLE, FL_ACTIVE, FL_BARRIER, FL_DONE };
+enum { FL_LOG = 256 };
 
 typedef struct fl_stream {
 	int g, it, k; /* next (or current) op: the k-th op of this stream in block instance g, iteration it */
 	int state;
 	double rem, start, rate;
+	double last_end, busy_since; /* its last completion; when it last started after a gap */
 	/* of the current op (or run of compute ops), set by fl_bind */
 	const workload_block *blk;
 	int b, micro, j, len, slot;
@@ -250,6 +252,7 @@ typedef struct fl {
 	int *cnt[WL_STREAM_COUNT];  /* [b] -> how many */
 	int *off;                   /* [b]: offset of block b's ops in the per-op arrays */
 	int *run;                   /* [op]: ops of its stream merged with it (compute runs) */
+	int *target;                /* [op]: some op of its block depends on it */
 	void *ints;
 	double *work; /* [op]: T_i (compute runs: the run's summed duration) */
 	double *wt;   /* [op]: w_i */
@@ -264,8 +267,11 @@ typedef struct fl {
 	engine_schedule_visit visit;
 	void *ctx;
 	/* iteration skipping */
-	int snap_g, snap_it, snap_lo, snap_hi;
-	double snap_t, snap[4 * WL_STREAM_COUNT], *snap_acc;
+	int snap_g, snap_it, snap_lo, snap_hi, snap_z;
+	double snap_t, snap[4 * WL_STREAM_COUNT], *snap_acc, snap_pz;
+	/* (time, work done) of each non-main stream at every event since the last snapshot */
+	int nlog[WL_STREAM_COUNT];
+	double *logt[WL_STREAM_COUNT], *logp[WL_STREAM_COUNT]; /* FL_LOG each */
 } fl;
 
 static const workload_block *fl_block(const fl *f, int g, int *b, int *micro)
@@ -483,12 +489,15 @@ static bool fl_barrier(fl *f)
  * into cur: every stream's position (relative iteration in this block, or absolute
  * elsewhere) and remaining work; lo and hi the lowest and highest iteration of a cursor in
  * the block. False when a stream is busy in another block. */
-static bool fl_cursors(const fl *f, int g, int it, double *cur, int *lo_out, int *hi_out)
+static bool fl_cursors(const fl *f, int g, int it, int z, double *cur, int *lo_out, int *hi_out)
 {
 	int lo = it, hi = it, q = 0;
 	for (int k = 0; k < WL_STREAM_COUNT; k++) {
 		const fl_stream *s = &f->st[k];
-		if (s->g == g && s->state != FL_DONE) {
+		if (k == z) { /* a saturated queue: compared by its progress instead */
+			for (int i = 0; i < 4; i++)
+				cur[q++] = 0;
+		} else if (s->g == g && s->state != FL_DONE) {
 			lo = s->it < lo ? s->it : lo;
 			hi = s->it > hi ? s->it : hi;
 			cur[q++] = s->it - it;
@@ -529,31 +538,82 @@ static double fl_end_at(fl *f, fl_slot *sl, int i, int j, double at)
 
 /* Called when the main stream has just started its first op of iteration `it` of block
  * instance g. The state that decides the future is the streams' positions and remaining
- * work and the end times of the ops later dependencies can reach (rows [lo - D, hi]; later
- * rows are empty). When it equals the state at the previous iteration's start shifted by
+ * work and the end times of the ops later dependencies can reach (the ops depended on, in
+ * rows [lo - D, hi], D the longest reach back; later rows are empty). When it equals the state at the previous iteration's start shifted by
  * one iteration and lambda in time, the iterations up to the block's end repeat it. */
+/* Work stream z has done in block instance g (it runs one op of work W per iteration). */
+static double fl_progress(const fl *f, int z)
+{
+	const fl_stream *s = &f->st[z];
+	return s->it * s->work + (s->work - s->rem);
+}
+
+/* A non-main stream that is a saturated queue in block instance g: one op per iteration,
+ * that nothing waits on, busy without a gap since before time `since`, and two or more
+ * iterations behind the main stream at iteration `it` (so its next ops are all ready).
+ * Its load never changes while it stays so, whatever instance it runs; -1 if none. */
+static int fl_saturated(const fl *f, int g, int b, int it, double since)
+{
+	for (int k = 0; k < WL_STREAM_COUNT; k++) {
+		const fl_stream *s = &f->st[k];
+		if (k != WL_STREAM_MAIN && s->g == g && s->state == FL_ACTIVE && f->cnt[k][b] == 1 && s->len == 1 &&
+		    !f->target[f->off[b] + s->j] && s->it <= it - 2 && s->busy_since <= since)
+			return k;
+	}
+	return -1;
+}
+
+/* The time at which saturated stream z's work reached p, p within the last logged period
+ * (work done is piecewise linear in time between events). */
+static double fl_time_at(const fl *f, int z, double p)
+{
+	const double *t = f->logt[z], *w = f->logp[z];
+	for (int i = 0; i + 1 < f->nlog[z]; i++)
+		if (w[i + 1] >= p)
+			return w[i + 1] > w[i] ? t[i] + (p - w[i]) / (w[i + 1] - w[i]) * (t[i + 1] - t[i]) : t[i];
+	return t[f->nlog[z] - 1];
+}
+
+/* Called when the main stream has just started its first op of iteration `it` of block
+ * instance g. The state that decides the future is the streams' positions and remaining
+ * work and the end times of the ops later dependencies can reach (the ops depended on, in
+ * rows [lo - D, hi], D the longest reach back; later rows are empty). When it equals the state at the previous iteration's start shifted by
+ * one iteration and lambda in time, the iterations up to the block's end repeat it.
+ * A saturated queue (fl_saturated) takes part by its progress: its load is the same all
+ * along, so the other streams repeat; it does the same work in every period, and the time
+ * its current op started follows from the last period's progress. */
 static void fl_try_skip(fl *f, int g, int it)
 {
 	int b, m;
 	const workload_block *blk = fl_block(f, g, &b, &m);
 	if (f->visit || blk->repeat < 4)
 		return;
-	int D = 1;
+	/* A dependency reaches back D iterations at most: rows from lo - D on matter, and of
+	 * them only the ops something depends on. */
+	int D = 0;
 	for (int j = 0; j < blk->n_ops; j++)
-		if (blk->ops[j].dep >= 0 && 1 - blk->ops[j].dep_iter > D)
-			D = 1 - blk->ops[j].dep_iter;
+		if (blk->ops[j].dep >= 0 && -blk->ops[j].dep_iter > D)
+			D = -blk->ops[j].dep_iter;
+	int z = fl_saturated(f, g, b, it, f->snap_g == g ? f->snap_t : f->t);
 	int lo, hi;
 	double cur[4 * WL_STREAM_COUNT];
-	if (!fl_cursors(f, g, it, cur, &lo, &hi)) {
+	if (!fl_cursors(f, g, it, z, cur, &lo, &hi)) {
 		f->snap_g = -1;
 		return;
 	}
 	double tol = 1e-12 * fmax(1.0, f->t);
 	bool same = f->snap_g == g && f->snap_it == it - 1 && f->snap_lo == lo - 1 && f->snap_hi == hi - 1 &&
-		    fl_same(cur, f->snap, 4 * WL_STREAM_COUNT, tol);
+		    f->snap_z == z && fl_same(cur, f->snap, 4 * WL_STREAM_COUNT, tol);
+	int jz = z >= 0 ? f->st[z].j : -1;
+	double W = z >= 0 ? f->st[z].work : 0, pz = z >= 0 ? fl_progress(f, z) : 0, prog = pz - f->snap_pz;
+	if (z >= 0)
+		same = same && f->nlog[z] < FL_LOG && prog > 0 && prog < W * (1 - 1e-9);
 	fl_slot *sl = fl_slot_of(f, g);
+	const int *target = f->target + f->off[b];
 	for (int i = lo - D; same && i <= hi; i++)
 		for (int j = 0; same && j < blk->n_ops; j++) {
+			if (j == jz || !target[j])
+				continue;
 			double x = fl_end_at(f, sl, i, j, f->t), y = fl_end_at(f, sl, i - 1, j, f->snap_t);
 			same = (isnan(x) && isnan(y)) || x == y || fabs(x - y) <= tol;
 		}
@@ -575,7 +635,7 @@ static void fl_try_skip(fl *f, int g, int it)
 			sl->rows = hi + skip + 1;
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
 			fl_stream *s = &f->st[k];
-			if (s->g == g && s->state != FL_DONE) {
+			if (k != z && s->g == g && s->state != FL_DONE) {
 				s->it += skip;
 				s->start += skip * lambda;
 				fl_bind(f, k);
@@ -583,7 +643,32 @@ static void fl_try_skip(fl *f, int g, int it)
 		}
 		int o = f->off[b];
 		for (int j = 0; j < blk->n_ops; j++)
-			f->acc[o + j] += skip * (f->acc[o + j] - f->snap_acc[j]);
+			if (j != jz)
+				f->acc[o + j] += skip * (f->acc[o + j] - f->snap_acc[j]);
+		if (z >= 0) {
+			/* The queue does skip x prog more work; its ops still to run have not ended
+			 * (their rows before the moved window hold ended dependencies: -inf). */
+			fl_stream *s = &f->st[z];
+			double p_end = pz + skip * prog;
+			int itz = (int)floor(p_end / W);
+			double d = p_end - itz * W;
+			if (itz > s->it) {
+				int wback = (int)floor(d / prog);
+				double t_new = fl_time_at(f, z, pz - (d - wback * prog)) + (skip - wback) * lambda;
+				f->acc[o + jz] += t_new - s->start; /* busy without a gap: its ops back to back */
+				s->start = t_new;
+				s->it = itz;
+			}
+			s->rem = W - d;
+			for (int i = s->it; i < hi + skip + 1; i++) {
+				double *row = sl->ends + (size_t)i * f->max_ops;
+				if (i < lo - D + skip)
+					for (int j = 0; j < f->max_ops; j++)
+						row[j] = -INFINITY;
+				row[jz] = NAN;
+			}
+			fl_bind(f, z);
+		}
 		f->t += skip * lambda;
 		f->snap_g = -1;
 		return;
@@ -592,9 +677,18 @@ static void fl_try_skip(fl *f, int g, int it)
 	f->snap_it = it;
 	f->snap_lo = lo;
 	f->snap_hi = hi;
+	f->snap_z = z;
+	f->snap_pz = pz;
 	f->snap_t = f->t;
 	memcpy(f->snap, cur, sizeof cur);
 	memcpy(f->snap_acc, f->acc + f->off[b], (size_t)blk->n_ops * sizeof *f->snap_acc);
+	for (int k = 0; k < WL_STREAM_COUNT; k++)
+		f->nlog[k] = 0;
+	if (z >= 0) {
+		f->logt[z][0] = f->t;
+		f->logp[z][0] = pz;
+		f->nlog[z] = 1;
+	}
 }
 
 static void fl_free(fl *f)
@@ -643,19 +737,23 @@ static bool fl_setup(fl *f, config_error *err)
 		f->max_rep = 1;
 	size_t nptr = (size_t)WL_STREAM_COUNT * f->nb;
 	f->ints = malloc(nptr * sizeof(int *) + ((size_t)3 * nops + (size_t)(1 + WL_STREAM_COUNT) * f->nb) * sizeof(int));
-	f->work = malloc(((size_t)nops * 3 + (size_t)f->max_ops + 1) * sizeof(double));
+	f->work = malloc(((size_t)nops * 3 + (size_t)f->max_ops + 1 + 2 * WL_STREAM_COUNT * FL_LOG) * sizeof(double));
 	if (!f->ints || !f->work)
 		return config_fail(err, "out of memory evaluating the schedule");
 	f->wt = f->work + nops;
 	f->acc = f->wt + nops;
 	f->snap_acc = f->acc + nops;
+	for (int k = 0; k < WL_STREAM_COUNT; k++) {
+		f->logt[k] = f->snap_acc + f->max_ops + 1 + 2 * k * FL_LOG;
+		f->logp[k] = f->logt[k] + FL_LOG;
+	}
 	int **ptrs = f->ints;
 	int *q = (int *)(ptrs + nptr);
 	f->off = q;
 	q += f->nb;
 	f->run = q;
 	q += nops;
-	int *target = q; /* [op]: some op depends on it */
+	int *target = f->target = q;
 	q += nops;
 	for (int k = 0; k < WL_STREAM_COUNT; k++) {
 		f->cnt[k] = q;
@@ -751,6 +849,8 @@ static bool fl_run(fl *f, engine_result *r, config_error *err)
 			s->rem = s->work;
 			s->start = f->t;
 			s->rate = 1;
+			if (s->last_end != f->t)
+				s->busy_since = f->t;
 			f->dirty |= s->comm;
 			if (k == WL_STREAM_MAIN && s->k == 0)
 				main_started = s->it;
@@ -783,8 +883,16 @@ static bool fl_run(fl *f, engine_result *r, config_error *err)
 			if (s->rem > 1e-15 * fmax(1.0, f->t))
 				continue;
 			f->dirty |= s->comm;
+			double busy = s->busy_since;
 			if (!fl_complete(f, k))
 				return config_fail(err, "out of memory evaluating the schedule");
+			s->last_end = f->t;
+			s->busy_since = busy;
+		}
+		int z = f->snap_z;
+		if (f->snap_g >= 0 && z >= 0 && f->nlog[z] > 0 && f->nlog[z] < FL_LOG && f->st[z].g == f->snap_g) {
+			f->logt[z][f->nlog[z]] = f->t;
+			f->logp[z][f->nlog[z]++] = fl_progress(f, z);
 		}
 	}
 	memset(&r->breakdown, 0, sizeof r->breakdown);
@@ -805,7 +913,8 @@ bool engine_schedule_run_shared(const workload_program *prog, double *const *dur
 {
 	if (!load || !engine_schedule_streams_share(prog))
 		return engine_schedule_run(prog, dur, r, visit, ctx, err);
-	fl f = {.prog = prog, .dur = dur, .load = load, .visit = visit, .ctx = ctx, .barrier_done = -1, .snap_g = -1};
+	fl f = {.prog = prog, .dur = dur, .load = load, .visit = visit, .ctx = ctx, .barrier_done = -1, .snap_g = -1,
+		.snap_z = -1};
 	bool ok = fl_setup(&f, err) && fl_run(&f, r, err);
 	fl_free(&f);
 	return ok;
