@@ -269,6 +269,11 @@ typedef struct fl {
 	/* iteration skipping */
 	int snap_g, snap_it, snap_lo, snap_hi, snap_z;
 	double snap_t, snap[4 * WL_STREAM_COUNT], *snap_acc, snap_pz;
+	/* micro-step skipping: the state when the main stream started micro-step ms_m */
+	int ms_m, ms_nops;
+	double ms_t, ms_cur[4 * WL_STREAM_COUNT], ms_prev[4 * WL_STREAM_COUNT], *ms_acc;
+	double *ms_rows; /* the end times dependencies reach, in the instances in use, relative */
+	int ms_len, ms_cap;
 	/* (time, work done) of each non-main stream at every event since the last snapshot */
 	int nlog[WL_STREAM_COUNT];
 	double *logt[WL_STREAM_COUNT], *logp[WL_STREAM_COUNT]; /* FL_LOG each */
@@ -691,6 +696,128 @@ static void fl_try_skip(fl *f, int g, int it)
 	}
 }
 
+/* Called when the main stream starts micro-step m (its first op of the first micro-step
+ * block). Micro-steps run the same blocks: when the state relative to now (every stream's
+ * position relative to this micro-step, its remaining work, and the end times dependencies
+ * can still reach in the block instances in use) equals the state at the previous
+ * micro-step's start, every later micro-step repeats it, and all but the last are added in
+ * closed form (time, durations, positions and end times shifted by whole micro-steps). */
+static void fl_try_skip_micro(fl *f, int m)
+{
+	const workload_program *p = f->prog;
+	int nm = p->n_micro, g0 = m * nm, q = 0, gmin = g0, gmax = g0;
+	if (f->visit || p->grad_accum < 3)
+		return;
+	for (int k = 0; k < WL_STREAM_COUNT; k++) {
+		const fl_stream *s = &f->st[k];
+		if (s->state == FL_DONE || s->g >= nm * p->grad_accum) {
+			f->ms_m = -1; /* a stream in the step blocks: nothing left to repeat */
+			return;
+		}
+		gmin = s->g < gmin ? s->g : gmin;
+		gmax = s->g > gmax ? s->g : gmax;
+		f->ms_cur[q++] = s->g - g0;
+		f->ms_cur[q++] = s->it;
+		f->ms_cur[q++] = s->k * 8 + s->state;
+		f->ms_cur[q++] = s->state == FL_ACTIVE ? s->rem : 0;
+	}
+	double tol = 1e-12 * fmax(1.0, f->t);
+	bool same = f->ms_m == m - 1;
+	for (int i = 0; same && i < q; i++)
+		same = fabs(f->ms_cur[i] - f->ms_prev[i]) <= tol;
+	/* end times of the ops depended on, in the instances in use, relative to now: compared
+	 * with the same taken at the previous micro-step's start */
+	int len = 0;
+	for (int g = gmin; g <= gmax; g++) {
+		fl_slot *a = fl_slot_of(f, g);
+		int b, mm;
+		const workload_block *blk = fl_block(f, g, &b, &mm);
+		const int *target = f->target + f->off[b];
+		/* rows a stream can still read: from its iteration back as far as a dependency
+		 * reaches in its own instance, all of them in an instance it has yet to enter */
+		int D = 0, first = blk->repeat;
+		for (int j = 0; j < blk->n_ops; j++)
+			if (blk->ops[j].dep >= 0 && -blk->ops[j].dep_iter > D)
+				D = -blk->ops[j].dep_iter;
+		for (int k = 0; k < WL_STREAM_COUNT; k++) {
+			int lo_k = f->st[k].g == g ? f->st[k].it - D : f->st[k].g < g ? 0 : blk->repeat;
+			first = lo_k < first ? lo_k : first;
+		}
+		first = first < 0 ? 0 : first;
+		int rows = a ? a->rows - first : 0;
+		rows = rows < 0 ? 0 : rows;
+		int need = len + 1 + rows * blk->n_ops;
+		if (need > f->ms_cap) {
+			int cap = 2 * need;
+			double *nb = realloc(f->ms_rows, (size_t)cap * sizeof *nb);
+			if (!nb) {
+				f->ms_m = -1;
+				return;
+			}
+			f->ms_rows = nb;
+			f->ms_cap = cap;
+		}
+		double v0 = rows;
+		if (same && (len >= f->ms_len || f->ms_rows[len] != v0))
+			same = false;
+		if (!same) {
+			f->ms_rows[len++] = v0;
+			for (int i = first; i < first + rows; i++)
+				for (int j = 0; j < blk->n_ops; j++)
+					if (target[j])
+						f->ms_rows[len++] = fl_end_at(f, a, i, j, f->t);
+			continue;
+		}
+		len++;
+		for (int i = first; i < first + rows; i++)
+			for (int j = 0; j < blk->n_ops; j++) {
+				if (!target[j])
+					continue;
+				double x = fl_end_at(f, a, i, j, f->t), y = f->ms_rows[len];
+				if (!((isnan(x) && isnan(y)) || x == y || fabs(x - y) <= tol)) {
+					same = false;
+				}
+				f->ms_rows[len++] = x;
+			}
+	}
+	f->ms_len = len;
+	if (gmax - gmin >= nm)
+		same = false;
+	/* the leading stream must stay within the micro-steps through the last skipped one */
+	int skip = p->grad_accum - 1 - m - (gmax - g0 + nm - 1) / nm;
+	double lambda = f->t - f->ms_t;
+	if (same && skip > 0 && lambda >= 0) {
+		for (int g = gmax; g >= gmin; g--) {
+			fl_slot *a = fl_slot_of(f, g);
+			if (!a)
+				continue;
+			a->g = g + skip * nm;
+			for (int i = 0; i < a->rows * f->max_ops; i++)
+				a->ends[i] += skip * lambda; /* NAN stays NAN, -inf stays -inf */
+		}
+		for (int k = 0; k < WL_STREAM_COUNT; k++) {
+			fl_stream *s = &f->st[k];
+			s->g += skip * nm;
+			s->micro += skip;
+			s->start += skip * lambda;
+			s->last_end += skip * lambda;
+			s->busy_since += skip * lambda;
+			if (s->state == FL_IDLE || s->state == FL_ACTIVE)
+				fl_bind(f, k);
+		}
+		for (int i = 0; i < f->ms_nops; i++)
+			f->acc[i] += skip * (f->acc[i] - f->ms_acc[i]);
+		f->t += skip * lambda;
+		f->snap_g = -1;
+		f->ms_m = -1;
+		return;
+	}
+	f->ms_m = m;
+	f->ms_t = f->t;
+	memcpy(f->ms_prev, f->ms_cur, sizeof f->ms_cur);
+	memcpy(f->ms_acc, f->acc, (size_t)f->ms_nops * sizeof *f->acc);
+}
+
 static void fl_free(fl *f)
 {
 	for (int i = 0; i < f->n_slots; i++)
@@ -698,6 +825,7 @@ static void fl_free(fl *f)
 	free(f->slots);
 	free(f->ints);
 	free(f->work);
+	free(f->ms_rows);
 }
 
 bool engine_schedule_streams_share(const workload_program *prog)
@@ -737,7 +865,7 @@ static bool fl_setup(fl *f, config_error *err)
 		f->max_rep = 1;
 	size_t nptr = (size_t)WL_STREAM_COUNT * f->nb;
 	f->ints = malloc(nptr * sizeof(int *) + ((size_t)3 * nops + (size_t)(1 + WL_STREAM_COUNT) * f->nb) * sizeof(int));
-	f->work = malloc(((size_t)nops * 3 + (size_t)f->max_ops + 1 + 2 * WL_STREAM_COUNT * FL_LOG) * sizeof(double));
+	f->work = malloc(((size_t)nops * 4 + (size_t)f->max_ops + 1 + 2 * WL_STREAM_COUNT * FL_LOG) * sizeof(double));
 	if (!f->ints || !f->work)
 		return config_fail(err, "out of memory evaluating the schedule");
 	f->wt = f->work + nops;
@@ -747,6 +875,8 @@ static bool fl_setup(fl *f, config_error *err)
 		f->logt[k] = f->snap_acc + f->max_ops + 1 + 2 * k * FL_LOG;
 		f->logp[k] = f->logt[k] + FL_LOG;
 	}
+	f->ms_acc = f->logp[WL_STREAM_COUNT - 1] + FL_LOG;
+	f->ms_m = -1;
 	int **ptrs = f->ints;
 	int *q = (int *)(ptrs + nptr);
 	f->off = q;
@@ -803,6 +933,7 @@ static bool fl_setup(fl *f, config_error *err)
 			}
 		}
 	}
+	f->ms_nops = p->n_micro > 0 ? f->off[p->n_micro - 1] + fl_blk(p, p->n_micro - 1)->n_ops : 0;
 	return true;
 }
 
@@ -855,8 +986,13 @@ static bool fl_run(fl *f, engine_result *r, config_error *err)
 			if (k == WL_STREAM_MAIN && s->k == 0)
 				main_started = s->it;
 		}
-		if (main_started >= 0)
-			fl_try_skip(f, f->st[WL_STREAM_MAIN].g, main_started);
+		if (main_started >= 0) {
+			const fl_stream *s = &f->st[WL_STREAM_MAIN];
+			if (s->b == 0 && s->it == 0 && s->g < f->prog->n_micro * f->prog->grad_accum)
+				fl_try_skip_micro(f, s->micro);
+			else
+				fl_try_skip(f, s->g, main_started);
+		}
 		if (f->dirty)
 			fl_rates(f);
 		double dt = INFINITY;
