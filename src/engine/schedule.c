@@ -541,11 +541,6 @@ static double fl_end_at(fl *f, fl_slot *sl, int i, int j, double at)
 	return v <= at ? v - at : NAN;
 }
 
-/* Called when the main stream has just started its first op of iteration `it` of block
- * instance g. The state that decides the future is the streams' positions and remaining
- * work and the end times of the ops later dependencies can reach (the ops depended on, in
- * rows [lo - D, hi], D the longest reach back; later rows are empty). When it equals the state at the previous iteration's start shifted by
- * one iteration and lambda in time, the iterations up to the block's end repeat it. */
 /* Work stream z has done in block instance g (it runs one op of work W per iteration). */
 static double fl_progress(const fl *f, int z)
 {
@@ -581,9 +576,10 @@ static double fl_time_at(const fl *f, int z, double p)
 
 /* Called when the main stream has just started its first op of iteration `it` of block
  * instance g. The state that decides the future is the streams' positions and remaining
- * work and the end times of the ops later dependencies can reach (the ops depended on, in
- * rows [lo - D, hi], D the longest reach back; later rows are empty). When it equals the state at the previous iteration's start shifted by
- * one iteration and lambda in time, the iterations up to the block's end repeat it.
+ * work and the end times of the ops later dependencies can reach: the ops depended on, in
+ * rows [lo, hi], lo the lowest row a stream's dependencies reach back to from its cursor
+ * (later rows are empty). When it equals the state at the previous iteration's start
+ * shifted by one iteration and lambda in time, the iterations up to the block's end repeat.
  * A saturated queue (fl_saturated) takes part by its progress: its load is the same all
  * along, so the other streams repeat; it does the same work in every period, and the time
  * its current op started follows from the last period's progress. */
@@ -593,12 +589,6 @@ static void fl_try_skip(fl *f, int g, int it)
 	const workload_block *blk = fl_block(f, g, &b, &m);
 	if (f->visit || blk->repeat < 4)
 		return;
-	/* A dependency reaches back D iterations at most: rows from lo - D on matter, and of
-	 * them only the ops something depends on. */
-	int D = 0;
-	for (int j = 0; j < blk->n_ops; j++)
-		if (blk->ops[j].dep >= 0 && -blk->ops[j].dep_iter > D)
-			D = -blk->ops[j].dep_iter;
 	int z = fl_saturated(f, g, b, it, f->snap_g == g ? f->snap_t : f->t);
 	int lo, hi;
 	double cur[4 * WL_STREAM_COUNT];
@@ -606,6 +596,22 @@ static void fl_try_skip(fl *f, int g, int it)
 		f->snap_g = -1;
 		return;
 	}
+	/* Rows a dependency can still read: a stream's ops reach back D_k iterations at most
+	 * from its cursor; of those rows only the ops something depends on matter. */
+	int D = 0, reach = hi;
+	for (int k = 0; k < WL_STREAM_COUNT; k++) {
+		const fl_stream *s = &f->st[k];
+		if (k == z || s->g != g || s->state == FL_DONE)
+			continue;
+		int Dk = 0;
+		for (int i = 0; i < f->cnt[k][b]; i++) {
+			const workload_op *op = &blk->ops[f->idx[k][b][i]];
+			if (op->dep >= 0 && -op->dep_iter > Dk)
+				Dk = -op->dep_iter;
+		}
+		reach = s->it - Dk < reach ? s->it - Dk : reach;
+	}
+	D = lo - reach; /* rows [lo - D, hi] */
 	double tol = 1e-12 * fmax(1.0, f->t);
 	bool same = f->snap_g == g && f->snap_it == it - 1 && f->snap_lo == lo - 1 && f->snap_hi == hi - 1 &&
 		    f->snap_z == z && fl_same(cur, f->snap, 4 * WL_STREAM_COUNT, tol);
