@@ -14,7 +14,7 @@
  *   PAIR  on an NVLink mesh, the link from GPU 0 to local GPU j (one resource per j).
  * Bytes and flows follow the flows the SimGrid engine posts for each algorithm
  * (src/engine/simgrid/collectives.c): all-to-all direct, one flow per peer; pairwise, one
- * peer at a time; rings over min(nics, ranks per node) channels across nodes (each
+ * peer per round (flows counted by their average over the rounds); rings over min(nics, ranks per node) channels across nodes (each
  * leaving the node from a different GPU), over 2·floor((P-1)/2) channels on a mesh
  * (Walecki's edge-disjoint Hamiltonian cycles, both directions), one channel elsewhere;
  * hierarchical, the sum of its phases. Busy times are bytes over the effective link
@@ -97,8 +97,8 @@ static int per_nic(const config_platform *p, int active)
 	return util_ceil_div(active > 0 ? active : 1, p->inter.nics_per_node);
 }
 
-/* All-to-all exchanging bytes/P with every peer; `flows_per_peer` 1 for direct, and the
- * pairwise exchange has one peer in flight (its flows count 1 in total). */
+/* All-to-all exchanging bytes/P with every peer: direct keeps a flow to every peer at once;
+ * pairwise one peer per round over P - 1 rounds, so its flows count by their average. */
 static void alltoall(const config_platform *p, engine_op_load *l, engine_group_shape s, double bytes, bool one_at_a_time)
 {
 	int P = s.size, r = s.per_node > 0 ? s.per_node : 1;
@@ -106,16 +106,20 @@ static void alltoall(const config_platform *p, engine_op_load *l, engine_group_s
 		r = P;
 	double c = bytes / P;
 	int local = r - 1, remote_peers = P - r;
+	/* flows each local peer keeps: 1 at once, or 1/(P - 1) on average one round at a time */
+	double per_peer = one_at_a_time ? 1.0 / (P - 1) : 1;
 	if (p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH)
 		for (int j = 1; j <= local; j++)
-			local_to(p, l, j, c, 1);
+			local_to(p, l, j, c, per_peer);
 	else if (local > 0 && p->intra.fabric != CONFIG_FABRIC_PCIE)
-		local_to(p, l, 1, local * c, one_at_a_time ? 1 : local);
+		local_to(p, l, 1, local * c, local * per_peer);
 	else if (local > 0) /* PCIe: the port carries local and remote flows (added by remote()) */
-		add(l, ENGINE_LINK_PORT, local * c / config_platform_intra_bw(p), one_at_a_time ? 1 : local);
+		add(l, ENGINE_LINK_PORT, local * c / config_platform_intra_bw(p), local * per_peer);
 	if (remote_peers > 0) {
+		/* Pairwise: one peer per round, remote in (P - r) of the P - 1 rounds, so a NIC
+		 * carries k·(P - r)/(P - 1) flows on average over the exchange. */
 		int k = per_nic(p, s.active_per_node);
-		double f = one_at_a_time ? 1 : remote_peers;
+		double f = one_at_a_time ? (double)remote_peers / (P - 1) : remote_peers;
 		remote(p, l, s, k * remote_peers * c, k * f, remote_peers * c, f);
 	}
 }
