@@ -18,10 +18,63 @@ static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *
 	       yt_quantity(l, "bandwidth", false, CONFIG_UNIT_BANDWIDTH, bw, has_bw, err);
 }
 
+/* attention_points: a sequence of {kernel, seq, head_dim, direction, causal, tflops}
+ * mappings (format in config.h). */
+static bool read_attn_points(const yt_node *t, config_calibration *c, config_error *err)
+{
+	static const char *const keys[] = {"kernel", "seq", "head_dim", "direction", "causal", "tflops", NULL};
+	static const char *const dirs[] = {"fwd", "bwd"};
+	const yt_node *seq = yt_find(t, "attention_points");
+	if (!seq)
+		return true;
+	if (seq->kind != YT_SEQ || seq->n == 0)
+		return yt_fail(err, seq, "'attention_points' must be a non-empty list of {kernel, seq, head_dim, "
+					 "direction, causal, tflops} mappings");
+	if (seq->n > CONFIG_MAX_ATTN_POINTS)
+		return yt_fail(err, seq, "'attention_points' holds %zu points, at most %d are read", seq->n,
+			       CONFIG_MAX_ATTN_POINTS);
+	for (size_t i = 0; i < seq->n; i++) {
+		const yt_node *e = seq->items[i];
+		config_attn_point *pt = &c->attn_points[i];
+		if (e->kind != YT_MAP)
+			return yt_fail(err, e, "each attention point must be a mapping {kernel, seq, head_dim, direction, "
+					       "causal, tflops}");
+		int kernel = 0, dir = 0;
+		bool causal = true;
+		char text[CONFIG_NAME_MAX];
+		long tokens = 0;
+		double tflops = 0;
+		if (!yt_check_keys(e, keys, err) ||
+		    !yt_enum(e, "kernel", true, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &kernel, NULL, err) ||
+		    !yt_string(e, "seq", true, text, sizeof text, NULL, err) ||
+		    !yt_posint(e, "head_dim", true, &pt->head_dim, NULL, err) ||
+		    !yt_enum(e, "direction", true, dirs, 2, &dir, NULL, err) ||
+		    !yt_bool(e, "causal", false, &causal, NULL, err) ||
+		    !yt_double(e, "tflops", true, 0, true, 1e6, &tflops, NULL, err))
+			return false;
+		if (!config_parse_tokens(text, &tokens))
+			return yt_fail(err, yt_find(e, "seq"),
+				       "'seq' must be a positive token count such as 8192 or 8K, got '%s'", text);
+		*pt = (config_attn_point){.kernel = kernel, .bwd = dir, .causal = causal, .head_dim = pt->head_dim,
+					  .seq = (double)tokens, .flops = tflops * 1e12};
+		for (size_t j = 0; j < i; j++) {
+			const config_attn_point *q = &c->attn_points[j];
+			if (q->kernel == pt->kernel && q->bwd == pt->bwd && q->causal == pt->causal &&
+			    q->head_dim == pt->head_dim && q->seq == pt->seq)
+				return yt_fail(err, e,
+					       "attention point %zu repeats point %zu (same kernel, seq, head_dim, "
+					       "direction and causal); give each shape once",
+					       i + 1, j + 1);
+		}
+	}
+	c->n_attn_points = (int)seq->n;
+	return true;
+}
+
 static bool calibration_read(const yt_doc *doc, config_calibration *c, config_error *err)
 {
 	static const char *const keys[] = {"source",	 "platform",   "intra_node", "inter_node",
-					   "efficiency", "collective_overhead", NULL};
+					   "efficiency", "collective_overhead", "attention_points", NULL};
 	static const char *const eff_keys[] = {"gemm", "attention", "memory", NULL};
 	const yt_node *t, *e;
 	if (!yt_top(doc, "calibration", &t, err) || !yt_check_keys(t, keys, err) ||
@@ -31,7 +84,7 @@ static bool calibration_read(const yt_doc *doc, config_calibration *c, config_er
 		       err) ||
 	    !read_link(t, "inter_node", &c->has_inter_latency, &c->inter_latency, &c->has_inter_bw, &c->inter_bw,
 		       err) ||
-	    !yt_map(t, "efficiency", false, &e, err))
+	    !read_attn_points(t, c, err) || !yt_map(t, "efficiency", false, &e, err))
 		return false;
 	/* a measured overhead of zero is legitimate: accept 0 as well as a time */
 	const yt_node *ov = yt_find(t, "collective_overhead");
@@ -130,6 +183,16 @@ bool config_write_calibration(FILE *f, const config_calibration *c)
 		if (c->has_memory)
 			fprintf(f, "    memory: %.9g\n", c->memory);
 	}
+	if (c->n_attn_points > 0) {
+		fprintf(f, "  attention_points:\n");
+		for (int i = 0; i < c->n_attn_points; i++) {
+			const config_attn_point *pt = &c->attn_points[i];
+			fprintf(f,
+				"    - {kernel: %s, seq: %.0f, head_dim: %d, direction: %s, causal: %s, tflops: %.9g}\n",
+				config_attn_kernel_names[pt->kernel], pt->seq, pt->head_dim, pt->bwd ? "bwd" : "fwd",
+				pt->causal ? "true" : "false", pt->flops / 1e12);
+		}
+	}
 	return fflush(f) == 0 && !ferror(f);
 }
 
@@ -158,10 +221,16 @@ void config_apply_calibration(config_platform *p, const config_calibration *c)
 		p->inter.nic_bandwidth = c->inter_bw;
 		p->eff.inter_link = 1.0;
 	}
-	if (c->has_gemm)
-		p->eff.gemm = c->gemm;
+	if (c->has_gemm) {
+		p->eff.gemm = c->gemm; /* measured on real GEMMs: replaces the shape model */
+		p->eff.gemm_measured = true;
+	}
 	if (c->has_attention)
 		p->eff.attention = c->attention;
 	if (c->has_memory)
 		p->eff.memory = c->memory;
+	if (c->n_attn_points > 0) {
+		p->n_attn_points = c->n_attn_points;
+		memcpy(p->attn_points, c->attn_points, (size_t)c->n_attn_points * sizeof c->attn_points[0]);
+	}
 }

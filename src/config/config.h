@@ -84,6 +84,27 @@ typedef enum config_topology {
 	CONFIG_TOPO_RAIL,          /* rail-optimized: NIC i of every node on rail switch i */
 } config_topology;
 
+/* GPU architectures with kernel-efficiency data (engine/compute.c). */
+typedef enum config_gpu_arch { CONFIG_ARCH_AMPERE, CONFIG_ARCH_HOPPER } config_gpu_arch;
+/* Attention kernel families (engine/compute.c): FlashAttention-2, FlashAttention-3
+ * (Hopper only), cuDNN's fused attention. */
+typedef enum config_attn_kernel { CONFIG_ATTN_FA2, CONFIG_ATTN_FA3, CONFIG_ATTN_CUDNN } config_attn_kernel;
+#define CONFIG_ATTN_KERNELS 3
+
+/* A measured attention throughput (calibration `attention_points`): `flops` FLOP/s of one
+ * kernel family at sequence length `seq` and head dimension `head_dim`, forward or
+ * backward, causal or not, counted the way FlashAttention's benchmarks count FLOPs
+ * (4·S²·heads·d per sequence forward, halved when causal; backward 2.5x forward). */
+typedef struct config_attn_point {
+	int kernel;   /* config_attn_kernel */
+	int bwd;      /* 0 forward, 1 backward */
+	int causal;   /* 0 or 1 */
+	int head_dim;
+	double seq;
+	double flops;
+} config_attn_point;
+#define CONFIG_MAX_ATTN_POINTS 32
+
 typedef struct config_platform {
 	char name[CONFIG_NAME_MAX];
 	char path[CONFIG_PATH_MAX];
@@ -94,7 +115,15 @@ typedef struct config_platform {
 		double peak_flops;   /* dense bf16 FLOP/s */
 		double memory_bytes; /* HBM capacity */
 		double hbm_bandwidth;/* bytes/s */
+		int sms;             /* streaming multiprocessors (`sms:`, default by GPU name) */
+		config_gpu_arch arch;/* `arch:`, default by GPU name */
 	} gpu;
+	/* The attention kernel the platform's software stack runs (`attention_kernel:`);
+	 * a job may override it (config_job.attention_kernel). */
+	config_attn_kernel attention_kernel;
+	/* Measured attention throughputs that replace the published curves (calibration). */
+	int n_attn_points;
+	config_attn_point attn_points[CONFIG_MAX_ATTN_POINTS];
 	struct {
 		config_fabric fabric;
 		/* Both are always filled: for nvswitch/pcie pair_bandwidth = bandwidth (one pair may use
@@ -116,13 +145,25 @@ typedef struct config_platform {
 	 * the platform file has no `collective_overhead`. */
 	double coll_overhead;
 	struct {
-		double gemm;      /* achievable fraction of peak_flops for GEMMs */
-		double attention; /* for FlashAttention kernels */
+		double gemm;      /* share of peak_flops a large, tile-aligned GEMM reaches (the plateau of
+				   * the GEMM model: tile and wave quantization scale it down) */
+		bool gemm_measured; /* gemm comes from a calibration: a measured whole-GEMM
+				     * efficiency that replaces the shape model */
+		double attention; /* > 0: attention at this share of peak whatever its shape (the
+				   * scalar override of the kernel curves); 0: the curves */
 		double memory;    /* achievable fraction of hbm_bandwidth for memory-bound kernels */
 		double intra_link;/* achievable fraction of intra-node link bandwidth */
 		double inter_link;/* achievable fraction of NIC bandwidth */
 	} eff;
 } config_platform;
+
+/* Whether spsim has a published efficiency curve for a kernel family on an architecture. */
+bool config_attn_kernel_has_curve(config_attn_kernel k, config_gpu_arch arch);
+/* NULL when platform p can time attention with kernel family k; otherwise why not, as a
+ * phrase ("runs only on hopper GPUs"): FlashAttention-3 needs Hopper, and a family without
+ * a published curve on the GPU needs calibration points or the efficiency.attention
+ * override. */
+const char *config_attn_kernel_unusable(const config_platform *p, config_attn_kernel k);
 
 static inline int config_platform_gpus(const config_platform *p) { return p->nodes * p->gpus_per_node; }
 /* Effective (efficiency-scaled) bandwidths used by the engines, bytes/s. */
@@ -141,6 +182,22 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  *     inter_node: {latency: 9us, bandwidth: 46GB/s}    # achieved, per NIC
  *     efficiency: {gemm: 0.72, attention: 0.55, memory: 0.8}
  *     collective_overhead: 0      # fixed cost per collective call (a time, or 0)
+ *     attention_points:           # measured attention kernel throughputs
+ *       - {kernel: cudnn, seq: 8192, head_dim: 128, direction: fwd, causal: true, tflops: 600}
+ *       - {kernel: cudnn, seq: 2048, head_dim: 128, direction: fwd, causal: true, tflops: 480}
+ *
+ * A calibration's efficiency.gemm and efficiency.attention are measured whole-kernel
+ * efficiencies (validate mode times the layer's own GEMMs and attention): they replace the
+ * shape models, every GEMM or attention op then runs at that share of peak. (In a platform
+ * file efficiency.gemm is the plateau of the GEMM model, which tile and wave quantization
+ * scale down; efficiency.attention there is the same fixed override.) attention_points replace a
+ * kernel family's published curve for the (kernel, head_dim, direction, causal) they
+ * name: kernel flash-attn-2 | flash-attn-3 | cudnn; seq in tokens (16K allowed); direction
+ * fwd | bwd; causal true | false (default true); tflops in 1e12 FLOP/s counted as
+ * FlashAttention's benchmarks count them. Between points the rate is interpolated
+ * linearly in log(seq), beyond the first and last it is held; wave quantization of the
+ * op's thread blocks on the GPU's SMs still applies (benchmarks run full waves). At most
+ * 32 points; a later calibration's points replace earlier ones wholesale.
  *
  * Every section and key is optional; present bandwidths replace the raw link bandwidth
  * and set that link class's efficiency to 1 (the measurement already includes it). A
@@ -157,6 +214,8 @@ typedef struct config_calibration {
 	double gemm, attention, memory;
 	bool has_overhead;
 	double overhead; /* collective_overhead: fixed cost per collective call */
+	int n_attn_points;
+	config_attn_point attn_points[CONFIG_MAX_ATTN_POINTS];
 } config_calibration;
 
 /* ------------------------------------------------------------------ jobs ---- */
@@ -192,6 +251,7 @@ typedef struct config_job {
 	int fp32_grad_comm_set;      /* 0: derive from SP, 1: explicit */
 	config_a2a a2a;              /* SP all-to-all algorithm */
 	config_basp_uneven basp_uneven; /* what BASP does when N % B != 0 */
+	int attention_kernel;        /* config_attn_kernel, or -1: the platform's attention_kernel */
 } config_job;
 
 /* DeepSpeed defaults (modeling.md "ZeRO as DeepSpeed actually runs it"). seq_len is
@@ -201,6 +261,8 @@ void config_job_defaults(config_job *job);
  * and fp32 gradient communication (unset -> on when sp > 1). */
 bool config_job_zero_overlap(const config_job *job);
 bool config_job_fp32_grad_comm(const config_job *job, int sp);
+/* The attention kernel a job runs: its own choice, else the platform's. */
+config_attn_kernel config_job_attention_kernel(const config_job *job, const config_platform *p);
 
 /* The spellings of the enums in YAML, flags and reports (names.c), indexed by value. */
 extern const char *const config_strategy_names[2];
@@ -209,6 +271,8 @@ extern const char *const config_a2a_names[3];
 extern const char *const config_basp_uneven_names[3];
 extern const char *const config_fabric_names[3];
 extern const char *const config_topology_names[3];
+extern const char *const config_gpu_arch_names[2];
+extern const char *const config_attn_kernel_names[CONFIG_ATTN_KERNELS];
 
 /* ---------------------------------------------------------------- loaders --- */
 /* Directories searched for shipped names, in order: $SPSIM_DATA_DIR, the build tree's
@@ -222,7 +286,7 @@ bool config_load_model(const char *name_or_path, config_model *out, config_error
 bool config_load_platform(const char *name_or_path, config_platform *out, config_error *err);
 bool config_load_calibration(const char *path, config_calibration *out, config_error *err);
 /* Reads a job YAML whose keys match the CLI flags (gpus, strategy, sp, micro_batch,
- * seq_len, grad_accum, zero, recompute, dtype, zero_overlap, a2a, basp_uneven, model, platform, nodes,
+ * seq_len, grad_accum, zero, recompute, dtype, zero_overlap, a2a, basp_uneven, attention_kernel, model, platform, nodes,
  * calibration), under a top-level `job:` key:
  *
  *   job:
@@ -237,6 +301,7 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     fp32_grad_comm: true       # default: derived from SP
  *     a2a: direct                # direct | pairwise | hierarchical
  *     basp_uneven: error         # error | unequal | extra-step
+ *     attention_kernel: cudnn    # flash-attn-2 | flash-attn-3 | cudnn (default: the platform's)
  *
  * Keys absent from the file keep their value in *job (call config_job_defaults first),
  * so CLI flags can be applied on top afterwards. String keys it does not store in
