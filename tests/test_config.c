@@ -475,6 +475,10 @@ START_TEST(platform_fixtures_ok)
 	assert_close(config_platform_intra_pair_bw(&p), 50e9, 1e-15);
 	assert_close(config_platform_nic_bw(&p), 6.25e9, 1e-15);
 	assert_close(p.gpu.memory_bytes, 16.0 * 1073741824.0, 1e-15);
+	ck_assert(!p.has_memory_reserve); /* not declared: the derived default applies */
+	p = load_platform_fixture("platform_zero_reserve.yaml"); /* 0 is a declared reserve */
+	ck_assert(p.has_memory_reserve);
+	ck_assert_double_eq(p.memory_reserve, 0);
 	/* nvlink-mesh with 50 GB/s pairs and 4 GPUs: 3 x 50 = 150 GB/s per GPU. */
 	p = load_platform_fixture("platform_mesh.yaml");
 	ck_assert_int_eq(p.intra.fabric, CONFIG_FABRIC_NVLINK_MESH);
@@ -514,6 +518,8 @@ START_TEST(platform_errors)
 	expect_error(PLATFORM, "platform_fat_tree_no_leaf.yaml",
 		     "15:5: missing required key 'nodes_per_leaf' in 'inter_node'");
 	expect_error(PLATFORM, "platform_oversub.yaml", "20:23: 'oversubscription' must be a number >= 1, got '0.5'");
+	expect_error(PLATFORM, "platform_bad_reserve.yaml",
+		     "21:19: 'memory_reserve': '-1GiB' must be positive, expected a size such as 40GiB or 80GB, or 0");
 	expect_error(PLATFORM, "platform_duplicate.yaml",
 		     "14:5: duplicate key 'latency' in 'intra_node' (first at line 13), expected each key once");
 	expect_error(PLATFORM, "platform_missing_section.yaml", "2:3: missing required key 'efficiency' in 'platform'");
@@ -750,6 +756,95 @@ START_TEST(collective_overhead_platform_and_calibration)
 }
 END_TEST
 
+/* Writes text to a temporary file (path filled in) and loads it as a calibration. */
+static bool load_calibration_text(const char *text, char *path, config_calibration *c, config_error *e)
+{
+	snprintf(path, 32, "/tmp/spsim-cal-XXXXXX");
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	FILE *f = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	bool ok = config_load_calibration(path, c, e);
+	unlink(path);
+	return ok;
+}
+
+START_TEST(calibration_gpu_kernel_and_attention_points)
+{
+	/* What validate writes (config.h): the GPU, the attention kernel family, one point
+	 * per shape and direction; written and read back exactly. */
+	config_calibration c;
+	memset(&c, 0, sizeof c);
+	snprintf(c.gpu, sizeof c.gpu, "H200-SXM-141GB");
+	snprintf(c.attention_kernel, sizeof c.attention_kernel, "cudnn");
+	c.n_attention_points = 2;
+	c.attention_points[0] = (config_attention_point){"cudnn", 8192, 128, 32, 8, CONFIG_DIRECTION_FWD, true, 540, 531, 548};
+	c.attention_points[1] = (config_attention_point){"cudnn", 32768, 128, 32, 8, CONFIG_DIRECTION_BWD, true, 410.5, 400, 415};
+	char *text = NULL, path[32];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	ck_assert(f && config_write_calibration(f, &c));
+	fclose(f);
+	config_calibration r;
+	config_error e = {""};
+	bool ok = load_calibration_text(text, path, &r, &e);
+	free(text);
+	ck_assert_msg(ok, "%s", e.msg);
+	ck_assert_str_eq(r.gpu, "H200-SXM-141GB");
+	ck_assert_str_eq(r.attention_kernel, "cudnn");
+	ck_assert_int_eq(r.n_attention_points, 2);
+	ck_assert_str_eq(r.attention_points[1].kernel, "cudnn");
+	ck_assert_int_eq(r.attention_points[1].seq, 32768);
+	ck_assert_int_eq(r.attention_points[1].kv_heads, 8);
+	ck_assert_int_eq(r.attention_points[1].direction, CONFIG_DIRECTION_BWD);
+	assert_close(r.attention_points[1].tflops, 410.5, 1e-9);
+	assert_close(r.attention_points[0].p10, 531, 1e-9);
+
+	/* The GPU check: the platform with that GPU accepts it (case aside), another refuses
+	 * it naming both GPUs; a calibration without a gpu is accepted anywhere. */
+	config_platform h200, a100;
+	ck_assert(config_load_platform("hgx-h200", &h200, &e));
+	ck_assert(config_load_platform("dgx-a100", &a100, &e));
+	ck_assert(config_calibration_check(&r, &h200, &e));
+	snprintf(r.gpu, sizeof r.gpu, "h200-sxm-141gb");
+	ck_assert(config_calibration_check(&r, &h200, &e));
+	ck_assert(!config_calibration_check(&r, &a100, &e));
+	ck_assert_msg(strstr(e.msg, "'h200-sxm-141gb'") && strstr(e.msg, "'A100-SXM4-80GB'"), "%s", e.msg);
+	r.gpu[0] = 0;
+	ck_assert(config_calibration_check(&r, &a100, &e));
+
+	/* Bad points: each refused with the place and what was expected. */
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{"calibration:\n  attention_points: 3\n", "must be a non-empty list"},
+		{"calibration:\n  attention_points:\n    - {kernel: cudnn, seq: 8, head_dim: 64, heads: 6, kv_heads: 4, "
+		 "direction: fwd, tflops: 5, p10: 4, p90: 6}\n",
+		 "not a multiple of 4 kv heads"},
+		{"calibration:\n  attention_points:\n    - {kernel: cudnn, seq: 8, head_dim: 64, heads: 8, kv_heads: 4, "
+		 "direction: up, tflops: 5, p10: 4, p90: 6}\n",
+		 "direction"},
+		{"calibration:\n  attention_points:\n    - {kernel: cudnn, seq: 8, head_dim: 64, heads: 8, kv_heads: 4, "
+		 "direction: bwd, tflops: 5, p10: 6, p90: 7}\n",
+		 "want p10 <= tflops <= p90"},
+		{"calibration:\n  attention_points:\n    - {kernel: cudnn, seq: 8, heads: 8, kv_heads: 4, direction: bwd, "
+		 "tflops: 5, p10: 4, p90: 7}\n",
+		 "head_dim"},
+		{"calibration:\n  attention_points:\n    - {kernel: cudnn, seq: 8, head_dim: 64, heads: 8, kv_heads: 4, "
+		 "direction: bwd, tflops: 5, p10: 4, p90: 7, clock: 3}\n",
+		 "clock"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char p2[32];
+		e.msg[0] = 0;
+		ck_assert_msg(!load_calibration_text(bad[i].text, p2, &r, &e), "case %zu accepted", i);
+		ck_assert_msg(strstr(e.msg, bad[i].want) && strstr(e.msg, p2), "case %zu: %s", i, e.msg);
+	}
+}
+END_TEST
+
 START_TEST(calibration_round_trip_partial)
 {
 	/* Absent quantities stay absent through a write and a read. */
@@ -907,6 +1002,9 @@ START_TEST(job_full_file)
 	ck_assert_double_eq(j.prefetch_bucket_elems, 1e7);
 	ck_assert_int_eq(j.fp32_grad_comm_set, 1);
 	ck_assert(!j.fp32_grad_comm);
+	ck_assert_int_eq(j.impl, CONFIG_IMPL_MEGATRON);
+	ck_assert(j.memory_reserve_set);
+	ck_assert_double_eq(j.memory_reserve, 1.5 * 1073741824.0);
 }
 END_TEST
 
@@ -941,7 +1039,11 @@ START_TEST(job_errors)
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
 		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
-		     "attention_kernel");
+		     "attention_kernel, impl, memory_reserve");
+	expect_error(JOB, "job_bad_impl.yaml", "3:9: 'impl' must be one of: hf, megatron, got 'deepspeed'");
+	expect_error(JOB, "job_bad_reserve.yaml",
+		     "3:19: 'memory_reserve': '2 apples' has an unknown unit 'apples', expected a size such as 40GiB "
+		     "or 80GB, or 0");
 	expect_error(JOB, "job_bad_seq.yaml", "2:12: 'seq_len' must be a positive integer, got '32k'");
 	expect_error(JOB, "model_ok.yaml", "1:1: unknown key 'model' at the top level, expected one of: job");
 }
@@ -1032,6 +1134,7 @@ static Suite *config_suite(void)
 	tcase_add_test(t, job_full_file);
 	tcase_add_test(t, job_minimal_file);
 	tcase_add_test(t, job_errors);
+	tcase_add_test(t, calibration_gpu_kernel_and_attention_points);
 	tcase_add_test(t, job_error_leaves_outputs);
 	tcase_add_test(t, error_null_is_allowed);
 	suite_add_tcase(s, t);

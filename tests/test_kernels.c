@@ -382,9 +382,9 @@ START_TEST(calibration_points_validated_and_round_trip)
 {
 	expect_calibration_error("calibration:\n  attention_points: 5\n",
 				 ":2:21: 'attention_points' must be a non-empty list");
-	expect_calibration_error("calibration:\n  attention_points:\n    - {kernel: fa9, seq: 8K, head_dim: 128, "
-				 "direction: fwd, tflops: 600}\n",
-				 ":3:16: 'kernel' must be one of: flash-attn-2, flash-attn-3, cudnn, got 'fa9'");
+	expect_calibration_error("calibration:\n  attention_points:\n    - {kernel: cudnn, seq: 8K, head_dim: 128, "
+				 "direction: fwd, tflops: 600, p10: 610}\n",
+				 "attention point 1: want p10 <= tflops <= p90, got 610, 600, 600");
 	expect_calibration_error("calibration:\n  attention_points:\n    - {kernel: cudnn, seq: 8q, head_dim: 128, "
 				 "direction: fwd, tflops: 600}\n",
 				 ":3:28: 'seq' must be a positive token count such as 8192 or 8K, got '8q'");
@@ -411,22 +411,37 @@ START_TEST(calibration_points_validated_and_round_trip)
 	config_calibration c, back;
 	config_error err;
 	ck_assert_msg(config_load_calibration(path, &c, &err), "%s", err.msg);
-	ck_assert_int_eq(c.n_attn_points, 2);
-	ck_assert_double_eq(c.attn_points[0].seq, 16384);
-	ck_assert_int_eq(c.attn_points[0].bwd, 1);
-	ck_assert_int_eq(c.attn_points[0].causal, 0);
-	ck_assert_int_eq(c.attn_points[1].causal, 1); /* the default */
-	ck_assert_double_eq(c.attn_points[1].flops, 180.5e12);
+	ck_assert_int_eq(c.n_attention_points, 2);
+	ck_assert_int_eq(c.attention_points[0].seq, 16384);
+	ck_assert_int_eq(c.attention_points[0].direction, CONFIG_DIRECTION_BWD);
+	ck_assert_int_eq(c.attention_points[0].causal, 0);
+	ck_assert_int_eq(c.attention_points[1].causal, 1); /* the default */
+	ck_assert_double_eq(c.attention_points[1].tflops, 180.5);
+	ck_assert_double_eq(c.attention_points[1].p10, 180.5); /* p10, p90 default to the median */
 	write_tmp(out, sizeof out, "");
 	FILE *f = fopen(out, "w");
 	ck_assert(config_write_calibration(f, &c));
 	fclose(f);
 	ck_assert_msg(config_load_calibration(out, &back, &err), "%s", err.msg);
-	ck_assert_int_eq(back.n_attn_points, 2);
-	ck_assert_mem_eq(back.attn_points, c.attn_points, 2 * sizeof c.attn_points[0]);
+	ck_assert_int_eq(back.n_attention_points, 2);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_str_eq(back.attention_points[i].kernel, c.attention_points[i].kernel);
+		ck_assert_int_eq(back.attention_points[i].seq, c.attention_points[i].seq);
+		ck_assert_int_eq(back.attention_points[i].causal, c.attention_points[i].causal);
+		ck_assert_double_eq(back.attention_points[i].tflops, c.attention_points[i].tflops);
+	}
 	config_platform a = shipped("a100-2x4-ib400");
 	ck_assert_ptr_nonnull(config_attn_kernel_unusable(&a, CONFIG_ATTN_CUDNN));
+	/* a family spsim has no curve for (validate's fallback kernel) is read, not applied */
+	config_calibration fb = c;
+	snprintf(fb.attention_points[0].kernel, sizeof fb.attention_points[0].kernel, "wmma-fallback");
+	snprintf(fb.attention_points[1].kernel, sizeof fb.attention_points[1].kernel, "wmma-fallback");
+	config_apply_calibration(&a, &fb);
+	ck_assert_int_eq(a.n_attn_points, 0);
 	config_apply_calibration(&a, &c);
+	ck_assert_int_eq(a.n_attn_points, 2);
+	ck_assert_int_eq(a.attn_points[0].bwd, 1);
+	ck_assert_double_eq(a.attn_points[1].flops, 180.5e12);
 	ck_assert_ptr_null(config_attn_kernel_unusable(&a, CONFIG_ATTN_CUDNN));
 	/* a measured efficiency.gemm replaces the shape model: the small GEMM that keeps 64/108
 	 * of the plateau uncalibrated runs at the measured 0.5 */

@@ -209,7 +209,7 @@ int cli_cmd_platform(int argc, char **argv)
 		p.nodes = (int)nodes;
 	if (cal) {
 		config_calibration c;
-		if (!config_load_calibration(cal, &c, &err)) {
+		if (!config_load_calibration(cal, &c, &err) || !config_calibration_check(&c, &p, &err)) {
 			fprintf(stderr, "spsim: %s\n", err.msg);
 			return CLI_USAGE;
 		}

@@ -42,6 +42,9 @@ const char *config_unit_kind_name(config_unit_kind kind);
  * reports; returns buf. */
 char *config_format_quantity(double value, config_unit_kind kind, char *buf, size_t len);
 
+/* A memory size as config_parse_quantity reads it, or "0" (nothing). */
+bool config_parse_size_or_zero(const char *text, double *out, config_error *err);
+
 /* Token counts: "16384", "16K" (x1024), "1M" (x1048576); positive. False when malformed. */
 bool config_parse_tokens(const char *text, long *out);
 
@@ -144,6 +147,12 @@ typedef struct config_platform {
 	/* Fixed cost of one collective call (NCCL launch and synchronisation), seconds; 0 when
 	 * the platform file has no `collective_overhead`. */
 	double coll_overhead;
+	/* Memory a GPU loses before the model's tensors (CUDA context, cuBLAS workspace, NCCL
+	 * buffers, allocator fragmentation), bytes, when the platform file declares
+	 * `memory_reserve`; otherwise the job's or the derived default applies (see
+	 * workload_memory_reserve). */
+	bool has_memory_reserve;
+	double memory_reserve;
 	struct {
 		double gemm;      /* share of peak_flops a large, tile-aligned GEMM reaches (the plateau of
 				   * the GEMM model: tile and wave quantization scale it down) */
@@ -182,28 +191,52 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  *     inter_node: {latency: 9us, bandwidth: 46GB/s}    # achieved, per NIC
  *     efficiency: {gemm: 0.72, attention: 0.55, memory: 0.8}
  *     collective_overhead: 0      # fixed cost per collective call (a time, or 0)
- *     attention_points:           # measured attention kernel throughputs
- *       - {kernel: cudnn, seq: 8192, head_dim: 128, direction: fwd, causal: true, tflops: 600}
- *       - {kernel: cudnn, seq: 2048, head_dim: 128, direction: fwd, causal: true, tflops: 480}
+ *     gpu: H200-SXM-141GB         # optional: the GPU measured, as the platform's gpu.name
+ *     attention_kernel: cudnn     # optional: the attention kernel family validate measured
+ *     attention_points:           # optional: measured attention rates, one per shape
+ *       - {kernel: cudnn, seq: 8192, head_dim: 128, heads: 32, kv_heads: 8, direction: fwd,
+ *          causal: true, tflops: 540, p10: 531, p90: 548}
+ *       - {kernel: cudnn, seq: 2K, head_dim: 128, direction: fwd, tflops: 480}
+ *
+ * A calibration naming a gpu is refused for a platform whose gpu.name differs (case
+ * aside): efficiencies measured on one GPU do not hold on another
+ * (config_calibration_check).
  *
  * A calibration's efficiency.gemm and efficiency.attention are measured whole-kernel
  * efficiencies (validate mode times the layer's own GEMMs and attention): they replace the
  * shape models, every GEMM or attention op then runs at that share of peak. (In a platform
  * file efficiency.gemm is the plateau of the GEMM model, which tile and wave quantization
- * scale down; efficiency.attention there is the same fixed override.) attention_points replace a
- * kernel family's published curve for the (kernel, head_dim, direction, causal) they
- * name: kernel flash-attn-2 | flash-attn-3 | cudnn; seq in tokens (16K allowed); direction
- * fwd | bwd; causal true | false (default true); tflops in 1e12 FLOP/s counted as
- * FlashAttention's benchmarks count them. Between points the rate is interpolated
- * linearly in log(seq), beyond the first and last it is held; wave quantization of the
- * op's thread blocks on the GPU's SMs still applies (benchmarks run full waves). At most
- * 32 points; a later calibration's points replace earlier ones wholesale.
+ * scale down; efficiency.attention there is the same fixed override.)
+ *
+ * attention_points: kernel is the family measured (flash-attn-2 | flash-attn-3 | cudnn,
+ * or another name such as validate's wmma-fallback, kept in the file but not applied);
+ * seq the sequence length the kernel saw (16K allowed); head_dim; heads/kv_heads the query
+ * and kv heads it held (optional); direction fwd | bwd; causal true | false (default true);
+ * tflops the median rate in 1e12 FLOP/s counted as FlashAttention's benchmarks count them
+ * (kernels.h), p10/p90 the 10th/90th percentiles (default: tflops). Points of a known
+ * family replace that family's published curve for the (head_dim, direction, causal) they
+ * name: between points the rate is interpolated linearly in log(seq), beyond the first
+ * and last it is held; wave quantization of the op's thread blocks on the GPU's SMs still
+ * applies (benchmarks run full waves). Of points that differ only in heads, the one with
+ * the most heads (the fullest waves) is applied. At most 64 points are read and 32 applied;
+ * a later calibration's points replace earlier ones wholesale.
  *
  * Every section and key is optional; present bandwidths replace the raw link bandwidth
  * and set that link class's efficiency to 1 (the measurement already includes it). A
  * calibration with any latency also replaces the platform's collective_overhead: by its
  * own value, or by 0 (a fitted latency is an intercept that already holds the per-call
  * cost). */
+#define CONFIG_MAX_ATTENTION_POINTS 64
+typedef enum config_direction { CONFIG_DIRECTION_FWD, CONFIG_DIRECTION_BWD } config_direction;
+typedef struct config_attention_point {
+	char kernel[32];
+	long seq;
+	int head_dim, heads, kv_heads;
+	config_direction direction;
+	bool causal;
+	double tflops, p10, p90; /* TFLOP/s: median, 10th and 90th percentile */
+} config_attention_point;
+
 typedef struct config_calibration {
 	char path[CONFIG_PATH_MAX];
 	char source[CONFIG_NAME_MAX];
@@ -214,9 +247,18 @@ typedef struct config_calibration {
 	double gemm, attention, memory;
 	bool has_overhead;
 	double overhead; /* collective_overhead: fixed cost per collective call */
-	int n_attn_points;
-	config_attn_point attn_points[CONFIG_MAX_ATTN_POINTS];
+	char gpu[CONFIG_NAME_MAX];              /* gpu: the GPU measured; "" when not said */
+	char attention_kernel[CONFIG_NAME_MAX]; /* attention_kernel: the family measured */
+	int n_attention_points;
+	config_attention_point attention_points[CONFIG_MAX_ATTENTION_POINTS];
 } config_calibration;
+
+/* false, with both names in err, when the calibration names a GPU other than the
+ * platform's gpu.name (compared case-insensitively). */
+bool config_calibration_check(const config_calibration *c, const config_platform *p, config_error *err);
+/* Copies a calibration's attention points of known kernel families into the platform's
+ * curve points (config_apply_calibration calls it). */
+void config_calibration_attn_points(const config_calibration *c, config_platform *p);
 
 /* ------------------------------------------------------------------ jobs ---- */
 typedef enum config_strategy { CONFIG_STRATEGY_ULYSSES, CONFIG_STRATEGY_BASP } config_strategy;
@@ -232,6 +274,10 @@ typedef enum config_basp_uneven {
 	CONFIG_BASP_UNEVEN_EXTRA_STEP,
 } config_basp_uneven;
 typedef enum config_a2a { CONFIG_A2A_DIRECT, CONFIG_A2A_PAIRWISE, CONFIG_A2A_HIERARCHICAL } config_a2a;
+/* The training code whose saved tensors the memory model counts (docs/model.md "Memory"):
+ * eager PyTorch Hugging Face modules under DeepSpeed (unfused SwiGLU, fp32 RMSNorm copies,
+ * fp32 log-softmax loss), or Megatron-Core's fused kernels. */
+typedef enum config_impl { CONFIG_IMPL_HF, CONFIG_IMPL_MEGATRON } config_impl;
 
 typedef struct config_job {
 	config_strategy strategy;
@@ -251,6 +297,9 @@ typedef struct config_job {
 	int fp32_grad_comm_set;      /* 0: derive from SP, 1: explicit */
 	config_a2a a2a;              /* SP all-to-all algorithm */
 	config_basp_uneven basp_uneven; /* what BASP does when N % B != 0 */
+	config_impl impl;            /* what each layer saves for backward (default hf) */
+	bool memory_reserve_set;     /* memory_reserve given (job key or --memory-reserve) */
+	double memory_reserve;       /* bytes; wins over the platform's and the default */
 	int attention_kernel;        /* config_attn_kernel, or -1: the platform's attention_kernel */
 } config_job;
 
@@ -269,6 +318,7 @@ extern const char *const config_strategy_names[2];
 extern const char *const config_recompute_names[2];
 extern const char *const config_a2a_names[3];
 extern const char *const config_basp_uneven_names[3];
+extern const char *const config_impl_names[2];
 extern const char *const config_fabric_names[3];
 extern const char *const config_topology_names[3];
 extern const char *const config_gpu_arch_names[2];
@@ -301,6 +351,8 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     fp32_grad_comm: true       # default: derived from SP
  *     a2a: direct                # direct | pairwise | hierarchical
  *     basp_uneven: error         # error | unequal | extra-step
+ *     impl: hf                   # hf | megatron: what each layer saves for backward
+ *     memory_reserve: 2GiB       # a size or 0: CUDA context, NCCL, allocator (default derived)
  *     attention_kernel: cudnn    # flash-attn-2 | flash-attn-3 | cudnn (default: the platform's)
  *
  * Keys absent from the file keep their value in *job (call config_job_defaults first),

@@ -190,7 +190,7 @@ static bool platform_read(const yt_doc *doc, config_platform *p, config_error *e
 {
 	static const char *const keys[] = {"name",       "nodes",      "gpus_per_node", "gpu",
 					   "intra_node", "inter_node", "efficiency",    "collective_overhead",
-					   "attention_kernel", NULL};
+					   "attention_kernel", "memory_reserve", NULL};
 	const yt_node *t;
 	return yt_top(doc, "platform", &t, err) && yt_check_keys(t, keys, err) &&
 	       yt_string(t, "name", true, p->name, sizeof p->name, NULL, err) &&
@@ -198,7 +198,8 @@ static bool platform_read(const yt_doc *doc, config_platform *p, config_error *e
 	       yt_posint(t, "gpus_per_node", true, &p->gpus_per_node, NULL, err) && read_gpu(t, p, err) &&
 	       read_intra(t, p, err) && read_inter(t, p, err) && read_eff(t, p, err) &&
 	       read_attn_kernel(t, p, err) &&
-	       yt_quantity(t, "collective_overhead", false, CONFIG_UNIT_TIME, &p->coll_overhead, NULL, err);
+	       yt_quantity(t, "collective_overhead", false, CONFIG_UNIT_TIME, &p->coll_overhead, NULL, err) &&
+	       yt_size_or_zero(t, "memory_reserve", &p->memory_reserve, &p->has_memory_reserve, err);
 }
 
 bool config_load_platform(const char *name_or_path, config_platform *out, config_error *err)

@@ -25,7 +25,9 @@ typedef struct engine_result {
 	engine_breakdown breakdown;
 	double fwd_time, bwd_time; /* main-stream time of one micro-step's forward and backward */
 	double tokens_per_s;
-	double mfu;
+	double mfu; /* model FLOPs (published convention) / (peak x step) */
+	double hfu; /* FLOPs the GPU executes (recompute, attention backward 2.5x) / (peak x step) */
+	double mfu_dense; /* MFU with attention counted dense, as PaLM and Megatron-LM do */
 } engine_result;
 
 typedef enum engine_placement_kind {
@@ -102,7 +104,7 @@ double engine_compute_time(const config_platform *p, const workload_op *op);
 /* nccl-tests' bus bandwidth factor for a collective on P ranks (doc/PERFORMANCE.md). */
 double engine_busbw_factor(workload_coll c, int P);
 
-/* Shared final accounting: tokens/s and MFU from step time. */
+/* Shared final accounting: tokens/s, MFU and HFU from step time. */
 void engine_result_finish(const engine_input *in, engine_result *r);
 
 #endif
