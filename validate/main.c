@@ -33,13 +33,15 @@ static void usage(FILE *f)
 		"                         (e.g. 3us,150GB/s,10us,40GB/s,100TFLOPS,2TB/s; for testing the harness)\n"
 		"  --timeout SECONDS      abort communicators when work hangs this long (default 300)\n"
 		"files:\n"
-		"  --out DIR              measurements.jsonl, calibration.yaml, report.md (default validate-out)\n"
+		"  -o, --out DIR          measurements.jsonl, calibration.yaml, report.md (default validate-out;\n"
+		"                         alias --output)\n"
 		"  --platform NAME|FILE   peaks, NIC count, and the predicted side of `layer`\n"
 		"  --calibration FILE     `layer`: predict with this calibration applied\n"
 		"  --model NAME|FILE      the model whose shapes `compute` and `layer` run\n"
 		"timing:  --warmup N (default 5), --iters N (default 20 comm, 10 compute, 5 layer)\n"
 		"comm:    --min-bytes SIZE (1KiB) --max-bytes SIZE (1GiB) --factor F (2) --group-sizes K1,K2,...\n"
 		"         (default: every power of two 1 < K < ranks) --no-world --no-zero --dtype bf16|float\n"
+		"         (aliases as in spsim collective: -b/--minbytes, -e/--maxbytes, -f/--stepfactor)\n"
 		"         --nics-per-node N\n"
 		"compute: --seq S1,S2,... --micro-batch B --sp N --strategy basp|ulysses\n"
 		"         --peak-tflops X --hbm-bandwidth RATE (else the platform's)\n"
@@ -132,6 +134,8 @@ static int parse(int argc, char **argv, vcli_opts *o)
 		{"launch", required_argument, 0, O_LAUNCH},       {"ranks", required_argument, 0, O_RANKS},
 		{"ranks-per-node", required_argument, 0, O_RPN},  {"timeout", required_argument, 0, O_TIMEOUT},
 		{"out", required_argument, 0, O_OUT},             {"platform", required_argument, 0, O_PLATFORM},
+		{"output", required_argument, 0, O_OUT},          {"minbytes", required_argument, 0, O_MINB},
+		{"maxbytes", required_argument, 0, O_MAXB},       {"stepfactor", required_argument, 0, O_FACTOR},
 		{"calibration", required_argument, 0, O_CALIB},   {"model", required_argument, 0, O_MODEL},
 		{"warmup", required_argument, 0, O_WARMUP},       {"iters", required_argument, 0, O_ITERS},
 		{"min-bytes", required_argument, 0, O_MINB},      {"max-bytes", required_argument, 0, O_MAXB},
@@ -151,8 +155,13 @@ static int parse(int argc, char **argv, vcli_opts *o)
 	int c, n;
 	config_error e;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:b:e:f:", longs, NULL)) != -1) {
 		switch (c) {
+		/* short spellings shared with spsim collective (nccl-tests' -b -e -f) and -o */
+		case 'o': o->out_dir = optarg; break;
+		case 'b': if (parse_size(optarg, &o->min_bytes)) return -1; break;
+		case 'e': if (parse_size(optarg, &o->max_bytes)) return -1; break;
+		case 'f': if (parse_int(optarg, 2, &o->factor)) goto bad; break;
 		case O_TRANSPORT:
 			if (strcmp(optarg, "nccl") && strcmp(optarg, "cpu"))
 				goto bad;

@@ -482,11 +482,20 @@ int cli_cmd_plan(int argc, char **argv)
 	}
 	if (a.price && !parse_prices(a.price, plats, a.n_platforms, prices))
 		goto out;
+	int usable = 0;
 	for (int i = 0; i < a.n_platforms; i++)
 		for (int b = 0; b < a.n_budgets; b++)
 			if (a.budgets[b] > plats[i].gpus_per_node && a.budgets[b] % plats[i].gpus_per_node)
 				fprintf(stderr, "spsim plan: note: %d GPUs is not a whole number of %s's %d-GPU nodes; skipped there\n",
 					a.budgets[b], plats[i].name, plats[i].gpus_per_node);
+			else
+				usable++;
+	if (!usable) {
+		fprintf(stderr, "spsim plan: nothing to search: no --gpus budget is a whole number of nodes (or at most "
+				"one node) on any --platform; use a multiple of %d GPUs%s\n",
+			plats[0].gpus_per_node, a.n_platforms > 1 ? " (the first platform's node size)" : "");
+		goto out;
+	}
 
 	plan_query q = {.model = &m, .platforms = plats, .price = a.price ? prices : NULL, .n_platforms = a.n_platforms,
 			.budgets = a.budgets, .n_budgets = a.n_budgets, .seq_len = a.seq, .global_tokens = a.batch,
@@ -585,7 +594,11 @@ int cli_cmd_plan(int argc, char **argv)
 	       "the job check, %ld duplicates (another variant's configuration: BASP at B=1 is Ulysses)\n",
 	       st.searched, st.fit, nm, st.no_fit, st.invalid, st.duplicate);
 	if (n == 0) {
-		printf("\nno configuration fits in GPU memory: try more GPUs, a shorter sequence, ZeRO-3 or recompute.\n");
+		/* suggest only the settings the search has not tried already */
+		bool tried_z3 = !a.zmask || (a.zmask & 8u), tried_full = !a.rmask || (a.rmask & 2u);
+		printf("\nno configuration fits in GPU memory: try more GPUs, a shorter sequence%s%s%s.\n",
+		       tried_z3 ? "" : ", ZeRO-3 (--zero 3)", tried_full ? "" : ", recompute (--recompute full)",
+		       tried_z3 && tried_full ? " (ZeRO-3 and full recompute were searched)" : "");
 		goto done;
 	}
 	if (verifying)

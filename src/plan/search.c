@@ -239,13 +239,26 @@ long plan_merge(plan_candidate *c, long n)
 			j--;
 		if (j >= 0 && plan_same_layout(&c[j], &c[i])) {
 			plan_candidate *k = &c[j];
-			k->variant_mask |= 1u << variant_index(c[i].variant);
+			const plan_candidate *alias = &c[i];
+			plan_candidate former;
+			/* A row is named the way a user configures the layout: a BASP layout (groups
+			 * of K GPUs, one sequence each) reached as Ulysses SP K over replicas is
+			 * listed as basp, with the Ulysses spelling among the other names. */
+			if (variant_index(k->variant) == 0 && variant_index(c[i].variant) > 0) {
+				former = *k;
+				*k = c[i];
+				k->order = former.order;
+				k->variant_mask = former.variant_mask;
+				memcpy(k->also, former.also, sizeof k->also);
+				alias = &former;
+			}
+			k->variant_mask |= 1u << variant_index(alias->variant) | 1u << variant_index(c[i].variant);
 			size_t u = strlen(k->also);
 			if (u + 48 < sizeof k->also)
 				snprintf(k->also + u, sizeof k->also - u, "%s%s SP %d B=%d%s%s", u ? ", " : "",
-					 c[i].variant->name, c[i].job.sp, c[i].job.micro_batch,
-					 c[i].job.a2a != k->job.a2a ? " a2a " : "",
-					 c[i].job.a2a != k->job.a2a ? plan_a2a_name(c[i].job.a2a) : "");
+					 alias->variant->name, alias->job.sp, alias->job.micro_batch,
+					 alias->job.a2a != k->job.a2a ? " a2a " : "",
+					 alias->job.a2a != k->job.a2a ? plan_a2a_name(alias->job.a2a) : "");
 			continue;
 		}
 		c[m] = c[i];
