@@ -291,8 +291,35 @@ START_TEST(csv_rows_match_the_header)
 	ck_assert_int_eq(lines, 3); /* header + ulysses + basp */
 	ck_assert_int_eq(cols[0], cols[1]);
 	ck_assert_int_eq(cols[0], cols[2]);
-	ck_assert(strncmp(o->out, "label,engine,model", 18) == 0);
+	/* one column set: compare, run and sweep write the same header, units in the names */
+	char header[4096];
+	snprintf(header, sizeof header, "%.*s", (int)(strchr(o->out, '\n') - o->out), o->out);
 	free(o);
+	ck_assert_msg(strstr(header, ",step_time_s,") && strstr(header, ",sp_bytes,") &&
+			      strstr(header, ",gpu_memory_bytes,") && strstr(header, ",mem_peak_bytes,") &&
+			      strstr(header, ",nic_bandwidth_bytes_per_s,") && strstr(header, ",inter_latency_s,"),
+		      "%s", header);
+	ck_assert_msg(!strstr(header, ",mem_peak,") && !strstr(header, ",gpu_memory,"), "%s", header);
+	o = spsim("run", REF, "--seq-len", "8K", "--engine", "analytic", "--format", "csv", NULL);
+	expect(o, 0, NULL);
+	ck_assert(strncmp(o->out, header, strlen(header)) == 0 && o->out[strlen(header)] == '\n');
+	free(o);
+	char dir[64], out[96], csv[128];
+	tmp_dir(dir, sizeof dir);
+	snprintf(out, sizeof out, "%s/rows", dir);
+	snprintf(csv, sizeof csv, "%s/points.csv", out);
+	char spec[CONFIG_PATH_MAX];
+	snprintf(spec, sizeof spec, "%s/tests/data/plan/grid.yaml", getenv("SPSIM_DATA_DIR"));
+	o = spsim("sweep", spec, "--out", out, "-j", "1", "--quiet", NULL);
+	expect(o, 0, NULL);
+	free(o);
+	FILE *f = fopen(csv, "r");
+	ck_assert_ptr_nonnull(f);
+	char line[4096];
+	ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+	fclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	ck_assert_str_eq(line, header);
 }
 END_TEST
 
@@ -719,6 +746,41 @@ START_TEST(plan_says_why_nothing_was_searched)
 }
 END_TEST
 
+START_TEST(no_speedup_for_what_does_not_fit)
+{
+	/* Qwen1.5-7B, 32K, B=2, ZeRO-3 on 8 A100-40GB: without recompute every strategy
+	 * needs more than 40 GiB (the README's compare example before it added recompute) */
+	cli_out *o = spsim("compare", "--model", "qwen1.5-7b", "--platform", "a100-2x4-ib400", "--micro-batch", "2",
+			   "--seq-len", "32K", "--strategies", "ulysses,basp,ulysses:sp=4", "--zero", "3", "--engine",
+			   "analytic", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "fits                                   NO               NO               NO"), "%s",
+		      o->out);
+	ck_assert_msg(strstr(o->out, "speedup (tokens/s)             - (no fit)       - (no fit)       - (no fit)"), "%s",
+		      o->out);
+	ck_assert_msg(!strstr(o->out, "1.00x"), "%s", o->out);
+	ck_assert_msg(strstr(o->out, "to fit, try --recompute full,"), "%s", o->out);
+	free(o);
+	o = spsim("compare", "--model", "qwen1.5-7b", "--platform", "a100-2x4-ib400", "--micro-batch", "2", "--seq-len",
+		  "32K", "--strategies", "ulysses,basp", "--zero", "3", "--engine", "analytic", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	ck_assert(json_is_null(json_object_get(json_object_get(j, "speedup"), "basp")));
+	ck_assert(json_is_null(json_object_get(json_object_get(j, "sp_comm_speedup"), "basp")));
+	json_decref(j);
+	free(o);
+	/* with recompute they fit and the speedups are numbers again */
+	o = spsim("compare", "--model", "qwen1.5-7b", "--platform", "a100-2x4-ib400", "--micro-batch", "2", "--seq-len",
+		  "32K", "--strategies", "ulysses,basp", "--zero", "3", "--recompute", "full", "--engine", "analytic",
+		  "--format", "json", NULL);
+	expect(o, 0, NULL);
+	j = json_loads(o->out, 0, NULL);
+	ck_assert(json_number_value(json_object_get(json_object_get(j, "speedup"), "basp")) > 1);
+	json_decref(j);
+	free(o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -742,6 +804,7 @@ int main(void)
 	tcase_add_test(tc, one_vocabulary_across_commands);
 	tcase_add_test(tc, max_seq_takes_lists_and_says_what_blocks);
 	tcase_add_test(tc, plan_says_why_nothing_was_searched);
+	tcase_add_test(tc, no_speedup_for_what_does_not_fit);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -17,6 +17,18 @@ static void run_help(FILE *f)
 	cli_job_help(f);
 }
 
+/* CSV: the sweep's row columns (docs/planning.md "Rows"), one row per run. */
+static void emit_csv(const report_run *runs, int n)
+{
+	plan_row_csv_header(stdout);
+	for (int i = 0; i < n; i++) {
+		json_t *row = plan_row_from_run(&runs[i], i);
+		if (row)
+			plan_row_csv(stdout, row);
+		json_decref(row);
+	}
+}
+
 static void emit_run(const cli_job_args *a, const report_run *r)
 {
 	if (a->format == REPORT_JSON) {
@@ -24,8 +36,7 @@ static void emit_run(const cli_job_args *a, const report_run *r)
 		report_json_print(stdout, j);
 		json_decref(j);
 	} else if (a->format == REPORT_CSV) {
-		report_csv_header(stdout);
-		report_csv_row(stdout, r);
+		emit_csv(r, 1);
 	} else {
 		report_run_table(stdout, r);
 	}
@@ -263,9 +274,7 @@ int cli_cmd_compare(int argc, char **argv)
 			report_json_print(stdout, j);
 			json_decref(j);
 		} else if (a.format == REPORT_CSV) {
-			report_csv_header(stdout);
-			for (int i = 0; i < n; i++)
-				report_csv_row(stdout, &runs[i]);
+			emit_csv(runs, n);
 		} else {
 			report_compare_table(stdout, runs, n);
 		}

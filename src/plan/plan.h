@@ -162,6 +162,10 @@ bool plan_engine_isolated(const char *engine);
 /* A row: one JSON object per point, the same fields in the JSON-lines file and (in this
  * order) the CSV columns. Quantities are SI: seconds, bytes, bytes/s. */
 extern const char *const plan_row_columns[]; /* NULL-terminated */
+/* The CSV header names of those fields, with units where the key has none
+ * (gpu_memory_bytes, mem_peak_bytes, nic_bandwidth_bytes_per_s, inter_latency_s). run,
+ * compare and sweep all write this one column set. */
+extern const char *const plan_row_csv_columns[];
 json_t *plan_row_new(long index, const char *key);
 /* Fills the point description (model ... label) from a job; calibration may be NULL. */
 void plan_row_set_job(json_t *row, const config_model *m, const config_platform *p, const config_job *job,
