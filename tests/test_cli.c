@@ -781,6 +781,23 @@ START_TEST(no_speedup_for_what_does_not_fit)
 }
 END_TEST
 
+START_TEST(plan_progress_on_request_only)
+{
+	/* stderr here is a file, not a terminal: nothing unasked; --progress: a line per
+	 * finished re-run with the rate and the ETA, and the final count */
+	cli_out *o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "a100-2x4-ib400", "--gpus", "8", "--seq-len",
+			   "8K", "--global-batch", "128K", "--verify", "analytic", "--top", "3", NULL);
+	expect(o, 0, NULL);
+	ck_assert_str_eq(o->err, "");
+	free(o);
+	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "a100-2x4-ib400", "--gpus", "8", "--seq-len", "8K",
+		  "--global-batch", "128K", "--verify", "analytic", "--top", "3", "--progress", NULL);
+	expect(o, 0, "re-running the top 3 on analytic (3 runs)");
+	ck_assert_msg(strstr(o->err, "progress: 3/3 re-runs (100%), 0 failed") && strstr(o->err, "elapsed"), "%s", o->err);
+	free(o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -805,6 +822,7 @@ int main(void)
 	tcase_add_test(tc, max_seq_takes_lists_and_says_what_blocks);
 	tcase_add_test(tc, plan_says_why_nothing_was_searched);
 	tcase_add_test(tc, no_speedup_for_what_does_not_fit);
+	tcase_add_test(tc, plan_progress_on_request_only);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -16,7 +17,8 @@
 
 enum {
 	OPT_MODEL = 256, OPT_PLATFORM, OPT_GPUS, OPT_SEQ, OPT_BATCH, OPT_PRICE, OPT_TOP, OPT_ZERO, OPT_RECOMPUTE,
-	OPT_MAXB, OPT_VERIFY, OPT_PLACEMENT, OPT_CAL, OPT_FORMAT, OPT_TIMEOUT, OPT_A2A, OPT_HELP,
+	OPT_MAXB, OPT_VERIFY, OPT_PLACEMENT, OPT_CAL, OPT_FORMAT, OPT_TIMEOUT, OPT_A2A, OPT_HELP, OPT_PROGRESS,
+	OPT_QUIET,
 };
 
 static void plan_help(FILE *f)
@@ -49,7 +51,9 @@ static void plan_help(FILE *f)
 	      "  --calibration FILE       measured link rates and efficiencies (only with a single platform)\n"
 	      "  -j, --jobs N             processes for the verify runs (default: every CPU)\n"
 	      "  --timeout S              give up on one verify run after S seconds\n"
-	      "  --format table|json      output format (default table)\n",
+	      "  --format table|json      output format (default table)\n"
+	      "  --progress               progress of the re-runs on stderr (count, rate, ETA) even when stderr is\n"
+	      "                           not a terminal (on a terminal it is shown by default; --quiet: never)\n",
 	      f);
 }
 
@@ -73,6 +77,8 @@ typedef struct plan_args {
 	int jobs;
 	double timeout;
 	report_format format;
+	int progress; /* 1 --progress, 0 --quiet, -1 when stderr is a terminal */
+	plan_progress prog;
 } plan_args;
 
 /* Splits a comma list in place; calls fn on each item; false on the first failure. */
@@ -316,14 +322,15 @@ static json_t *verdict(const plan_query *q, const plan_candidate *head, long nh,
 }
 
 /* Re-runs c[0..n) on the verify engine under each placement, keeping the best. */
-static bool verify(const plan_args *a, const plan_query *q, plan_candidate *c, long n, config_error *err)
+static bool verify(plan_args *a, const plan_query *q, plan_candidate *c, long n, config_error *err)
 {
 	plan_candidate *tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
 	if (!tmp)
 		return config_fail(err, "out of memory");
 	for (int p = 0; p < a->n_placements; p++) {
 		memcpy(tmp, c, (size_t)n * sizeof *tmp);
-		if (!plan_verify(q, tmp, n, a->verify, &a->placements[p], a->jobs, a->timeout, err)) {
+		if (!plan_verify_progress(q, tmp, n, a->verify, &a->placements[p], a->jobs, a->timeout,
+					  &a->prog, err)) {
 			free(tmp);
 			return false;
 		}
@@ -360,9 +367,11 @@ int cli_cmd_plan(int argc, char **argv)
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"format", required_argument, NULL, OPT_FORMAT},
 		{"help", no_argument, NULL, OPT_HELP},
+		{"progress", no_argument, NULL, OPT_PROGRESS},
+		{"quiet", no_argument, NULL, OPT_QUIET},
 		{NULL, 0, NULL, 0},
 	};
-	plan_args a = {.top = 5, .format = REPORT_TABLE};
+	plan_args a = {.top = 5, .format = REPORT_TABLE, .progress = -1};
 	char *lists[64];
 	int n_lists = 0;
 	long v;
@@ -429,6 +438,8 @@ int cli_cmd_plan(int argc, char **argv)
 				fprintf(stderr, "spsim plan: --format expects table or json, got '%s'\n", optarg);
 			break;
 		case OPT_HELP: plan_help(stdout); rc = CLI_OK; goto out;
+		case OPT_PROGRESS: a.progress = 1; break;
+		case OPT_QUIET: a.progress = 0; break;
 		case ':': fprintf(stderr, "spsim plan: option '%s' needs a value\n", argv[optind - 1]); goto out;
 		default:
 			fprintf(stderr, "spsim plan: unknown option '%s' (see spsim plan --help)\n", argv[optind - 1]);
@@ -540,7 +551,19 @@ int cli_cmd_plan(int argc, char **argv)
 		free(byc);
 	}
 	if (verifying) {
-		if (!verify(&a, &q, tput, k, &err) || (cost && !verify(&a, &q, cost, k, &err))) {
+		/* The re-runs are the long phase (SimGrid runs of seconds to minutes each): their
+		 * count, rate and ETA go to stderr on a terminal or with --progress, never into a
+		 * pipe unasked. */
+		long runs = k * a.n_placements * (cost ? 2 : 1);
+		bool show = a.progress == 1 || (a.progress < 0 && isatty(fileno(stderr)));
+		plan_progress_start(&a.prog, stderr, runs, !show);
+		a.prog.unit = a.verify && strcmp(a.verify, "simgrid") == 0 ? "SimGrid runs" : "re-runs";
+		if (show)
+			fprintf(stderr, "plan: searched %ld configurations in the analytic engine; re-running the top %ld on %s "
+					"(%ld runs)\n", st.searched, k, a.verify, runs);
+		bool ok = verify(&a, &q, tput, k, &err) && (!cost || verify(&a, &q, cost, k, &err));
+		plan_progress_end(&a.prog);
+		if (!ok) {
 			fprintf(stderr, "spsim plan: --verify %s: %s\n", a.verify, err.msg);
 			rc = CLI_FAIL;
 			goto done;

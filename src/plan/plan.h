@@ -211,6 +211,7 @@ bool plan_rows_load(const char *dir, json_t **rows, config_error *err);
 /* --------------------------------------------------------------- progress --- */
 typedef struct plan_progress {
 	FILE *f;
+	const char *unit; /* what is counted ("points", "SimGrid runs"); NULL: points */
 	bool tty, quiet;
 	long total, done, failed;
 	double t0, last_print;
@@ -376,6 +377,10 @@ void plan_explain(const plan_query *q, const plan_candidate *c, const plan_candi
  * sets verified and tokens_per_s, and leaves re-ranking to the caller. */
 bool plan_verify(const plan_query *q, plan_candidate *c, long n, const char *engine, const engine_options *opt,
 		 int jobs, double timeout_s, config_error *err);
+/* The same, counting each finished re-run in prog (started by the caller over every
+ * re-run it will make; NULL: silent). */
+bool plan_verify_progress(const plan_query *q, plan_candidate *c, long n, const char *engine,
+			  const engine_options *opt, int jobs, double timeout_s, plan_progress *prog, config_error *err);
 /* A candidate as a row (for JSON output and figures). */
 json_t *plan_candidate_json(const plan_query *q, const plan_candidate *c);
 
