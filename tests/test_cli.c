@@ -798,6 +798,67 @@ START_TEST(plan_progress_on_request_only)
 }
 END_TEST
 
+/* Whole file into a malloc'd string (NULL when unreadable). */
+static char *read_all(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	int c;
+	while ((c = fgetc(f)) != EOF)
+		fputc(c, m);
+	fclose(f);
+	fclose(m);
+	return buf;
+}
+
+START_TEST(shipped_files_cite_sources_in_the_repository)
+{
+	/* every [TAG] a shipped model or platform cites is defined in docs/sources.md, and none
+	 * points at a document that is not in the repository */
+	const char *root = getenv("SPSIM_DATA_DIR");
+	char path[CONFIG_PATH_MAX];
+	snprintf(path, sizeof path, "%s/docs/sources.md", root);
+	char *sources = read_all(path);
+	ck_assert_ptr_nonnull(sources);
+	static const char *const dirs[] = {"models", "platforms"};
+	int files = 0, tags = 0;
+	for (int d = 0; d < 2; d++) {
+		char **names;
+		int n = config_list_data(dirs[d], &names);
+		ck_assert_int_gt(n, 3);
+		for (int i = 0; i < n; i++) {
+			snprintf(path, sizeof path, "%s/%s/%s.yaml", root, dirs[d], names[i]);
+			char *text = read_all(path);
+			ck_assert_ptr_nonnull(text);
+			ck_assert_msg(!strstr(text, "modeling.md"), "%s cites modeling.md", path);
+			for (char *t = strchr(text, '['); t; t = strchr(t + 1, '[')) {
+				char *end = strchr(t, ']');
+				if (!end || end - t > 40 || strchr(t, '\n') < end)
+					continue;
+				char tag[48];
+				snprintf(tag, sizeof tag, "%.*s", (int)(end - t + 1), t);
+				if (tag[1] < 'A' || tag[1] > 'Z') /* [A100-DS], [HF-..], [NCCL-tuning]; not YAML lists */
+					if (strncmp(tag, "[nccl", 5) != 0)
+						continue;
+				ck_assert_msg(strstr(sources, tag), "%s cites %s, not in docs/sources.md", path, tag);
+				tags++;
+			}
+			free(text);
+			free(names[i]);
+			files++;
+		}
+		free(names);
+	}
+	ck_assert_int_ge(files, 14);
+	ck_assert_int_gt(tags, 30);
+	free(sources);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -823,6 +884,7 @@ int main(void)
 	tcase_add_test(tc, plan_says_why_nothing_was_searched);
 	tcase_add_test(tc, no_speedup_for_what_does_not_fit);
 	tcase_add_test(tc, plan_progress_on_request_only);
+	tcase_add_test(tc, shipped_files_cite_sources_in_the_repository);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
