@@ -859,6 +859,31 @@ START_TEST(shipped_files_cite_sources_in_the_repository)
 }
 END_TEST
 
+START_TEST(basp_unequal_pads_the_sequence)
+{
+	/* 16384 tokens over groups of 2 and 3 (B = 3 on 8 GPUs): the groups of 3 pad the
+	 * sequence to 16386 (5462 tokens per GPU), say so, and cost it; the run goes on */
+	cli_out *o = spsim("run", REF, "--seq-len", "16K", "--micro-batch", "3", "--strategy", "basp", "--basp-uneven",
+			   "unequal", "--engine", "analytic", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "2 groups of 3 GPUs: 5462 tokens (sequence padded by 2 to 16386)"), "%s", o->out);
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--micro-batch", "3", "--strategy", "basp", "--basp-uneven", "unequal",
+		  "--engine", "analytic", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	json_t *parts = json_object_get(json_object_get(j, "basp_uneven"), "parts");
+	ck_assert_int_eq(json_array_size(parts), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(parts, 0), "padding_tokens")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(parts, 1), "padding_tokens")), 2);
+	/* throughput counts the real tokens: 3 sequences of 16384 per step */
+	ck_assert_close(json_number_value(json_object_get(j, "tokens_per_s")),
+			3.0 * 16384 / json_number_value(json_object_get(j, "step_time_s")), 1e-9);
+	json_decref(j);
+	free(o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -885,6 +910,7 @@ int main(void)
 	tcase_add_test(tc, no_speedup_for_what_does_not_fit);
 	tcase_add_test(tc, plan_progress_on_request_only);
 	tcase_add_test(tc, shipped_files_cite_sources_in_the_repository);
+	tcase_add_test(tc, basp_unequal_pads_the_sequence);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -103,6 +103,8 @@ json_t *report_run_json(const report_run *r)
 					      "groups", pt->plan.layout.n_groups, "ranks", pt->ranks, "tokens_per_gpu",
 					      (json_int_t)pt->plan.layout.tokens_per_rank, "heads_per_gpu",
 					      pt->plan.layout.heads_per_rank, "memory_peak_bytes", pt->plan.memory.peak);
+			if (c->kind == WL_COMPOSE_PARALLEL)
+				json_object_set_new(e, "padding_tokens", json_integer((json_int_t)(pt->job.seq_len - r->job->seq_len)));
 			if (c->kind == WL_COMPOSE_PARALLEL && r->part_results)
 				json_object_set_new(e, "step_time_s", json_real(r->part_results[i].step_time));
 			else
@@ -156,8 +158,12 @@ void report_run_table(FILE *f, const report_run *r)
 		fprintf(f, "unequal BASP groups (the slowest sets the step):\n");
 		for (int i = 0; i < r->composite->n_parts; i++) {
 			const workload_part *pt = &r->composite->parts[i];
-			fprintf(f, "  %d groups of %d GPUs: %ld tokens, %d heads per GPU, step %s, peak %s\n",
-				pt->plan.layout.n_groups, pt->plan.layout.group_size, pt->plan.layout.tokens_per_rank,
+			char pad[96] = "";
+			if (pt->job.seq_len > r->job->seq_len)
+				snprintf(pad, sizeof pad, " (sequence padded by %ld to %ld)", pt->job.seq_len - r->job->seq_len,
+					 pt->job.seq_len);
+			fprintf(f, "  %d groups of %d GPUs: %ld tokens%s, %d heads per GPU, step %s, peak %s\n",
+				pt->plan.layout.n_groups, pt->plan.layout.group_size, pt->plan.layout.tokens_per_rank, pad,
 				pt->plan.layout.heads_per_rank,
 				report_time(r->part_results ? r->part_results[i].step_time : 0, a, sizeof a),
 				report_bytes(pt->plan.memory.peak, b2, sizeof b2));
