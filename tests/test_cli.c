@@ -793,7 +793,17 @@ START_TEST(plan_progress_on_request_only)
 	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "a100-2x4-ib400", "--gpus", "8", "--seq-len", "8K",
 		  "--global-batch", "128K", "--verify", "analytic", "--top", "3", "--progress", NULL);
 	expect(o, 0, "re-running the top 3 on analytic (3 runs)");
+	/* a line per run (a handful of long tasks), the last with the elapsed time */
+	ck_assert_msg(strstr(o->err, "progress: 1/3 re-runs (33%), 0 failed") && strstr(o->err, "ETA"), "%s", o->err);
 	ck_assert_msg(strstr(o->err, "progress: 3/3 re-runs (100%), 0 failed") && strstr(o->err, "elapsed"), "%s", o->err);
+	free(o);
+	/* compare: the same, per strategy run */
+	o = spsim("compare", REF, "--seq-len", "4K", "--engine", "analytic", "--progress", NULL);
+	expect(o, 0, "progress: 2/2 runs (100%), 0 failed");
+	free(o);
+	o = spsim("compare", REF, "--seq-len", "4K", "--engine", "analytic", NULL);
+	expect(o, 0, NULL);
+	ck_assert_str_eq(o->err, "");
 	free(o);
 }
 END_TEST

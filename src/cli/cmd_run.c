@@ -2,12 +2,13 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "plan/plan.h"
 
-enum { OPT_STRATEGIES = CLI_OPT_FIRST_FREE, OPT_GRANULE, OPT_PLOT };
+enum { OPT_STRATEGIES = CLI_OPT_FIRST_FREE, OPT_GRANULE, OPT_PLOT, OPT_PROGRESS, OPT_QUIET };
 
 static void run_help(FILE *f)
 {
@@ -114,6 +115,7 @@ int cli_cmd_run(int argc, char **argv)
 typedef struct compare_ctx {
 	char *strategies;
 	const char *plot; /* --plot DIR */
+	int progress;     /* 1 --progress, 0 --quiet, -1 when stderr is a terminal */
 } compare_ctx;
 
 static int compare_opt(void *ctx, int id, const char *arg)
@@ -121,6 +123,10 @@ static int compare_opt(void *ctx, int id, const char *arg)
 	compare_ctx *c = ctx;
 	if (id == OPT_PLOT) {
 		c->plot = arg;
+		return 1;
+	}
+	if (id == OPT_PROGRESS || id == OPT_QUIET) {
+		c->progress = id == OPT_PROGRESS;
 		return 1;
 	}
 	if (id == OPT_STRATEGIES) {
@@ -142,7 +148,9 @@ static void compare_help(FILE *f)
 	      "                           'Ulysses with SP = N/B' alternative)\n"
 	      "  --trace FILE             one trace per strategy: FILE with the label before the extension\n"
 	      "  --plot DIR               figures (SVG, PNG; gnuplot) of the comparison and, from the analytic\n"
-	      "                           engine, of speedup and memory around it (docs/planning.md)\n\n",
+	      "                           engine, of speedup and memory around it (docs/planning.md)\n"
+	      "  --progress               runs done, rate and ETA on stderr even when it is not a terminal (on a\n"
+	      "                           terminal they are shown for the simgrid engine; --quiet: never)\n\n",
 	      f);
 	cli_job_help(f);
 }
@@ -196,9 +204,11 @@ int cli_cmd_compare(int argc, char **argv)
 {
 	static const struct option extra[] = {{"strategies", required_argument, NULL, OPT_STRATEGIES},
 					      {"plot", required_argument, NULL, OPT_PLOT},
+					      {"progress", no_argument, NULL, OPT_PROGRESS},
+					      {"quiet", no_argument, NULL, OPT_QUIET},
 					      {NULL, 0, NULL, 0}};
 	cli_job_args a;
-	compare_ctx ctx = {0};
+	compare_ctx ctx = {.progress = -1};
 	cli_job_init(&a);
 	int rc = parse(argc, argv, &a, extra, compare_opt, &ctx, compare_help);
 	if (rc >= 0) {
@@ -255,6 +265,13 @@ int cli_cmd_compare(int argc, char **argv)
 		rc = CLI_USAGE;
 	}
 	int done = 0;
+	/* SimGrid runs take seconds to minutes each: their count, rate and ETA on a terminal
+	 * (or with --progress); the analytic engine's take microseconds and say nothing. */
+	plan_progress prog;
+	bool show = ctx.progress == 1 ||
+		    (ctx.progress < 0 && strcmp(a.engine, "analytic") != 0 && isatty(fileno(stderr)));
+	plan_progress_start(&prog, stderr, n, !show || rc != CLI_OK);
+	prog.unit = "runs";
 	for (int i = 0; rc == CLI_OK && i < n; i++) {
 		cli_job_args ai = a;
 		if (a.trace) {
@@ -266,8 +283,11 @@ int cli_cmd_compare(int argc, char **argv)
 			break;
 		}
 		done++;
+		plan_progress_update(&prog, done, 0);
 		runs[i] = cli_sim_report(&a, &jobs[i], &sims[i], labels[i]);
 	}
+	if (rc == CLI_OK)
+		plan_progress_end(&prog);
 	if (rc == CLI_OK) {
 		if (a.format == REPORT_JSON) {
 			json_t *j = report_compare_json(runs, n);

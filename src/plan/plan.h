@@ -214,6 +214,7 @@ typedef struct plan_progress {
 	const char *unit; /* what is counted ("points", "SimGrid runs"); NULL: points */
 	bool tty, quiet;
 	long total, done, failed;
+	long done_printed; /* done at the last line printed (logs) */
 	double t0, last_print;
 	int last_decile;
 	int width;

@@ -88,7 +88,10 @@ void plan_progress_update(plan_progress *p, long done, long failed)
 		return;
 	int decile = p->total ? (int)(10 * done / p->total) : 10;
 	double since = t - (p->last_print < 0 ? p->t0 : p->last_print);
-	if ((decile > p->last_decile && since >= 2) || since >= 30) {
+	/* a handful of long tasks (plan's re-runs, compare's runs): a line each */
+	bool each = p->total <= 20 && done > p->done_printed;
+	if (each || (decile > p->last_decile && since >= 2) || since >= 30) {
+		p->done_printed = done;
 		p->last_decile = decile;
 		draw(p, false);
 	}
