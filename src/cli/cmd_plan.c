@@ -525,7 +525,8 @@ int cli_cmd_plan(int argc, char **argv)
 		rc = CLI_FAIL;
 		goto done;
 	}
-	memcpy(merged, cands, (size_t)n * sizeof *merged);
+	if (n) /* cands is NULL when nothing fits */
+		memcpy(merged, cands, (size_t)n * sizeof *merged);
 	long nm = plan_merge(merged, n);
 	long k = nm < a.top ? nm : a.top;
 	bool verifying = strcmp(a.verify, "none") != 0 && k > 0;
@@ -544,7 +545,8 @@ int cli_cmd_plan(int argc, char **argv)
 			rc = CLI_FAIL;
 			goto done;
 		}
-		memcpy(byc, cands, (size_t)n * sizeof *byc);
+		if (n)
+			memcpy(byc, cands, (size_t)n * sizeof *byc);
 		plan_rank(byc, n, PLAN_RANK_COST);
 		long nc = plan_merge(byc, n);
 		memcpy(cost, byc, (size_t)(nc < k ? nc : k) * sizeof *cost);
