@@ -105,7 +105,9 @@ static const char *tmp_write(const char *dir, const char *name, const char *text
 	return buf[k];
 }
 
-/* A copy of platforms/dgx-h100.yaml with one line replaced (from, to), written to dir/name. */
+/* A copy of platforms/dgx-h100.yaml with one line replaced (from, to), written to dir/name;
+ * variant_line: the line where `to` starts. */
+static int variant_line;
 static const char *platform_variant(const char *dir, const char *name, const char *from, const char *to)
 {
 	char path[CONFIG_PATH_MAX], text[8192] = "";
@@ -119,6 +121,9 @@ static const char *platform_variant(const char *dir, const char *name, const cha
 	ck_assert_msg(at != NULL, "'%s' not in dgx-h100.yaml", from);
 	char out[8400];
 	snprintf(out, sizeof out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+	variant_line = 1;
+	for (const char *c = text; c < at; c++)
+		variant_line += *c == '\n';
 	return tmp_write(dir, name, out);
 }
 
@@ -348,6 +353,21 @@ START_TEST(job_file_and_flag_override)
 }
 END_TEST
 
+START_TEST(calibration_from_another_gpu_is_refused)
+{
+	/* Measured on an H200: a100-2x4-ib400 (A100-SXM4-40GB) refuses it naming both GPUs;
+	 * hgx-h200 takes it. */
+	cli_out *a = spsim("run", REF, "--seq-len", "16K", "--calibration", data("h200_cal.yaml"), NULL);
+	expect(a, 2, "'H200-SXM-141GB'");
+	ck_assert_msg(strstr(a->err, "'A100-SXM4-40GB'"), "%s", a->err);
+	cli_out *b = spsim("run", "--model", "llama-3.1-8b", "--platform", "hgx-h200", "--seq-len", "16K", "--calibration",
+			   data("h200_cal.yaml"), NULL);
+	expect(b, 0, NULL);
+	free(a);
+	free(b);
+}
+END_TEST
+
 START_TEST(calibration_moves_the_prediction)
 {
 	cli_out *a = spsim("run", REF, "--seq-len", "16K", "--format", "json", NULL);
@@ -524,13 +544,18 @@ START_TEST(ignored_inputs_are_said)
 	tmp_dir(dir, sizeof dir);
 	const char *pl = platform_variant(dir, "rail.yaml", "    topology: rail-optimized\n",
 					  "    topology: rail-optimized\n    nodes_per_leaf: 2\n");
+	char want[160];
 	o = spsim("run", "--model", "llama-3.2-1b", "--platform", pl, "--seq-len", "4K", NULL);
-	expect(o, 2, "rail.yaml:23:21: 'nodes_per_leaf' applies only to topology fat-tree");
+	snprintf(want, sizeof want, "rail.yaml:%d:21: 'nodes_per_leaf' applies only to topology fat-tree",
+		 variant_line + 1);
+	expect(o, 2, want);
 	free(o);
 	pl = platform_variant(dir, "rail2.yaml", "    topology: rail-optimized\n",
 			      "    topology: rail-optimized\n    oversubscription: 2\n");
 	o = spsim("run", "--model", "llama-3.2-1b", "--platform", pl, "--seq-len", "4K", NULL);
-	expect(o, 2, "rail2.yaml:23:23: 'oversubscription' applies only to topology fat-tree");
+	snprintf(want, sizeof want, "rail2.yaml:%d:23: 'oversubscription' applies only to topology fat-tree",
+		 variant_line + 1);
+	expect(o, 2, want);
 	free(o);
 }
 END_TEST
@@ -566,7 +591,9 @@ START_TEST(files_and_directories)
 	const char *pl = platform_variant(dir, "dec.yaml", "memory: 80GiB", "memory: 80GB ");
 	o = spsim("run", "--model", "llama-3.2-1b", "--platform", pl, "--seq-len", "4K", "--engine", "analytic",
 		  "--format", "json", NULL);
-	expect(o, 0, "dec.yaml:12:13: warning: memory '80GB' is a decimal size (74.51 GiB)");
+	char want[128];
+	snprintf(want, sizeof want, "dec.yaml:%d:13: warning: memory '80GB' is a decimal size (74.51 GiB)", variant_line);
+	expect(o, 0, want);
 	json_t *j = json_loads(o->out, 0, NULL);
 	ck_assert_double_eq(json_number_value(json_object_get(json_object_get(j, "memory_bytes"), "capacity")), 80e9);
 	json_decref(j);
@@ -907,6 +934,7 @@ int main(void)
 	tcase_add_test(tc, csv_rows_match_the_header);
 	tcase_add_test(tc, job_file_and_flag_override);
 	tcase_add_test(tc, calibration_moves_the_prediction);
+	tcase_add_test(tc, calibration_from_another_gpu_is_refused);
 	tcase_add_test(tc, trace_written_only_on_success);
 	tcase_add_test(tc, listing_commands);
 	tcase_add_test(tc, max_seq_reports_a_fitting_length);

@@ -346,9 +346,11 @@ START_TEST(kernel_flops_and_time_by_hand)
 	double t = fidelity_kernel_time(&p, &g, &flops);
 	ck_assert_close(flops, 2147483648.0, 1e-15);
 	ck_assert_close(t, 2147483648.0 / 100e12, 1e-12);
-	/* A 16^3 GEMM is memory bound: 2 (3 x 256) = 1536 bytes at 1000 GB/s = 1.536 ns. */
+	/* A 16^3 GEMM moves 2 (3 x 256) = 1536 bytes (1.536 ns at 1000 GB/s) but computes a
+	 * whole 128x128 output tile (tile quantization, engine/compute.c): 2·128·128·16 FLOPs
+	 * of work at 100 TFLOP/s = 5.24288 ns, which sets the time. */
 	fidelity_kernel small = {.kernel = WL_KERNEL_GEMM, .m = 16, .n = 16, .k = 16};
-	ck_assert_close(fidelity_kernel_time(&p, &small, &flops), 1536.0 / 1000e9, 1e-12);
+	ck_assert_close(fidelity_kernel_time(&p, &small, &flops), 2.0 * 128 * 128 * 16 / 100e12, 1e-12);
 	/* Attention b=1, s=1024, h=2, d=64: forward 4 b s^2 h d = 536870912; causal halves
 	 * it; backward 2.5x, forward + backward 3.5x. */
 	fidelity_kernel a = {.kernel = WL_KERNEL_ATTENTION, .batch = 1, .seq_len = 1024, .heads = 2, .head_dim = 64,

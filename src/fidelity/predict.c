@@ -31,11 +31,10 @@ static double kernel_bytes(const fidelity_kernel *k)
 	return k->pass == FID_PASS_FWD ? qkvo : k->pass == FID_PASS_BWD ? 2.0 * qkvo : 3.0 * qkvo;
 }
 
-/* The one place a published kernel configuration becomes spsim's op. Today the op carries
- * FLOPs and HBM bytes only, so every GEMM and every attention kernel runs at the platform's
- * single efficiency; when ops carry their shape (m, n, k; sequence length, heads, head
- * dimension, causality, pass) and the platform an attention kernel family, they are set
- * here from k (k->family names the kernel the source measured). */
+/* The one place a published kernel configuration becomes spsim's op: FLOPs, HBM bytes and
+ * the shape the compute model times it by (engine/compute.c): m, n, k of a GEMM; sequence
+ * length, heads, head dimension, causality, pass and kernel family (k->family, the kernel
+ * the source measured) of attention. A fwd+bwd case is its forward and backward ops. */
 double fidelity_kernel_time(const config_platform *p, const fidelity_kernel *k, double *flops)
 {
 	workload_op op;
@@ -48,7 +47,33 @@ double fidelity_kernel_time(const config_platform *p, const fidelity_kernel *k, 
 	op.hbm_bytes = kernel_bytes(k);
 	if (flops)
 		*flops = op.flops;
-	return engine_compute_time(p, &op);
+	if (k->kernel == WL_KERNEL_GEMM) {
+		op.shape.gemm.m = (int)k->m;
+		op.shape.gemm.n = (int)k->n;
+		op.shape.gemm.k = (int)k->k;
+		return engine_compute_time(p, &op);
+	}
+	op.shape.attn.seq = (int)k->seq_len;
+	op.shape.attn.head_dim = k->head_dim;
+	op.shape.attn.heads = op.shape.attn.kv_heads = k->heads;
+	op.shape.attn.seqs = k->batch;
+	op.shape.attn.causal = k->causal;
+	for (int i = 0; i < CONFIG_ATTN_KERNELS; i++)
+		if (strcmp(k->family, config_attn_kernel_names[i]) == 0)
+			op.shape.attn.kernel = (unsigned char)i;
+	if (k->pass != FID_PASS_FWD_BWD) {
+		op.phase = k->pass == FID_PASS_BWD ? WL_PHASE_BWD : WL_PHASE_FWD;
+		return engine_compute_time(p, &op);
+	}
+	/* forward: 1/3.5 of the FLOPs and a third of the bytes; backward the rest */
+	workload_op bwd = op;
+	op.phase = WL_PHASE_FWD;
+	op.flops /= 3.5;
+	op.hbm_bytes /= 3.0;
+	bwd.phase = WL_PHASE_BWD;
+	bwd.flops *= 2.5 / 3.5;
+	bwd.hbm_bytes *= 2.0 / 3.0;
+	return engine_compute_time(p, &op) + engine_compute_time(p, &bwd);
 }
 
 static bool predict_collective(const fidelity_case *k, const config_platform *p, double *out, config_error *err)
