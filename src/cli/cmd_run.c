@@ -532,6 +532,12 @@ int cli_cmd_max_seq(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		if (!rows[i].invalid[0])
 			maxseq_eval(&a, ctx.granule, &rows[i]);
+	/* the longest answer against the model's max_position */
+	long longest = 0;
+	for (int i = 0; i < n; i++)
+		if (!rows[i].invalid[0] && rows[i].best > longest)
+			longest = rows[i].best;
+	cli_warn_max_position(&a.m, longest, "max-seq");
 	if (a.format == REPORT_JSON) {
 		json_t *j;
 		if (n == 1) {

@@ -17,10 +17,10 @@ const char *const plan_row_columns[] = {
 	/* bytes per GPU per step */
 	"sp_bytes", "sp_bytes_off_gpu", "zero_bytes",
 	/* memory per GPU, bytes */
-	"mem_params", "mem_grads", "mem_optimizer", "mem_activations", "mem_logits", "mem_buffers", "mem_peak",
-	"mem_capacity", "fits",
+	"mem_params", "mem_grads", "mem_optimizer", "mem_activations", "mem_logits", "mem_buffers", "mem_reserve",
+	"mem_peak", "mem_capacity", "fits",
 	/* outcome */
-	"tokens_per_s", "mfu", "wall_s", NULL,
+	"tokens_per_s", "mfu", "hfu", "wall_s", NULL,
 };
 
 /* The CSV header: the row's key with its unit where the key has none (SI base units:
@@ -35,8 +35,8 @@ const char *const plan_row_csv_columns[] = {
 	"sp_comm_exposed_s", "zero_comm_s", "zero_comm_exposed_s",
 	"sp_bytes", "sp_bytes_off_gpu", "zero_bytes",
 	"mem_params_bytes", "mem_grads_bytes", "mem_optimizer_bytes", "mem_activations_bytes", "mem_logits_bytes",
-	"mem_buffers_bytes", "mem_peak_bytes", "mem_capacity_bytes", "fits",
-	"tokens_per_s", "mfu", "wall_s", NULL,
+	"mem_buffers_bytes", "mem_reserve_bytes", "mem_peak_bytes", "mem_capacity_bytes", "fits",
+	"tokens_per_s", "mfu", "hfu", "wall_s", NULL,
 };
 _Static_assert(sizeof plan_row_csv_columns == sizeof plan_row_columns, "one CSV name per row key");
 
@@ -90,6 +90,7 @@ static void set_memory(json_t *row, const workload_memory *m)
 	set_r(row, "mem_activations", m->activations);
 	set_r(row, "mem_logits", m->logits);
 	set_r(row, "mem_buffers", m->buffers);
+	set_r(row, "mem_reserve", m->reserve);
 	set_r(row, "mem_peak", m->peak);
 	set_r(row, "mem_capacity", m->capacity);
 	json_object_set_new(row, "fits", json_boolean(m->fits));
@@ -122,6 +123,7 @@ void plan_row_set_result(json_t *row, const workload_plan *plan, const engine_re
 	set_memory(row, m);
 	set_r(row, "tokens_per_s", res->tokens_per_s);
 	set_r(row, "mfu", res->mfu);
+	set_r(row, "hfu", res->hfu);
 }
 
 void plan_row_set_sim(json_t *row, const plan_sim *sim)
