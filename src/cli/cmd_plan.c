@@ -26,7 +26,7 @@ static void plan_help(FILE *f)
 	fputs("usage: spsim plan --model NAME --platform NAME[,NAME...] --gpus N[,N...] --seq-len S\n"
 	      "                  --global-batch T [options]\n"
 	      "Searches strategy (ulysses, basp, BASP beyond divisibility: basp-unequal, basp-extra-step, ring\n"
-	      "attention: ring, and BASP over it: basp-ring) x\n"
+	      "attention: ring, BASP over it: basp-ring, and USP at every Ulysses degree: usp) x\n"
 	      "SP degree x micro-batch (hence BASP group size K and gradient accumulation) x ZeRO stage x\n"
 	      "recompute x all-to-all algorithm for every platform and GPU budget, drops what does not fit in GPU\n"
 	      "memory, ranks the rest by tokens/s (and by cost per million tokens with --price), and prints the\n"

@@ -53,6 +53,8 @@ typedef struct search {
 /* The all-to-all group a job's ranks exchange within (the larger one for unequal BASP). */
 static int a2a_group(const config_job *job)
 {
+	if (config_job_usp(job))
+		return job->ulysses_degree;
 	if (job->strategy != CONFIG_STRATEGY_BASP)
 		return job->sp;
 	return (job->sp + job->micro_batch - 1) / job->micro_batch;

@@ -37,6 +37,21 @@ static bool set_inner_ring(config_job *job, int alt)
 	return alt == 0;
 }
 
+/* USP: every Ulysses degree strictly between 1 and the SP size (its edges are Ulysses
+ * and ring); the job check drops those that do not split the heads. */
+static bool set_usp(config_job *job, int alt)
+{
+	job->basp_inner = CONFIG_STRATEGY_ULYSSES;
+	job->cp_split = CONFIG_CP_SPLIT_ZIGZAG;
+	for (int u = 2, k = 0; u < job->sp; u++)
+		if (job->sp % u == 0 && k++ == alt) {
+			job->ulysses_degree = u;
+			job->ring_degree = job->sp / u;
+			return true;
+		}
+	return false;
+}
+
 const plan_variant plan_variants[] = {
 	{"ulysses", CONFIG_STRATEGY_ULYSSES, NULL, NULL, "DeepSpeed-Ulysses: N-way all-to-alls over the SP domain"},
 	{"basp", CONFIG_STRATEGY_BASP, basp_is_ulysses, NULL, "BASP: B groups of K = N/B GPUs, one sequence each"},
@@ -48,6 +63,8 @@ const plan_variant plan_variants[] = {
 	 "ring attention (context parallelism, zigzag): KV blocks passed around N GPUs"},
 	{"basp-ring", CONFIG_STRATEGY_BASP, basp_is_ulysses, set_inner_ring,
 	 "BASP over ring attention (basp:inner=ring): B rings of K = N/B GPUs, one sequence each"},
+	{"usp", CONFIG_STRATEGY_USP, NULL, set_usp,
+	 "USP: Ulysses over U GPUs inside rings of R = N/U, every U strictly between 1 and N"},
 	{NULL, 0, NULL, NULL, NULL},
 };
 
