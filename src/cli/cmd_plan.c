@@ -18,7 +18,7 @@
 enum {
 	OPT_MODEL = 256, OPT_PLATFORM, OPT_GPUS, OPT_SEQ, OPT_BATCH, OPT_PRICE, OPT_TOP, OPT_ZERO, OPT_RECOMPUTE,
 	OPT_MAXB, OPT_VERIFY, OPT_PLACEMENT, OPT_CAL, OPT_FORMAT, OPT_TIMEOUT, OPT_A2A, OPT_HELP, OPT_PROGRESS,
-	OPT_QUIET, OPT_IMPL, OPT_RESERVE,
+	OPT_QUIET, OPT_IMPL, OPT_RESERVE, OPT_STRATEGIES,
 };
 
 static void plan_help(FILE *f)
@@ -26,7 +26,7 @@ static void plan_help(FILE *f)
 	fputs("usage: spsim plan --model NAME --platform NAME[,NAME...] --gpus N[,N...] --seq-len S\n"
 	      "                  --global-batch T [options]\n"
 	      "Searches strategy (ulysses, basp, BASP beyond divisibility: basp-unequal, basp-extra-step, ring\n"
-	      "attention: ring, BASP over it: basp-ring, and USP at every Ulysses degree: usp) x\n"
+	      "attention, BASP over it and USP when asked with --strategies) x\n"
 	      "SP degree x micro-batch (hence BASP group size K and gradient accumulation) x ZeRO stage x\n"
 	      "recompute x all-to-all algorithm for every platform and GPU budget, drops what does not fit in GPU\n"
 	      "memory, ranks the rest by tokens/s (and by cost per million tokens with --price), and prints the\n"
@@ -46,6 +46,10 @@ static void plan_help(FILE *f)
 	      "  --max-micro-batch B      largest micro-batch to try (default: no limit)\n"
 	      "  --impl hf|megatron       what each layer saves for backward (default hf; see spsim run --help)\n"
 	      "  --memory-reserve SIZE    memory lost to CUDA context, NCCL and fragmentation, or 0 (default derived)\n"
+	      "  --strategies LIST        the strategies to search (default ulysses, basp, basp-unequal,\n"
+	      "                           basp-extra-step); also ring (ring attention, zigzag), basp-ring\n"
+	      "                           (alias basp:inner=ring) and usp (every Ulysses degree); rings of\n"
+	      "                           at most 16 GPUs\n"
 	      "  --a2a LIST               SP all-to-all algorithms to try for groups that span nodes: direct,\n"
 	      "                           pairwise, hierarchical (default all; groups inside a node use the first)\n"
 	      "  --verify ENGINE|none     re-run the top K on ENGINE (default: simgrid when built in, else none)\n"
@@ -69,7 +73,7 @@ typedef struct plan_args {
 	long seq, batch;
 	char *price;
 	int top;
-	unsigned zmask, rmask, amask;
+	unsigned zmask, rmask, amask, vmask;
 	int maxb;
 	const char *verify;
 	bool verify_set;
@@ -149,6 +153,19 @@ static bool add_a2a(plan_args *a, char *s)
 		}
 	fprintf(stderr, "spsim plan: --a2a expects direct, pairwise or hierarchical (comma-separated), got '%s'\n", s);
 	return false;
+}
+
+/* A strategy row to search, as sweep specs write it (basp:inner=ring is basp-ring). */
+static bool add_strategy(plan_args *a, char *s)
+{
+	plan_strategy st;
+	config_error e;
+	if (!plan_strategy_parse(s, &st, &e)) {
+		fprintf(stderr, "spsim plan: --strategies: %s\n", e.msg);
+		return false;
+	}
+	a->vmask |= 1u << (unsigned)(st.variant - plan_variants);
+	return true;
 }
 
 static bool add_placement(plan_args *a, char *s)
@@ -366,6 +383,7 @@ int cli_cmd_plan(int argc, char **argv)
 		{"impl", required_argument, NULL, OPT_IMPL},
 		{"memory-reserve", required_argument, NULL, OPT_RESERVE},
 		{"a2a", required_argument, NULL, OPT_A2A},
+		{"strategies", required_argument, NULL, OPT_STRATEGIES},
 		{"verify", required_argument, NULL, OPT_VERIFY},
 		{"placement", required_argument, NULL, OPT_PLACEMENT},
 		{"calibration", required_argument, NULL, OPT_CAL},
@@ -418,6 +436,7 @@ int cli_cmd_plan(int argc, char **argv)
 		case OPT_ZERO: ok = each_item(copy, add_zero, &a); break;
 		case OPT_RECOMPUTE: ok = each_item(copy, add_recompute, &a); break;
 		case OPT_A2A: ok = each_item(copy, add_a2a, &a); break;
+		case OPT_STRATEGIES: ok = each_item(copy, add_strategy, &a); break;
 		case OPT_IMPL:
 		case OPT_RESERVE:
 			/* the job flags' own parsing and messages */
@@ -528,6 +547,7 @@ int cli_cmd_plan(int argc, char **argv)
 	plan_query q = {.model = &m, .platforms = plats, .price = a.price ? prices : NULL, .n_platforms = a.n_platforms,
 			.budgets = a.budgets, .n_budgets = a.n_budgets, .seq_len = a.seq, .global_tokens = a.batch,
 			.zero_mask = a.zmask, .recompute_mask = a.rmask, .a2a_mask = a.amask, .max_micro_batch = a.maxb,
+			.variant_mask = a.vmask,
 			.base = &a.base};
 	plan_candidate *cands = NULL;
 	long n = 0;

@@ -859,6 +859,13 @@ bool engine_schedule_streams_share(const workload_program *prog)
 			if (blk->ops[j].kind == WL_OP_COMM)
 				mask |= 1u << blk->ops[j].stream;
 	}
+	/* Ring attention's transfers never run beside main-stream communication: every
+	 * all-to-all or blocking ZeRO collective of the layer waits for the ring's last
+	 * transfer, and the next ring starts after them (docs/model.md §7a). Beside the main
+	 * stream alone they share nothing. */
+	unsigned side = mask & ~(1u << WL_STREAM_MAIN) & ~(1u << WL_STREAM_RING);
+	if ((mask & (1u << WL_STREAM_RING)) && !side)
+		mask &= ~(1u << WL_STREAM_RING);
 	return (mask & (mask - 1)) != 0;
 }
 

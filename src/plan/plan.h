@@ -35,9 +35,15 @@ typedef struct plan_variant {
 	 * as it is, once. */
 	bool (*expand)(config_job *job, int alt);
 	const char *summary;
+	/* Searched by the planner only when asked for (plan_query.variant_mask, `spsim plan
+	 * --strategies`): ring attention and USP, whose programs hold a few ops per ring step
+	 * and would slow the default search several-fold. */
+	bool opt_in;
 } plan_variant;
 
 #define PLAN_MAX_VARIANTS 16
+/* The longest ring (ring attention, USP's R) the planner searches (strategy.c). */
+#define PLAN_MAX_RING 16
 extern const plan_variant plan_variants[]; /* terminated by a NULL name; at most PLAN_MAX_VARIANTS */
 const plan_variant *plan_variant_find(const char *name);
 const plan_variant *plan_variant_of(config_strategy s);
@@ -314,6 +320,8 @@ typedef struct plan_query {
 	unsigned a2a_mask;       /* bit per config_a2a: all-to-all algorithms for groups that span
 				  * nodes (0: all three); groups inside a node use the first */
 	int max_micro_batch;     /* 0: no limit */
+	unsigned variant_mask;   /* bit per row of plan_variants to search (0: every row that is
+				  * not opt_in) */
 	const config_job *base;  /* other job settings (buckets, overlap); NULL: defaults */
 } plan_query;
 

@@ -198,6 +198,9 @@ bool plan_search(const plan_query *q, plan_candidate **out, long *n_out, plan_se
 						continue;
 					for (const plan_variant *var = plan_variants; var->name; var++)
 						for (int alt = 0; alt == 0 || var->expand; alt++) {
+							if (q->variant_mask ? !((q->variant_mask >> variant_index(var)) & 1)
+									    : var->opt_in)
+								break;
 							config_job job = base;
 							job.strategy = var->strategy;
 							job.gpus = W;

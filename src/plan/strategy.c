@@ -23,18 +23,22 @@ static bool set_extra_step(config_job *job, int alt)
 	return alt == 0;
 }
 
-/* Ring attention: the zigzag split (balanced; the naive one is never faster). */
+/* Ring attention: the zigzag split (balanced; the naive one is never faster). The
+ * planner searches rings of at most PLAN_MAX_RING ranks: a ring's op program holds three
+ * ops per step and layer, and a longer ring splits a sequence into blocks too short to
+ * keep the attention kernel efficient (docs/model.md §7a); `run`, `compare` and sweeps
+ * take any degree. */
 static bool set_ring(config_job *job, int alt)
 {
 	job->basp_inner = CONFIG_STRATEGY_ULYSSES;
 	job->cp_split = CONFIG_CP_SPLIT_ZIGZAG;
-	return alt == 0;
+	return alt == 0 && job->sp <= PLAN_MAX_RING;
 }
 static bool set_inner_ring(config_job *job, int alt)
 {
 	job->basp_inner = CONFIG_STRATEGY_RING;
 	job->cp_split = CONFIG_CP_SPLIT_ZIGZAG;
-	return alt == 0;
+	return alt == 0 && job->micro_batch > 0 && job->sp / job->micro_batch <= PLAN_MAX_RING;
 }
 
 /* USP: every Ulysses degree strictly between 1 and the SP size (its edges are Ulysses
@@ -44,7 +48,7 @@ static bool set_usp(config_job *job, int alt)
 	job->basp_inner = CONFIG_STRATEGY_ULYSSES;
 	job->cp_split = CONFIG_CP_SPLIT_ZIGZAG;
 	for (int u = 2, k = 0; u < job->sp; u++)
-		if (job->sp % u == 0 && k++ == alt) {
+		if (job->sp % u == 0 && job->sp / u <= PLAN_MAX_RING && k++ == alt) {
 			job->ulysses_degree = u;
 			job->ring_degree = job->sp / u;
 			return true;
@@ -60,11 +64,11 @@ const plan_variant plan_variants[] = {
 	{"basp-extra-step", CONFIG_STRATEGY_BASP, divides, set_extra_step,
 	 "BASP with B not dividing N: the sequences left over in further micro-steps"},
 	{"ring", CONFIG_STRATEGY_RING, NULL, set_ring,
-	 "ring attention (context parallelism, zigzag): KV blocks passed around N GPUs"},
+	 "ring attention (context parallelism, zigzag): KV blocks passed around N GPUs", true},
 	{"basp-ring", CONFIG_STRATEGY_BASP, basp_is_ulysses, set_inner_ring,
-	 "BASP over ring attention (basp:inner=ring): B rings of K = N/B GPUs, one sequence each"},
+	 "BASP over ring attention (basp:inner=ring): B rings of K = N/B GPUs, one sequence each", true},
 	{"usp", CONFIG_STRATEGY_USP, NULL, set_usp,
-	 "USP: Ulysses over U GPUs inside rings of R = N/U, every U strictly between 1 and N"},
+	 "USP: Ulysses over U GPUs inside rings of R = N/U, every U strictly between 1 and N", true},
 	{NULL, 0, NULL, NULL, NULL},
 };
 
