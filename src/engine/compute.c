@@ -119,6 +119,25 @@ double engine_gemm_eff(const config_platform *p, double m, double n, double k)
 	return p->eff.gemm * engine_gemm_shape_eff(p, m, n, k);
 }
 
+/* Seconds per byte of a GEMM's fill: each SM's share of the HBM bandwidth; 0 when there is
+ * no fill to cost (see engine_gemm_fill_time). */
+static double fill_s_per_byte(const config_platform *p)
+{
+	if (p->eff.gemm_measured || p->gpu.sms <= 0 || p->gpu.hbm_bandwidth <= 0 || p->eff.memory <= 0)
+		return 0;
+	return p->gpu.sms / (p->gpu.hbm_bandwidth * p->eff.memory);
+}
+
+/* One GEMM kernel: FLOP time at the quantized plateau plus its fill, one shape lookup. */
+static double gemm_kernel_time(const config_platform *p, double flops, double m, double n, double k)
+{
+	if (p->eff.gemm_measured)
+		return flops / (p->gpu.peak_flops * p->eff.gemm);
+	double fill;
+	double eff = p->eff.gemm * gemm_shape(p, m, n, k, &fill);
+	return flops / (p->gpu.peak_flops * eff) + fill * fill_s_per_byte(p);
+}
+
 /* Pipeline fill and drain of a GEMM kernel (CUTLASS "Efficient GEMM in CUDA",
  * media/docs/efficient_gemm.md, "Pipelining"; NVIDIA DU-09799-001 section 2): every CTA
  * loads its first K stage of A and B before its first MMA and stores its output tile after
@@ -128,11 +147,9 @@ double engine_gemm_eff(const config_platform *p, double m, double n, double k)
  * efficiency.memory / SMs): once per kernel, whatever its number of waves. */
 double engine_gemm_fill_time(const config_platform *p, double m, double n, double k)
 {
-	if (p->eff.gemm_measured || p->gpu.sms <= 0 || p->gpu.hbm_bandwidth <= 0 || p->eff.memory <= 0)
-		return 0;
 	double fill;
 	gemm_shape(p, m, n, k, &fill);
-	return fill * p->gpu.sms / (p->gpu.hbm_bandwidth * p->eff.memory);
+	return fill * fill_s_per_byte(p);
 }
 
 /* ------------------------------------------------------------- attention --- */
@@ -359,13 +376,11 @@ double engine_copy_eff(const config_platform *p, double run_bytes)
 static double gemm_time(const config_platform *p, const workload_op *op)
 {
 	double m = op->shape.gemm.m, n = op->shape.gemm.n, k = op->shape.gemm.k;
-	double peak = p->gpu.peak_flops;
 	if (op->phase != WL_PHASE_BWD)
-		return op->flops / (peak * engine_gemm_eff(p, m, n, k)) + engine_gemm_fill_time(p, m, n, k);
+		return gemm_kernel_time(p, op->flops, m, n, k);
 	/* backward: activation gradient (m x k, reducing n) and weight gradient (n x k,
 	 * reducing m), half the FLOPs each, two kernels */
-	return 0.5 * op->flops / (peak * engine_gemm_eff(p, m, k, n)) + engine_gemm_fill_time(p, m, k, n) +
-	       0.5 * op->flops / (peak * engine_gemm_eff(p, n, k, m)) + engine_gemm_fill_time(p, n, k, m);
+	return gemm_kernel_time(p, 0.5 * op->flops, m, k, n) + gemm_kernel_time(p, 0.5 * op->flops, n, k, m);
 }
 
 engine_attn_shape engine_attn_shape_of(const workload_op *op)
