@@ -1025,6 +1025,50 @@ START_TEST(engine_runs_any_number_of_simulations_per_process)
 }
 END_TEST
 
+
+START_TEST(identical_micro_steps_extrapolate_exactly)
+{
+	/* Gradient accumulation over G micro-steps: engine_simgrid.run simulates a few
+	 * micro-steps until the schedule repeats and extrapolates; the full simulation of all
+	 * G (SPSIM_SIMGRID_FULL) gives the same step, breakdown and per-micro-step times. The
+	 * cases overlap ZeRO traffic with the next micro-step (stage 2 reduces every
+	 * micro-step; stage 3 also gathers parameters) on a contended NIC. */
+	config_model m;
+	config_platform p;
+	config_error err;
+	ck_assert(config_load_model("llama-3.2-1b", &m, &err) && config_load_platform("a100-2x4-ib400", &p, &err));
+	static const int zero[] = {2, 3, 1};
+	static const int ga[] = {20, 21, 24}; /* from SGX_EXTRAPOLATE_FROM = 17 on */
+	for (int c = 0; c < 3; c++) {
+		config_job job = tu_job(CONFIG_STRATEGY_BASP, 8, 8, 2, 4096, zero[c]);
+		job.grad_accum = ga[c];
+		ck_assert_msg(workload_check(&m, &p, &job, &err), "%s", err.msg);
+		workload_plan plan;
+		ck_assert(workload_plan_make(&m, &p, &job, &plan, &err));
+		engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
+		engine_result fast, full;
+		unsetenv("SPSIM_SIMGRID_FULL");
+		ck_assert_msg(engine_simgrid.run(&in, &fast, &err), "%s", err.msg);
+		setenv("SPSIM_SIMGRID_FULL", "1", 1);
+		ck_assert_msg(engine_simgrid.run(&in, &full, &err), "%s", err.msg);
+		unsetenv("SPSIM_SIMGRID_FULL");
+		ck_assert_close(fast.step_time, full.step_time, 1e-9);
+		ck_assert_close(fast.breakdown.compute, full.breakdown.compute, 1e-9);
+		ck_assert_close(fast.breakdown.sp_comm, full.breakdown.sp_comm, 1e-9);
+		ck_assert_close(fast.breakdown.zero_comm, full.breakdown.zero_comm, 1e-9);
+		ck_assert_close(fast.breakdown.zero_comm_exposed, full.breakdown.zero_comm_exposed, 1e-9);
+		ck_assert_close(fast.breakdown.optimizer, full.breakdown.optimizer, 1e-9);
+		ck_assert_close(fast.fwd_time, full.fwd_time, 1e-9);
+		ck_assert_close(fast.bwd_time, full.bwd_time, 1e-9);
+		ck_assert_close(fast.tokens_per_s, full.tokens_per_s, 1e-9);
+		ck_assert_close(fast.mfu, full.mfu, 1e-9);
+		/* and it is a G-micro-step answer: more than G - 1 micro-steps of compute */
+		ck_assert(fast.step_time > (ga[c] - 1) * (fast.fwd_time + fast.bwd_time));
+		workload_plan_finish(&plan);
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------- determinism --- */
 
 START_TEST(same_input_bit_identical_output)
@@ -1091,6 +1135,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, strided_groups_straddle_nodes);
 	tcase_add_test(tc, trace_has_a_process_per_node_and_a_slice_per_op);
 	tcase_add_test(tc, engine_runs_any_number_of_simulations_per_process);
+	tcase_add_test(tc, identical_micro_steps_extrapolate_exactly);
 	tcase_add_test(tc, same_input_bit_identical_output);
 	suite_add_tcase(s, tc);
 	return s;
