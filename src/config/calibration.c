@@ -14,8 +14,8 @@ static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *
 		return false;
 	if (!l)
 		return true;
-	return yt_check_keys(l, keys, err) && yt_quantity(l, "latency", false, CONFIG_UNIT_TIME, lat, has_lat, err) &&
-	       yt_quantity(l, "bandwidth", false, CONFIG_UNIT_BANDWIDTH, bw, has_bw, err);
+	return yt_check_keys(l, keys, err) && yt_range(l, CONFIG_R_CAL_LATENCY, false, lat, has_lat, err) &&
+	       yt_range(l, CONFIG_R_CAL_BANDWIDTH, false, bw, has_bw, err);
 }
 
 static bool calibration_read(const yt_doc *doc, config_calibration *c, config_error *err)
@@ -33,24 +33,15 @@ static bool calibration_read(const yt_doc *doc, config_calibration *c, config_er
 		       err) ||
 	    !yt_map(t, "efficiency", false, &e, err))
 		return false;
-	/* a measured overhead of zero is legitimate: accept 0 as well as a time */
-	const yt_node *ov = yt_find(t, "collective_overhead");
-	if (ov) {
-		double d;
-		if (yt_double(t, "collective_overhead", false, 0, false, 0, &d, NULL, NULL) && d == 0) {
-			c->has_overhead = true;
-			c->overhead = 0;
-		} else if (!yt_quantity(t, "collective_overhead", false, CONFIG_UNIT_TIME, &c->overhead,
-					&c->has_overhead, err)) {
-			return false;
-		}
-	}
+	/* a measured overhead of zero is legitimate: the range holds 0 as well as a time */
+	if (!yt_range(t, CONFIG_R_COLL_OVERHEAD, false, &c->overhead, &c->has_overhead, err))
+		return false;
 	if (!e)
 		return true;
 	return yt_check_keys(e, eff_keys, err) &&
-	       yt_double(e, "gemm", false, 0, true, 1, &c->gemm, &c->has_gemm, err) &&
-	       yt_double(e, "attention", false, 0, true, 1, &c->attention, &c->has_attention, err) &&
-	       yt_double(e, "memory", false, 0, true, 1, &c->memory, &c->has_memory, err);
+	       yt_range(e, CONFIG_R_EFF_GEMM, false, &c->gemm, &c->has_gemm, err) &&
+	       yt_range(e, CONFIG_R_EFF_ATTENTION, false, &c->attention, &c->has_attention, err) &&
+	       yt_range(e, CONFIG_R_EFF_MEMORY, false, &c->memory, &c->has_memory, err);
 }
 
 bool config_load_calibration(const char *path, config_calibration *out, config_error *err)

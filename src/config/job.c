@@ -58,18 +58,19 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	long zero = job->zero_stage;
 	bool has_fp32 = false;
 	if (!yt_enum(t, "strategy", false, config_strategy_names, 2, &strategy, NULL, err) ||
-	    !yt_posint(t, "gpus", false, &job->gpus, NULL, err) || !yt_posint(t, "sp", false, &job->sp, NULL, err) ||
-	    !yt_posint(t, "micro_batch", false, &job->micro_batch, NULL, err) ||
-	    !yt_int(t, "seq_len", false, 1, LONG_MAX, &job->seq_len, NULL, err) ||
-	    !yt_posint(t, "grad_accum", false, &job->grad_accum, NULL, err) ||
-	    !yt_int(t, "zero", false, 0, 3, &zero, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_GPUS, false, &job->gpus, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_SP, false, &job->sp, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_MICRO_BATCH, false, &job->micro_batch, NULL, err) ||
+	    !yt_range_long(t, CONFIG_R_SEQ_LEN, false, &job->seq_len, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_GRAD_ACCUM, false, &job->grad_accum, NULL, err) ||
+	    !yt_range_long(t, CONFIG_R_ZERO, false, &zero, NULL, err) ||
 	    !yt_enum(t, "recompute", false, config_recompute_names, 2, &recompute, NULL, err) ||
 	    !yt_enum(t, "dtype", false, dtypes, 1, &dtype, NULL, err) ||
 	    !yt_enum(t, "a2a", false, config_a2a_names, 3, &a2a, NULL, err) ||
 	    !yt_enum(t, "basp_uneven", false, config_basp_uneven_names, 3, &uneven, NULL, err) ||
-	    !yt_double(t, "reduce_bucket", false, 0, true, INFINITY, &job->reduce_bucket_elems, NULL, err) ||
-	    !yt_double(t, "allgather_bucket", false, 0, true, INFINITY, &job->allgather_bucket_elems, NULL, err) ||
-	    !yt_double(t, "prefetch_bucket", false, 0, true, INFINITY, &job->prefetch_bucket_elems, NULL, err) ||
+	    !yt_range(t, CONFIG_R_REDUCE_BUCKET, false, &job->reduce_bucket_elems, NULL, err) ||
+	    !yt_range(t, CONFIG_R_ALLGATHER_BUCKET, false, &job->allgather_bucket_elems, NULL, err) ||
+	    !yt_range(t, CONFIG_R_PREFETCH_BUCKET, false, &job->prefetch_bucket_elems, NULL, err) ||
 	    !yt_bool(t, "fp32_grad_comm", false, &job->fp32_grad_comm, &has_fp32, err))
 		return false;
 	job->strategy = (config_strategy)strategy;
@@ -99,7 +100,7 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	if (!yt_string(t, "model", false, m, sizeof m, NULL, err) ||
 	    !yt_string(t, "platform", false, pl, sizeof pl, NULL, err) ||
 	    !yt_string(t, "calibration", false, cal, sizeof cal, NULL, err) ||
-	    !yt_posint(t, "nodes", false, &n, NULL, err))
+	    !yt_range_int(t, CONFIG_R_NODES, false, &n, NULL, err))
 		return false;
 	/* Outputs change only once the whole file is known to be valid. */
 	if (model && m[0])

@@ -28,9 +28,9 @@ static bool read_gpu(const yt_node *t, config_platform *p, config_error *err)
 	const yt_node *g;
 	return yt_map(t, "gpu", true, &g, err) && yt_check_keys(g, keys, err) &&
 	       yt_string(g, "name", true, p->gpu.name, sizeof p->gpu.name, NULL, err) &&
-	       yt_quantity(g, "peak_bf16", true, CONFIG_UNIT_FLOPS, &p->gpu.peak_flops, NULL, err) &&
-	       yt_quantity(g, "memory", true, CONFIG_UNIT_SIZE, &p->gpu.memory_bytes, NULL, err) &&
-	       yt_quantity(g, "hbm_bandwidth", true, CONFIG_UNIT_BANDWIDTH, &p->gpu.hbm_bandwidth, NULL, err);
+	       yt_range(g, CONFIG_R_PEAK_FLOPS, true, &p->gpu.peak_flops, NULL, err) &&
+	       yt_range(g, CONFIG_R_GPU_MEMORY, true, &p->gpu.memory_bytes, NULL, err) &&
+	       yt_range(g, CONFIG_R_HBM_BANDWIDTH, true, &p->gpu.hbm_bandwidth, NULL, err);
 }
 
 static bool read_intra(const yt_node *t, config_platform *p, config_error *err)
@@ -41,14 +41,14 @@ static bool read_intra(const yt_node *t, config_platform *p, config_error *err)
 	bool has_bw = false, has_pair = false;
 	if (!yt_map(t, "intra_node", true, &in, err) || !yt_check_keys(in, keys, err) ||
 	    !yt_enum(in, "fabric", true, config_fabric_names, 3, &fabric, NULL, err) ||
-	    !yt_quantity(in, "latency", true, CONFIG_UNIT_TIME, &p->intra.latency, NULL, err))
+	    !yt_range(in, CONFIG_R_INTRA_LATENCY, true, &p->intra.latency, NULL, err))
 		return false;
 	p->intra.fabric = (config_fabric)fabric;
 	bool mesh = p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH;
 	/* A mesh is described by its pair links; a switch or PCIe by the per-GPU link. */
-	if (!yt_quantity(in, "pair_bandwidth", mesh, CONFIG_UNIT_BANDWIDTH, &p->intra.pair_bandwidth, &has_pair,
+	if (!yt_range(in, CONFIG_R_PAIR_BANDWIDTH, mesh, &p->intra.pair_bandwidth, &has_pair,
 			 err) ||
-	    !yt_quantity(in, "bandwidth", !mesh, CONFIG_UNIT_BANDWIDTH, &p->intra.bandwidth, &has_bw, err))
+	    !yt_range(in, CONFIG_R_INTRA_BANDWIDTH, !mesh, &p->intra.bandwidth, &has_bw, err))
 		return false;
 	if (!mesh && has_pair)
 		return yt_fail(err, yt_find(in, "pair_bandwidth"),
@@ -73,9 +73,9 @@ static bool read_inter(const yt_node *t, config_platform *p, config_error *err)
 	const yt_node *in;
 	int topo = 0;
 	if (!yt_map(t, "inter_node", true, &in, err) || !yt_check_keys(in, keys, err) ||
-	    !yt_posint(in, "nics", true, &p->inter.nics_per_node, NULL, err) ||
-	    !yt_quantity(in, "nic_bandwidth", true, CONFIG_UNIT_BANDWIDTH, &p->inter.nic_bandwidth, NULL, err) ||
-	    !yt_quantity(in, "latency", true, CONFIG_UNIT_TIME, &p->inter.latency, NULL, err) ||
+	    !yt_range_int(in, CONFIG_R_NICS, true, &p->inter.nics_per_node, NULL, err) ||
+	    !yt_range(in, CONFIG_R_NIC_BANDWIDTH, true, &p->inter.nic_bandwidth, NULL, err) ||
+	    !yt_range(in, CONFIG_R_INTER_LATENCY, true, &p->inter.latency, NULL, err) ||
 	    !yt_enum(in, "topology", true, config_topology_names, 3, &topo, NULL, err))
 		return false;
 	p->inter.topology = (config_topology)topo;
@@ -83,8 +83,8 @@ static bool read_inter(const yt_node *t, config_platform *p, config_error *err)
 	/* Only a fat-tree has leaves; elsewhere nodes_per_leaf stays 0 and oversubscription 1. */
 	p->inter.nodes_per_leaf = 0;
 	p->inter.oversubscription = 1.0;
-	return yt_posint(in, "nodes_per_leaf", fat, &p->inter.nodes_per_leaf, NULL, err) &&
-	       yt_double(in, "oversubscription", fat, 1.0, false, INFINITY, &p->inter.oversubscription, NULL, err);
+	return yt_range_int(in, CONFIG_R_NODES_PER_LEAF, fat, &p->inter.nodes_per_leaf, NULL, err) &&
+	       yt_range(in, CONFIG_R_OVERSUBSCRIPTION, fat, &p->inter.oversubscription, NULL, err);
 }
 
 static bool read_eff(const yt_node *t, config_platform *p, config_error *err)
@@ -92,11 +92,11 @@ static bool read_eff(const yt_node *t, config_platform *p, config_error *err)
 	static const char *const keys[] = {"gemm", "attention", "memory", "intra_link", "inter_link", NULL};
 	const yt_node *e;
 	return yt_map(t, "efficiency", true, &e, err) && yt_check_keys(e, keys, err) &&
-	       yt_double(e, "gemm", true, 0, true, 1, &p->eff.gemm, NULL, err) &&
-	       yt_double(e, "attention", true, 0, true, 1, &p->eff.attention, NULL, err) &&
-	       yt_double(e, "memory", true, 0, true, 1, &p->eff.memory, NULL, err) &&
-	       yt_double(e, "intra_link", true, 0, true, 1, &p->eff.intra_link, NULL, err) &&
-	       yt_double(e, "inter_link", true, 0, true, 1, &p->eff.inter_link, NULL, err);
+	       yt_range(e, CONFIG_R_EFF_GEMM, true, &p->eff.gemm, NULL, err) &&
+	       yt_range(e, CONFIG_R_EFF_ATTENTION, true, &p->eff.attention, NULL, err) &&
+	       yt_range(e, CONFIG_R_EFF_MEMORY, true, &p->eff.memory, NULL, err) &&
+	       yt_range(e, CONFIG_R_EFF_INTRA_LINK, true, &p->eff.intra_link, NULL, err) &&
+	       yt_range(e, CONFIG_R_EFF_INTER_LINK, true, &p->eff.inter_link, NULL, err);
 }
 
 static bool platform_read(const yt_doc *doc, config_platform *p, config_error *err)
@@ -106,10 +106,10 @@ static bool platform_read(const yt_doc *doc, config_platform *p, config_error *e
 	const yt_node *t;
 	return yt_top(doc, "platform", &t, err) && yt_check_keys(t, keys, err) &&
 	       yt_string(t, "name", true, p->name, sizeof p->name, NULL, err) &&
-	       yt_posint(t, "nodes", true, &p->nodes, NULL, err) &&
-	       yt_posint(t, "gpus_per_node", true, &p->gpus_per_node, NULL, err) && read_gpu(t, p, err) &&
+	       yt_range_int(t, CONFIG_R_NODES, true, &p->nodes, NULL, err) &&
+	       yt_range_int(t, CONFIG_R_GPUS_PER_NODE, true, &p->gpus_per_node, NULL, err) && read_gpu(t, p, err) &&
 	       read_intra(t, p, err) && read_inter(t, p, err) && read_eff(t, p, err) &&
-	       yt_quantity(t, "collective_overhead", false, CONFIG_UNIT_TIME, &p->coll_overhead, NULL, err);
+	       yt_range(t, CONFIG_R_COLL_OVERHEAD, false, &p->coll_overhead, NULL, err);
 }
 
 bool config_load_platform(const char *name_or_path, config_platform *out, config_error *err)
