@@ -114,7 +114,7 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	expect(o, 2, "--gpus expects an integer");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16Q", NULL);
-	expect(o, 2, "--seq-len expects a positive token count");
+	expect(o, 2, "--seq-len expects a token count from 1 to 4294967296");
 	free(o);
 	o = spsim("run", REF, NULL);
 	expect(o, 2, "--seq-len is required");

@@ -106,7 +106,7 @@ static int parse_args(int argc, char **argv, cal_args *a)
 			a->po.gpus_per_node = (int)v;
 			break;
 		case OPT_LOG_NODES:
-			if (!cli_parse_int("--nodes", optarg, 1, 1 << 20, &v))
+			if (!cli_parse_range_long(CONFIG_R_NODES, optarg, &v))
 				return CLI_USAGE;
 			a->po.nodes = (int)v;
 			break;

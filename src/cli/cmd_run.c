@@ -295,7 +295,7 @@ static int maxseq_opt(void *ctx, int id, const char *arg)
 {
 	maxseq_ctx *c = ctx;
 	if (id == OPT_GRANULE)
-		return cli_parse_tokens("--granule", arg, &c->granule) ? 1 : -1;
+		return cli_parse_range_long(CONFIG_R_GRANULE, arg, &c->granule) ? 1 : -1;
 	return 0;
 }
 

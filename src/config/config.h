@@ -42,7 +42,8 @@ const char *config_unit_kind_name(config_unit_kind kind);
  * reports; returns buf. */
 char *config_format_quantity(double value, config_unit_kind kind, char *buf, size_t len);
 
-/* Token counts: "16384", "16K" (x1024), "1M" (x1048576); positive. False when malformed. */
+/* Token counts: "16384", "16K" (x1024), "1M" (x1048576), within the seq_len range of
+ * config/ranges.h. False when malformed or out of range. */
 bool config_parse_tokens(const char *text, long *out);
 
 /* ---------------------------------------------------------------- models ---- */

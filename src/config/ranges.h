@@ -80,10 +80,10 @@
 	X(REDUCE_BUCKET, "reduce_bucket", "--reduce-bucket", NUMBER, 1, 1e15)                              \
 	X(ALLGATHER_BUCKET, "allgather_bucket", "--allgather-bucket", NUMBER, 1, 1e15)                     \
 	X(PREFETCH_BUCKET, "prefetch_bucket", "--prefetch-bucket", NUMBER, 1, 1e15)                        \
-	/* collective sizes (spsim collective -b/-e/-i, nccl-tests logs): 1 TiB per rank is 5x a       \
+	/* collective sizes (spsim collective -b/-e/-i, nccl-tests logs): 1 TB per rank is 5x a         \
 	 * B200's memory */                                                                              \
-	X(COLL_BYTES, "size", "-b/-e", SIZE, 0, 1099511627776.0)                                           \
-	X(COLL_FACTOR, "stepfactor", "-f", INT, 1, 1024)                                                   \
+	X(COLL_BYTES, "size", "-b/-e/-i", SIZE, 0, 1e12)                                                   \
+	X(GLOBAL_BATCH, "global_batch", "--global-batch", TOKENS, 1, 4503599627370496.0) /* 2^52 */        \
 	/* nccl-tests logs: rank numbers below the --gpus bound */                                        \
 	X(LOG_RANK, "rank", NULL, INT, 0, 16777215)
 
