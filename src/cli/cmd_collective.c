@@ -248,6 +248,10 @@ static bool load_platform(coll_args *a, config_platform *p)
 		config_apply_calibration(p, &a->job.cal);
 		a->job.has_cal = true;
 	}
+	if (!config_platform_check(p, &err)) {
+		fprintf(stderr, "spsim: %s\n", err.msg);
+		return false;
+	}
 	return true;
 }
 

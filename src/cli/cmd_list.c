@@ -214,6 +214,10 @@ int cli_cmd_platform(int argc, char **argv)
 		}
 		config_apply_calibration(&p, &c);
 	}
+	if (!config_platform_check(&p, &err)) {
+		fprintf(stderr, "spsim: %s\n", err.msg);
+		return CLI_USAGE;
+	}
 	if (xml) {
 #if HAVE_XML
 		if (!engine_simgrid_platform_xml(&p, stdout, &err)) {

@@ -67,6 +67,8 @@ typedef struct config_model {
 	config_norm norm;
 } config_model;
 
+/* Every dimension against the range table (config/ranges.h). */
+bool config_model_check(const config_model *m, config_error *err);
 /* Total parameter count (embeddings, attention, MLP, norms, biases, untied head). */
 double config_model_params(const config_model *m);
 /* Parameters of one transformer layer. */
@@ -125,7 +127,15 @@ typedef struct config_platform {
 	} eff;
 } config_platform;
 
-static inline int config_platform_gpus(const config_platform *p) { return p->nodes * p->gpus_per_node; }
+/* nodes x gpus_per_node; config_platform_check guarantees it fits (<= 2^24). */
+static inline int config_platform_gpus(const config_platform *p)
+{
+	int n;
+	return __builtin_mul_overflow(p->nodes, p->gpus_per_node, &n) ? -1 : n;
+}
+/* Every field against the range table (config/ranges.h) and nodes x gpus_per_node within
+ * the GPU count's range, after any override (--nodes, sweep axes, calibration). */
+bool config_platform_check(const config_platform *p, config_error *err);
 /* Effective (efficiency-scaled) bandwidths used by the engines, bytes/s. */
 double config_platform_intra_bw(const config_platform *p);      /* per GPU per direction */
 double config_platform_intra_pair_bw(const config_platform *p); /* per pair (mesh) */
@@ -201,6 +211,8 @@ void config_job_defaults(config_job *job);
 /* Effective settings after DeepSpeed's defaults: overlap_comm (-1 -> on only for stage 3)
  * and fp32 gradient communication (unset -> on when sp > 1). */
 bool config_job_zero_overlap(const config_job *job);
+/* Every number of the job against the range table (gpus and sp may be 0: "all"). */
+bool config_job_check(const config_job *job, config_error *err);
 bool config_job_fp32_grad_comm(const config_job *job, int sp);
 
 /* The spellings of the enums in YAML, flags and reports (names.c), indexed by value. */

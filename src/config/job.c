@@ -1,5 +1,6 @@
 /* Jobs: what to run (strategy, GPUs, batch, sequence, ZeRO) with DeepSpeed's defaults. */
 #include "config/config.h"
+#include "config/ranges.h"
 #include "config/yamltree.h"
 
 #include <limits.h>
@@ -126,4 +127,20 @@ bool config_load_job(const char *path, config_job *job, char *model, char *platf
 	if (ok)
 		*job = j;
 	return ok;
+}
+
+bool config_job_check(const config_job *job, config_error *err)
+{
+	const config_range_value v[] = {
+		{CONFIG_R_GPUS, job->gpus ? job->gpus : 1},
+		{CONFIG_R_SP, job->sp ? job->sp : 1},
+		{CONFIG_R_MICRO_BATCH, job->micro_batch},
+		{CONFIG_R_SEQ_LEN, (double)job->seq_len},
+		{CONFIG_R_GRAD_ACCUM, job->grad_accum},
+		{CONFIG_R_ZERO, job->zero_stage},
+		{CONFIG_R_REDUCE_BUCKET, job->reduce_bucket_elems},
+		{CONFIG_R_ALLGATHER_BUCKET, job->allgather_bucket_elems},
+		{CONFIG_R_PREFETCH_BUCKET, job->prefetch_bucket_elems},
+	};
+	return config_range_check_all("job", v, sizeof v / sizeof v[0], err);
 }

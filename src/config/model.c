@@ -1,5 +1,6 @@
 /* Model definitions (models/<name>.yaml) and their parameter counts. */
 #include "config/config.h"
+#include "config/ranges.h"
 #include "config/yamltree.h"
 
 #include <stdio.h>
@@ -89,4 +90,16 @@ bool config_load_model(const char *name_or_path, config_model *out, config_error
 	if (ok)
 		*out = m;
 	return ok;
+}
+
+bool config_model_check(const config_model *m, config_error *err)
+{
+	const config_range_value v[] = {
+		{CONFIG_R_LAYERS, m->layers},   {CONFIG_R_HIDDEN, m->hidden}, {CONFIG_R_HEADS, m->heads},
+		{CONFIG_R_KV_HEADS, m->kv_heads}, {CONFIG_R_HEAD_DIM, m->head_dim}, {CONFIG_R_FFN, m->ffn},
+		{CONFIG_R_VOCAB, m->vocab},     {CONFIG_R_MAX_POSITION, m->max_position},
+	};
+	char what[CONFIG_NAME_MAX + 16];
+	snprintf(what, sizeof what, "model '%s'", m->name);
+	return config_range_check_all(what, v, sizeof v / sizeof v[0], err);
 }

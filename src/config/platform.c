@@ -1,6 +1,7 @@
 /* Platform definitions (platforms/<name>.yaml): GPUs, intra-node fabric, network,
  * achievable-efficiency defaults. */
 #include "config/config.h"
+#include "config/ranges.h"
 #include "config/yamltree.h"
 
 #include <math.h>
@@ -126,4 +127,39 @@ bool config_load_platform(const char *name_or_path, config_platform *out, config
 	if (ok)
 		*out = p;
 	return ok;
+}
+
+bool config_platform_check(const config_platform *p, config_error *err)
+{
+	bool fat = p->inter.topology == CONFIG_TOPO_FAT_TREE;
+	const config_range_value v[] = {
+		{CONFIG_R_NODES, p->nodes},
+		{CONFIG_R_GPUS_PER_NODE, p->gpus_per_node},
+		{CONFIG_R_PEAK_FLOPS, p->gpu.peak_flops},
+		{CONFIG_R_GPU_MEMORY, p->gpu.memory_bytes},
+		{CONFIG_R_HBM_BANDWIDTH, p->gpu.hbm_bandwidth},
+		{CONFIG_R_INTRA_BANDWIDTH, p->intra.bandwidth},
+		{CONFIG_R_PAIR_BANDWIDTH, p->intra.pair_bandwidth},
+		{CONFIG_R_INTRA_LATENCY, p->intra.latency},
+		{CONFIG_R_NICS, p->inter.nics_per_node},
+		{CONFIG_R_NIC_BANDWIDTH, p->inter.nic_bandwidth},
+		{CONFIG_R_INTER_LATENCY, p->inter.latency},
+		{CONFIG_R_NODES_PER_LEAF, fat ? p->inter.nodes_per_leaf : 1},
+		{CONFIG_R_OVERSUBSCRIPTION, p->inter.oversubscription},
+		{CONFIG_R_COLL_OVERHEAD, p->coll_overhead},
+		{CONFIG_R_EFF_GEMM, p->eff.gemm},
+		{CONFIG_R_EFF_ATTENTION, p->eff.attention},
+		{CONFIG_R_EFF_MEMORY, p->eff.memory},
+		{CONFIG_R_EFF_INTRA_LINK, p->eff.intra_link},
+		{CONFIG_R_EFF_INTER_LINK, p->eff.inter_link},
+	};
+	char what[CONFIG_NAME_MAX + 16];
+	snprintf(what, sizeof what, "platform '%s'", p->name);
+	if (!config_range_check_all(what, v, sizeof v / sizeof v[0], err))
+		return false;
+	int gpus = config_platform_gpus(p);
+	if (gpus < 0 || !config_range_ok(CONFIG_R_GPUS, gpus))
+		return config_fail(err, "platform '%s': %d nodes x %d GPUs per node is more than %.0f GPUs; lower the node count",
+				   p->name, p->nodes, p->gpus_per_node, config_range_get(CONFIG_R_GPUS)->hi);
+	return true;
 }

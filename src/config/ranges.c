@@ -125,3 +125,13 @@ bool config_range_check(config_range_id id, const char *key, double v, config_er
 	return config_fail(err, "'%s' is %.17g, expected %s", key ? key : table[id].key, v,
 			   config_range_expect(id, e, sizeof e));
 }
+
+bool config_range_check_all(const char *what, const config_range_value *vals, size_t n, config_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		config_error e;
+		if (!config_range_check(vals[i].id, NULL, vals[i].v, &e))
+			return config_fail(err, "%s: %s", what, e.msg);
+	}
+	return true;
+}
