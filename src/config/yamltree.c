@@ -305,8 +305,21 @@ bool yt_load(const char *path, yt_doc **out, config_error *err)
 		return config_fail(err, "%s: cannot open: %s, expected a readable YAML file", path, buf);
 	}
 	/* The whole file, refused when larger than any config, before libyaml reads it. */
-	unsigned char *text = malloc(YT_MAX_BYTES + 1);
-	size_t size = text ? fread(text, 1, YT_MAX_BYTES + 1, f) : 0;
+	size_t size = 0, cap = 4096;
+	unsigned char *text = malloc(cap);
+	while (text && size <= YT_MAX_BYTES) {
+		size += fread(text + size, 1, cap - size, f);
+		if (size < cap || size > YT_MAX_BYTES)
+			break;
+		unsigned char *bigger = realloc(text, 2 * cap);
+		if (!bigger) {
+			free(text);
+			text = NULL;
+			break;
+		}
+		text = bigger;
+		cap *= 2;
+	}
 	bool read_err = text && ferror(f);
 	fclose(f);
 	if (!text)
