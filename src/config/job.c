@@ -142,5 +142,5 @@ bool config_job_check(const config_job *job, config_error *err)
 		{CONFIG_R_ALLGATHER_BUCKET, job->allgather_bucket_elems},
 		{CONFIG_R_PREFETCH_BUCKET, job->prefetch_bucket_elems},
 	};
-	return config_range_check_all("job", v, sizeof v / sizeof v[0], err);
+	return config_range_check_all("job", NULL, v, sizeof v / sizeof v[0], err);
 }

@@ -99,7 +99,5 @@ bool config_model_check(const config_model *m, config_error *err)
 		{CONFIG_R_KV_HEADS, m->kv_heads}, {CONFIG_R_HEAD_DIM, m->head_dim}, {CONFIG_R_FFN, m->ffn},
 		{CONFIG_R_VOCAB, m->vocab},     {CONFIG_R_MAX_POSITION, m->max_position},
 	};
-	char what[CONFIG_NAME_MAX + 16];
-	snprintf(what, sizeof what, "model '%s'", m->name);
-	return config_range_check_all(what, v, sizeof v / sizeof v[0], err);
+	return config_range_check_all("model", m->name, v, sizeof v / sizeof v[0], err);
 }

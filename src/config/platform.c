@@ -153,9 +153,7 @@ bool config_platform_check(const config_platform *p, config_error *err)
 		{CONFIG_R_EFF_INTRA_LINK, p->eff.intra_link},
 		{CONFIG_R_EFF_INTER_LINK, p->eff.inter_link},
 	};
-	char what[CONFIG_NAME_MAX + 16];
-	snprintf(what, sizeof what, "platform '%s'", p->name);
-	if (!config_range_check_all(what, v, sizeof v / sizeof v[0], err))
+	if (!config_range_check_all("platform", p->name, v, sizeof v / sizeof v[0], err))
 		return false;
 	int gpus = config_platform_gpus(p);
 	if (gpus < 0 || !config_range_ok(CONFIG_R_GPUS, gpus))

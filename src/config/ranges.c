@@ -126,12 +126,16 @@ bool config_range_check(config_range_id id, const char *key, double v, config_er
 			   config_range_expect(id, e, sizeof e));
 }
 
-bool config_range_check_all(const char *what, const config_range_value *vals, size_t n, config_error *err)
+bool config_range_check_all(const char *kind, const char *name, const config_range_value *vals, size_t n,
+			    config_error *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		config_error e;
-		if (!config_range_check(vals[i].id, NULL, vals[i].v, &e))
-			return config_fail(err, "%s: %s", what, e.msg);
+		if (config_range_check(vals[i].id, NULL, vals[i].v, &e))
+			continue;
+		if (name)
+			return config_fail(err, "%s '%s': %s", kind, name, e.msg);
+		return config_fail(err, "%s: %s", kind, e.msg);
 	}
 	return true;
 }

@@ -124,12 +124,13 @@ bool config_range_parse(config_range_id id, const char *key, const char *text, d
  * EXPECT". */
 bool config_range_check(config_range_id id, const char *key, double v, config_error *err);
 
-/* Checks values already held against their rows: "what: 'key' is V, expected EXPECT" for
- * the first outside its range. */
+/* Checks values already held against their rows: "kind 'name': 'key' is V, expected
+ * EXPECT" (name may be NULL) for the first outside its range. */
 typedef struct config_range_value {
 	config_range_id id;
 	double v;
 } config_range_value;
-bool config_range_check_all(const char *what, const config_range_value *vals, size_t n, config_error *err);
+bool config_range_check_all(const char *kind, const char *name, const config_range_value *vals, size_t n,
+			    config_error *err);
 
 #endif
