@@ -148,6 +148,13 @@ static inline double kernels_gemm_flops(const kernels_gemm *g) { return 2.0 * (d
 void kernels_cpu_gemm(const kernels_gemm *g, const kernels_bf16 *a, const kernels_bf16 *b, kernels_bf16 *c);
 
 /* ---------------------------------------------------------- CUDA launchers --- */
+/* Whether this machine has an NVIDIA device (cuda_probe.c). KERNELS_PROBE_NO_DEVICE only
+ * when there is none: cudaErrorNoDevice, zero devices, or no NVIDIA driver at all
+ * (libcuda.so.1 absent); any other CUDA error — a driver older than the runtime, a
+ * broken installation — is KERNELS_PROBE_ERROR with CUDA's own message in msg. */
+enum { KERNELS_PROBE_OK = 0, KERNELS_PROBE_NO_DEVICE = 1, KERNELS_PROBE_ERROR = -1 };
+int kernels_cuda_probe(int *count, char *msg, size_t len);
+
 /* Present only in CUDA builds (kernels/attention.cu, permute.cu, gemm.c). Every launcher is
  * asynchronous on `stream`; inputs must satisfy the *_check functions above. */
 int kernels_cuda_attn_fwd(const kernels_attn_shape *s, const void *q, const void *k, const void *v, void *o,
@@ -159,6 +166,23 @@ int kernels_cuda_attn_bwd(const kernels_attn_shape *s, const void *q, const void
 int kernels_cuda_permute(const kernels_permute *p, const void *src, void *dst, void *stream);
 /* handle: a cublasHandle_t already bound to the stream. */
 int kernels_cuda_gemm(void *cublas_handle, const kernels_gemm *g, const void *a, const void *b, void *c);
+
+/* cuDNN's fused flash attention (attention_cudnn.c), in builds where Meson found cuDNN 9
+ * (KERNELS_HAVE_CUDNN). Same tensors and layouts as kernels_cuda_attn_*; no workspace
+ * argument (the context owns one). A context serves one device and stream; plans are
+ * built per shape on first use. Functions return 0 or a cudnnStatus_t;
+ * kernels_cudnn_error() then says what cuDNN said. */
+typedef struct kernels_cudnn kernels_cudnn;
+int kernels_cudnn_create(kernels_cudnn **out, void *stream);
+void kernels_cudnn_destroy(kernels_cudnn *c);
+const char *kernels_cudnn_error(const kernels_cudnn *c);
+size_t kernels_cudnn_version(void);
+/* 1 when cuDNN has an engine for this shape and direction (building the plan), else 0. */
+int kernels_cudnn_supported(kernels_cudnn *c, const kernels_attn_shape *s, int bwd);
+int kernels_cudnn_attn_fwd(kernels_cudnn *c, const kernels_attn_shape *s, const void *q, const void *k, const void *v,
+			   void *o, float *lse);
+int kernels_cudnn_attn_bwd(kernels_cudnn *c, const kernels_attn_shape *s, const void *q, const void *k, const void *v,
+			   const void *o, const void *dout, const float *lse, void *dq, void *dk, void *dv);
 
 #ifdef __cplusplus
 }

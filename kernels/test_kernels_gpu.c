@@ -1,6 +1,10 @@
-/* CUDA kernels against their CPU references (kernels.h). Needs a GPU: without one it says
- * so and exits 77, which meson reports as SKIP. Exit 0: all passed; 1: a mismatch; 2: a
- * CUDA/cuBLAS failure. */
+/* CUDA kernels against their CPU references (kernels.h): the WMMA attention kernel and,
+ * where the build has cuDNN, cuDNN's fused attention (the one validate measures), on
+ * sequences up to 8K tokens, GQA ratios that are and are not powers of two, one kv head
+ * shared by all (the replicated-kv case), and head_dim 64 and 128. Exit 77 (meson: SKIP)
+ * only when there is no NVIDIA device (cudaErrorNoDevice, or zero devices); any other
+ * CUDA error — a driver older than this runtime included — fails with CUDA's message.
+ * Exit 0: all passed; 1: a mismatch; 2: a CUDA/cuBLAS/cuDNN failure. */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -69,6 +73,32 @@ static void report(const char *what, int ok, const kernels_compare_result *r)
 }
 
 /* -------------------------------------------------------------- attention --- */
+static kernels_cudnn *cudnn; /* NULL: this build has no cuDNN */
+
+/* Runs forward then backward with the kernel family asked for. */
+static int attention_run(int use_cudnn, const kernels_attn_shape *s, void *q, void *k, void *v, void *o, float *lse,
+			 void *dout, void *dq, void *dk, void *dv, void *ws)
+{
+#if defined(KERNELS_HAVE_CUDNN) && KERNELS_HAVE_CUDNN
+	if (use_cudnn) {
+		if (kernels_cudnn_attn_fwd(cudnn, s, q, k, v, o, lse) != 0 ||
+		    kernels_cudnn_attn_bwd(cudnn, s, q, k, v, o, dout, lse, dq, dk, dv) != 0) {
+			fprintf(stderr, "[rank 0 on %s] %s:%d: cuDNN attention failed: %s\n", host, __FILE__, __LINE__,
+				kernels_cudnn_error(cudnn));
+			return -1;
+		}
+		return 0;
+	}
+#endif
+	if (kernels_cuda_attn_fwd(s, q, k, v, o, lse, NULL) != 0 ||
+	    kernels_cuda_attn_bwd(s, q, k, v, o, dout, lse, dq, dk, dv, ws, NULL) != 0) {
+		fprintf(stderr, "[rank 0 on %s] %s:%d: attention launch failed: %s\n", host, __FILE__, __LINE__,
+			cudaGetErrorString(cudaGetLastError()));
+		return -1;
+	}
+	return 0;
+}
+
 static int attention_case(kernels_attn_shape s)
 {
 	const size_t nq = kernels_attn_q_elems(&s), nkv = kernels_attn_kv_elems(&s), nl = kernels_attn_lse_elems(&s);
@@ -89,36 +119,39 @@ static int attention_case(kernels_attn_shape s)
 	    upload(&dl, NULL, nl * 4) || upload(&ddo, dout, nq * 2) || upload(&ws, NULL, kernels_attn_bwd_workspace(&s)) ||
 	    upload(&ddq, NULL, nq * 2) || upload(&ddk, NULL, nkv * 2) || upload(&ddv, NULL, nkv * 2))
 		goto out;
-	if (kernels_cuda_attn_fwd(&s, dq, dk, dv, dd, dl, NULL) != 0 ||
-	    kernels_cuda_attn_bwd(&s, dq, dk, dv, dd, ddo, dl, ddq, ddk, ddv, ws, NULL) != 0) {
-		fprintf(stderr, "[rank 0 on %s] %s:%d: attention launch failed: %s\n", host, __FILE__, __LINE__,
-			cudaGetErrorString(cudaGetLastError()));
-		goto out;
-	}
-	if (cudaDeviceSynchronize() != cudaSuccess || cudaMemcpy(o_gpu, dd, nq * 2, cudaMemcpyDeviceToHost) ||
-	    cudaMemcpy(lse_gpu, dl, nl * 4, cudaMemcpyDeviceToHost) || cudaMemcpy(dq_gpu, ddq, nq * 2, cudaMemcpyDeviceToHost) ||
-	    cudaMemcpy(dk_gpu, ddk, nkv * 2, cudaMemcpyDeviceToHost) || cudaMemcpy(dv_gpu, ddv, nkv * 2, cudaMemcpyDeviceToHost)) {
-		fprintf(stderr, "[rank 0 on %s] %s:%d: attention kernels failed: %s\n", host, __FILE__, __LINE__,
-			cudaGetErrorString(cudaGetLastError()));
-		goto out;
-	}
+	/* The reference once (it dominates at 8K tokens), then each kernel family against it. */
 	if (kernels_cpu_attn_fwd(&s, q, k, v, o_ref, lse_ref) ||
 	    kernels_cpu_attn_bwd(&s, q, k, v, o_ref, dout, lse_ref, dq_ref, dk_ref, dv_ref)) {
 		fprintf(stderr, "out of host memory\n");
 		goto out;
 	}
-	char what[128];
-	kernels_compare_result r;
-	const char *tag = s.causal ? "causal" : "full";
+	for (int use_cudnn = 0; use_cudnn < (cudnn ? 2 : 1); use_cudnn++) {
+		if (attention_run(use_cudnn, &s, dq, dk, dv, dd, dl, ddo, ddq, ddk, ddv, ws))
+			goto out;
+		if (cudaDeviceSynchronize() != cudaSuccess || cudaMemcpy(o_gpu, dd, nq * 2, cudaMemcpyDeviceToHost) ||
+		    cudaMemcpy(lse_gpu, dl, nl * 4, cudaMemcpyDeviceToHost) ||
+		    cudaMemcpy(dq_gpu, ddq, nq * 2, cudaMemcpyDeviceToHost) ||
+		    cudaMemcpy(dk_gpu, ddk, nkv * 2, cudaMemcpyDeviceToHost) ||
+		    cudaMemcpy(dv_gpu, ddv, nkv * 2, cudaMemcpyDeviceToHost)) {
+			fprintf(stderr, "[rank 0 on %s] %s:%d: attention kernels failed: %s\n", host, __FILE__, __LINE__,
+				cudaGetErrorString(cudaGetLastError()));
+			goto out;
+		}
+		char what[128];
+		kernels_compare_result r;
+		const char *tag = s.causal ? "causal" : "full";
+		const char *impl = use_cudnn ? "cudnn" : "wmma";
 #define CMP(name, fn, got, want, n, tol)                                                                         \
-	snprintf(what, sizeof what, "%s %s n%d S%d H%d/%d d%d", name, tag, s.nseq, s.seq, s.heads, s.kv_heads, s.head_dim); \
+	snprintf(what, sizeof what, "%s %s %s n%d S%d H%d/%d d%d", impl, name, tag, s.nseq, s.seq, s.heads, s.kv_heads, \
+		 s.head_dim);                                                                                     \
 	report(what, fn(got, want, n, tol, &r), &r)
-	CMP("attn_fwd O  ", kernels_compare_bf16, o_gpu, o_ref, nq, KERNELS_BF16_TOL);
-	CMP("attn_fwd lse", kernels_compare_f32, lse_gpu, lse_ref, nl, 1e-3);
-	CMP("attn_bwd dQ ", kernels_compare_bf16, dq_gpu, dq_ref, nq, KERNELS_BF16_TOL);
-	CMP("attn_bwd dK ", kernels_compare_bf16, dk_gpu, dk_ref, nkv, KERNELS_BF16_TOL);
-	CMP("attn_bwd dV ", kernels_compare_bf16, dv_gpu, dv_ref, nkv, KERNELS_BF16_TOL);
+		CMP("attn_fwd O  ", kernels_compare_bf16, o_gpu, o_ref, nq, KERNELS_BF16_TOL);
+		CMP("attn_fwd lse", kernels_compare_f32, lse_gpu, lse_ref, nl, 1e-3);
+		CMP("attn_bwd dQ ", kernels_compare_bf16, dq_gpu, dq_ref, nq, KERNELS_BF16_TOL);
+		CMP("attn_bwd dK ", kernels_compare_bf16, dk_gpu, dk_ref, nkv, KERNELS_BF16_TOL);
+		CMP("attn_bwd dV ", kernels_compare_bf16, dv_gpu, dv_ref, nkv, KERNELS_BF16_TOL);
 #undef CMP
+	}
 	rc = 0;
 out:
 	cudaFree(dq);
@@ -226,19 +259,31 @@ int main(void)
 {
 	gethostname(host, sizeof host - 1);
 	int n = 0;
-	cudaError_t e = cudaGetDeviceCount(&n);
-	if (e != cudaSuccess || n == 0) {
-		printf("SKIP: no CUDA device on %s (%s); the GPU kernel tests need one\n", host,
-		       e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+	char why[256];
+	switch (kernels_cuda_probe(&n, why, sizeof why)) {
+	case KERNELS_PROBE_NO_DEVICE:
+		printf("SKIP: %s on %s; the GPU kernel tests need one\n", why, host);
 		return 77;
+	case KERNELS_PROBE_ERROR:
+		fprintf(stderr, "FAIL: %s on %s\n", why, host);
+		return 2;
 	}
 	struct cudaDeviceProp prop;
-	CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+	if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess)
+		return 2;
 	printf("GPU 0: %s, sm_%d%d\n", prop.name, prop.major, prop.minor);
 	if (prop.major < 8) {
-		printf("SKIP: the bf16 tensor-core kernels need sm_80 or newer\n");
-		return 77;
+		fprintf(stderr, "FAIL: %s is sm_%d%d; the bf16 tensor-core kernels validate runs need sm_80 or newer\n",
+			prop.name, prop.major, prop.minor);
+		return 2;
 	}
+#if defined(KERNELS_HAVE_CUDNN) && KERNELS_HAVE_CUDNN
+	if (kernels_cudnn_create(&cudnn, NULL) != 0) {
+		fprintf(stderr, "FAIL: cuDNN could not start (cudnnCreate)\n");
+		return 2;
+	}
+	printf("cuDNN %zu\n", kernels_cudnn_version());
+#endif
 
 	printf("attention (GPU vs CPU reference, tol %.4g of |ref|+rms):\n", KERNELS_BF16_TOL);
 	const kernels_attn_shape shapes[] = {
@@ -247,6 +292,10 @@ int main(void)
 		{.nseq = 1, .seq = 96, .heads = 6, .kv_heads = 3, .head_dim = 32, .causal = 0},   /* non-causal */
 		{.nseq = 3, .seq = 64, .heads = 2, .kv_heads = 1, .head_dim = 16, .causal = 1},   /* one tile exactly */
 		{.nseq = 1, .seq = 1, .heads = 1, .kv_heads = 1, .head_dim = 64, .causal = 1},    /* a single token */
+		{.nseq = 1, .seq = 1000, .heads = 12, .kv_heads = 4, .head_dim = 128, .causal = 1}, /* GQA 3:1 */
+		{.nseq = 1, .seq = 2048, .heads = 5, .kv_heads = 5, .head_dim = 64, .causal = 1},   /* odd head count */
+		{.nseq = 1, .seq = 4096, .heads = 6, .kv_heads = 1, .head_dim = 64, .causal = 1},   /* one kv head for all */
+		{.nseq = 1, .seq = 8192, .heads = 2, .kv_heads = 1, .head_dim = 64, .causal = 1},   /* 8K tokens */
 	};
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
 		if (attention_case(shapes[i]))
@@ -285,6 +334,9 @@ int main(void)
 			}
 	cublasDestroy(h);
 
+#if defined(KERNELS_HAVE_CUDNN) && KERNELS_HAVE_CUDNN
+	kernels_cudnn_destroy(cudnn);
+#endif
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;
 }

@@ -283,6 +283,21 @@ START_TEST(job_file_and_flag_override)
 }
 END_TEST
 
+START_TEST(calibration_from_another_gpu_is_refused)
+{
+	/* Measured on an H200: a100-2x4-ib400 (A100-SXM4-40GB) refuses it naming both GPUs;
+	 * hgx-h200 takes it. */
+	cli_out *a = spsim("run", REF, "--seq-len", "16K", "--calibration", data("h200_cal.yaml"), NULL);
+	expect(a, 2, "'H200-SXM-141GB'");
+	ck_assert_msg(strstr(a->err, "'A100-SXM4-40GB'"), "%s", a->err);
+	cli_out *b = spsim("run", "--model", "llama-3.1-8b", "--platform", "hgx-h200", "--seq-len", "16K", "--calibration",
+			   data("h200_cal.yaml"), NULL);
+	expect(b, 0, NULL);
+	free(a);
+	free(b);
+}
+END_TEST
+
 START_TEST(calibration_moves_the_prediction)
 {
 	cli_out *a = spsim("run", REF, "--seq-len", "16K", "--format", "json", NULL);
@@ -440,6 +455,7 @@ int main(void)
 	tcase_add_test(tc, csv_rows_match_the_header);
 	tcase_add_test(tc, job_file_and_flag_override);
 	tcase_add_test(tc, calibration_moves_the_prediction);
+	tcase_add_test(tc, calibration_from_another_gpu_is_refused);
 	tcase_add_test(tc, trace_written_only_on_success);
 	tcase_add_test(tc, listing_commands);
 	tcase_add_test(tc, max_seq_reports_a_fitting_length);

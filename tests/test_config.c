@@ -405,9 +405,12 @@ START_TEST(platform_shipped_loads)
 	/* Latencies within modeling.md's NCCL per-step ranges: 0.6-4 us NVLink, 3-14 us network. */
 	ck_assert(p.intra.latency >= 0.6e-6 && p.intra.latency <= 4e-6);
 	ck_assert(p.inter.latency >= 3e-6 && p.inter.latency <= 14e-6);
-	double eff[] = {p.eff.gemm, p.eff.attention, p.eff.memory, p.eff.intra_link, p.eff.inter_link};
+	double eff[] = {p.eff.gemm, p.eff.memory, p.eff.intra_link, p.eff.inter_link};
 	for (size_t k = 0; k < sizeof eff / sizeof eff[0]; k++)
 		ck_assert(eff[k] > 0 && eff[k] <= 1);
+	/* attention follows the kernel curves (no fixed override) on every shipped platform */
+	ck_assert(p.eff.attention == 0);
+	ck_assert(p.gpu.sms == 108 || p.gpu.sms == 132);
 }
 END_TEST
 
@@ -747,6 +750,95 @@ START_TEST(collective_overhead_platform_and_calibration)
 }
 END_TEST
 
+/* Writes text to a temporary file (path filled in) and loads it as a calibration. */
+static bool load_calibration_text(const char *text, char *path, config_calibration *c, config_error *e)
+{
+	snprintf(path, 32, "/tmp/spsim-cal-XXXXXX");
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	FILE *f = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	bool ok = config_load_calibration(path, c, e);
+	unlink(path);
+	return ok;
+}
+
+START_TEST(calibration_gpu_kernel_and_attention_points)
+{
+	/* What validate writes (config.h): the GPU, the attention kernel family, one point
+	 * per shape and direction; written and read back exactly. */
+	config_calibration c;
+	memset(&c, 0, sizeof c);
+	snprintf(c.gpu, sizeof c.gpu, "H200-SXM-141GB");
+	snprintf(c.attention_kernel, sizeof c.attention_kernel, "cudnn");
+	c.n_attention_points = 2;
+	c.attention_points[0] = (config_attention_point){"cudnn", 8192, 128, 32, 8, CONFIG_DIRECTION_FWD, true, 540, 531, 548};
+	c.attention_points[1] = (config_attention_point){"cudnn", 32768, 128, 32, 8, CONFIG_DIRECTION_BWD, true, 410.5, 400, 415};
+	char *text = NULL, path[32];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	ck_assert(f && config_write_calibration(f, &c));
+	fclose(f);
+	config_calibration r;
+	config_error e = {""};
+	bool ok = load_calibration_text(text, path, &r, &e);
+	free(text);
+	ck_assert_msg(ok, "%s", e.msg);
+	ck_assert_str_eq(r.gpu, "H200-SXM-141GB");
+	ck_assert_str_eq(r.attention_kernel, "cudnn");
+	ck_assert_int_eq(r.n_attention_points, 2);
+	ck_assert_str_eq(r.attention_points[1].kernel, "cudnn");
+	ck_assert_int_eq(r.attention_points[1].seq, 32768);
+	ck_assert_int_eq(r.attention_points[1].kv_heads, 8);
+	ck_assert_int_eq(r.attention_points[1].direction, CONFIG_DIRECTION_BWD);
+	assert_close(r.attention_points[1].tflops, 410.5, 1e-9);
+	assert_close(r.attention_points[0].p10, 531, 1e-9);
+
+	/* The GPU check: the platform with that GPU accepts it (case aside), another refuses
+	 * it naming both GPUs; a calibration without a gpu is accepted anywhere. */
+	config_platform h200, a100;
+	ck_assert(config_load_platform("hgx-h200", &h200, &e));
+	ck_assert(config_load_platform("dgx-a100", &a100, &e));
+	ck_assert(config_calibration_check(&r, &h200, &e));
+	snprintf(r.gpu, sizeof r.gpu, "h200-sxm-141gb");
+	ck_assert(config_calibration_check(&r, &h200, &e));
+	ck_assert(!config_calibration_check(&r, &a100, &e));
+	ck_assert_msg(strstr(e.msg, "'h200-sxm-141gb'") && strstr(e.msg, "'A100-SXM4-80GB'"), "%s", e.msg);
+	r.gpu[0] = 0;
+	ck_assert(config_calibration_check(&r, &a100, &e));
+
+	/* Bad points: each refused with the place and what was expected. */
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{"calibration:\n  attention_points: 3\n", "must be a non-empty list"},
+		{"calibration:\n  attention_points:\n    - {kernel: cudnn, seq: 8, head_dim: 64, heads: 6, kv_heads: 4, "
+		 "direction: fwd, tflops: 5, p10: 4, p90: 6}\n",
+		 "not a multiple of 4 kv heads"},
+		{"calibration:\n  attention_points:\n    - {kernel: cudnn, seq: 8, head_dim: 64, heads: 8, kv_heads: 4, "
+		 "direction: up, tflops: 5, p10: 4, p90: 6}\n",
+		 "direction"},
+		{"calibration:\n  attention_points:\n    - {kernel: cudnn, seq: 8, head_dim: 64, heads: 8, kv_heads: 4, "
+		 "direction: bwd, tflops: 5, p10: 6, p90: 7}\n",
+		 "want p10 <= tflops <= p90"},
+		{"calibration:\n  attention_points:\n    - {kernel: cudnn, seq: 8, heads: 8, kv_heads: 4, direction: bwd, "
+		 "tflops: 5, p10: 4, p90: 7}\n",
+		 "head_dim"},
+		{"calibration:\n  attention_points:\n    - {kernel: cudnn, seq: 8, head_dim: 64, heads: 8, kv_heads: 4, "
+		 "direction: bwd, tflops: 5, p10: 4, p90: 7, clock: 3}\n",
+		 "clock"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char p2[32];
+		e.msg[0] = 0;
+		ck_assert_msg(!load_calibration_text(bad[i].text, p2, &r, &e), "case %zu accepted", i);
+		ck_assert_msg(strstr(e.msg, bad[i].want) && strstr(e.msg, p2), "case %zu: %s", i, e.msg);
+	}
+}
+END_TEST
+
 START_TEST(calibration_round_trip_partial)
 {
 	/* Absent quantities stay absent through a write and a read. */
@@ -937,7 +1029,8 @@ START_TEST(job_errors)
 	expect_error(JOB, "job_unknown_key.yaml",
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
-		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven");
+		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
+		     "attention_kernel");
 	expect_error(JOB, "job_bad_seq.yaml", "2:12: 'seq_len' must be a token count from 1 to 4294967296 (K and M suffixes: 16K = 16384), got '32q'");
 	expect_error(JOB, "model_ok.yaml", "1:1: unknown key 'model' at the top level, expected one of: job");
 }
@@ -1028,6 +1121,7 @@ static Suite *config_suite(void)
 	tcase_add_test(t, job_full_file);
 	tcase_add_test(t, job_minimal_file);
 	tcase_add_test(t, job_errors);
+	tcase_add_test(t, calibration_gpu_kernel_and_attention_points);
 	tcase_add_test(t, job_error_leaves_outputs);
 	tcase_add_test(t, error_null_is_allowed);
 	suite_add_tcase(s, t);

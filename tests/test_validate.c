@@ -741,6 +741,93 @@ START_TEST(compute_items_follow_the_flop_accounting)
 END_TEST
 
 /* -------------------------------------------------------------- fit, log --- */
+typedef struct median_ctx {
+	double (*out)[3];
+	int *seen;
+} median_ctx;
+
+static int median_collect(void *vctx, const validate_compute_point *p)
+{
+	median_ctx *c = vctx;
+	double *row = c->out[(*c->seen)++];
+	row[0] = p->time_s;
+	row[1] = p->p10_s;
+	row[2] = p->p90_s;
+	return p->iters == 25 ? 0 : -1;
+}
+
+START_TEST(quantiles_interpolate_between_order_statistics)
+{
+	/* Hyndman & Fan definition 7: position h = (n-1)q, linear between x[floor h] and the
+	 * next. Sorted 1..5: median 3; q 0.1 -> h 0.4 -> 1.4; q 0.9 -> h 3.6 -> 4.6. */
+	double x[] = {5, 1, 4, 2, 3};
+	ck_assert_double_eq_tol(validate_quantile(x, 5, 0.5), 3.0, 1e-12);
+	ck_assert_double_eq_tol(validate_quantile(x, 5, 0.1), 1.4, 1e-12);
+	ck_assert_double_eq_tol(validate_quantile(x, 5, 0.9), 4.6, 1e-12);
+	ck_assert_double_eq_tol(validate_quantile(x, 5, 0.0), 1.0, 1e-12);
+	ck_assert_double_eq_tol(validate_quantile(x, 5, 1.0), 5.0, 1e-12);
+	/* Even count: the median is the mean of the middle two; one value is every quantile. */
+	double y[] = {10, 40, 20, 30};
+	ck_assert_double_eq_tol(validate_quantile(y, 4, 0.5), 25.0, 1e-12);
+	double z[] = {7};
+	ck_assert_double_eq_tol(validate_quantile(z, 1, 0.9), 7.0, 1e-12);
+}
+END_TEST
+
+START_TEST(compute_reports_median_and_spread_per_call)
+{
+	/* On the virtual clock every call of a kernel costs the same, so median = p10 = p90 =
+	 * FLOPs / rate exactly; 25 timed calls cross the timer-slot batch of 32 marks / 2. */
+	validate_transport *t;
+	ck_assert_int_eq(validate_transport_cpu(1, 1, 0, &t), 0);
+	const validate_cpu_clock clk = {3e-6, 150e9, 10e-6, 40e9, 100e12, 2e12};
+	ck_assert_int_eq(validate_transport_cpu_clock(t, &clk), 0);
+	validate_groups g;
+	char err[256];
+	ck_assert_int_eq(validate_groups_make(VALIDATE_BASP, 1, 1, 16, 4, 2, &g, err, sizeof err), 0);
+	const validate_model_dims m = {2, 64, 4, 2, 16, 128, 100};
+	validate_compute_item items[32];
+	const int n = validate_compute_items(&m, &g, items, 32);
+	double got[32][3];
+	int seen = 0;
+	median_ctx ctx = {got, &seen};
+	ck_assert_int_eq(validate_compute_run(t, items, n, 1, 25, median_collect, &ctx, err, sizeof err), 0);
+	ck_assert_int_eq(seen, n);
+	for (int i = 0; i < n; i++) {
+		const double want = items[i].kind == VALIDATE_CK_PERMUTE ? items[i].bytes / 2e12 : items[i].flops / 100e12;
+		ck_assert_double_eq_tol(got[i][0], want, want * 1e-9);
+		ck_assert_double_eq_tol(got[i][1], want, want * 1e-9);
+		ck_assert_double_eq_tol(got[i][2], want, want * 1e-9);
+	}
+	validate_transport_destroy(t);
+}
+END_TEST
+
+START_TEST(fault_injection_spec_is_validated)
+{
+	char err[256];
+	setenv("SPSIM_VALIDATE_INJECT", "1:error:3", 1);
+	ck_assert(validate_inject_from_env(err, sizeof err));
+	static const char *const bad[] = {"x:error", "1:crash", "1", "-1:hang", "1:hang:0", "1:hang:x", "1:errors"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		setenv("SPSIM_VALIDATE_INJECT", bad[i], 1);
+		err[0] = 0;
+		ck_assert_msg(!validate_inject_from_env(err, sizeof err), "'%s' accepted", bad[i]);
+		ck_assert_msg(strstr(err, bad[i]) && strstr(err, "want PROC:error or PROC:hang"), "%s", err);
+	}
+	unsetenv("SPSIM_VALIDATE_INJECT");
+	/* Process 0 told to fail its 2nd agreed step: the 1st passes its status through, the
+	 * 2nd fails, the 3rd is clean again (once). */
+	setenv("SPSIM_VALIDATE_INJECT", "0:error:2", 1);
+	ck_assert(validate_inject_from_env(err, sizeof err));
+	validate_launch *l = validate_launch_single();
+	ck_assert_int_eq(validate_agree(l, VALIDATE_OK), VALIDATE_OK);
+	ck_assert_int_eq(validate_agree(l, VALIDATE_OK), VALIDATE_EDEVICE);
+	ck_assert_int_eq(validate_agree(l, VALIDATE_ENOMEM), VALIDATE_ENOMEM);
+	unsetenv("SPSIM_VALIDATE_INJECT");
+}
+END_TEST
+
 START_TEST(fit_recovers_alpha_beta)
 {
 	double x[21], y[21];
@@ -821,6 +908,9 @@ static Suite *validate_suite(void)
 	tc = tcase_create("compute");
 	tcase_add_test(tc, compute_items_follow_the_flop_accounting);
 	tcase_add_test(tc, fit_recovers_alpha_beta);
+	tcase_add_test(tc, quantiles_interpolate_between_order_statistics);
+	tcase_add_test(tc, compute_reports_median_and_spread_per_call);
+	tcase_add_test(tc, fault_injection_spec_is_validated);
 	tcase_add_test(tc, log_lines_are_json_and_on_disk_at_once);
 	suite_add_tcase(s, tc);
 	return s;

@@ -21,7 +21,8 @@ typedef struct vcli_opts {
 	int ranks, ranks_per_node; /* cpu transport */
 	bool has_clock;            /* cpu transport: virtual clock (--cpu-clock) */
 	validate_cpu_clock clock;
-	double timeout_s;
+	double timeout_s;     /* per step (NCCL deadline, watchdog) */
+	double run_timeout_s; /* whole run (watchdog); 0: none */
 	/* files */
 	const char *out_dir;
 	const char *platform;
@@ -65,6 +66,11 @@ void vcli_out_close(vcli_out *o);
 int vcli_calibration_merge(vcli_out *o, const config_calibration *update);
 /* printf to stdout and the report (process 0 only). */
 void vcli_say(vcli_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The GPU name a calibration records (config.h `gpu:`): the platform's gpu.name when the
+ * device measured is that model, else the device's own name (with a warning that spsim
+ * will refuse it for the platform); "" for the cpu transport. */
+int vcli_gpu_of(const vcli_opts *opt, const validate_gpu_state *gpu, char *out, size_t len);
 
 /* Peak FLOP/s and HBM bytes/s: the flags, else the platform's; 0 when unknown. */
 void vcli_peaks(const vcli_opts *opt, double *flops, double *hbm);

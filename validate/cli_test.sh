@@ -6,6 +6,10 @@
 #     measured phase of Ulysses and BASP, while its outputs pass the reference check.
 #  2. Wall clock: the sweep's measurements are all logged.
 #  3. A user mistake is reported clearly, with exit status 2.
+#  4. Never hang (where mpirun and an MPI build exist): under `mpirun -np 2`, a process told
+#     to fail (SPSIM_VALIDATE_INJECT=1:error:N) or to hang (1:hang:N) inside the measurement
+#     loop makes the whole job exit non-zero well within the outer limit, the others
+#     naming the process that failed, the watchdog naming the rank and the stuck step.
 # usage: cli_test.sh SPSIM_VALIDATE_EXE  (SPSIM_DATA_DIR must point at the source tree)
 set -u
 exe=$1
@@ -58,4 +62,49 @@ run wall comm --transport cpu --ranks 8 --ranks-per-node 4 --max-bytes 64KiB --f
 rc=$?
 [ "$rc" -eq 2 ] || fail "bad layer: exit $rc, want 2"
 grep -q 'query heads do not divide' "$out/bad.txt" || { cat "$out/bad.txt"; fail "bad layer: unclear message"; }
+for bad in "--timeout 0" "--timeout x" "--run-timeout -1" "--iters 0"; do
+	# shellcheck disable=SC2086
+	"$exe" compute --transport cpu $bad >"$out/flag.txt" 2>&1
+	rc=$?
+	[ "$rc" -eq 2 ] || fail "compute $bad: exit $rc, want 2"
+	grep -q "spsim-validate: --" "$out/flag.txt" || { cat "$out/flag.txt"; fail "compute $bad: no sentence naming the flag"; }
+done
+SPSIM_VALIDATE_INJECT=one:crash "$exe" compute --transport cpu >"$out/inj.txt" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q 'want PROC:error or PROC:hang' "$out/inj.txt" || fail "malformed SPSIM_VALIDATE_INJECT: exit $rc"
+
+# ---- 4. never hang
+# One process, no MPI: told to hang at its 2nd agreed step, the whole-run watchdog ends it.
+start=$(date +%s)
+SPSIM_VALIDATE_INJECT=0:hang:2 timeout 60 "$exe" compute --transport cpu --ranks 1 --model "$models/tiny-gqa.yaml" \
+	--seq 16 --sp 8 --micro-batch 2 --iters 1 --warmup 0 --timeout 100 --run-timeout 1 --out "$out/dog" >"$out/dog.txt" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || { cat "$out/dog.txt"; fail "watchdog: exit $rc, want 2"; }
+[ $(($(date +%s) - start)) -le 20 ] || fail "watchdog: took $(($(date +%s) - start)) s for a 1 s --run-timeout"
+grep -q "\[rank 0 on .*\] watchdog: '.*' still running after .*--run-timeout, whole run" "$out/dog.txt" ||
+	{ cat "$out/dog.txt"; fail "watchdog: no message naming the rank and step"; }
+if command -v mpirun >/dev/null 2>&1 && "$exe" --help | grep -q '(mpi is in this build)'; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+	for mode in error:4 hang:4 hang:1; do
+		start=$(date +%s)
+		# OpenMPI's own allocations outlive an aborted job: no leak report under the sanitizers.
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" SPSIM_VALIDATE_INJECT=1:$mode \
+			timeout 90 mpirun -x SPSIM_VALIDATE_INJECT -x ASAN_OPTIONS -np 2 "$exe" compute --transport cpu \
+			--launch mpi --ranks 1 --model "$models/tiny-gqa.yaml" --seq 16 --sp 8 --micro-batch 2 --iters 2 \
+			--warmup 0 --timeout 2 --out "$out/inject" >"$out/inject.txt" 2>&1
+		rc=$?
+		took=$(($(date +%s) - start))
+		[ "$rc" -ne 0 ] || { cat "$out/inject.txt"; fail "inject $mode: mpirun exited 0"; }
+		[ "$rc" -ne 124 ] || { cat "$out/inject.txt"; fail "inject $mode: still running after 90 s (hung)"; }
+		# 2 s per step + the watchdog's grace (10% + 2 s) + start-up: far below the limit
+		[ "$took" -le 45 ] || fail "inject $mode: took $took s"
+		case $mode in
+		error:*) want='process 1 failed there' ;;
+		hang:*) want='\[rank [01] on .*\] watchdog: .* still running after' ;;
+		esac
+		grep -q "$want" "$out/inject.txt" || { cat "$out/inject.txt"; fail "inject $mode: no message naming the rank and step"; }
+	done
+else
+	echo "never-hang check skipped: no mpirun or no MPI in this build"
+fi
 echo "PASS"

@@ -2,16 +2,25 @@
  * each timed alone; achieved TFLOP/s and efficiency against the GPU's peak, and the
  * efficiencies of a calibration file: for each class, total FLOPs over total time of its
  * kernels weighted by how often a layer runs them — the efficiency that makes the
- * engine's roofline (FLOPs / (peak x efficiency)) reproduce the measured total. */
+ * engine's roofline (FLOPs / (peak x efficiency)) reproduce the measured total.
+ *
+ * Times are medians of per-call times (p10/p90 beside them); the GPU's clocks and
+ * temperature are recorded with each. Attention names its kernel family (cudnn or
+ * wmma-fallback): the calibration records it as attention_kernel and one
+ * attention_points entry per shape and direction (config.h). */
 #include <string.h>
 
 #include "cli.h"
 
 typedef struct compute_ctx {
 	vcli_out *o;
+	validate_transport *t;
 	double peak, hbm;
 	long seq;
 	double work[3], time[3]; /* gemm, attention, memory: count-weighted sums */
+	double eff[3];           /* the platform's efficiencies (gemm, attention, memory): the predicted side */
+	config_calibration *cal; /* attention points go here */
+	validate_gpu_state gpu;  /* the last state seen */
 } compute_ctx;
 
 static int on_point(void *vctx, const validate_compute_point *p)
@@ -41,19 +50,59 @@ static int on_point(void *vctx, const validate_compute_point *p)
 		peak = c->peak;
 		break;
 	}
+	const int bwd = it->kind == VALIDATE_CK_ATTN_BWD;
+	const char *kernel = cls != 1	       ? (cls == 0 ? "cublas" : "permute")
+			     : c->t->ops->attn_kernel ? c->t->ops->attn_kernel(c->t, 0, &it->attn, bwd)
+						      : "?";
+	const double work = cls == 2 ? it->bytes : it->flops;
+	/* rates at the 10th / 90th percentile: the slow calls give the low rate */
+	const double r10 = p->p90_s > 0 ? work / p->p90_s : 0, r90 = p->p10_s > 0 ? work / p->p10_s : 0;
+	if (p->gpu.name[0])
+		c->gpu = p->gpu;
+	if (cls == 1 && c->cal->n_attention_points < CONFIG_MAX_ATTENTION_POINTS && p->rate > 0) {
+		config_attention_point *ap = &c->cal->attention_points[c->cal->n_attention_points++];
+		snprintf(ap->kernel, sizeof ap->kernel, "%s", kernel);
+		ap->seq = it->attn.seq;
+		ap->head_dim = it->attn.head_dim;
+		ap->heads = it->attn.heads;
+		ap->kv_heads = it->attn.kv_heads;
+		ap->direction = bwd ? CONFIG_DIRECTION_BWD : CONFIG_DIRECTION_FWD;
+		ap->causal = it->attn.causal != 0;
+		ap->tflops = p->rate / 1e12;
+		ap->p10 = r10 / 1e12;
+		ap->p90 = r90 / 1e12;
+		if (!c->cal->attention_kernel[0])
+			snprintf(c->cal->attention_kernel, sizeof c->cal->attention_kernel, "%s", kernel);
+		else if (strcmp(c->cal->attention_kernel, kernel))
+			snprintf(c->cal->attention_kernel, sizeof c->cal->attention_kernel, "mixed");
+	}
 	c->work[cls] += it->count * (cls == 2 ? it->bytes : it->flops);
 	c->time[cls] += it->count * p->time_s;
 	const double eff = peak > 0 ? p->rate / peak : 0;
 	char effs[16] = "-";
 	if (peak > 0)
 		snprintf(effs, sizeof effs, "%.1f%%", 100 * eff);
-	vcli_say(c->o, "| %-18s | %-36s | %9.3f | %9.2f %-6s | %7s |\n", it->name, shape, p->time_s * 1e3,
-		 cls == 2 ? p->rate / 1e9 : p->rate / 1e12, cls == 2 ? "GB/s" : "TFLOP/s", effs);
+	const double unit = cls == 2 ? 1e9 : 1e12;
+	/* spsim's roofline for this kernel: work / (peak x the platform's efficiency) */
+	const double predicted = peak > 0 && c->eff[cls] > 0 ? work / (peak * c->eff[cls]) : -1;
+	char pred[24] = "-";
+	if (predicted > 0)
+		snprintf(pred, sizeof pred, "%.4g (%+.0f%%)", predicted * 1e3, 100 * (predicted - p->time_s) / p->time_s);
+	char clocks[48] = "-";
+	if (p->gpu.sm_mhz)
+		snprintf(clocks, sizeof clocks, "%u/%u MHz %u C", p->gpu.sm_mhz, p->gpu.mem_mhz, p->gpu.temp_c);
+	vcli_say(c->o, "| %-18s | %-13s | %-36s | %9.3f | %-17s | %7.2f-%-7.2f %-7s | %7s | %-17s |\n", it->name, kernel,
+		 shape, p->time_s * 1e3, pred, r10 / unit, r90 / unit, cls == 2 ? "GB/s" : "TFLOP/s", effs, clocks);
 	return validate_log_append(&c->o->log, "compute",
-				   "\"name\": \"%s\", \"class\": \"%s\", \"shape\": \"%s\", \"seq\": %ld, \"flops\": %.9g, "
-				   "\"bytes\": %.9g, \"per_layer\": %.6g, \"time_s\": %.9g, \"rate\": %.9g, \"efficiency\": %.6g",
-				   it->name, cls == 0 ? "gemm" : cls == 1 ? "attention" : "memory", shape, c->seq, it->flops,
-				   it->bytes, it->count, p->time_s, p->rate, eff);
+				   "\"name\": \"%s\", \"class\": \"%s\", \"kernel\": \"%s\", \"shape\": \"%s\", \"seq\": %ld, "
+				   "\"flops\": %.9g, \"bytes\": %.9g, \"per_layer\": %.6g, \"time_s\": %.9g, \"p10_s\": %.9g, "
+				   "\"p90_s\": %.9g, \"iters\": %d, \"cache_flushed\": %s, \"rate\": %.9g, \"efficiency\": %.6g, "
+				   "\"gpu\": \"%s\", \"sm_mhz\": %u, \"max_sm_mhz\": %u, \"mem_mhz\": %u, \"temp_c\": %u, "
+				   "\"predicted_s\": %.9g",
+				   it->name, cls == 0 ? "gemm" : cls == 1 ? "attention" : "memory", kernel, shape, c->seq,
+				   it->flops, it->bytes, it->count, p->time_s, p->p10_s, p->p90_s, p->iters,
+				   p->flushed ? "true" : "false", p->rate, eff, p->gpu.name, p->gpu.sm_mhz, p->gpu.max_sm_mhz,
+				   p->gpu.mem_mhz, p->gpu.temp_c, predicted);
 }
 
 int vcli_compute(const vcli_opts *opt, validate_transport *t, vcli_out *o)
@@ -77,8 +126,21 @@ int vcli_compute(const vcli_opts *opt, validate_transport *t, vcli_out *o)
 		return VALIDATE_EINVAL;
 	}
 	const int N = opt->sp ? opt->sp : t->world;
-	compute_ctx c = {.o = o};
+	config_calibration cal;
+	memset(&cal, 0, sizeof cal);
+	compute_ctx c = {.o = o, .t = t, .cal = &cal};
 	vcli_peaks(opt, &c.peak, &c.hbm);
+	if (opt->platform) {
+		config_platform plat;
+		if (config_load_platform(opt->platform, &plat, &e)) {
+			c.eff[0] = plat.eff.gemm;
+			c.eff[1] = plat.eff.attention;
+			c.eff[2] = plat.eff.memory;
+			vcli_say(o, "Predicted: spsim's roofline with %s's efficiencies (gemm %.2f, attention %.2f, memory %.2f), "
+				    "no calibration.\n",
+				 plat.name, plat.eff.gemm, plat.eff.attention, plat.eff.memory);
+		}
+	}
 	const validate_model_dims dims = {m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab};
 	vcli_say(o, "Model %s, job N = %d, B = %d, %s: the kernels of one rank, each rank of this run timing its own.\n",
 		 m.name, N, opt->micro_batch, validate_strategy_name(st));
@@ -100,17 +162,24 @@ int vcli_compute(const vcli_opts *opt, validate_transport *t, vcli_out *o)
 		c.seq = opt->seqs[s];
 		vcli_say(o, "\nS = %ld: %ld tokens per rank, %d query / %d kv heads per rank in attention.\n\n", c.seq,
 			 (long)g.nseq * g.tokens, g.heads_per_rank, g.kv_per_rank);
-		vcli_say(o, "| kernel             | shape                                | time (ms) | rate             | of peak |\n"
-			    "|--------------------|--------------------------------------|-----------|------------------|---------|\n");
+		vcli_say(o, "| kernel             | implementation | shape                                | median ms | "
+			    "predicted ms (err) | rate p10-p90            | of peak | SM/mem clock, temp |\n"
+			    "|--------------------|---------------|--------------------------------------|-----------|"
+			    "-------------------|-------------------------|---------|-------------------|\n");
 		if ((rc = validate_compute_run(t, items, n, opt->warmup, opt->iters, on_point, &c, err, sizeof err))) {
 			if (err[0] && o->writer)
 				fprintf(stderr, "spsim-validate compute: %s\n", err);
 			return rc;
 		}
 	}
-	config_calibration cal;
-	memset(&cal, 0, sizeof cal);
+	vcli_say(o, "\n%d timed calls per kernel after %d warm-up; median, and the rate at the 10th and 90th "
+		    "percentile of the call times%s.\n",
+		 opt->iters, opt->warmup, t->ops->flush_cache ? "; L2 flushed before each call whose operands fit in it" : "");
+	if (cal.attention_kernel[0])
+		vcli_say(o, "Attention measured with: %s.\n", cal.attention_kernel);
 	snprintf(cal.source, sizeof cal.source, "spsim-validate compute (%s)", t->ops->name);
+	if (vcli_gpu_of(opt, &c.gpu, cal.gpu, sizeof cal.gpu) != VALIDATE_OK)
+		return VALIDATE_EINVAL;
 	if (opt->platform)
 		snprintf(cal.platform, sizeof cal.platform, "%s", opt->platform);
 	static const char *const names[3] = {"gemm", "attention", "memory"};
@@ -135,11 +204,22 @@ int vcli_compute(const vcli_opts *opt, validate_transport *t, vcli_out *o)
 			if (eff[k] > 1)
 				vcli_say(o, "%s efficiency %.2f > 1: the peak given is below what this GPU does; not written.\n",
 					 names[k], eff[k]);
+		/* The engines apply the scalar to the attention training runs use (cuDNN,
+		 * FlashAttention): one measured with the slower fallback would make every
+		 * calibrated prediction of long sequences too slow. Its points stay, named. */
+		const bool fallback =
+			!strcmp(cal.attention_kernel, "wmma-fallback") || !strcmp(cal.attention_kernel, "mixed");
+		if (cal.has_attention && fallback) {
+			cal.has_attention = false;
+			vcli_say(o, "attention efficiency %.3f not written: measured (at least in part) with the WMMA fallback "
+				    "kernel, not the fused attention training runs use; attention_points keep it under its kernel.\n",
+				 eff[1]);
+		}
 		if (strcmp(t->ops->name, "cpu") == 0)
 			vcli_say(o, "(cpu transport: CPU reference kernels against a GPU peak; the calibration's source "
 				    "says so. Do not use it for predictions.)\n");
 		if (cal.has_gemm || cal.has_attention || cal.has_memory)
-			vcli_calibration_merge(o, &cal);
+			return vcli_calibration_merge(o, &cal);
 	}
 	return VALIDATE_OK;
 }

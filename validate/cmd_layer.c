@@ -53,7 +53,7 @@ static void predict(const vcli_opts *opt, const config_model *m, const validate_
 	}
 	if (opt->calibration) {
 		config_calibration cal;
-		if (!config_load_calibration(opt->calibration, &cal, &e)) {
+		if (!config_load_calibration(opt->calibration, &cal, &e) || !config_calibration_check(&cal, &p, &e)) {
 			snprintf(pr->why, sizeof pr->why, "%s", e.msg);
 			return;
 		}
@@ -144,6 +144,12 @@ static int one_strategy(const vcli_opts *opt, validate_transport *t, vcli_out *o
 	vcli_say(o, "Groups of K = %d (%d of them), %d sequence(s) x %ld tokens per rank, %d/%d heads per rank in "
 		    "attention, kv heads sent x%d.\n",
 		 g->K, g->n_groups, g->nseq, g->tokens, g->heads_per_rank, g->kv_per_rank, g->kv_rep);
+	if (t->ops->attn_kernel) {
+		const kernels_attn_shape as = {.nseq = g->nseq, .seq = (int)g->seq, .heads = g->heads_per_rank,
+					       .kv_heads = g->kv_per_rank, .head_dim = cfg->head_dim, .causal = 1};
+		vcli_say(o, "Attention kernels: forward %s, backward %s.\n", t->ops->attn_kernel(t, 0, &as, 0),
+			 cfg->backward ? t->ops->attn_kernel(t, 0, &as, 1) : "-");
+	}
 	if (!opt->no_check) {
 		if ((rc = validate_layer_check(t, cfg, &res, opt->tol, err, sizeof err))) {
 			if (err[0] && o->writer)

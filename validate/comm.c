@@ -39,24 +39,23 @@ static int measure(sweep *s, validate_coll c, validate_comm **comms, size_t coun
 {
 	validate_transport *t = s->t;
 	const validate_comm_cfg *cfg = s->cfg;
-	int rc;
-	for (int it = 0; it < cfg->warmup; it++)
-		if ((rc = t->ops->coll(t, c, comms, (const void *const *)s->send, s->recv, count, cfg->dtype)))
-			return rc;
-	for (int i = 0; i < t->n_local; i++)
-		if ((rc = t->ops->mark(t, i, 0)))
-			return rc;
-	for (int it = 0; it < cfg->iters; it++)
-		if ((rc = t->ops->coll(t, c, comms, (const void *const *)s->send, s->recv, count, cfg->dtype)))
-			return rc;
+	int rc = VALIDATE_OK;
+	validate_step_begin("comm %s of %zu elements over groups of %d", validate_coll_name(c), count,
+			    comms[0] ? comms[0]->size : 0);
+	for (int it = 0; it < cfg->warmup && !rc; it++)
+		rc = t->ops->coll(t, c, comms, (const void *const *)s->send, s->recv, count, cfg->dtype);
+	for (int i = 0; i < t->n_local && !rc; i++)
+		rc = t->ops->mark(t, i, 0);
+	for (int it = 0; it < cfg->iters && !rc; it++)
+		rc = t->ops->coll(t, c, comms, (const void *const *)s->send, s->recv, count, cfg->dtype);
 	double worst = 0;
-	for (int i = 0; i < t->n_local; i++) {
+	for (int i = 0; i < t->n_local && !rc; i++) {
 		double e;
 		if ((rc = t->ops->mark(t, i, 1)) || (rc = t->ops->sync(t, i)) || (rc = t->ops->elapsed(t, i, 0, 1, &e)))
-			return rc;
+			break;
 		worst = e > worst ? e : worst;
 	}
-	if ((rc = t->launch->allreduce_max(t->launch, &worst, 1)))
+	if ((rc = validate_agree(t->launch, rc)) || (rc = t->launch->allreduce_max(t->launch, &worst, 1)))
 		return rc;
 	*time_s = worst / cfg->iters;
 	return VALIDATE_OK;
@@ -107,17 +106,17 @@ int validate_comm_sweep(validate_transport *t, const validate_comm_cfg *cfg, val
 	 * the sweep at what fits (with 10% headroom for the library's own buffers). */
 	size_t max_bytes = cfg->max_bytes;
 	double fits = (double)max_bytes;
-	for (int i = 0; i < t->n_local; i++) {
+	int rc = VALIDATE_OK;
+	validate_step_begin("comm: free device memory");
+	for (int i = 0; i < t->n_local && !rc; i++) {
 		size_t avail;
-		int rc = t->ops->mem_available(t, i, &avail);
-		if (rc)
-			return rc;
+		if ((rc = t->ops->mem_available(t, i, &avail)))
+			break;
 		double room = 0.9 * (double)avail / 2;
 		fits = room < fits ? room : fits;
 	}
 	double neg = -fits; /* the smallest room of any process */
-	int rc = t->launch->allreduce_max(t->launch, &neg, 1);
-	if (rc)
+	if ((rc = validate_agree(t->launch, rc)) || (rc = t->launch->allreduce_max(t->launch, &neg, 1)))
 		return rc;
 	while ((double)max_bytes > -neg && max_bytes > cfg->min_bytes)
 		max_bytes /= 2;

@@ -146,6 +146,50 @@ static int launch(validate_transport *t, int local, const validate_compute_item 
 	return VALIDATE_EINVAL;
 }
 
+/* Timed calls per batch: two marks each, within the transport's timer slots. */
+#define BATCH (VALIDATE_MAX_MARKS / 2)
+
+/* Sets up one item's buffers on every local rank, warms up, and times iters calls,
+ * each between its own marks (times[i * iters + k]: local rank i, call k). */
+static int time_item(validate_transport *t, const validate_compute_item *it, const item_bufs *lay, item_bufs *bufs,
+		     const kernels_bf16 *block, size_t block_bytes, int warmup, int iters, size_t operand_bytes,
+		     double *times)
+{
+	int rc = VALIDATE_OK;
+	for (int i = 0; i < t->n_local && !rc; i++) {
+		bufs[i] = *lay;
+		for (int j = 0; j < lay->n; j++)
+			bufs[i].p[j] = NULL;
+		for (int j = 0; j < lay->n && !rc; j++)
+			if (!(rc = t->ops->alloc(t, i, lay->bytes[j], &bufs[i].p[j])))
+				rc = fill(t, i, bufs[i].p[j], lay->bytes[j], block, block_bytes);
+		/* Backward needs the forward's O and log-sum-exp. */
+		if (!rc && it->kind == VALIDATE_CK_ATTN_BWD)
+			rc = t->ops->attn_fwd(t, i, &it->attn, bufs[i].p[0], bufs[i].p[1], bufs[i].p[2], bufs[i].p[3],
+					      bufs[i].p[4]);
+	}
+	for (int k = 0; k < warmup && !rc; k++)
+		for (int i = 0; i < t->n_local && !rc; i++)
+			rc = launch(t, i, it, bufs[i].p);
+	for (int k0 = 0; k0 < iters && !rc; k0 += BATCH) {
+		const int nb = iters - k0 < BATCH ? iters - k0 : BATCH;
+		for (int k = 0; k < nb && !rc; k++)
+			for (int i = 0; i < t->n_local && !rc; i++) {
+				if (t->ops->flush_cache && (rc = t->ops->flush_cache(t, i, operand_bytes)))
+					break;
+				if (!(rc = t->ops->mark(t, i, 2 * k)) && !(rc = launch(t, i, it, bufs[i].p)))
+					rc = t->ops->mark(t, i, 2 * k + 1);
+			}
+		for (int i = 0; i < t->n_local && !rc; i++) {
+			if ((rc = t->ops->sync(t, i)))
+				break;
+			for (int k = 0; k < nb && !rc; k++)
+				rc = t->ops->elapsed(t, i, 2 * k, 2 * k + 1, &times[(size_t)i * iters + k0 + k]);
+		}
+	}
+	return rc;
+}
+
 int validate_compute_run(validate_transport *t, const validate_compute_item *items, int n, int warmup, int iters,
 			 validate_compute_emit emit, void *ctx, char *err, size_t errlen)
 {
@@ -156,8 +200,10 @@ int validate_compute_run(validate_transport *t, const validate_compute_item *ite
 	const size_t block_elems = (size_t)1 << 20;
 	kernels_bf16 *block = malloc(block_elems * sizeof *block);
 	item_bufs *bufs = calloc((size_t)t->n_local, sizeof *bufs);
+	double *times = calloc((size_t)t->n_local * (size_t)iters, sizeof *times);
+	double *slowest = calloc((size_t)iters, sizeof *slowest);
 	int rc = VALIDATE_OK;
-	if (!block || !bufs) {
+	if (!block || !bufs || !times || !slowest) {
 		SETERR("out of host memory");
 		rc = VALIDATE_ENOMEM;
 		goto out;
@@ -167,67 +213,59 @@ int validate_compute_run(validate_transport *t, const validate_compute_item *ite
 		const validate_compute_item *it = &items[k];
 		item_bufs lay;
 		item_layout(it, &lay);
-		size_t need = 0;
-		for (int j = 0; j < lay.n; j++)
+		size_t need = 0, operands = 0;
+		for (int j = 0; j < lay.n; j++) {
 			need += (lay.bytes[j] + 511) / 512 * 512;
+			operands += lay.bytes[j];
+		}
 		/* Every process decides the same: skip when any rank lacks the memory. */
+		validate_step_begin("compute %s: free device memory", it->name);
 		double short_of = 0;
-		for (int i = 0; i < t->n_local; i++) {
+		for (int i = 0; i < t->n_local && !rc; i++) {
 			size_t avail;
 			if ((rc = t->ops->mem_available(t, i, &avail)))
-				goto out;
+				break;
 			if ((double)need > 0.95 * (double)avail && (double)need - 0.95 * (double)avail > short_of)
 				short_of = (double)need - 0.95 * (double)avail;
 		}
-		if ((rc = t->launch->allreduce_max(t->launch, &short_of, 1)))
-			goto out;
+		if ((rc = validate_agree(t->launch, rc)) || (rc = t->launch->allreduce_max(t->launch, &short_of, 1)))
+			break;
 		if (short_of > 0) {
 			if (t->launch->proc == 0)
 				fprintf(stderr, "spsim-validate: skipping %s: needs %.2f GiB of device memory, %.2f GiB short\n",
 					it->name, (double)need / (1 << 30), short_of / (1 << 30));
 			continue;
 		}
-		for (int i = 0; i < t->n_local && !rc; i++) {
-			bufs[i] = lay;
-			for (int j = 0; j < lay.n && !rc; j++) {
-				bufs[i].p[j] = NULL;
-				if ((rc = t->ops->alloc(t, i, lay.bytes[j], &bufs[i].p[j])))
-					break;
-				rc = fill(t, i, bufs[i].p[j], lay.bytes[j], block, block_elems * sizeof *block);
-			}
-			/* Backward needs the forward's O and log-sum-exp. */
-			if (!rc && it->kind == VALIDATE_CK_ATTN_BWD)
-				rc = t->ops->attn_fwd(t, i, &it->attn, bufs[i].p[0], bufs[i].p[1], bufs[i].p[2], bufs[i].p[3],
-						      bufs[i].p[4]);
-		}
-		double worst = 0;
-		for (int it_ = 0; it_ < warmup && !rc; it_++)
-			for (int i = 0; i < t->n_local && !rc; i++)
-				rc = launch(t, i, it, bufs[i].p);
-		for (int i = 0; i < t->n_local && !rc; i++)
-			rc = t->ops->mark(t, i, 0);
-		for (int it_ = 0; it_ < iters && !rc; it_++)
-			for (int i = 0; i < t->n_local && !rc; i++)
-				rc = launch(t, i, it, bufs[i].p);
-		for (int i = 0; i < t->n_local && !rc; i++) {
-			double e;
-			if (!(rc = t->ops->mark(t, i, 1)) && !(rc = t->ops->sync(t, i)) && !(rc = t->ops->elapsed(t, i, 0, 1, &e)))
-				worst = e > worst ? e : worst;
-		}
+		validate_step_begin("compute %s: %d warm-up and %d timed calls", it->name, warmup, iters);
+		rc = time_item(t, it, &lay, bufs, block, block_elems * sizeof *block, warmup, iters, operands, times);
+		validate_compute_point pt = {.item = it, .iters = iters, .flushed = t->ops->flush_cache != NULL};
+		if (!rc && t->ops->probe)
+			rc = t->ops->probe(t, 0, &pt.gpu);
 		for (int i = 0; i < t->n_local; i++)
 			for (int j = 0; j < bufs[i].n; j++) {
 				t->ops->release(t, i, bufs[i].p[j]);
 				bufs[i].p[j] = NULL;
 			}
-		if (rc || (rc = t->launch->allreduce_max(t->launch, &worst, 1)))
+		/* Call k's time is the slowest rank's: the job waits for it. */
+		for (int c = 0; c < iters; c++) {
+			slowest[c] = 0;
+			for (int i = 0; i < t->n_local; i++)
+				slowest[c] = times[(size_t)i * iters + c] > slowest[c] ? times[(size_t)i * iters + c] : slowest[c];
+		}
+		if ((rc = validate_agree(t->launch, rc)) || (rc = t->launch->allreduce_max(t->launch, slowest, iters)))
 			break;
-		validate_compute_point pt = {.item = it, .time_s = worst / iters};
+		pt.time_s = validate_quantile(slowest, iters, 0.5);
+		pt.p10_s = validate_quantile(slowest, iters, 0.1);
+		pt.p90_s = validate_quantile(slowest, iters, 0.9);
 		pt.rate = pt.time_s > 0 ? (it->kind == VALIDATE_CK_PERMUTE ? it->bytes : it->flops) / pt.time_s : 0;
-		if (emit && (rc = emit(ctx, &pt)))
+		/* A failure to record (process 0 writes) stops every process. */
+		if ((rc = validate_agree(t->launch, emit ? emit(ctx, &pt) : VALIDATE_OK)))
 			break;
 	}
 out:
 	free(block);
 	free(bufs);
+	free(times);
+	free(slowest);
 	return rc;
 }

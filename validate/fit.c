@@ -1,6 +1,8 @@
 /* Alpha-beta fits of collective time against bytes (validate.h). */
 #include <math.h>
 
+#include <stdlib.h>
+
 #include "validate.h"
 
 int validate_fit_alpha_beta(const double *x, const double *time, int n, validate_fit *out)
@@ -46,4 +48,18 @@ int validate_fit_alpha_beta(const double *x, const double *time, int n, validate
 			out->max_rel = rel;
 	}
 	return VALIDATE_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	const double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double validate_quantile(double *x, int n, double q)
+{
+	qsort(x, (size_t)n, sizeof *x, cmp_double);
+	const double h = (n - 1) * (q < 0 ? 0 : q > 1 ? 1 : q);
+	const int lo = (int)h;
+	return lo + 1 < n ? x[lo] + (h - lo) * (x[lo + 1] - x[lo]) : x[n - 1];
 }

@@ -62,6 +62,16 @@ static void mpi_finish(validate_launch *l)
 	MPI_Finalize();
 }
 
+/* MPI_Abort ends every process of the job (mpirun kills the others); _exit in case it
+ * returns. */
+static void mpi_abort(validate_launch *l, int status)
+{
+	(void)l;
+	fflush(NULL);
+	MPI_Abort(MPI_COMM_WORLD, status);
+	_exit(status);
+}
+
 int validate_launch_mpi(int *argc, char ***argv, validate_launch **out)
 {
 	static validate_launch l = {
@@ -72,6 +82,7 @@ int validate_launch_mpi(int *argc, char ***argv, validate_launch **out)
 		.allgather = mpi_allgather,
 		.barrier = mpi_barrier,
 		.finish = mpi_finish,
+		.abort = mpi_abort,
 	};
 	if (gethostname(host, sizeof host - 1) != 0)
 		snprintf(host, sizeof host, "localhost");

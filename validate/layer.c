@@ -542,15 +542,21 @@ static int run(validate_transport *t, const validate_layer_cfg *cfg, int n_part,
 			goto out;
 		}
 	}
-	if ((rc = bufs_alloc(&c, err, errlen)) || (rc = bufs_fill(&c)) || (seq_base < 0 && (rc = align(&c))))
+	validate_step_begin("layer %s: buffers", validate_strategy_name(cfg->strategy));
+	if (!(rc = bufs_alloc(&c, err, errlen)) && !(rc = bufs_fill(&c)) && seq_base < 0)
+		rc = align(&c);
+	/* Only the partitioned run is collective; the reference (seq_base >= 0) is local. */
+	if ((seq_base < 0 && (rc = validate_agree(t->launch, rc))) || rc)
 		goto out;
 	const int n_phases = cfg->backward ? VALIDATE_LAYER_PHASES : VALIDATE_LAYER_FWD_PHASES;
 	for (int it = 0; it < cfg->warmup + cfg->iters; it++) {
-		if ((rc = iteration(&c)))
+		validate_step_begin("layer %s: iteration %d of %d", validate_strategy_name(cfg->strategy), it + 1,
+				    cfg->warmup + cfg->iters);
+		rc = iteration(&c);
+		for (int k = 0; k < c.n && !rc; k++)
+			rc = t->ops->sync(t, c.locals[k]);
+		if ((seq_base < 0 && (rc = validate_agree(t->launch, rc))) || rc)
 			goto out;
-		for (int k = 0; k < c.n; k++)
-			if ((rc = t->ops->sync(t, c.locals[k])))
-				goto out;
 		if (it < cfg->warmup)
 			continue;
 		for (int k = 0; k < c.n; k++)
@@ -626,12 +632,8 @@ int validate_layer_run(validate_transport *t, const validate_layer_cfg *cfg, val
 		return VALIDATE_EINVAL;
 	}
 	int rc = run(t, cfg, t->n_local, -1, out, err, errlen);
-	if (rc) {
-		validate_layer_result_finish(out);
-		return rc;
-	}
 	/* Across processes: the slowest rank's time, and the mean. */
-	if ((rc = t->launch->allreduce_max(t->launch, out->time_s, out->n_phases)) ||
+	if ((rc = validate_agree(t->launch, rc)) || (rc = t->launch->allreduce_max(t->launch, out->time_s, out->n_phases)) ||
 	    (rc = t->launch->allreduce_sum(t->launch, out->mean_s, out->n_phases))) {
 		validate_layer_result_finish(out);
 		return rc;
@@ -666,6 +668,7 @@ int validate_layer_check(validate_transport *t, const validate_layer_cfg *cfg, v
 	for (int sq = first_seq; sq <= last_seq; sq++) {
 		validate_layer_result r;
 		memset(&r, 0, sizeof r);
+		validate_step_begin("layer check: reference of sequence %d", sq);
 		if ((rc = run(t, &ref, 1, sq, &r, err, errlen))) {
 			validate_layer_result_finish(&r);
 			goto out;
@@ -685,6 +688,9 @@ int validate_layer_check(validate_transport *t, const validate_layer_cfg *cfg, v
 		}
 		validate_layer_result_finish(&r);
 	}
+out:
+	if ((rc = validate_agree(t->launch, rc)))
+		goto done;
 	res->checked = true;
 	res->pass = kernels_compare_bf16(got_y, want_y, total, tol, &res->cmp_y);
 	if (cfg->backward)
@@ -693,13 +699,13 @@ int validate_layer_check(validate_transport *t, const validate_layer_cfg *cfg, v
 	double worst[5] = {res->pass ? 0 : 1, res->cmp_y.max_abs, res->cmp_y.max_norm, res->cmp_dx.max_abs,
 			   res->cmp_dx.max_norm};
 	if ((rc = t->launch->allreduce_max(t->launch, worst, 5)))
-		goto out;
+		goto done;
 	res->pass = worst[0] == 0;
 	res->cmp_y.max_abs = worst[1];
 	res->cmp_y.max_norm = worst[2];
 	res->cmp_dx.max_abs = worst[3];
 	res->cmp_dx.max_norm = worst[4];
-out:
+done:
 	free(want_y);
 	free(got_y);
 	free(want_dx);

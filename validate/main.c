@@ -13,9 +13,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "spsim_build.h"
 
 static void usage(FILE *f)
 {
@@ -27,24 +29,36 @@ static void usage(FILE *f)
 		"                         process on the CPU reference kernels (tests the harness, times nothing real)\n"
 		"  --gpus N               one process driving N GPUs of this node (default: all visible)\n"
 		"  --launch auto|local|mpi  mpi: one process per GPU (mpirun/srun); auto: mpi when started by them\n"
+		"                         (mpi %s); with --transport cpu and --launch mpi every process runs the\n"
+		"                         whole job on its CPU and only agreement crosses processes (tests the failure paths)\n"
 		"  --ranks N, --ranks-per-node R   ranks of the cpu transport (default 4, 4)\n"
 		"  --cpu-clock LAT,BW,LAT,BW,FLOPS,HBM   cpu transport: a virtual clock with these intra-node and\n"
 		"                         inter-node links, FLOP rate and HBM bandwidth instead of wall time\n"
 		"                         (e.g. 3us,150GB/s,10us,40GB/s,100TFLOPS,2TB/s; for testing the harness)\n"
-		"  --timeout SECONDS      abort communicators when work hangs this long (default 300)\n"
+		"  --timeout SECONDS      no step may take longer (default 300): NCCL calls, init and split included,\n"
+		"                         are polled against it and their communicators aborted; a watchdog ends\n"
+		"                         every process (exit 2) when any step overruns it by 10%% + 2 s, naming the\n"
+		"                         rank and the step\n"
+		"  --run-timeout SECONDS  the watchdog also ends the whole run after this long (default 0: no limit)\n"
 		"files:\n"
 		"  --out DIR              measurements.jsonl, calibration.yaml, report.md (default validate-out)\n"
 		"  --platform NAME|FILE   peaks, NIC count, and the predicted side of `layer`\n"
 		"  --calibration FILE     `layer`: predict with this calibration applied\n"
 		"  --model NAME|FILE      the model whose shapes `compute` and `layer` run\n"
-		"timing:  --warmup N (default 5), --iters N (default 20 comm, 10 compute, 5 layer)\n"
+		"timing:  --warmup N (default 5), --iters N (default 20 comm, 20 compute, 5 layer); compute times\n"
+		"         each call alone (cache flushed before it when its operands fit in L2) and reports the\n"
+		"         median with p10/p90 and the GPU's clocks and temperature (NVML)\n"
 		"comm:    --min-bytes SIZE (1KiB) --max-bytes SIZE (1GiB) --factor F (2) --group-sizes K1,K2,...\n"
 		"         (default: every power of two 1 < K < ranks) --no-world --no-zero --dtype bf16|float\n"
 		"         --nics-per-node N\n"
 		"compute: --seq S1,S2,... --micro-batch B --sp N --strategy basp|ulysses\n"
+		"         attention is cuDNN's fused flash attention (kernel family `cudnn`) where the build found\n"
+		"         cuDNN 9; otherwise this build's own WMMA kernel (`wmma-fallback`), and the report and\n"
+		"         calibration say which (this build: %s)\n"
 		"         --peak-tflops X --hbm-bandwidth RATE (else the platform's)\n"
 		"layer:   --seq S --micro-batch B --strategy basp|ulysses|both (both) --dims h,a,g,d (instead of\n"
-		"         --model) --no-backward --no-check --tol X (1/32) --seed N\n");
+		"         --model) --no-backward --no-check --tol X (1/32) --seed N\n",
+		SPSIM_HAVE_MPI ? "is in this build" : "is not in this build", validate_attn_kernel_built());
 }
 
 static int parse_list(const char *s, long *out, int cap)
@@ -81,6 +95,18 @@ static int parse_int(const char *s, int lo, int *out)
 	return 0;
 }
 
+/* A number of seconds, > 0 (or 0 when zero_ok), at most a week. */
+static int parse_seconds(const char *s, bool zero_ok, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0) || (v == 0 && !zero_ok) || v > 7 * 86400)
+		return -1;
+	*out = v;
+	return 0;
+}
+
 static int parse_size(const char *s, size_t *out)
 {
 	double v;
@@ -102,7 +128,7 @@ static int parse_size(const char *s, size_t *out)
 enum {
 	O_TRANSPORT = 256, O_GPUS, O_LAUNCH, O_RANKS, O_RPN, O_TIMEOUT, O_OUT, O_PLATFORM, O_CALIB, O_MODEL, O_WARMUP,
 	O_ITERS, O_MINB, O_MAXB, O_FACTOR, O_GROUPS, O_NOWORLD, O_NOZERO, O_DTYPE, O_NICS, O_SEQ, O_MB, O_SP, O_STRAT,
-	O_DIMS, O_PEAK, O_HBM, O_NOBWD, O_NOCHECK, O_TOL, O_SEED, O_HELP, O_CLOCK,
+	O_DIMS, O_PEAK, O_HBM, O_NOBWD, O_NOCHECK, O_TOL, O_SEED, O_HELP, O_CLOCK, O_RUNTIMEOUT,
 };
 
 /* --cpu-clock LAT,BW,LAT,BW,FLOPS,HBM */
@@ -144,7 +170,7 @@ static int parse(int argc, char **argv, vcli_opts *o)
 		{"hbm-bandwidth", required_argument, 0, O_HBM},   {"no-backward", no_argument, 0, O_NOBWD},
 		{"no-check", no_argument, 0, O_NOCHECK},          {"tol", required_argument, 0, O_TOL},
 		{"seed", required_argument, 0, O_SEED},           {"help", no_argument, 0, O_HELP},
-		{"cpu-clock", required_argument, 0, O_CLOCK},
+		{"cpu-clock", required_argument, 0, O_CLOCK},     {"run-timeout", required_argument, 0, O_RUNTIMEOUT},
 		{0, 0, 0, 0},
 	};
 	long list[VCLI_MAX_LIST];
@@ -166,7 +192,14 @@ static int parse(int argc, char **argv, vcli_opts *o)
 		case O_GPUS: if (parse_int(optarg, 0, &o->gpus)) goto bad; break;
 		case O_RANKS: if (parse_int(optarg, 1, &o->ranks)) goto bad; break;
 		case O_RPN: if (parse_int(optarg, 1, &o->ranks_per_node)) goto bad; break;
-		case O_TIMEOUT: o->timeout_s = strtod(optarg, NULL); if (!(o->timeout_s > 0)) goto bad; break;
+		case O_TIMEOUT:
+			if (parse_seconds(optarg, false, &o->timeout_s))
+				goto bad;
+			break;
+		case O_RUNTIMEOUT:
+			if (parse_seconds(optarg, true, &o->run_timeout_s))
+				goto bad;
+			break;
 		case O_OUT: o->out_dir = optarg; break;
 		case O_PLATFORM: o->platform = optarg; break;
 		case O_CALIB: o->calibration = optarg; break;
@@ -237,8 +270,11 @@ static int parse(int argc, char **argv, vcli_opts *o)
 	bad:
 		for (n = 0; longs[n].name && longs[n].val != c; n++)
 			;
-		fprintf(stderr, "spsim-validate: --%s: '%s' is not a valid value (see --help)\n",
-			longs[n].name ? longs[n].name : "?", optarg ? optarg : "");
+		fprintf(stderr, "spsim-validate: --%s: '%s' is not a valid value%s (see --help)\n",
+			longs[n].name ? longs[n].name : "?", optarg ? optarg : "",
+			c == O_TIMEOUT	   ? ": want seconds, > 0 and at most 604800"
+			: c == O_RUNTIMEOUT ? ": want seconds, 0 (no limit) to 604800"
+					    : "");
 		return -1;
 	}
 	if (optind < argc) {
@@ -334,6 +370,28 @@ int vcli_calibration_merge(vcli_out *o, const config_calibration *u)
 	TAKE(has_attention, attention)
 	TAKE(has_memory, memory)
 #undef TAKE
+	if (u->gpu[0])
+		snprintf(c.gpu, sizeof c.gpu, "%s", u->gpu);
+	if (u->attention_kernel[0])
+		snprintf(c.attention_kernel, sizeof c.attention_kernel, "%s", u->attention_kernel);
+	/* A new point replaces the old one of the same kernel, shape and direction. */
+	for (int i = 0; i < u->n_attention_points; i++) {
+		const config_attention_point *p = &u->attention_points[i];
+		int at = 0;
+		while (at < c.n_attention_points) {
+			const config_attention_point *q = &c.attention_points[at];
+			if (!strcmp(p->kernel, q->kernel) && p->seq == q->seq && p->head_dim == q->head_dim &&
+			    p->heads == q->heads && p->kv_heads == q->kv_heads && p->direction == q->direction &&
+			    p->causal == q->causal)
+				break;
+			at++;
+		}
+		if (at < CONFIG_MAX_ATTENTION_POINTS) {
+			c.attention_points[at] = *p;
+			if (at == c.n_attention_points)
+				c.n_attention_points++;
+		}
+	}
 	/* Write aside and rename: a crash never leaves half a calibration. */
 	FILE *f = fopen(tmp, "w");
 	if (!f) {
@@ -346,6 +404,44 @@ int vcli_calibration_merge(vcli_out *o, const config_calibration *u)
 		fprintf(stderr, "spsim-validate: cannot write %s: %s\n", path, strerror(errno));
 		return VALIDATE_EIO;
 	}
+	return VALIDATE_OK;
+}
+
+/* The platform's GPU model: its gpu.name up to the first '-' ("H200" of "H200-SXM-141GB"). */
+static bool device_is(const char *device, const char *platform_gpu)
+{
+	char model[64];
+	size_t n = strcspn(platform_gpu, "-_ ");
+	if (n == 0 || n >= sizeof model)
+		return false;
+	memcpy(model, platform_gpu, n);
+	model[n] = 0;
+	for (const char *d = device; *d; d++)
+		if (!strncasecmp(d, model, n))
+			return true;
+	return false;
+}
+
+int vcli_gpu_of(const vcli_opts *opt, const validate_gpu_state *gpu, char *out, size_t len)
+{
+	out[0] = 0;
+	if (!gpu->name[0])
+		return VALIDATE_OK; /* not a GPU measurement (cpu transport) */
+	snprintf(out, len, "%s", gpu->name);
+	if (!opt->platform)
+		return VALIDATE_OK;
+	config_platform p;
+	config_error e;
+	if (!config_load_platform(opt->platform, &p, &e)) {
+		fprintf(stderr, "spsim-validate: %s\n", e.msg);
+		return VALIDATE_EINVAL;
+	}
+	if (device_is(gpu->name, p.gpu.name))
+		snprintf(out, len, "%s", p.gpu.name);
+	else
+		fprintf(stderr, "spsim-validate: this GPU is '%s', not platform %s's '%s': the calibration records '%s', and "
+				"spsim will refuse it for that platform\n",
+			gpu->name, p.name, p.gpu.name, gpu->name);
 	return VALIDATE_OK;
 }
 
@@ -376,6 +472,19 @@ static int exit_code(int rc)
 	case VALIDATE_ENODEV: return 77;
 	default: return 2;
 	}
+}
+
+/* The end of a run. A failure under MPI ends every process (launch->abort): a process
+ * that returns while others still wait in a collective would leave them hanging, and
+ * MPI_Finalize itself waits for them. */
+static int finish(validate_launch *launch, int rc)
+{
+	validate_watchdog_stop();
+	const int code = exit_code(rc);
+	if (code == 2 && launch->procs > 1)
+		launch->abort(launch, code);
+	launch->finish(launch);
+	return code;
 }
 
 int main(int argc, char **argv)
@@ -417,11 +526,17 @@ int main(int argc, char **argv)
 	int p = parse(argc - 1, argv + 1, &opt);
 	if (p)
 		return p > 0 ? 0 : 2;
-	const int iters_default = cmd == vcli_comm ? 20 : cmd == vcli_compute ? 10 : 5;
+	const int iters_default = cmd == vcli_layer ? 5 : 20;
 	if (opt.iters < 0)
 		opt.iters = iters_default;
 	if (opt.warmup < 0)
 		opt.warmup = cmd == vcli_layer ? 2 : 5;
+
+	char ierr[256];
+	if (!validate_inject_from_env(ierr, sizeof ierr)) {
+		fprintf(stderr, "spsim-validate: %s\n", ierr);
+		return 2;
+	}
 
 	/* Launch: MPI when asked, or when mpirun/srun started us and the build has it. */
 	validate_launch *launch = validate_launch_single();
@@ -431,17 +546,23 @@ int main(int argc, char **argv)
 	if (use_mpi) {
 		if ((rc = validate_launch_mpi(&argc, &argv, &launch)))
 			return exit_code(rc);
-		if (!strcmp(opt.transport, "cpu")) {
-			fprintf(stderr, "spsim-validate: the cpu transport runs every rank in one process; drop --launch mpi\n");
-			launch->finish(launch);
-			return 2;
-		}
 	}
+	/* From here on nothing may wait forever: the watchdog ends every process when one step
+	 * overruns --timeout (or the run --run-timeout). */
+	if ((rc = validate_watchdog_start(launch, opt.timeout_s, opt.run_timeout_s)))
+		return finish(launch, rc);
 	validate_transport *t = NULL;
 	if (!strcmp(opt.transport, "cpu")) {
+		/* Under MPI every process runs the whole job on its own CPU transport; what crosses
+		 * processes (agreement, reductions) is MPI's, which is what the tests of the
+		 * failure paths need. */
+		validate_step_begin("cpu transport set-up");
 		rc = validate_transport_cpu(opt.ranks, opt.ranks_per_node, 0, &t);
 		if (!rc && opt.has_clock)
 			rc = validate_transport_cpu_clock(t, &opt.clock);
+		if (!rc)
+			t->launch = launch;
+		rc = validate_agree(launch, rc);
 	} else if (opt.has_clock) {
 		fprintf(stderr, "spsim-validate: --cpu-clock is for --transport cpu\n");
 		rc = VALIDATE_EINVAL;
@@ -450,8 +571,8 @@ int main(int argc, char **argv)
 	if (rc) {
 		if (rc == VALIDATE_ENODEV && launch->proc == 0)
 			fprintf(stderr, "spsim-validate: no GPU here; `--transport cpu` exercises the harness on the CPU\n");
-		launch->finish(launch);
-		return exit_code(rc);
+		validate_transport_destroy(t);
+		return finish(launch, rc);
 	}
 	vcli_out out;
 	if ((rc = vcli_out_open(&out, opt.out_dir, launch->proc == 0)) == VALIDATE_OK) {
@@ -464,6 +585,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "spsim-validate %s: %s (measurements taken so far are in %s/measurements.jsonl)\n",
 			opt.command, validate_strerror(rc), opt.out_dir);
 	validate_transport_destroy(t);
-	launch->finish(launch);
-	return exit_code(rc);
+	return finish(launch, rc);
 }

@@ -1,7 +1,10 @@
 /* The validate orchestration on the GPUs of this machine: the NCCL transport, the CUDA
- * kernels, cuBLAS. Ulysses and BASP layers against the unpartitioned single-GPU run, a
- * short collective sweep, a compute run. Without a GPU: a clear message and exit 77,
- * which meson reports as SKIP. Exit 1: a mismatch; 2: a failure. */
+ * kernels (cuDNN's attention where built), cuBLAS. Ulysses and BASP layers against the
+ * unpartitioned single-GPU run, up to 8K tokens, with kv heads that divide the group
+ * and kv heads replicated across it, and query heads that do not divide it refused; a
+ * short collective sweep, a compute run. Exit 77 (meson: SKIP) only when there is no
+ * NVIDIA device; any other CUDA error fails with CUDA's message (transport_nccl.c).
+ * Exit 1: a mismatch; 2: a failure. */
 #include <stdio.h>
 #include <string.h>
 
@@ -41,7 +44,7 @@ int main(void)
 	validate_transport *t;
 	int rc = validate_transport_nccl(validate_launch_single(), 0, 120, &t);
 	if (rc == VALIDATE_ENODEV) {
-		printf("SKIP: no CUDA device (or no NCCL in this build); the GPU validate tests need one\n");
+		printf("SKIP: no NVIDIA device; the GPU validate tests need one\n");
 		return 77;
 	}
 	if (rc) {
@@ -61,6 +64,19 @@ int main(void)
 	/* GQA with kv heads replicated across the group (g < K). */
 	if (N > 1 && (rc = layer(t, VALIDATE_ULYSSES, 1, 96L * N, 256, 2 * N, 1, 64)))
 		goto out;
+	/* 8K tokens: Llama-3.1-8B's head shape (d 128, 4:1 GQA) on 8 query heads per GPU. */
+	if ((rc = layer(t, VALIDATE_ULYSSES, 1, 8192, 1024, 8 * N, 2 * N, 128)))
+		goto out;
+	/* Query heads that do not divide the group are refused with a sentence, not run. */
+	if (N > 1) {
+		validate_groups gr;
+		char why[256] = "";
+		if (validate_groups_make(VALIDATE_ULYSSES, N, 1, 64L * N, N + 1, 1, &gr, why, sizeof why) != VALIDATE_EINVAL ||
+		    !strstr(why, "query heads do not divide")) {
+			printf("  FAIL: %d query heads over %d ranks were not refused (%s)\n", N + 1, N, why);
+			failures++;
+		}
+	}
 
 	const int Ks[] = {2};
 	validate_comm_cfg cc = {.min_bytes = 1024, .max_bytes = 1 << 22, .factor = 8, .warmup = 2, .iters = 5,

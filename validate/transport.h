@@ -60,6 +60,15 @@ typedef struct validate_comm {
 
 #define VALIDATE_MAX_MARKS 64 /* timer slots per local rank */
 
+/* A GPU's state beside a measurement (NVML). Fields are 0 / empty when unknown. */
+typedef struct validate_gpu_state {
+	char name[256];
+	unsigned sm_mhz, mem_mhz;  /* current SM and memory clocks */
+	unsigned max_sm_mhz;       /* the SM clock's maximum */
+	unsigned temp_c;           /* GPU core temperature */
+	size_t l2_bytes;           /* last-level cache */
+} validate_gpu_state;
+
 typedef struct validate_transport validate_transport;
 
 typedef struct validate_transport_ops {
@@ -102,6 +111,17 @@ typedef struct validate_transport_ops {
 	int (*sync)(validate_transport *t, int local);            /* wait for everything issued on local */
 	/* Seconds between two marks; both must have completed (sync first). */
 	int (*elapsed)(validate_transport *t, int local, int from, int to, double *seconds);
+
+	/* ---- measurement hygiene (NULL where the machine has no such thing)
+	 * Evicts the last-level cache before a timed call whose operands (operand_bytes in
+	 * all) would otherwise stay resident from the previous one; a no-op for operands
+	 * larger than the cache. Ordered on the local rank's stream, outside the marks. */
+	int (*flush_cache)(validate_transport *t, int local, size_t operand_bytes);
+	/* The device's name, clocks and temperature now (NVML), for recording beside a result. */
+	int (*probe)(validate_transport *t, int local, validate_gpu_state *out);
+	/* The attention kernel family attn_fwd (bwd 0) or attn_bwd (bwd 1) runs for this shape:
+	 * "cudnn", "wmma-fallback" or "cpu-reference". */
+	const char *(*attn_kernel)(validate_transport *t, int local, const kernels_attn_shape *s, int bwd);
 } validate_transport_ops;
 
 /* Cross-process host operations (MPI). A single process uses validate_launch_single(). */
@@ -115,6 +135,8 @@ typedef struct validate_launch {
 	int (*allgather)(struct validate_launch *l, const void *mine, void *all, size_t bytes);
 	int (*barrier)(struct validate_launch *l);
 	void (*finish)(struct validate_launch *l);
+	/* Ends every process of the job now with this exit status (MPI_Abort; _exit alone). */
+	void (*abort)(struct validate_launch *l, int status);
 	void *impl;
 } validate_launch;
 
@@ -169,8 +191,45 @@ int validate_transport_cpu_clock(validate_transport *t, const validate_cpu_clock
 int validate_transport_nccl(validate_launch *launch, int gpus, double timeout_s, validate_transport **out);
 /* True when this build has the NCCL transport. */
 bool validate_have_nccl(void);
+/* The attention kernel family the NCCL transport runs in this build: "cudnn" (cuDNN 9's
+ * fused flash attention), "wmma-fallback" (kernels/attention.cu, built without cuDNN) or
+ * "none" (no CUDA). */
+const char *validate_attn_kernel_built(void);
 
 void validate_transport_destroy(validate_transport *t); /* accepts NULL */
+
+/* ------------------------------------------------------------- never hang ---
+ * Every step of a run (a transport call that may block, a measured point, a cross-process
+ * agreement) is named before it starts, so that whatever notices a stall can say which
+ * rank was doing what. */
+void validate_step_begin(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The current step's name and when it began (CLOCK_MONOTONIC seconds). */
+const char *validate_step_current(double *began);
+double validate_now(void);
+
+/* The agreed status of a step: every process calls it with its own status and gets the
+ * worst of all (the largest -rc), so a failure on any process ends the step on every
+ * process instead of leaving the others waiting in the next collective (the failing
+ * process is named once on each of the others). Single process: returns rc. */
+int validate_agree(validate_launch *l, int rc);
+
+/* Fault injection for the tests of these paths: SPSIM_VALIDATE_INJECT=PROC:error[:N]
+ * makes process PROC fail its N-th agreed step (default the first) with
+ * VALIDATE_EDEVICE; PROC:hang[:N] makes it stop there forever (only the watchdog ends
+ * it). Returns false, with a sentence in err, when the variable is set but malformed. */
+bool validate_inject_from_env(char *err, size_t errlen);
+
+/* The watchdog: a thread that ends every process of the job (launch->abort, exit status 2)
+ * when one step has run longer than step_timeout_s (> 0), or the whole run longer than
+ * run_timeout_s (> 0), after printing the rank, host and step. The transports' own
+ * deadlines (NCCL polling) come first and name the operation themselves; the watchdog
+ * is the backstop for calls nothing else can interrupt (MPI collectives, a kernel that
+ * never ends). */
+int validate_watchdog_start(validate_launch *l, double step_timeout_s, double run_timeout_s);
+void validate_watchdog_stop(void);
+/* Grace the watchdog gives a step beyond step_timeout_s, so that a transport's own
+ * deadline reports first: 10% plus 2 s. */
+double validate_watchdog_grace(double step_timeout_s);
 
 /* Ranks per host when uniform, else 0. */
 int validate_transport_ranks_per_node(const validate_transport *t);

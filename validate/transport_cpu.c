@@ -337,6 +337,15 @@ static int cpu_sync(validate_transport *t, int local)
 	return VALIDATE_OK; /* everything already ran */
 }
 
+static const char *cpu_attn_kernel(validate_transport *t, int local, const kernels_attn_shape *s, int bwd)
+{
+	(void)t;
+	(void)local;
+	(void)s;
+	(void)bwd;
+	return "cpu-reference";
+}
+
 static int cpu_elapsed(validate_transport *t, int local, int from, int to, double *seconds)
 {
 	cpu_impl *c = t->impl;
@@ -381,6 +390,7 @@ static const validate_transport_ops cpu_ops = {
 	.mark = cpu_mark,
 	.sync = cpu_sync,
 	.elapsed = cpu_elapsed,
+	.attn_kernel = cpu_attn_kernel,
 };
 
 int validate_transport_cpu(int world, int ranks_per_node, size_t mem_limit, validate_transport **out)

@@ -1,15 +1,23 @@
 /* The NCCL transport (transport.h): one CUDA device per rank, NCCL communicators and
  * collectives, cuBLAS GEMMs, the kernels of kernels/.
  *
- * Launch: one process driving every GPU of a node (ncclCommInitAll; collectives of all
- * local ranks inside one ncclGroupStart/End, as nccl-tests -g does), or one process per
- * GPU under MPI (ncclCommInitRank with a unique id broadcast over MPI).
+ * Launch: one process driving every GPU of a node (ncclCommInitRankConfig for each in one
+ * group; collectives of all local ranks inside one ncclGroupStart/End, as nccl-tests -g
+ * does), or one process per GPU under MPI (ncclCommInitRankConfig with a unique id
+ * broadcast over MPI).
  *
  * Robustness: every CUDA/NCCL/cuBLAS call goes through a CHECK macro that prints the
- * global rank, the host and file:line; sync() polls the stream instead of blocking, checks
- * ncclCommGetAsyncError on the way and, past the timeout, aborts every communicator
- * (ncclCommAbort) so a hung collective ends with an error instead of never (the pattern
- * of nccl-tests' testStreamSynchronize). */
+ * global rank, the host and file:line. Communicators are non-blocking
+ * (ncclConfig_t.blocking = 0, NCCL's "Fault Tolerance" user guide section): init, split,
+ * the group end that first connects, finalize and destroy all return at once with
+ * ncclInProgress, and nccl_wait() polls ncclCommGetAsyncError against one deadline
+ * (--timeout), then ncclCommAbort. sync() polls the stream the same way (the pattern of
+ * nccl-tests' testStreamSynchronize). Every message names the rank, the host and the
+ * operation that failed or stuck.
+ *
+ * No GPU (cudaErrorNoDevice, or zero devices) is the only case reported as "no device"
+ * (exit 77); any other CUDA initialisation error — a driver older than the runtime, a
+ * broken installation — is a failure with CUDA's own message. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +31,14 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <nccl.h>
+
+#if defined(KERNELS_HAVE_CUDNN) && KERNELS_HAVE_CUDNN
+#define HAVE_CUDNN 1
+#else
+#define HAVE_CUDNN 0
+#endif
 
 typedef struct gpu_rank {
 	int device;
@@ -31,6 +46,10 @@ typedef struct gpu_rank {
 	cublasHandle_t cublas;
 	cudaEvent_t marks[VALIDATE_MAX_MARKS];
 	bool ready;
+	kernels_cudnn *cudnn; /* NULL: attention runs the WMMA fallback */
+	void *flush;          /* cache flush buffer, 2 x L2 bytes */
+	size_t l2_bytes;
+	char pci[32];         /* bus id, to find the device in NVML */
 } gpu_rank;
 
 typedef struct nccl_impl {
@@ -82,11 +101,88 @@ static nccl_impl *impl_of(validate_transport *t) { return t->impl; }
 
 static ncclComm_t nccl_of(const validate_comm *c) { return (ncclComm_t)c->impl; }
 
-static double now(void)
+static double now(void) { return validate_now(); }
+
+/* Waits until every non-NULL communicator of nc[0..n) has left ncclInProgress (a
+ * non-blocking init, split, connect or finalize), polling ncclCommGetAsyncError against
+ * one deadline of t->timeout_s. On an error or past the deadline the first `owned`
+ * communicators (new ones the transport does not track yet) and every tracked one are
+ * aborted (ncclCommAbort), each exactly once, and the rank and operation named. */
+static void abort_all(validate_transport *t);
+static int nccl_wait(validate_transport *t, ncclComm_t *nc, int n, int owned, const char *what)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+	const double start = now();
+	const struct timespec nap = {0, 50000}; /* 50 us */
+	validate_step_begin("rank %d: %s", t->first_rank, what);
+	for (;;) {
+		int pending = 0;
+		for (int i = 0; i < n; i++) {
+			if (!nc[i])
+				continue;
+			ncclResult_t ar = ncclSuccess;
+			ncclResult_t r = ncclCommGetAsyncError(nc[i], &ar);
+			if (r != ncclSuccess || (ar != ncclSuccess && ar != ncclInProgress)) {
+				report(t, i, __FILE__, __LINE__, what, ncclGetErrorString(r != ncclSuccess ? r : ar),
+				       VALIDATE_ECOMM);
+				goto fail;
+			}
+			pending += ar == ncclInProgress;
+		}
+		if (!pending)
+			return VALIDATE_OK;
+		if (t->timeout_s > 0 && now() - start > t->timeout_s) {
+			char msg[160];
+			snprintf(msg, sizeof msg, "still in progress after %.0f s (--timeout): a peer is missing or hung; aborting",
+				 t->timeout_s);
+			report(t, 0, __FILE__, __LINE__, what, msg, VALIDATE_ETIMEOUT);
+			for (int i = 0; i < owned; i++)
+				if (nc[i])
+					ncclCommAbort(nc[i]);
+			abort_all(t);
+			return VALIDATE_ETIMEOUT;
+		}
+		nanosleep(&nap, NULL);
+	}
+fail:
+	for (int i = 0; i < owned; i++)
+		if (nc[i])
+			ncclCommAbort(nc[i]);
+	abort_all(t);
+	return VALIDATE_ECOMM;
+}
+
+/* Communicator settings: non-blocking, so that nothing NCCL does can wait forever. */
+static ncclConfig_t comm_config(void)
+{
+	ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
+	c.blocking = 0;
+	return c;
+}
+
+/* Finalizes nc[0..n) (non-NULL ones, untracked), all issued before any is waited for:
+ * with several devices in one process a communicator's finalize can need its peers'
+ * (NCCL user guide, "Communicator destruction"); polled against the deadline, then
+ * destroyed; what does not finish in time is aborted. */
+static void comm_close(validate_transport *t, ncclComm_t *nc, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (!nc[i])
+			continue;
+		ncclResult_t r = ncclCommFinalize(nc[i]);
+		if (r != ncclSuccess && r != ncclInProgress) {
+			report(t, i, __FILE__, __LINE__, "ncclCommFinalize", ncclGetErrorString(r), VALIDATE_ECOMM);
+			for (int j = 0; j < n; j++)
+				if (nc[j])
+					ncclCommAbort(nc[j]);
+			abort_all(t);
+			return;
+		}
+	}
+	if (nccl_wait(t, nc, n, n, "ncclCommFinalize") != VALIDATE_OK)
+		return; /* aborted */
+	for (int i = 0; i < n; i++)
+		if (nc[i])
+			ncclCommDestroy(nc[i]);
 }
 
 /* ------------------------------------------------------------------ memory --- */
@@ -152,10 +248,54 @@ static int g_permute(validate_transport *t, int local, const kernels_permute *p,
 	return VALIDATE_OK;
 }
 
+/* Attention: cuDNN's fused flash attention where this build has it and cuDNN has an
+ * engine for the shape; otherwise attention.cu's WMMA kernel, said once per shape on
+ * stderr and in attn_kernel (so the report and calibration name what was measured). */
+static bool use_cudnn(validate_transport *t, int local, const kernels_attn_shape *s, int bwd)
+{
+#if HAVE_CUDNN
+	gpu_rank *r = &impl_of(t)->r[local];
+	if (!r->cudnn)
+		return false;
+	if (kernels_cudnn_supported(r->cudnn, s, bwd))
+		return true;
+	static kernels_attn_shape said[16];
+	static int n_said;
+	for (int i = 0; i < n_said; i++)
+		if (!memcmp(&said[i], s, sizeof *s))
+			return false;
+	if (n_said < 16)
+		said[n_said++] = *s;
+	fprintf(stderr, "[rank %d on %s] cuDNN has no fused attention %s for %d x %d tokens, %d/%d heads, d %d (%s); "
+			"measuring the WMMA fallback kernel instead\n",
+		t->first_rank + local, t->host, bwd ? "backward" : "forward", s->nseq, s->seq, s->heads, s->kv_heads,
+		s->head_dim, kernels_cudnn_error(r->cudnn));
+	return false;
+#else
+	(void)t;
+	(void)local;
+	(void)s;
+	(void)bwd;
+	return false;
+#endif
+}
+
+#define CUDNN_CHECK(t, local, call)                                                                              \
+	do {                                                                                                     \
+		int s_ = (call);                                                                                 \
+		if (s_ != 0)                                                                                     \
+			return report(t, local, __FILE__, __LINE__, #call, kernels_cudnn_error(impl_of(t)->r[local].cudnn), \
+				      VALIDATE_EDEVICE);                                                         \
+	} while (0)
+
 static int g_attn_fwd(validate_transport *t, int local, const kernels_attn_shape *s, const void *q, const void *k,
 		      const void *v, void *o, float *lse)
 {
 	USE(t, local);
+	if (use_cudnn(t, local, s, 0)) {
+		CUDNN_CHECK(t, local, kernels_cudnn_attn_fwd(impl_of(t)->r[local].cudnn, s, q, k, v, o, lse));
+		return VALIDATE_OK;
+	}
 	KERNEL_CHECK(t, local, kernels_cuda_attn_fwd(s, q, k, v, o, lse, impl_of(t)->r[local].stream));
 	return VALIDATE_OK;
 }
@@ -165,8 +305,89 @@ static int g_attn_bwd(validate_transport *t, int local, const kernels_attn_shape
 		      void *workspace)
 {
 	USE(t, local);
+	if (use_cudnn(t, local, s, 1)) {
+		CUDNN_CHECK(t, local,
+			    kernels_cudnn_attn_bwd(impl_of(t)->r[local].cudnn, s, q, k, v, o, dout, lse, dq, dk, dv));
+		return VALIDATE_OK;
+	}
 	KERNEL_CHECK(t, local, kernels_cuda_attn_bwd(s, q, k, v, o, dout, lse, dq, dk, dv, workspace,
 						     impl_of(t)->r[local].stream));
+	return VALIDATE_OK;
+}
+
+static const char *g_attn_kernel(validate_transport *t, int local, const kernels_attn_shape *s, int bwd)
+{
+	return use_cudnn(t, local, s, bwd) ? "cudnn" : "wmma-fallback";
+}
+
+const char *validate_attn_kernel_built(void) { return HAVE_CUDNN ? "cudnn" : "wmma-fallback"; }
+
+/* ------------------------------------------------------ measurement hygiene --- */
+/* Writing twice the L2's size evicts whatever the previous call left there (the L2 is
+ * physically indexed and write-allocate: NVIDIA H100/H200 architecture whitepaper, "L2
+ * cache"). */
+static int g_flush_cache(validate_transport *t, int local, size_t operand_bytes)
+{
+	USE(t, local);
+	gpu_rank *r = &impl_of(t)->r[local];
+	if (!r->l2_bytes || operand_bytes >= r->l2_bytes)
+		return VALIDATE_OK;
+	if (!r->flush)
+		CUDA_CHECK(t, local, cudaMalloc(&r->flush, 2 * r->l2_bytes));
+	static unsigned char value;
+	CUDA_CHECK(t, local, cudaMemsetAsync(r->flush, ++value, 2 * r->l2_bytes, r->stream));
+	return VALIDATE_OK;
+}
+
+/* NVML, loaded at run time from the driver (libnvidia-ml.so.1 ships with it; the toolkit
+ * has only a link stub), so the build needs no NVML header and a machine without it
+ * records "unknown" instead of failing. Declarations as in nvml.h (NVML API reference:
+ * nvmlDeviceGetClockInfo, nvmlDeviceGetTemperature); enum values NVML_CLOCK_SM = 1,
+ * NVML_CLOCK_MEM = 2, NVML_TEMPERATURE_GPU = 0. */
+typedef struct nvml_api {
+	bool tried, ok;
+	int (*init)(void);
+	int (*by_pci)(const char *, void **);
+	int (*clock)(void *, int, unsigned *);
+	int (*max_clock)(void *, int, unsigned *);
+	int (*temp)(void *, int, unsigned *);
+} nvml_api;
+
+static nvml_api *nvml(void)
+{
+	static nvml_api n;
+	if (n.tried)
+		return n.ok ? &n : NULL;
+	n.tried = true;
+	void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return NULL;
+	*(void **)&n.init = dlsym(h, "nvmlInit_v2");
+	*(void **)&n.by_pci = dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
+	*(void **)&n.clock = dlsym(h, "nvmlDeviceGetClockInfo");
+	*(void **)&n.max_clock = dlsym(h, "nvmlDeviceGetMaxClockInfo");
+	*(void **)&n.temp = dlsym(h, "nvmlDeviceGetTemperature");
+	n.ok = n.init && n.by_pci && n.clock && n.max_clock && n.temp && n.init() == 0;
+	return n.ok ? &n : NULL;
+}
+
+static int g_probe(validate_transport *t, int local, validate_gpu_state *out)
+{
+	USE(t, local);
+	gpu_rank *r = &impl_of(t)->r[local];
+	memset(out, 0, sizeof *out);
+	struct cudaDeviceProp prop;
+	CUDA_CHECK(t, local, cudaGetDeviceProperties(&prop, r->device));
+	snprintf(out->name, sizeof out->name, "%s", prop.name);
+	out->l2_bytes = r->l2_bytes;
+	nvml_api *n = nvml();
+	void *dev = NULL;
+	if (n && n->by_pci(r->pci, &dev) == 0) {
+		n->clock(dev, 1, &out->sm_mhz);
+		n->clock(dev, 2, &out->mem_mhz);
+		n->max_clock(dev, 1, &out->max_sm_mhz);
+		n->temp(dev, 0, &out->temp_c);
+	}
 	return VALIDATE_OK;
 }
 
@@ -213,15 +434,21 @@ static validate_comm *wrap(ncclComm_t nc, int color)
 
 static void g_comm_free(validate_transport *t, validate_comm **comms)
 {
+	ncclComm_t *nc = calloc((size_t)t->n_local, sizeof *nc);
 	for (int i = 0; i < t->n_local; i++) {
 		if (!comms[i])
 			continue;
 		untrack(t, comms[i]);
-		if (!impl_of(t)->aborted && cudaSetDevice(impl_of(t)->r[i].device) == cudaSuccess)
-			ncclCommDestroy(nccl_of(comms[i]));
+		if (nc)
+			nc[i] = nccl_of(comms[i]);
+		else if (!impl_of(t)->aborted)
+			ncclCommAbort(nccl_of(comms[i])); /* no memory to close it properly */
 		free(comms[i]);
 		comms[i] = NULL;
 	}
+	if (nc && !impl_of(t)->aborted)
+		comm_close(t, nc, t->n_local);
+	free(nc);
 }
 
 static int g_comm_split(validate_transport *t, validate_comm *const *parent, const int *color, validate_comm **out)
@@ -232,19 +459,42 @@ static int g_comm_split(validate_transport *t, validate_comm *const *parent, con
 	for (int i = 0; i < t->n_local; i++)
 		out[i] = NULL;
 	int rc = VALIDATE_OK;
-	/* Several devices from one thread: the splits must sit in one group. */
+	/* Several devices from one thread: the splits must sit in one group. Non-blocking:
+	 * the group returns at once and nccl_wait polls the new communicators. */
+	ncclConfig_t cfg = comm_config();
 	ncclResult_t r = ncclGroupStart();
 	for (int i = 0; i < t->n_local && r == ncclSuccess; i++) {
 		if (cudaSetDevice(impl_of(t)->r[i].device) != cudaSuccess)
 			break;
 		r = ncclCommSplit(nccl_of(parent[i]), color[i] < 0 ? NCCL_SPLIT_NOCOLOR : color[i], t->first_rank + i,
-				  &nc[i], NULL);
+				  &nc[i], &cfg);
+		if (r == ncclInProgress)
+			r = ncclSuccess;
 	}
 	ncclResult_t r2 = ncclGroupEnd();
-	if (r != ncclSuccess || r2 != ncclSuccess) {
+	if (r != ncclSuccess || (r2 != ncclSuccess && r2 != ncclInProgress)) {
 		rc = report(t, 0, __FILE__, __LINE__, "ncclCommSplit", ncclGetErrorString(r != ncclSuccess ? r : r2),
 			    VALIDATE_ECOMM);
 		goto out;
+	}
+	/* The parents too: a split is an operation on them. */
+	{
+		ncclComm_t *both = calloc(2 * (size_t)t->n_local, sizeof *both);
+		if (!both) {
+			rc = report(t, 0, __FILE__, __LINE__, "calloc", "out of host memory", VALIDATE_ENOMEM);
+			goto out;
+		}
+		for (int i = 0; i < t->n_local; i++) {
+			both[i] = nc[i];
+			both[t->n_local + i] = nccl_of(parent[i]);
+		}
+		rc = nccl_wait(t, both, 2 * t->n_local, t->n_local, "ncclCommSplit");
+		free(both);
+		if (rc) {
+			for (int i = 0; i < t->n_local; i++)
+				nc[i] = NULL; /* aborted by nccl_wait */
+			goto out;
+		}
 	}
 	for (int i = 0; i < t->n_local; i++) {
 		if (color[i] < 0 || !nc[i])
@@ -262,7 +512,7 @@ out:
 		g_comm_free(t, out);
 		for (int i = 0; i < t->n_local; i++)
 			if (nc[i])
-				ncclCommDestroy(nc[i]);
+				ncclCommAbort(nc[i]);
 	}
 	free(nc);
 	return rc;
@@ -321,6 +571,20 @@ static int g_coll(validate_transport *t, validate_coll c, validate_comm *const *
 	if (r != ncclSuccess || (r2 != ncclSuccess && r2 != ncclInProgress))
 		return report(t, failed < 0 ? 0 : failed, __FILE__, __LINE__, validate_coll_name(c),
 			      ncclGetErrorString(r != ncclSuccess ? r : r2), VALIDATE_ECOMM);
+	if (r2 == ncclInProgress) {
+		/* Non-blocking communicators: the group's launch (the first one also connects the
+		 * peers) is not done until every communicator says so. */
+		ncclComm_t *nc = calloc((size_t)t->n_local, sizeof *nc);
+		if (!nc)
+			return report(t, 0, __FILE__, __LINE__, "calloc", "out of host memory", VALIDATE_ENOMEM);
+		for (int i = 0; i < t->n_local; i++)
+			nc[i] = comms[i] ? nccl_of(comms[i]) : NULL;
+		char what[96];
+		snprintf(what, sizeof what, "%s launch (ncclGroupEnd)", validate_coll_name(c));
+		int rc = nccl_wait(t, nc, t->n_local, 0, what);
+		free(nc);
+		return rc;
+	}
 	return VALIDATE_OK;
 }
 
@@ -396,11 +660,19 @@ static void g_destroy(validate_transport *t)
 		if (t->world_comm)
 			g_comm_free(t, t->world_comm);
 		/* Communicators the caller left behind. */
-		for (int i = 0; i < g->n_live; i++) {
-			if (!g->aborted)
-				ncclCommDestroy(nccl_of(g->live[i]));
-			free(g->live[i]);
+		ncclComm_t *left = calloc((size_t)g->n_live + 1, sizeof *left);
+		int n_left = 0;
+		while (g->n_live > 0) {
+			validate_comm *c = g->live[--g->n_live]; /* untracked before it is closed */
+			if (left)
+				left[n_left++] = nccl_of(c);
+			else if (!g->aborted)
+				ncclCommAbort(nccl_of(c));
+			free(c);
 		}
+		if (left && !g->aborted)
+			comm_close(t, left, n_left);
+		free(left);
 		free(g->live);
 		for (int i = 0; g->r && i < t->n_local; i++) {
 			gpu_rank *r = &g->r[i];
@@ -408,6 +680,10 @@ static void g_destroy(validate_transport *t)
 				continue;
 			for (int s = 0; s < VALIDATE_MAX_MARKS; s++)
 				cudaEventDestroy(r->marks[s]);
+#if HAVE_CUDNN
+			kernels_cudnn_destroy(r->cudnn);
+#endif
+			cudaFree(r->flush);
 			cublasDestroy(r->cublas);
 			cudaStreamDestroy(r->stream);
 		}
@@ -438,6 +714,9 @@ static const validate_transport_ops nccl_ops = {
 	.mark = g_mark,
 	.sync = g_sync,
 	.elapsed = g_elapsed,
+	.flush_cache = g_flush_cache,
+	.probe = g_probe,
+	.attn_kernel = g_attn_kernel,
 };
 
 static int rank_setup(validate_transport *t, int local)
@@ -449,7 +728,17 @@ static int rank_setup(validate_transport *t, int local)
 	CUBLAS_CHECK(t, local, cublasSetStream(r->cublas, r->stream));
 	for (int s = 0; s < VALIDATE_MAX_MARKS; s++)
 		CUDA_CHECK(t, local, cudaEventCreate(&r->marks[s]));
+	int l2 = 0;
+	CUDA_CHECK(t, local, cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, r->device));
+	r->l2_bytes = (size_t)l2;
+	CUDA_CHECK(t, local, cudaDeviceGetPCIBusId(r->pci, (int)sizeof r->pci, r->device));
 	r->ready = true;
+#if HAVE_CUDNN
+	int st = kernels_cudnn_create(&r->cudnn, r->stream);
+	if (st != 0)
+		return report(t, local, __FILE__, __LINE__, "cudnnCreate", "cuDNN could not start on this device",
+			      VALIDATE_EDEVICE);
+#endif
 	return VALIDATE_OK;
 }
 
@@ -472,19 +761,17 @@ int validate_transport_nccl(validate_launch *launch, int gpus, double timeout_s,
 	if (gethostname(t->host, sizeof t->host - 1) != 0)
 		snprintf(t->host, sizeof t->host, "localhost");
 	int rc = VALIDATE_OK, ndev = 0;
-	cudaError_t e = cudaGetDeviceCount(&ndev);
-	int no_dev = e != cudaSuccess || ndev == 0;
+	validate_step_begin("rank %d: CUDA initialisation", launch->proc);
+	char why[256];
+	const int probe = kernels_cuda_probe(&ndev, why, sizeof why);
+	/* Only "there is no NVIDIA device" is a skip; any other error (a driver older than
+	 * this runtime, a broken installation) is a failure that says what CUDA said. */
+	const int no_dev = probe == KERNELS_PROBE_NO_DEVICE;
+	if (probe != KERNELS_PROBE_OK)
+		fprintf(stderr, "[rank %d on %s] %s:%d: %s\n", launch->proc, t->host, __FILE__, __LINE__, why);
 	/* Under MPI every process must agree before any collective setup. */
-	double any_missing = no_dev;
-	if ((rc = launch->allreduce_max(launch, &any_missing, 1)))
+	if ((rc = validate_agree(launch, no_dev ? VALIDATE_ENODEV : probe ? VALIDATE_EDEVICE : VALIDATE_OK)))
 		goto fail;
-	if (any_missing > 0) {
-		if (no_dev)
-			fprintf(stderr, "[rank %d on %s] %s:%d: no CUDA device: %s\n", launch->proc, t->host, __FILE__,
-				__LINE__, e != cudaSuccess ? cudaGetErrorString(e) : "0 devices visible");
-		rc = VALIDATE_ENODEV;
-		goto fail;
-	}
 	/* Host layout: every process's host name, nodes numbered by first appearance. */
 	char(*hosts)[64] = calloc((size_t)launch->procs, sizeof *hosts);
 	int *proc_node = calloc((size_t)launch->procs, sizeof *proc_node);
@@ -540,46 +827,54 @@ int validate_transport_nccl(validate_launch *launch, int gpus, double timeout_s,
 		t->node_of[r] = launch->procs == 1 ? 0 : proc_node[r];
 	free(hosts);
 	free(proc_node);
-	for (int i = 0; i < t->n_local; i++) {
+	validate_step_begin("rank %d: CUDA streams and cuBLAS", t->first_rank);
+	for (int i = 0; i < t->n_local && !rc; i++) {
 		g->r[i].device = launch->procs == 1 ? i : local_index % ndev;
-		if ((rc = rank_setup(t, i)))
-			goto fail;
+		rc = rank_setup(t, i);
 	}
-
-	ncclComm_t *nc = calloc((size_t)t->n_local, sizeof *nc);
-	if (!nc) {
+	ncclComm_t *nc = rc ? NULL : calloc((size_t)t->n_local, sizeof *nc);
+	if (!rc && !nc)
 		rc = VALIDATE_ENOMEM;
+	/* One unique id (process 0's), then every local rank's init in one group,
+	 * non-blocking, polled by nccl_wait against the deadline. */
+	ncclUniqueId id;
+	memset(&id, 0, sizeof id);
+	ncclResult_t nr = ncclSuccess;
+	validate_step_begin("rank %d: ncclGetUniqueId", t->first_rank);
+	if (launch->proc == 0)
+		nr = ncclGetUniqueId(&id);
+	double bad = nr != ncclSuccess;
+	if ((rc = validate_agree(launch, rc)) || (rc = launch->allreduce_max(launch, &bad, 1)) ||
+	    (rc = launch->bcast(launch, &id, sizeof id, 0))) {
+		free(nc);
 		goto fail;
 	}
-	ncclResult_t nr;
-	if (launch->procs == 1) {
-		int *devs = calloc((size_t)t->n_local, sizeof *devs);
-		if (!devs) {
-			free(nc);
-			rc = VALIDATE_ENOMEM;
-			goto fail;
+	if (bad == 0) {
+		ncclConfig_t cfg = comm_config();
+		nr = ncclGroupStart();
+		for (int i = 0; i < t->n_local && nr == ncclSuccess; i++) {
+			if (cudaSetDevice(g->r[i].device) != cudaSuccess) {
+				nr = ncclUnhandledCudaError;
+				break;
+			}
+			nr = ncclCommInitRankConfig(&nc[i], t->world, id, t->first_rank + i, &cfg);
+			if (nr == ncclInProgress)
+				nr = ncclSuccess;
 		}
-		for (int i = 0; i < t->n_local; i++)
-			devs[i] = g->r[i].device;
-		nr = ncclCommInitAll(nc, t->n_local, devs);
-		free(devs);
-	} else {
-		ncclUniqueId id;
-		nr = ncclSuccess;
-		if (launch->proc == 0)
-			nr = ncclGetUniqueId(&id);
-		double bad = nr != ncclSuccess;
-		if ((rc = launch->allreduce_max(launch, &bad, 1)) || (rc = launch->bcast(launch, &id, sizeof id, 0))) {
-			free(nc);
-			goto fail;
-		}
-		if (bad == 0) {
-			cudaSetDevice(g->r[0].device);
-			nr = ncclCommInitRank(&nc[0], t->world, id, t->first_rank);
-		}
+		ncclResult_t nr2 = ncclGroupEnd();
+		if (nr == ncclSuccess && nr2 != ncclInProgress)
+			nr = nr2;
 	}
-	if (nr != ncclSuccess) {
-		rc = report(t, 0, __FILE__, __LINE__, "NCCL communicator init", ncclGetErrorString(nr), VALIDATE_ECOMM);
+	if (nr != ncclSuccess || bad != 0) {
+		rc = report(t, 0, __FILE__, __LINE__, "NCCL communicator init",
+			    bad != 0 ? "ncclGetUniqueId failed on process 0" : ncclGetErrorString(nr), VALIDATE_ECOMM);
+		for (int i = 0; i < t->n_local; i++)
+			if (nc[i])
+				ncclCommAbort(nc[i]);
+		free(nc);
+		goto fail;
+	}
+	if ((rc = nccl_wait(t, nc, t->n_local, t->n_local, "ncclCommInitRankConfig (connecting every rank)"))) {
 		free(nc);
 		goto fail;
 	}
@@ -587,8 +882,7 @@ int validate_transport_nccl(validate_launch *launch, int gpus, double timeout_s,
 		const bool wrapped = (t->world_comm[i] = wrap(nc[i], -1)) != NULL;
 		if (!wrapped || track(t, t->world_comm[i])) {
 			/* A wrapped one is destroyed with world_comm by g_destroy. */
-			for (int j = wrapped ? i + 1 : i; j < t->n_local; j++)
-				ncclCommDestroy(nc[j]);
+			comm_close(t, nc + (wrapped ? i + 1 : i), t->n_local - (wrapped ? i + 1 : i));
 			free(nc);
 			rc = VALIDATE_ENOMEM;
 			goto fail;
@@ -605,6 +899,7 @@ fail:
 #else /* !VALIDATE_HAVE_NCCL */
 
 bool validate_have_nccl(void) { return false; }
+const char *validate_attn_kernel_built(void) { return "none"; }
 
 int validate_transport_nccl(validate_launch *launch, int gpus, double timeout_s, validate_transport **out)
 {

@@ -189,16 +189,27 @@ int validate_compute_items(const validate_model_dims *m, const validate_groups *
 
 typedef struct validate_compute_point {
 	const validate_compute_item *item;
-	double time_s; /* mean per call, max over ranks */
-	double rate;   /* FLOP/s, or bytes/s for permutes */
+	double time_s;        /* median per call of the timed iterations (each the slowest rank's) */
+	double p10_s, p90_s;  /* 10th and 90th percentile of the same */
+	double rate;          /* FLOP/s, or bytes/s for permutes, at the median */
+	int iters;            /* timed iterations */
+	bool flushed;         /* the cache was flushed before each timed call */
+	validate_gpu_state gpu; /* local rank 0's device after the timed calls (zeros: unknown) */
 } validate_compute_point;
 typedef int (*validate_compute_emit)(void *ctx, const validate_compute_point *p);
-/* Times each item on every local rank (warmup + iters calls between two marks). Items
- * whose buffers do not fit in free device memory are skipped with a note on stderr. */
+/* Times each item on every local rank: warmup calls, then iters calls each between its
+ * own two marks, the cache flushed before each (transport flush_cache) when the
+ * operands are smaller than it. Every process agrees on each item's status
+ * (validate_agree). Items whose buffers do not fit in free device memory on some rank are
+ * skipped on all, with a note on stderr. */
 int validate_compute_run(validate_transport *t, const validate_compute_item *items, int n, int warmup, int iters,
 			 validate_compute_emit emit, void *ctx, char *err, size_t errlen);
 
 /* --------------------------------------------------------------------- fit --- */
+/* The q-quantile (0 <= q <= 1) of n > 0 values, linear between order statistics
+ * (Hyndman & Fan 1996, definition 7, numpy's default); sorts x in place. */
+double validate_quantile(double *x, int n, double q);
+
 typedef struct validate_fit {
 	double latency;   /* seconds */
 	double bandwidth; /* bytes/s */

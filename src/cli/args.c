@@ -8,7 +8,7 @@
 #include "engine/analytic.h"
 
 #define SET(bit) (1u << (bit))
-enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A, S_UNEVEN };
+enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A, S_UNEVEN, S_ATTN };
 
 const struct option cli_job_options[] = {
 	{"model", required_argument, NULL, CLI_OPT_MODEL},
@@ -37,6 +37,7 @@ const struct option cli_job_options[] = {
 	{"help", no_argument, NULL, CLI_OPT_HELP},
 	{"a2a", required_argument, NULL, CLI_OPT_A2A},
 	{"basp-uneven", required_argument, NULL, CLI_OPT_BASP_UNEVEN},
+	{"attention-kernel", required_argument, NULL, CLI_OPT_ATTENTION_KERNEL},
 	{NULL, 0, NULL, 0},
 };
 
@@ -84,6 +85,9 @@ void cli_job_help(FILE *f)
 	      "                           unequal: groups of floor(N/B) and ceil(N/B) GPUs side by side;\n"
 	      "                           extra-step: equal groups, the remaining sequences in more\n"
 	      "                           micro-steps (default error)\n"
+	      "  --attention-kernel flash-attn-2|flash-attn-3|cudnn  attention kernel family whose measured\n"
+	      "                           efficiency curves time attention (default: the platform's\n"
+	      "                           attention_kernel; flash-attn-3 needs a hopper GPU)\n"
 	      "Engine and output:\n"
 	      "  --engine NAME            ",
 	      f);
@@ -319,6 +323,20 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		}
 		a->set |= SET(S_UNEVEN);
 		return 1;
+	case CLI_OPT_ATTENTION_KERNEL: {
+		int k = -1;
+		for (int i = 0; i < CONFIG_ATTN_KERNELS; i++)
+			if (strcmp(arg, config_attn_kernel_names[i]) == 0)
+				k = i;
+		if (k < 0) {
+			fprintf(stderr, "spsim: --attention-kernel expects flash-attn-2, flash-attn-3 or cudnn, got '%s'\n",
+				arg);
+			return -1;
+		}
+		j->attention_kernel = k;
+		a->set |= SET(S_ATTN);
+		return 1;
+	}
 	case CLI_OPT_ENGINE:
 		if (!engine_find(arg)) {
 			fprintf(stderr, "spsim: --engine expects one of:");
@@ -380,6 +398,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_PB, prefetch_bucket_elems)
 		TAKE(S_A2A, a2a)
 		TAKE(S_UNEVEN, basp_uneven)
+		TAKE(S_ATTN, attention_kernel)
 		if (!(a->set & SET(S_FP32))) {
 			j->fp32_grad_comm = fromfile.fp32_grad_comm;
 			j->fp32_grad_comm_set = fromfile.fp32_grad_comm_set;
@@ -410,7 +429,8 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 	if (a->nodes)
 		a->p.nodes = a->nodes;
 	if (a->calibration[0]) {
-		if (!config_load_calibration(a->calibration, &a->cal, &err)) {
+		if (!config_load_calibration(a->calibration, &a->cal, &err) ||
+		    !config_calibration_check(&a->cal, &a->p, &err)) {
 			fprintf(stderr, "spsim: %s\n", err.msg);
 			return false;
 		}

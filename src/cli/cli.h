@@ -62,6 +62,7 @@ enum {
 	CLI_OPT_HELP,
 	CLI_OPT_A2A,
 	CLI_OPT_BASP_UNEVEN,
+	CLI_OPT_ATTENTION_KERNEL,
 	CLI_OPT_FIRST_FREE, /* commands number their own options from here */
 };
 

@@ -241,7 +241,8 @@ static bool load_platform(coll_args *a, config_platform *p)
 	if (a->job.nodes)
 		p->nodes = a->job.nodes;
 	if (a->job.calibration[0]) {
-		if (!config_load_calibration(a->job.calibration, &a->job.cal, &err)) {
+		if (!config_load_calibration(a->job.calibration, &a->job.cal, &err) ||
+		    !config_calibration_check(&a->job.cal, p, &err)) {
 			fprintf(stderr, "spsim: %s\n", err.msg);
 			return false;
 		}

@@ -104,11 +104,12 @@ int cli_cmd_models(int argc, char **argv)
 
 static json_t *platform_json(const config_platform *p)
 {
-	return json_pack("{s:s, s:i, s:i, s:{s:s, s:f, s:f, s:f}, s:{s:s, s:f, s:f, s:f}, s:{s:i, s:f, s:f, s:s, s:i, s:f},"
-			 " s:{s:f, s:f, s:f, s:f, s:f}}",
+	return json_pack("{s:s, s:i, s:i, s:{s:s, s:f, s:f, s:f, s:i, s:s}, s:s, s:{s:s, s:f, s:f, s:f},"
+			 " s:{s:i, s:f, s:f, s:s, s:i, s:f}, s:{s:f, s:f, s:f, s:f, s:f}}",
 			 "name", p->name, "nodes", p->nodes, "gpus_per_node", p->gpus_per_node, "gpu", "name",
 			 p->gpu.name, "peak_flops", p->gpu.peak_flops, "memory_bytes", p->gpu.memory_bytes,
-			 "hbm_bandwidth", p->gpu.hbm_bandwidth, "intra_node", "fabric", config_fabric_names[p->intra.fabric],
+			 "hbm_bandwidth", p->gpu.hbm_bandwidth, "sms", p->gpu.sms, "arch", config_gpu_arch_names[p->gpu.arch],
+			 "attention_kernel", config_attn_kernel_names[p->attention_kernel], "intra_node", "fabric", config_fabric_names[p->intra.fabric],
 			 "bandwidth", p->intra.bandwidth, "pair_bandwidth", p->intra.pair_bandwidth, "latency",
 			 p->intra.latency, "inter_node", "nics", p->inter.nics_per_node, "nic_bandwidth",
 			 p->inter.nic_bandwidth, "latency", p->inter.latency, "topology", config_topology_names[p->inter.topology],
@@ -208,7 +209,7 @@ int cli_cmd_platform(int argc, char **argv)
 		p.nodes = (int)nodes;
 	if (cal) {
 		config_calibration c;
-		if (!config_load_calibration(cal, &c, &err)) {
+		if (!config_load_calibration(cal, &c, &err) || !config_calibration_check(&c, &p, &err)) {
 			fprintf(stderr, "spsim: %s\n", err.msg);
 			return CLI_USAGE;
 		}
@@ -257,7 +258,15 @@ int cli_cmd_platform(int argc, char **argv)
 	       p.inter.latency * 1e6, config_topology_names[p.inter.topology]);
 	if (p.inter.topology == CONFIG_TOPO_FAT_TREE)
 		printf(" (%d nodes per leaf, oversubscription %.2g:1)", p.inter.nodes_per_leaf, p.inter.oversubscription);
-	printf("\nefficiency: gemm %.2f, attention %.2f, memory %.2f, intra link %.2f, inter link %.2f\n", p.eff.gemm,
-	       p.eff.attention, p.eff.memory, p.eff.intra_link, p.eff.inter_link);
+	printf("\ngpu: %d SMs, %s; attention kernel %s\n", p.gpu.sms, config_gpu_arch_names[p.gpu.arch],
+	       config_attn_kernel_names[p.attention_kernel]);
+	char attn[48];
+	if (p.eff.attention > 0)
+		snprintf(attn, sizeof attn, "%.2f (fixed)", p.eff.attention);
+	else
+		snprintf(attn, sizeof attn, "by shape (%s curves)", config_attn_kernel_names[p.attention_kernel]);
+	printf("efficiency: gemm %.2f (plateau, tile and wave quantized), attention %s, memory %.2f, intra link %.2f, "
+	       "inter link %.2f\n",
+	       p.eff.gemm, attn, p.eff.memory, p.eff.intra_link, p.eff.inter_link);
 	return CLI_OK;
 }

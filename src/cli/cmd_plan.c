@@ -474,7 +474,7 @@ int cli_cmd_plan(int argc, char **argv)
 		}
 	if (a.calibration) {
 		config_calibration cal;
-		if (!config_load_calibration(a.calibration, &cal, &err)) {
+		if (!config_load_calibration(a.calibration, &cal, &err) || !config_calibration_check(&cal, &plats[0], &err)) {
 			fprintf(stderr, "spsim: %s\n", err.msg);
 			goto out;
 		}

@@ -4,6 +4,7 @@
 #include "config/yamltree.h"
 
 #include <string.h>
+#include <strings.h>
 
 static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *lat, bool *has_bw, double *bw,
 		      config_error *err)
@@ -18,15 +19,85 @@ static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *
 	       yt_range(l, CONFIG_R_CAL_BANDWIDTH, false, bw, has_bw, err);
 }
 
+/* attention_points: a sequence of mappings (format in config.h). Validate mode writes
+ * every key; a hand-written file needs kernel, seq, head_dim, direction and tflops. */
+static bool read_points(const yt_node *t, config_calibration *c, config_error *err)
+{
+	static const char *const keys[] = {"kernel", "seq",    "head_dim", "heads", "kv_heads", "direction",
+					   "causal", "tflops", "p10",	   "p90",   NULL};
+	static const char *const dirs[] = {"fwd", "bwd"};
+	const yt_node *seq = yt_find(t, "attention_points");
+	if (!seq)
+		return true;
+	if (seq->kind != YT_SEQ || seq->n == 0)
+		return yt_fail(err, seq, "'attention_points' must be a non-empty list of {kernel, seq, head_dim, "
+					 "direction, tflops} mappings (optional: heads, kv_heads, causal, p10, p90)");
+	if (seq->n > CONFIG_MAX_ATTENTION_POINTS)
+		return yt_fail(err, seq, "'attention_points' holds %zu points, at most %d are read", seq->n,
+			       CONFIG_MAX_ATTENTION_POINTS);
+	for (size_t i = 0; i < seq->n; i++) {
+		const yt_node *m = seq->items[i];
+		config_attention_point *p = &c->attention_points[i];
+		int dir = 0;
+		bool causal = true, has_p10 = false, has_p90 = false;
+		char text[CONFIG_NAME_MAX];
+		if (m->kind != YT_MAP)
+			return yt_fail(err, m, "attention point %zu must be a mapping {kernel, seq, head_dim, direction, "
+					       "tflops}", i + 1);
+		if (!yt_check_keys(m, keys, err) || !yt_string(m, "kernel", true, p->kernel, sizeof p->kernel, NULL, err) ||
+		    !yt_string(m, "seq", true, text, sizeof text, NULL, err) ||
+		    !yt_range_int(m, CONFIG_R_HEAD_DIM, true, &p->head_dim, NULL, err) ||
+		    !yt_range_int(m, CONFIG_R_HEADS, false, &p->heads, NULL, err) ||
+		    !yt_range_int(m, CONFIG_R_KV_HEADS, false, &p->kv_heads, NULL, err) ||
+		    !yt_enum(m, "direction", true, dirs, 2, &dir, NULL, err) ||
+		    !yt_bool(m, "causal", false, &causal, NULL, err) ||
+		    !yt_range(m, CONFIG_R_POINT_TFLOPS, true, &p->tflops, NULL, err) ||
+		    !yt_range(m, CONFIG_R_POINT_P10, false, &p->p10, &has_p10, err) ||
+		    !yt_range(m, CONFIG_R_POINT_P90, false, &p->p90, &has_p90, err))
+			return false;
+		if (!config_parse_tokens(text, &p->seq))
+			return yt_fail(err, yt_find(m, "seq"),
+				       "'seq' must be a positive token count such as 8192 or 8K, got '%s'", text);
+		p->direction = (config_direction)dir;
+		p->causal = causal;
+		if (!has_p10)
+			p->p10 = p->tflops;
+		if (!has_p90)
+			p->p90 = p->tflops;
+		if (p->heads > 0 && p->kv_heads > 0 && p->heads % p->kv_heads)
+			return yt_fail(err, m, "attention point %zu: %d query heads are not a multiple of %d kv heads", i + 1,
+				       p->heads, p->kv_heads);
+		if (!(p->p10 <= p->tflops && p->tflops <= p->p90))
+			return yt_fail(err, m, "attention point %zu: want p10 <= tflops <= p90, got %g, %g, %g", i + 1,
+				       p->p10, p->tflops, p->p90);
+		for (size_t j = 0; j < i; j++) {
+			const config_attention_point *q = &c->attention_points[j];
+			if (!strcmp(q->kernel, p->kernel) && q->seq == p->seq && q->head_dim == p->head_dim &&
+			    q->heads == p->heads && q->kv_heads == p->kv_heads && q->direction == p->direction &&
+			    q->causal == p->causal)
+				return yt_fail(err, m,
+					       "attention point %zu repeats point %zu (same kernel, seq, head_dim, heads, "
+					       "kv_heads, direction and causal); give each shape once",
+					       i + 1, j + 1);
+		}
+	}
+	c->n_attention_points = (int)seq->n;
+	return true;
+}
+
 static bool calibration_read(const yt_doc *doc, config_calibration *c, config_error *err)
 {
 	static const char *const keys[] = {"source",	 "platform",   "intra_node", "inter_node",
-					   "efficiency", "collective_overhead", NULL};
+					   "efficiency", "collective_overhead", "gpu", "attention_kernel",
+					   "attention_points", NULL};
 	static const char *const eff_keys[] = {"gemm", "attention", "memory", NULL};
 	const yt_node *t, *e;
 	if (!yt_top(doc, "calibration", &t, err) || !yt_check_keys(t, keys, err) ||
 	    !yt_string(t, "source", false, c->source, sizeof c->source, NULL, err) ||
 	    !yt_string(t, "platform", false, c->platform, sizeof c->platform, NULL, err) ||
+	    !yt_string(t, "gpu", false, c->gpu, sizeof c->gpu, NULL, err) ||
+	    !yt_string(t, "attention_kernel", false, c->attention_kernel, sizeof c->attention_kernel, NULL, err) ||
+	    !read_points(t, c, err) ||
 	    !read_link(t, "intra_node", &c->has_intra_latency, &c->intra_latency, &c->has_intra_bw, &c->intra_bw,
 		       err) ||
 	    !read_link(t, "inter_node", &c->has_inter_latency, &c->inter_latency, &c->has_inter_bw, &c->inter_bw,
@@ -104,6 +175,11 @@ bool config_write_calibration(FILE *f, const config_calibration *c)
 		put_quoted(f, c->platform);
 		fputc('\n', f);
 	}
+	if (c->gpu[0]) {
+		fprintf(f, "  gpu: ");
+		put_quoted(f, c->gpu);
+		fputc('\n', f);
+	}
 	if (c->has_overhead) {
 		if (c->overhead > 0)
 			fprintf(f, "  collective_overhead: %.9gus\n", c->overhead * 1e6);
@@ -121,7 +197,37 @@ bool config_write_calibration(FILE *f, const config_calibration *c)
 		if (c->has_memory)
 			fprintf(f, "    memory: %.9g\n", c->memory);
 	}
+	if (c->attention_kernel[0]) {
+		fprintf(f, "  attention_kernel: ");
+		put_quoted(f, c->attention_kernel);
+		fputc('\n', f);
+	}
+	if (c->n_attention_points > 0)
+		fprintf(f, "  attention_points:\n");
+	for (int i = 0; i < c->n_attention_points; i++) {
+		const config_attention_point *p = &c->attention_points[i];
+		fprintf(f, "    - {kernel: ");
+		put_quoted(f, p->kernel);
+		fprintf(f, ", seq: %ld, head_dim: %d", p->seq, p->head_dim);
+		if (p->heads > 0)
+			fprintf(f, ", heads: %d", p->heads);
+		if (p->kv_heads > 0)
+			fprintf(f, ", kv_heads: %d", p->kv_heads);
+		fprintf(f, ", direction: %s, causal: %s, tflops: %.9g, p10: %.9g, p90: %.9g}\n",
+			p->direction == CONFIG_DIRECTION_BWD ? "bwd" : "fwd", p->causal ? "true" : "false", p->tflops,
+			p->p10, p->p90);
+	}
 	return fflush(f) == 0 && !ferror(f);
+}
+
+bool config_calibration_check(const config_calibration *c, const config_platform *p, config_error *err)
+{
+	if (!c->gpu[0] || !p->gpu.name[0] || strcasecmp(c->gpu, p->gpu.name) == 0)
+		return true;
+	return config_fail(err,
+			   "%s: measured on GPU '%s', but platform '%s' has GPU '%s'; a calibration holds only for the GPU "
+			   "it was measured on (measure this platform's GPU, or use the platform that has '%s')",
+			   c->path[0] ? c->path : "calibration", c->gpu, p->name, p->gpu.name, c->gpu);
 }
 
 void config_apply_calibration(config_platform *p, const config_calibration *c)
@@ -149,10 +255,57 @@ void config_apply_calibration(config_platform *p, const config_calibration *c)
 		p->inter.nic_bandwidth = c->inter_bw;
 		p->eff.inter_link = 1.0;
 	}
-	if (c->has_gemm)
-		p->eff.gemm = c->gemm;
+	if (c->has_gemm) {
+		p->eff.gemm = c->gemm; /* measured on real GEMMs: replaces the shape model */
+		p->eff.gemm_measured = true;
+	}
 	if (c->has_attention)
 		p->eff.attention = c->attention;
 	if (c->has_memory)
 		p->eff.memory = c->memory;
+	config_calibration_attn_points(c, p);
+}
+
+void config_calibration_attn_points(const config_calibration *c, config_platform *p)
+{
+	if (c->n_attention_points == 0)
+		return;
+	int n = 0;
+	for (int i = 0; i < c->n_attention_points; i++) {
+		const config_attention_point *a = &c->attention_points[i];
+		int kernel = -1;
+		for (int k = 0; k < CONFIG_ATTN_KERNELS; k++)
+			if (!strcmp(a->kernel, config_attn_kernel_names[k]))
+				kernel = k;
+		if (kernel < 0) /* a family spsim has no curve for (validate's wmma-fallback) */
+			continue;
+		config_attn_point pt = {.kernel = kernel,
+					.bwd = a->direction == CONFIG_DIRECTION_BWD,
+					.causal = a->causal,
+					.head_dim = a->head_dim,
+					.seq = (double)a->seq,
+					.flops = a->tflops * 1e12};
+		/* one point per shape: of points differing only in heads, the fullest waves win */
+		int at = 0;
+		while (at < n && !(p->attn_points[at].kernel == pt.kernel && p->attn_points[at].bwd == pt.bwd &&
+				   p->attn_points[at].causal == pt.causal && p->attn_points[at].head_dim == pt.head_dim &&
+				   p->attn_points[at].seq == pt.seq))
+			at++;
+		if (at < n) {
+			const config_attention_point *prev = NULL;
+			for (int j = 0; j < i && !prev; j++) {
+				const config_attention_point *q = &c->attention_points[j];
+				if (!strcmp(q->kernel, a->kernel) && q->seq == a->seq && q->head_dim == a->head_dim &&
+				    q->direction == a->direction && q->causal == a->causal)
+					prev = q;
+			}
+			if (prev && prev->heads >= a->heads)
+				continue;
+			p->attn_points[at] = pt;
+		} else if (n < CONFIG_MAX_ATTN_POINTS) {
+			p->attn_points[n++] = pt;
+		}
+	}
+	if (n > 0)
+		p->n_attn_points = n;
 }

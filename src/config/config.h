@@ -87,6 +87,27 @@ typedef enum config_topology {
 	CONFIG_TOPO_RAIL,          /* rail-optimized: NIC i of every node on rail switch i */
 } config_topology;
 
+/* GPU architectures with kernel-efficiency data (engine/compute.c). */
+typedef enum config_gpu_arch { CONFIG_ARCH_AMPERE, CONFIG_ARCH_HOPPER } config_gpu_arch;
+/* Attention kernel families (engine/compute.c): FlashAttention-2, FlashAttention-3
+ * (Hopper only), cuDNN's fused attention. */
+typedef enum config_attn_kernel { CONFIG_ATTN_FA2, CONFIG_ATTN_FA3, CONFIG_ATTN_CUDNN } config_attn_kernel;
+#define CONFIG_ATTN_KERNELS 3
+
+/* A measured attention throughput (calibration `attention_points`): `flops` FLOP/s of one
+ * kernel family at sequence length `seq` and head dimension `head_dim`, forward or
+ * backward, causal or not, counted the way FlashAttention's benchmarks count FLOPs
+ * (4·S²·heads·d per sequence forward, halved when causal; backward 2.5x forward). */
+typedef struct config_attn_point {
+	int kernel;   /* config_attn_kernel */
+	int bwd;      /* 0 forward, 1 backward */
+	int causal;   /* 0 or 1 */
+	int head_dim;
+	double seq;
+	double flops;
+} config_attn_point;
+#define CONFIG_MAX_ATTN_POINTS 32
+
 typedef struct config_platform {
 	char name[CONFIG_NAME_MAX];
 	char path[CONFIG_PATH_MAX];
@@ -97,7 +118,15 @@ typedef struct config_platform {
 		double peak_flops;   /* dense bf16 FLOP/s */
 		double memory_bytes; /* HBM capacity */
 		double hbm_bandwidth;/* bytes/s */
+		int sms;             /* streaming multiprocessors (`sms:`, default by GPU name) */
+		config_gpu_arch arch;/* `arch:`, default by GPU name */
 	} gpu;
+	/* The attention kernel the platform's software stack runs (`attention_kernel:`);
+	 * a job may override it (config_job.attention_kernel). */
+	config_attn_kernel attention_kernel;
+	/* Measured attention throughputs that replace the published curves (calibration). */
+	int n_attn_points;
+	config_attn_point attn_points[CONFIG_MAX_ATTN_POINTS];
 	struct {
 		config_fabric fabric;
 		/* Both are always filled: for nvswitch/pcie pair_bandwidth = bandwidth (one pair may use
@@ -119,13 +148,25 @@ typedef struct config_platform {
 	 * the platform file has no `collective_overhead`. */
 	double coll_overhead;
 	struct {
-		double gemm;      /* achievable fraction of peak_flops for GEMMs */
-		double attention; /* for FlashAttention kernels */
+		double gemm;      /* share of peak_flops a large, tile-aligned GEMM reaches (the plateau of
+				   * the GEMM model: tile and wave quantization scale it down) */
+		bool gemm_measured; /* gemm comes from a calibration: a measured whole-GEMM
+				     * efficiency that replaces the shape model */
+		double attention; /* > 0: attention at this share of peak whatever its shape (the
+				   * scalar override of the kernel curves); 0: the curves */
 		double memory;    /* achievable fraction of hbm_bandwidth for memory-bound kernels */
 		double intra_link;/* achievable fraction of intra-node link bandwidth */
 		double inter_link;/* achievable fraction of NIC bandwidth */
 	} eff;
 } config_platform;
+
+/* Whether spsim has a published efficiency curve for a kernel family on an architecture. */
+bool config_attn_kernel_has_curve(config_attn_kernel k, config_gpu_arch arch);
+/* NULL when platform p can time attention with kernel family k; otherwise why not, as a
+ * phrase ("runs only on hopper GPUs"): FlashAttention-3 needs Hopper, and a family without
+ * a published curve on the GPU needs calibration points or the efficiency.attention
+ * override. */
+const char *config_attn_kernel_unusable(const config_platform *p, config_attn_kernel k);
 
 /* nodes x gpus_per_node; config_platform_check guarantees it fits (<= 2^24). */
 static inline int config_platform_gpus(const config_platform *p)
@@ -152,12 +193,52 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  *     inter_node: {latency: 9us, bandwidth: 46GB/s}    # achieved, per NIC
  *     efficiency: {gemm: 0.72, attention: 0.55, memory: 0.8}
  *     collective_overhead: 0      # fixed cost per collective call (a time, or 0)
+ *     gpu: H200-SXM-141GB         # optional: the GPU measured, as the platform's gpu.name
+ *     attention_kernel: cudnn     # optional: the attention kernel family validate measured
+ *     attention_points:           # optional: measured attention rates, one per shape
+ *       - {kernel: cudnn, seq: 8192, head_dim: 128, heads: 32, kv_heads: 8, direction: fwd,
+ *          causal: true, tflops: 540, p10: 531, p90: 548}
+ *       - {kernel: cudnn, seq: 2K, head_dim: 128, direction: fwd, tflops: 480}
+ *
+ * A calibration naming a gpu is refused for a platform whose gpu.name differs (case
+ * aside): efficiencies measured on one GPU do not hold on another
+ * (config_calibration_check).
+ *
+ * A calibration's efficiency.gemm and efficiency.attention are measured whole-kernel
+ * efficiencies (validate mode times the layer's own GEMMs and attention): they replace the
+ * shape models, every GEMM or attention op then runs at that share of peak. (In a platform
+ * file efficiency.gemm is the plateau of the GEMM model, which tile and wave quantization
+ * scale down; efficiency.attention there is the same fixed override.)
+ *
+ * attention_points: kernel is the family measured (flash-attn-2 | flash-attn-3 | cudnn,
+ * or another name such as validate's wmma-fallback, kept in the file but not applied);
+ * seq the sequence length the kernel saw (16K allowed); head_dim; heads/kv_heads the query
+ * and kv heads it held (optional); direction fwd | bwd; causal true | false (default true);
+ * tflops the median rate in 1e12 FLOP/s counted as FlashAttention's benchmarks count them
+ * (kernels.h), p10/p90 the 10th/90th percentiles (default: tflops). Points of a known
+ * family replace that family's published curve for the (head_dim, direction, causal) they
+ * name: between points the rate is interpolated linearly in log(seq), beyond the first
+ * and last it is held; wave quantization of the op's thread blocks on the GPU's SMs still
+ * applies (benchmarks run full waves). Of points that differ only in heads, the one with
+ * the most heads (the fullest waves) is applied. At most 64 points are read and 32 applied;
+ * a later calibration's points replace earlier ones wholesale.
  *
  * Every section and key is optional; present bandwidths replace the raw link bandwidth
  * and set that link class's efficiency to 1 (the measurement already includes it). A
  * calibration with any latency also replaces the platform's collective_overhead: by its
  * own value, or by 0 (a fitted latency is an intercept that already holds the per-call
  * cost). */
+#define CONFIG_MAX_ATTENTION_POINTS 64
+typedef enum config_direction { CONFIG_DIRECTION_FWD, CONFIG_DIRECTION_BWD } config_direction;
+typedef struct config_attention_point {
+	char kernel[32];
+	long seq;
+	int head_dim, heads, kv_heads;
+	config_direction direction;
+	bool causal;
+	double tflops, p10, p90; /* TFLOP/s: median, 10th and 90th percentile */
+} config_attention_point;
+
 typedef struct config_calibration {
 	char path[CONFIG_PATH_MAX];
 	char source[CONFIG_NAME_MAX];
@@ -168,7 +249,18 @@ typedef struct config_calibration {
 	double gemm, attention, memory;
 	bool has_overhead;
 	double overhead; /* collective_overhead: fixed cost per collective call */
+	char gpu[CONFIG_NAME_MAX];              /* gpu: the GPU measured; "" when not said */
+	char attention_kernel[CONFIG_NAME_MAX]; /* attention_kernel: the family measured */
+	int n_attention_points;
+	config_attention_point attention_points[CONFIG_MAX_ATTENTION_POINTS];
 } config_calibration;
+
+/* false, with both names in err, when the calibration names a GPU other than the
+ * platform's gpu.name (compared case-insensitively). */
+bool config_calibration_check(const config_calibration *c, const config_platform *p, config_error *err);
+/* Copies a calibration's attention points of known kernel families into the platform's
+ * curve points (config_apply_calibration calls it). */
+void config_calibration_attn_points(const config_calibration *c, config_platform *p);
 
 /* ------------------------------------------------------------------ jobs ---- */
 typedef enum config_strategy { CONFIG_STRATEGY_ULYSSES, CONFIG_STRATEGY_BASP } config_strategy;
@@ -203,6 +295,7 @@ typedef struct config_job {
 	int fp32_grad_comm_set;      /* 0: derive from SP, 1: explicit */
 	config_a2a a2a;              /* SP all-to-all algorithm */
 	config_basp_uneven basp_uneven; /* what BASP does when N % B != 0 */
+	int attention_kernel;        /* config_attn_kernel, or -1: the platform's attention_kernel */
 } config_job;
 
 /* DeepSpeed defaults (modeling.md "ZeRO as DeepSpeed actually runs it"). seq_len is
@@ -214,6 +307,8 @@ bool config_job_zero_overlap(const config_job *job);
 /* Every number of the job against the range table (gpus and sp may be 0: "all"). */
 bool config_job_check(const config_job *job, config_error *err);
 bool config_job_fp32_grad_comm(const config_job *job, int sp);
+/* The attention kernel a job runs: its own choice, else the platform's. */
+config_attn_kernel config_job_attention_kernel(const config_job *job, const config_platform *p);
 
 /* The spellings of the enums in YAML, flags and reports (names.c), indexed by value. */
 extern const char *const config_strategy_names[2];
@@ -222,6 +317,8 @@ extern const char *const config_a2a_names[3];
 extern const char *const config_basp_uneven_names[3];
 extern const char *const config_fabric_names[3];
 extern const char *const config_topology_names[3];
+extern const char *const config_gpu_arch_names[2];
+extern const char *const config_attn_kernel_names[CONFIG_ATTN_KERNELS];
 
 /* ---------------------------------------------------------------- loaders --- */
 /* Directories searched for shipped names, in order: $SPSIM_DATA_DIR, the build tree's
@@ -235,7 +332,7 @@ bool config_load_model(const char *name_or_path, config_model *out, config_error
 bool config_load_platform(const char *name_or_path, config_platform *out, config_error *err);
 bool config_load_calibration(const char *path, config_calibration *out, config_error *err);
 /* Reads a job YAML whose keys match the CLI flags (gpus, strategy, sp, micro_batch,
- * seq_len, grad_accum, zero, recompute, dtype, zero_overlap, a2a, basp_uneven, model, platform, nodes,
+ * seq_len, grad_accum, zero, recompute, dtype, zero_overlap, a2a, basp_uneven, attention_kernel, model, platform, nodes,
  * calibration), under a top-level `job:` key:
  *
  *   job:
@@ -250,6 +347,7 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     fp32_grad_comm: true       # default: derived from SP
  *     a2a: direct                # direct | pairwise | hierarchical
  *     basp_uneven: error         # error | unequal | extra-step
+ *     attention_kernel: cudnn    # flash-attn-2 | flash-attn-3 | cudnn (default: the platform's)
  *
  * Keys absent from the file keep their value in *job (call config_job_defaults first),
  * so CLI flags can be applied on top afterwards. String keys it does not store in

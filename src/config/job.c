@@ -28,6 +28,7 @@ void config_job_defaults(config_job *job)
 	job->prefetch_bucket_elems = 5e7;
 	job->fp32_grad_comm = false;
 	job->fp32_grad_comm_set = 0;
+	job->attention_kernel = -1; /* the platform's attention_kernel */
 }
 
 bool config_job_zero_overlap(const config_job *job)
@@ -40,11 +41,16 @@ bool config_job_fp32_grad_comm(const config_job *job, int sp)
 	return job->fp32_grad_comm_set ? job->fp32_grad_comm : sp > 1;
 }
 
+config_attn_kernel config_job_attention_kernel(const config_job *job, const config_platform *p)
+{
+	return job->attention_kernel >= 0 ? (config_attn_kernel)job->attention_kernel : p->attention_kernel;
+}
+
 static const char *const job_keys[] = {
 	"gpus",          "strategy",         "sp",              "micro_batch",    "seq_len",
 	"grad_accum",    "zero",             "recompute",       "dtype",          "zero_overlap",
 	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
-	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",    NULL,
+	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",    "attention_kernel", NULL,
 };
 
 static bool job_read(const yt_doc *doc, config_job *job, char *model, char *platform, char *calibration,
@@ -55,7 +61,7 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	if (!yt_top(doc, "job", &t, err) || !yt_check_keys(t, job_keys, err))
 		return false;
 	int strategy = job->strategy, recompute = job->recompute, dtype = job->dtype, a2a = job->a2a,
-	    uneven = job->basp_uneven;
+	    uneven = job->basp_uneven, attn = job->attention_kernel;
 	long zero = job->zero_stage;
 	bool has_fp32 = false;
 	if (!yt_enum(t, "strategy", false, config_strategy_names, 2, &strategy, NULL, err) ||
@@ -69,6 +75,7 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	    !yt_enum(t, "dtype", false, dtypes, 1, &dtype, NULL, err) ||
 	    !yt_enum(t, "a2a", false, config_a2a_names, 3, &a2a, NULL, err) ||
 	    !yt_enum(t, "basp_uneven", false, config_basp_uneven_names, 3, &uneven, NULL, err) ||
+	    !yt_enum(t, "attention_kernel", false, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &attn, NULL, err) ||
 	    !yt_range(t, CONFIG_R_REDUCE_BUCKET, false, &job->reduce_bucket_elems, NULL, err) ||
 	    !yt_range(t, CONFIG_R_ALLGATHER_BUCKET, false, &job->allgather_bucket_elems, NULL, err) ||
 	    !yt_range(t, CONFIG_R_PREFETCH_BUCKET, false, &job->prefetch_bucket_elems, NULL, err) ||
@@ -79,6 +86,7 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	job->dtype = (config_dtype)dtype;
 	job->a2a = (config_a2a)a2a;
 	job->basp_uneven = (config_basp_uneven)uneven;
+	job->attention_kernel = attn;
 	job->zero_stage = (int)zero;
 	if (has_fp32)
 		job->fp32_grad_comm_set = 1;

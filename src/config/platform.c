@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 double config_platform_intra_bw(const config_platform *p)
 {
@@ -23,15 +24,60 @@ double config_platform_nic_bw(const config_platform *p)
 	return p->inter.nic_bandwidth * p->eff.inter_link;
 }
 
+/* SM counts and architectures of known GPUs, matched by the start of gpu.name
+ * (case-insensitive). Sources: NVIDIA A100 Tensor Core GPU Architecture whitepaper (108 SMs
+ * enabled on A100, SXM4 and PCIe alike); NVIDIA H100 Tensor Core GPU Architecture
+ * whitepaper (H100 SXM5: 132 SMs, H100 PCIe: 114 SMs); H200 is the same GH100 with 132 SMs
+ * and HBM3e (NVIDIA H200 datasheet: "same Hopper architecture" as H100 SXM). Order
+ * matters: the PCIe H100 before the generic H100 prefix. */
+static const struct gpu_known {
+	const char *prefix;
+	int sms;
+	config_gpu_arch arch;
+} gpu_known[] = {
+	{"A100", 108, CONFIG_ARCH_AMPERE},
+	{"H100-PCIE", 114, CONFIG_ARCH_HOPPER},
+	{"H100 PCIE", 114, CONFIG_ARCH_HOPPER},
+	{"H100", 132, CONFIG_ARCH_HOPPER},
+	{"H200", 132, CONFIG_ARCH_HOPPER},
+};
+
+static const struct gpu_known *gpu_lookup(const char *name)
+{
+	for (size_t i = 0; i < sizeof gpu_known / sizeof gpu_known[0]; i++)
+		if (strncasecmp(name, gpu_known[i].prefix, strlen(gpu_known[i].prefix)) == 0)
+			return &gpu_known[i];
+	return NULL;
+}
+
 static bool read_gpu(const yt_node *t, config_platform *p, config_error *err)
 {
-	static const char *const keys[] = {"name", "peak_bf16", "memory", "hbm_bandwidth", NULL};
+	static const char *const keys[] = {"name", "peak_bf16", "memory", "hbm_bandwidth", "sms", "arch", NULL};
 	const yt_node *g;
-	return yt_map(t, "gpu", true, &g, err) && yt_check_keys(g, keys, err) &&
-	       yt_string(g, "name", true, p->gpu.name, sizeof p->gpu.name, NULL, err) &&
-	       yt_range(g, CONFIG_R_PEAK_FLOPS, true, &p->gpu.peak_flops, NULL, err) &&
-	       yt_range(g, CONFIG_R_GPU_MEMORY, true, &p->gpu.memory_bytes, NULL, err) &&
-	       yt_range(g, CONFIG_R_HBM_BANDWIDTH, true, &p->gpu.hbm_bandwidth, NULL, err);
+	if (!yt_map(t, "gpu", true, &g, err) || !yt_check_keys(g, keys, err) ||
+	    !yt_string(g, "name", true, p->gpu.name, sizeof p->gpu.name, NULL, err) ||
+	    !yt_range(g, CONFIG_R_PEAK_FLOPS, true, &p->gpu.peak_flops, NULL, err) ||
+	    !yt_range(g, CONFIG_R_GPU_MEMORY, true, &p->gpu.memory_bytes, NULL, err) ||
+	    !yt_range(g, CONFIG_R_HBM_BANDWIDTH, true, &p->gpu.hbm_bandwidth, NULL, err))
+		return false;
+	/* A GPU spsim knows gets its SM count and architecture by name; any other must give both. */
+	const struct gpu_known *k = gpu_lookup(p->gpu.name);
+	int arch = k ? (int)k->arch : 0;
+	if (k)
+		p->gpu.sms = k->sms;
+	long sms = p->gpu.sms;
+	bool has_sms = false, has_arch = false;
+	if (!yt_range_long(g, CONFIG_R_SMS, false, &sms, &has_sms, err) ||
+	    !yt_enum(g, "arch", false, config_gpu_arch_names, 2, &arch, &has_arch, err))
+		return false;
+	if (!k && (!has_sms || !has_arch))
+		return yt_fail(err, g,
+			       "gpu '%s' is not one spsim knows (A100, H100, H200): give its 'sms' (streaming "
+			       "multiprocessors, from the datasheet) and 'arch' (ampere or hopper)",
+			       p->gpu.name);
+	p->gpu.sms = (int)sms;
+	p->gpu.arch = (config_gpu_arch)arch;
+	return true;
 }
 
 static bool read_intra(const yt_node *t, config_platform *p, config_error *err)
@@ -92,24 +138,67 @@ static bool read_eff(const yt_node *t, config_platform *p, config_error *err)
 {
 	static const char *const keys[] = {"gemm", "attention", "memory", "intra_link", "inter_link", NULL};
 	const yt_node *e;
+	/* attention is optional: absent, attention follows the kernel curves (engine/compute.c). */
+	p->eff.attention = 0;
 	return yt_map(t, "efficiency", true, &e, err) && yt_check_keys(e, keys, err) &&
 	       yt_range(e, CONFIG_R_EFF_GEMM, true, &p->eff.gemm, NULL, err) &&
-	       yt_range(e, CONFIG_R_EFF_ATTENTION, true, &p->eff.attention, NULL, err) &&
+	       yt_range(e, CONFIG_R_EFF_ATTENTION, false, &p->eff.attention, NULL, err) &&
 	       yt_range(e, CONFIG_R_EFF_MEMORY, true, &p->eff.memory, NULL, err) &&
 	       yt_range(e, CONFIG_R_EFF_INTRA_LINK, true, &p->eff.intra_link, NULL, err) &&
 	       yt_range(e, CONFIG_R_EFF_INTER_LINK, true, &p->eff.inter_link, NULL, err);
 }
 
+bool config_attn_kernel_has_curve(config_attn_kernel k, config_gpu_arch arch)
+{
+	/* engine/compute.c: every family on Hopper (arXiv 2407.08608), FlashAttention-2 on Ampere
+	 * (arXiv 2307.08691) */
+	return arch == CONFIG_ARCH_HOPPER || k == CONFIG_ATTN_FA2;
+}
+
+const char *config_attn_kernel_unusable(const config_platform *p, config_attn_kernel k)
+{
+	/* FlashAttention-3 uses Hopper's WGMMA and TMA (arXiv 2407.08608 section 3): no Ampere build. */
+	if (k == CONFIG_ATTN_FA3 && p->gpu.arch != CONFIG_ARCH_HOPPER)
+		return "runs only on hopper GPUs";
+	if (config_attn_kernel_has_curve(k, p->gpu.arch) || p->eff.attention > 0)
+		return NULL;
+	for (int i = 0; i < p->n_attn_points; i++)
+		if (p->attn_points[i].kernel == (int)k)
+			return NULL;
+	return "has no published efficiency curve on this GPU architecture (give measured attention_points for "
+	       "it in a calibration file)";
+}
+
+/* attention_kernel: the family the platform's stack runs; FlashAttention-2 when absent (the
+ * kernel Hugging Face's flash_attention_2 and DeepSpeed's examples load). */
+static bool read_attn_kernel(const yt_node *t, config_platform *p, config_error *err)
+{
+	int k = CONFIG_ATTN_FA2;
+	bool found = false;
+	if (!yt_enum(t, "attention_kernel", false, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &k, &found, err))
+		return false;
+	const char *why = config_attn_kernel_unusable(p, (config_attn_kernel)k);
+	if (why)
+		return yt_fail(err, yt_find(t, "attention_kernel"),
+			       "'attention_kernel' %s %s; this platform's gpu is %s (%s), expected flash-attn-2%s",
+			       config_attn_kernel_names[k], why, p->gpu.name, config_gpu_arch_names[p->gpu.arch],
+			       p->gpu.arch == CONFIG_ARCH_HOPPER ? ", flash-attn-3 or cudnn" : "");
+	p->attention_kernel = (config_attn_kernel)k;
+	return true;
+}
+
 static bool platform_read(const yt_doc *doc, config_platform *p, config_error *err)
 {
 	static const char *const keys[] = {"name",       "nodes",      "gpus_per_node", "gpu",
-					   "intra_node", "inter_node", "efficiency",    "collective_overhead", NULL};
+					   "intra_node", "inter_node", "efficiency",    "collective_overhead",
+					   "attention_kernel", NULL};
 	const yt_node *t;
 	return yt_top(doc, "platform", &t, err) && yt_check_keys(t, keys, err) &&
 	       yt_string(t, "name", true, p->name, sizeof p->name, NULL, err) &&
 	       yt_range_int(t, CONFIG_R_NODES, true, &p->nodes, NULL, err) &&
 	       yt_range_int(t, CONFIG_R_GPUS_PER_NODE, true, &p->gpus_per_node, NULL, err) && read_gpu(t, p, err) &&
 	       read_intra(t, p, err) && read_inter(t, p, err) && read_eff(t, p, err) &&
+	       read_attn_kernel(t, p, err) &&
 	       yt_range(t, CONFIG_R_COLL_OVERHEAD, false, &p->coll_overhead, NULL, err);
 }
 
@@ -135,6 +224,7 @@ bool config_platform_check(const config_platform *p, config_error *err)
 	const config_range_value v[] = {
 		{CONFIG_R_NODES, p->nodes},
 		{CONFIG_R_GPUS_PER_NODE, p->gpus_per_node},
+		{CONFIG_R_SMS, p->gpu.sms > 0 ? p->gpu.sms : 1},
 		{CONFIG_R_PEAK_FLOPS, p->gpu.peak_flops},
 		{CONFIG_R_GPU_MEMORY, p->gpu.memory_bytes},
 		{CONFIG_R_HBM_BANDWIDTH, p->gpu.hbm_bandwidth},
@@ -148,7 +238,7 @@ bool config_platform_check(const config_platform *p, config_error *err)
 		{CONFIG_R_OVERSUBSCRIPTION, p->inter.oversubscription},
 		{CONFIG_R_COLL_OVERHEAD, p->coll_overhead},
 		{CONFIG_R_EFF_GEMM, p->eff.gemm},
-		{CONFIG_R_EFF_ATTENTION, p->eff.attention},
+		{CONFIG_R_EFF_ATTENTION, p->eff.attention > 0 ? p->eff.attention : 1}, /* 0: by kernel curves */
 		{CONFIG_R_EFF_MEMORY, p->eff.memory},
 		{CONFIG_R_EFF_INTRA_LINK, p->eff.intra_link},
 		{CONFIG_R_EFF_INTER_LINK, p->eff.inter_link},

@@ -45,6 +45,7 @@
 	X(PEAK_FLOPS, "peak_bf16", NULL, FLOPS, 1e9, 1e18) /* B200 dense bf16: 2.25e15 (datasheet) */     \
 	X(GPU_MEMORY, "memory", NULL, SIZE, 1e6, 1e15)     /* B200: 192 GB HBM3e */                        \
 	X(HBM_BANDWIDTH, "hbm_bandwidth", NULL, BANDWIDTH, 1e9, 1e15) /* B200: 8 TB/s */                 \
+	X(SMS, "sms", NULL, INT, 1, 100000) /* streaming multiprocessors: B200 has 148 */                  \
 	X(INTRA_BANDWIDTH, "bandwidth", NULL, BANDWIDTH, CONFIG_RANGE_LINK_BW)                             \
 	X(PAIR_BANDWIDTH, "pair_bandwidth", NULL, BANDWIDTH, CONFIG_RANGE_LINK_BW)                         \
 	X(NIC_BANDWIDTH, "nic_bandwidth", NULL, BANDWIDTH, CONFIG_RANGE_LINK_BW)                           \
@@ -59,6 +60,10 @@
 	/* calibration files: measured values, same physics as the platform's */                         \
 	X(CAL_BANDWIDTH, "bandwidth", NULL, BANDWIDTH, CONFIG_RANGE_LINK_BW)                               \
 	X(CAL_LATENCY, "latency", NULL, TIME, CONFIG_RANGE_LATENCY)                                        \
+	/* measured attention points, TFLOP/s: 1 GFLOP/s to 1 EFLOP/s as peak_bf16 */                   \
+	X(POINT_TFLOPS, "tflops", NULL, NUMBER, 1e-3, 1e6)                                                 \
+	X(POINT_P10, "p10", NULL, NUMBER, 1e-3, 1e6)                                                       \
+	X(POINT_P90, "p90", NULL, NUMBER, 1e-3, 1e6)                                                       \
 	/* models: largest published dense models have L = 126, h = 16384, ffn = 53248 (Llama 3.1      \
 	 * 405B, arXiv 2407.21783 Table 3), V = 256000 (Gemma); the bounds keep every parameter        \
 	 * count below 2^53 and head/layer sums in int */                                                \

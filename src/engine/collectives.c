@@ -268,11 +268,3 @@ double engine_busbw_factor(workload_coll c, int P)
 	default: return 1.0;
 	}
 }
-
-double engine_compute_time(const config_platform *p, const workload_op *op)
-{
-	double eff = op->kernel == WL_KERNEL_ATTENTION ? p->eff.attention : p->eff.gemm;
-	double t_flops = op->flops > 0 ? op->flops / (p->gpu.peak_flops * eff) : 0.0;
-	double t_mem = op->hbm_bytes > 0 ? op->hbm_bytes / (p->gpu.hbm_bandwidth * p->eff.memory) : 0.0;
-	return fmax(t_flops, t_mem); /* roofline */
-}

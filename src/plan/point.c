@@ -42,8 +42,11 @@ bool plan_point_job(const plan_spec *s, const plan_point *pt, config_platform *p
 	const config_calibration *cal = &s->cals[pt->at[PLAN_AXIS_CALIBRATION]];
 	/* A calibration first, the what-if overrides on top of it: an override is the link's
 	 * rate as written, scaled by the platform's efficiency (1 after a calibration). */
-	if (cal->path[0])
+	if (cal->path[0]) {
+		if (!config_calibration_check(cal, &p, err))
+			return false;
 		config_apply_calibration(&p, cal);
+	}
 	if (s->given[PLAN_AXIS_NODES])
 		p.nodes = (int)num(s, pt, PLAN_AXIS_NODES);
 	if (s->given[PLAN_AXIS_GPUS_PER_NODE]) {

@@ -87,6 +87,8 @@ json_t *report_run_json(const report_run *r)
 			  "heads_per_gpu", l->heads_per_rank, "kv_heads_per_gpu", l->kv_heads_per_rank, "zero_overlap",
 			  config_job_zero_overlap(j)));
 	json_object_set_new(json_object_get(o, "job"), "a2a", json_string(config_a2a_names[j->a2a]));
+	json_object_set_new(json_object_get(o, "job"), "attention_kernel",
+			    json_string(config_attn_kernel_names[config_job_attention_kernel(j, r->platform)]));
 	json_object_set_new(o, "step_time_s", json_real(r->result->step_time));
 	json_object_set_new(o, "breakdown_s",
 			    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "compute", b->compute,
@@ -141,8 +143,9 @@ static void job_line(FILE *f, const report_run *r)
 		j->gpus, j->sp, l->world / l->sp, l->world / l->sp == 1 ? "" : "s", j->micro_batch);
 	if (j->strategy == CONFIG_STRATEGY_BASP && (!r->composite || r->composite->kind == WL_COMPOSE_SINGLE))
 		fprintf(f, " -> %d groups of K=%d per domain", j->sp / l->group_size, l->group_size);
-	fprintf(f, ", seq %ld, ZeRO-%d, recompute %s, grad-accum %d\n", j->seq_len, j->zero_stage,
-		config_recompute_names[j->recompute], j->grad_accum);
+	fprintf(f, ", seq %ld, ZeRO-%d, recompute %s, grad-accum %d, attention %s\n", j->seq_len, j->zero_stage,
+		config_recompute_names[j->recompute], j->grad_accum,
+		config_attn_kernel_names[config_job_attention_kernel(j, r->platform)]);
 }
 
 void report_run_table(FILE *f, const report_run *r)
@@ -250,9 +253,10 @@ void report_compare_table(FILE *f, const report_run *runs, int n)
 	fprintf(f, "%s on %s (%d node%s x %d GPUs), engine %s\n", r0->model->name, r0->platform->name,
 		r0->platform->nodes, r0->platform->nodes == 1 ? "" : "s", r0->platform->gpus_per_node,
 		r0->result->engine);
-	fprintf(f, "%d GPUs, micro-batch %d, seq %ld, ZeRO-%d, recompute %s, grad-accum %d\n\n", r0->job->gpus,
-		r0->job->micro_batch, r0->job->seq_len, r0->job->zero_stage, config_recompute_names[r0->job->recompute],
-		r0->job->grad_accum);
+	fprintf(f, "%d GPUs, micro-batch %d, seq %ld, ZeRO-%d, recompute %s, grad-accum %d, attention %s\n\n",
+		r0->job->gpus, r0->job->micro_batch, r0->job->seq_len, r0->job->zero_stage,
+		config_recompute_names[r0->job->recompute], r0->job->grad_accum,
+		config_attn_kernel_names[config_job_attention_kernel(r0->job, r0->platform)]);
 	fprintf(f, "%-24s", "");
 	for (int i = 0; i < n; i++)
 		fprintf(f, " %16s", runs[i].label ? runs[i].label : workload_strategy_name(runs[i].job->strategy));

@@ -112,6 +112,11 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 		return config_fail(err, "--zero must be 0, 1, 2 or 3, got %d", job->zero_stage);
 	if (!config_job_check(job, err))
 		return false;
+	const char *why = config_attn_kernel_unusable(p, config_job_attention_kernel(job, p));
+	if (why)
+		return config_fail(err, "--attention-kernel %s %s; platform '%s' has %s (%s)",
+				   config_attn_kernel_names[config_job_attention_kernel(job, p)], why, p->name,
+				   p->gpu.name, config_gpu_arch_names[p->gpu.arch]);
 
 	int N = job->sp, B = job->micro_batch, P = N;
 	const char *what = "the SP size";

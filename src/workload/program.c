@@ -5,7 +5,9 @@
  *   scattered separately, output gathered back; backward mirrors; modeling.md.
  * - FLOPs: Megatron's per-token accounting for projections and MLP (2·m·n·k per GEMM,
  *   backward = 2x forward); FlashAttention's 4·S²·a·d forward, halved when causal, backward
- *   2.5x forward (flash_attn benchmarks); modeling.md "FLOPs".
+ *   2.5x forward (flash_attn benchmarks); modeling.md "FLOPs". Every compute op also carries
+ *   its shape (GEMM m x n x k, attention lengths, heads and kernel, copy runs): the engines
+ *   time it by shape (engine/compute.c).
  * - ZeRO: DeepSpeed runtime/zero/stage_1_and_2.py and stage3.py as summarised in
  *   modeling.md "ZeRO as DeepSpeed actually runs it". */
 #include <math.h>
@@ -21,6 +23,7 @@
 typedef struct builder {
 	const config_model *m;
 	const config_job *job;
+	const config_platform *p;
 	const workload_layout *l;
 	workload_block *blocks;
 	int n, cap;
@@ -67,11 +70,17 @@ static int op_add(builder *b, workload_block *blk, workload_op op)
 	return blk->n_ops++;
 }
 
-static int gemm(builder *b, workload_block *blk, const char *name, workload_phase ph, double flops)
+/* A GEMM of the forward product [m x k] . [k x n]: 2·m·n·k FLOPs forward, twice that in
+ * the backward phase (activation and weight gradients). */
+static int gemm(builder *b, workload_block *blk, const char *name, workload_phase ph, double m, double n, double k)
 {
-	return op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
-					    .stream = WL_STREAM_MAIN, .phase = ph, .kernel = WL_KERNEL_GEMM,
-					    .flops = flops, .dep = -1});
+	workload_op op = {.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
+			  .phase = ph, .kernel = WL_KERNEL_GEMM, .flops = (ph == WL_PHASE_BWD ? 4.0 : 2.0) * m * n * k,
+			  .dep = -1};
+	op.shape.gemm.m = (int)m;
+	op.shape.gemm.n = (int)n;
+	op.shape.gemm.k = (int)k;
+	return op_add(b, blk, op);
 }
 
 static int memop(builder *b, workload_block *blk, const char *name, workload_phase ph, double bytes)
@@ -81,11 +90,23 @@ static int memop(builder *b, workload_block *blk, const char *name, workload_pha
 					    .hbm_bytes = bytes, .dep = -1});
 }
 
-static int attn(builder *b, workload_block *blk, const char *name, workload_phase ph, double flops)
+/* Causal attention over this rank's heads of every sequence it holds during attention:
+ * FlashAttention's count, 4·S²·heads·d / 2 per sequence forward, 2.5x that backward. */
+static int attn(builder *b, workload_block *blk, const char *name, workload_phase ph)
 {
-	return op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
-					    .stream = WL_STREAM_MAIN, .phase = ph, .kernel = WL_KERNEL_ATTENTION,
-					    .flops = flops, .dep = -1});
+	const workload_layout *l = b->l;
+	double S = (double)b->job->seq_len, fwd = l->seqs_per_group * 2.0 * S * S * l->heads_per_rank * b->m->head_dim;
+	workload_op op = {.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
+			  .phase = ph, .kernel = WL_KERNEL_ATTENTION, .flops = ph == WL_PHASE_BWD ? 2.5 * fwd : fwd,
+			  .dep = -1};
+	op.shape.attn.seq = (int)b->job->seq_len;
+	op.shape.attn.head_dim = b->m->head_dim;
+	op.shape.attn.heads = l->heads_per_rank;
+	op.shape.attn.kv_heads = l->kv_heads_per_rank;
+	op.shape.attn.seqs = l->seqs_per_group;
+	op.shape.attn.causal = 1;
+	op.shape.attn.kernel = (unsigned char)config_job_attention_kernel(b->job, b->p);
+	return op_add(b, blk, op);
 }
 
 workload_alg workload_a2a_alg(config_a2a a)
@@ -93,19 +114,30 @@ workload_alg workload_a2a_alg(config_a2a a)
 	return a == CONFIG_A2A_PAIRWISE ? WL_ALG_PAIRWISE : a == CONFIG_A2A_HIERARCHICAL ? WL_ALG_HIERARCHICAL : WL_ALG_DIRECT;
 }
 
-/* One SP all-to-all of a per-rank buffer of `bytes`, with the layout copies around it:
- * a permute into the send layout and one out of the receive layout, each reading and
- * writing the buffer once (memory-bound; modeling.md "Layout permutes"). */
+/* One SP all-to-all of a per-rank buffer of `bytes` whose contiguous runs are `run` bytes
+ * (one rank's heads x head_dim), with the layout copies around it. DeepSpeed's
+ * single_all_to_all (deepspeed/sequence/layer.py) with batch-first inputs permutes the
+ * input into the send layout (pre_all2all_fun: permute(...).contiguous()) and the received
+ * buffer out of it (post_all2all: permute(...).contiguous(); the reshape after it is a
+ * view): one copy before and one after, each reading and writing the buffer. With one rank
+ * in the group the permutes only move a size-1 dimension, which PyTorch treats as already
+ * contiguous: no copies. (all_to_all_single is still called on the one-rank group, a local
+ * copy inside NCCL; it is not emitted here.) */
 static void sp_a2a(builder *b, workload_block *blk, const char *pack, const char *name, const char *unpack,
-		   workload_phase ph, double bytes)
+		   workload_phase ph, double bytes, double run)
 {
 	if (b->l->group_size <= 1)
-		return; /* K = 1: whole sequences per GPU, nothing to exchange */
-	memop(b, blk, pack, ph, 2.0 * bytes);
+		return; /* K = 1: whole sequences per GPU; the one-rank call is not modelled */
+	workload_op copy = {.kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN, .phase = ph,
+			    .kernel = WL_KERNEL_COPY, .hbm_bytes = 2.0 * bytes, .dep = -1};
+	copy.shape.copy.run_bytes = run;
+	copy.name = pack;
+	op_add(b, blk, copy);
 	op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
 				     .phase = ph, .coll = WL_COLL_ALLTOALL, .alg = workload_a2a_alg(b->job->a2a),
 				     .group = WL_GROUP_SP, .bytes = bytes, .dep = -1});
-	memop(b, blk, unpack, ph, 2.0 * bytes);
+	copy.name = unpack;
+	op_add(b, blk, copy);
 }
 
 static int zero_op(builder *b, workload_block *blk, const char *name, workload_phase ph, workload_coll c,
@@ -119,65 +151,68 @@ static int zero_op(builder *b, workload_block *blk, const char *name, workload_p
 /* Sizes every layer op needs, per rank. */
 typedef struct layer_dims {
 	double t;           /* local tokens */
+	double h, qkv_out, ffn; /* hidden, fused q/k/v projection outputs, MLP width */
 	double q, kv, o;    /* all-to-all buffers, bytes: Q, each of K and V, O */
-	double attn_fwd;    /* FlashAttention forward FLOPs on this rank */
-	double qkv, out, up, down; /* forward GEMM FLOPs */
+	double q_run, kv_run; /* contiguous runs of the layout copies: one rank's heads x d, bytes */
 	double h_bytes;     /* one [t, h] bf16 activation */
 	double ffn_bytes;   /* one [t, ffn] bf16 activation */
 } layer_dims;
 
-static layer_dims dims_of(const config_model *m, const workload_layout *l, const config_job *job)
+static layer_dims dims_of(const config_model *m, const workload_layout *l)
 {
 	layer_dims d;
 	double t = (double)l->tokens_per_rank, h = m->hidden, a = m->heads, g = m->kv_heads, hd = m->head_dim;
 	d.t = t;
+	d.h = h;
+	d.qkv_out = a * hd + 2.0 * g * hd;
+	d.ffn = m->ffn;
 	d.q = t * a * hd * BF16;
 	d.kv = t * l->kv_replicated * hd * BF16;
 	d.o = d.q;
-	/* Causal FlashAttention forward: 4·S²·heads·d / 2 per sequence, for this rank's
-	 * heads of each sequence it holds during attention. */
-	d.attn_fwd = l->seqs_per_group * 2.0 * (double)job->seq_len * (double)job->seq_len * l->heads_per_rank * hd;
-	d.qkv = 2.0 * t * h * (a * hd + 2.0 * g * hd);
-	d.out = 2.0 * t * a * hd * h;
-	d.up = 2.0 * t * h * 2.0 * m->ffn; /* gate and up projections */
-	d.down = 2.0 * t * m->ffn * h;
+	d.q_run = (double)l->heads_per_rank * hd * BF16;
+	d.kv_run = (double)l->kv_replicated / (l->group_size > 0 ? l->group_size : 1) * hd * BF16;
 	d.h_bytes = t * h * BF16;
 	d.ffn_bytes = t * m->ffn * BF16;
 	return d;
 }
 
+/* GEMM shapes (Megatron's per-token accounting, 2·m·n·k FLOPs): q/k/v fused [t, h] x
+ * [h, (a + 2g)·d]; out [t, a·d] x [a·d, h]; gate and up fused [t, h] x [h, 2f]; down
+ * [t, f] x [f, h]. */
 static void layer_forward(builder *b, workload_block *blk, const layer_dims *d, workload_phase ph)
 {
+	const double ad = (double)b->m->heads * b->m->head_dim;
 	memop(b, blk, "input_norm", ph, 2.0 * d->h_bytes);
-	gemm(b, blk, "qkv_proj", ph, d->qkv);
-	sp_a2a(b, blk, "a2a_q_pack", "a2a_q", "a2a_q_unpack", ph, d->q);
-	sp_a2a(b, blk, "a2a_k_pack", "a2a_k", "a2a_k_unpack", ph, d->kv);
-	sp_a2a(b, blk, "a2a_v_pack", "a2a_v", "a2a_v_unpack", ph, d->kv);
-	attn(b, blk, "attn_fwd", ph, d->attn_fwd);
-	sp_a2a(b, blk, "a2a_o_pack", "a2a_o", "a2a_o_unpack", ph, d->o);
-	gemm(b, blk, "out_proj", ph, d->out);
+	gemm(b, blk, "qkv_proj", ph, d->t, d->qkv_out, d->h);
+	sp_a2a(b, blk, "a2a_q_pack", "a2a_q", "a2a_q_unpack", ph, d->q, d->q_run);
+	sp_a2a(b, blk, "a2a_k_pack", "a2a_k", "a2a_k_unpack", ph, d->kv, d->kv_run);
+	sp_a2a(b, blk, "a2a_v_pack", "a2a_v", "a2a_v_unpack", ph, d->kv, d->kv_run);
+	attn(b, blk, "attn_fwd", ph);
+	sp_a2a(b, blk, "a2a_o_pack", "a2a_o", "a2a_o_unpack", ph, d->o, d->q_run);
+	gemm(b, blk, "out_proj", ph, d->t, d->h, ad);
 	memop(b, blk, "residual_norm", ph, 3.0 * d->h_bytes); /* add residual, normalise */
-	gemm(b, blk, "mlp_gate_up", ph, d->up);
+	gemm(b, blk, "mlp_gate_up", ph, d->t, 2.0 * d->ffn, d->h);
 	memop(b, blk, "swiglu", ph, 3.0 * d->ffn_bytes); /* read gate and up, write product */
-	gemm(b, blk, "mlp_down", ph, d->down);
+	gemm(b, blk, "mlp_down", ph, d->t, d->h, d->ffn);
 	memop(b, blk, "residual_add", ph, 3.0 * d->h_bytes);
 }
 
 static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
 {
 	const workload_phase ph = WL_PHASE_BWD;
+	const double ad = (double)b->m->heads * b->m->head_dim;
 	/* Backward of a GEMM = activation gradient + weight gradient = 2x forward FLOPs. */
-	gemm(b, blk, "mlp_down_bwd", ph, 2.0 * d->down);
+	gemm(b, blk, "mlp_down_bwd", ph, d->t, d->h, d->ffn);
 	memop(b, blk, "swiglu_bwd", ph, 5.0 * d->ffn_bytes); /* read gate, up, dout; write dgate, dup */
-	gemm(b, blk, "mlp_gate_up_bwd", ph, 2.0 * d->up);
+	gemm(b, blk, "mlp_gate_up_bwd", ph, d->t, 2.0 * d->ffn, d->h);
 	memop(b, blk, "residual_norm_bwd", ph, 4.0 * d->h_bytes);
-	gemm(b, blk, "out_proj_bwd", ph, 2.0 * d->out);
-	sp_a2a(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o);
-	attn(b, blk, "attn_bwd", ph, 2.5 * d->attn_fwd);
-	sp_a2a(b, blk, "a2a_dq_pack", "a2a_dq", "a2a_dq_unpack", ph, d->q);
-	sp_a2a(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv);
-	sp_a2a(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv);
-	gemm(b, blk, "qkv_proj_bwd", ph, 2.0 * d->qkv);
+	gemm(b, blk, "out_proj_bwd", ph, d->t, d->h, ad);
+	sp_a2a(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o, d->q_run);
+	attn(b, blk, "attn_bwd", ph);
+	sp_a2a(b, blk, "a2a_dq_pack", "a2a_dq", "a2a_dq_unpack", ph, d->q, d->q_run);
+	sp_a2a(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv, d->kv_run);
+	sp_a2a(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv, d->kv_run);
+	gemm(b, blk, "qkv_proj_bwd", ph, d->t, d->qkv_out, d->h);
 	memop(b, blk, "input_norm_bwd", ph, 4.0 * d->h_bytes);
 }
 
@@ -223,8 +258,8 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	memset(out, 0, sizeof *out);
 	out->layout = *layout;
 	const workload_layout *l = &out->layout;
-	builder b = {.m = m, .job = job, .l = l};
-	layer_dims d = dims_of(m, l, job);
+	builder b = {.m = m, .job = job, .p = p, .l = l};
+	layer_dims d = dims_of(m, l);
 	const int L = m->layers, W = l->world, Z = job->zero_stage;
 	/* DeepSpeed's overlap_comm: on for stage 3 only unless the job says (modeling.md) */
 	const bool overlap = config_job_zero_overlap(job);
@@ -264,11 +299,11 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 		zero_op(&b, blk, "zero3_gather_head", WL_PHASE_FWD, WL_COLL_ALLGATHER, WL_STREAM_MAIN,
 			head_params * BF16, chunks_of(head_params, job->allgather_bucket_elems), -1, 0);
 	memop(&b, blk, "final_norm", WL_PHASE_FWD, 2.0 * d.h_bytes);
-	gemm(&b, blk, "logits", WL_PHASE_FWD, 2.0 * d.t * m->hidden * m->vocab);
+	gemm(&b, blk, "logits", WL_PHASE_FWD, d.t, m->vocab, m->hidden);
 	/* Cross-entropy in fp32: read bf16 logits, write and re-read an fp32 copy. */
 	memop(&b, blk, "loss", WL_PHASE_FWD, d.t * m->vocab * (BF16 + 2.0 * FP32));
 	memop(&b, blk, "loss_bwd", WL_PHASE_BWD, d.t * m->vocab * (FP32 + BF16));
-	gemm(&b, blk, "logits_bwd", WL_PHASE_BWD, 2.0 * 2.0 * d.t * m->hidden * m->vocab);
+	gemm(&b, blk, "logits_bwd", WL_PHASE_BWD, d.t, m->vocab, m->hidden);
 	memop(&b, blk, "final_norm_bwd", WL_PHASE_BWD, 4.0 * d.h_bytes);
 	grad_reduce(&b, blk, "zero_grad_allreduce_head", "zero3_reduce_scatter_head", zs, head_params, gbytes);
 

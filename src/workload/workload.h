@@ -24,7 +24,9 @@
 #include "config/config.h"
 
 typedef enum workload_op_kind { WL_OP_COMPUTE, WL_OP_COMM } workload_op_kind;
-typedef enum workload_kernel { WL_KERNEL_GEMM, WL_KERNEL_ATTENTION, WL_KERNEL_MEMORY } workload_kernel;
+/* MEMORY: a memory-bound pass (norms, activations, optimizer); COPY: a layout copy
+ * (permute + .contiguous()) around an SP all-to-all, memory-bound too. */
+typedef enum workload_kernel { WL_KERNEL_GEMM, WL_KERNEL_ATTENTION, WL_KERNEL_MEMORY, WL_KERNEL_COPY } workload_kernel;
 typedef enum workload_coll {
 	WL_COLL_ALLTOALL,
 	WL_COLL_ALLGATHER,
@@ -63,6 +65,19 @@ typedef struct workload_op {
 	workload_kernel kernel;
 	double flops;     /* FLOPs on this GPU */
 	double hbm_bytes; /* HBM bytes moved (memory-bound kernels) */
+	/* The kernel's shape, which sets its efficiency (engine/compute.c); all zero when
+	 * unknown (the op then runs at the platform's plateau efficiency). */
+	union {
+		/* GEMM: the forward product [m x k] . [k x n] (m tokens, n outputs, k inputs); in
+		 * the backward phase the op is its two gradient GEMMs, m x k x n and n x k x m. */
+		struct { int m, n, k; } gemm;
+		/* attention on this GPU: `seqs` sequences of `seq` tokens (queries and keys),
+		 * `heads` query and `kv_heads` kv heads of `head_dim`; the phase says forward or
+		 * backward. kernel: config_attn_kernel. */
+		struct { int seq, head_dim, heads, kv_heads, seqs; unsigned char causal, kernel; } attn;
+		/* layout copy: bytes of each contiguous run it reads or writes */
+		struct { double run_bytes; } copy;
+	} shape;
 	/* comm: bytes is the per-rank buffer as nccl-tests sizes it: the send buffer for
 	 * all-to-all, the full output for all-gather, the full input for reduce-scatter and
 	 * all-reduce, the message for send/recv. */

@@ -1,0 +1,373 @@
+/* Compute op times: GEMM, attention and memory-bound kernels, each at an efficiency that
+ * depends on its shape (docs/model.md "Compute").
+ *
+ * GEMM (NVIDIA, "Matrix Multiplication Background User's Guide", DU-09799-001, sections
+ * 2.3 "Typical Tile Dimensions In cuBLAS And Performance", 3.1 "Tile Quantization" and 3.2
+ * "Wave Quantization"): cuBLAS computes the output in CTA tiles (256x128 and 128x128 are
+ * its most efficient), one tile per SM at a time; a partial tile costs a whole one, and
+ * the last wave of tiles leaves SMs idle. efficiency = plateau x tile x wave, with the
+ * plateau (`efficiency.gemm`) what a large aligned GEMM reaches, and the tile shape the one
+ * of the candidates that finishes first (cuBLAS's heuristics pick among such kernels).
+ * When the output has fewer tiles than SMs the reduction dimension is split across CTAs
+ * (split-K, as cuBLAS and CUTLASS do), at least KSPLIT_MIN deep per split.
+ *
+ * Attention: efficiency = P x fill(T) x wave / peak, per kernel family:
+ *  - P, the family's rate at long sequences and full waves on its GPU, and c, its per
+ *    query tile overhead in key-tile iterations (fill(T) = T / (T + c), T = S/128 key
+ *    tiles each query tile walks: the pipeline prologue and epilogue of every tile are
+ *    amortised over T iterations), both follow from the two end bars (512 and 16K tokens)
+ *    of the published figure; the four bars between are a check (tests/test_kernels.c).
+ *    Causal masks are in c and P: a query tile walks (T+1)/2 key tiles for T/2 tiles'
+ *    worth of counted FLOPs.
+ *  - wave: the kernel runs ceil(S/128) query tiles x heads x sequences thread blocks, one
+ *    per SM at a time (FlashAttention-2/3 tiles take most of an SM's shared memory);
+ *    wave = blocks / (ceil(blocks/SMs) x SMs). The figures ran 16K tokens per batch at
+ *    hidden 2048 (2048/d heads), so their own wave factor is divided out of P.
+ * FLOPs are counted as FlashAttention's benchmarks count them (4·S²·heads·d forward,
+ * halved when causal, backward 2.5x forward), the same count the op program uses. */
+#include <math.h>
+#include <stdbool.h>
+
+#include "engine/compute.h"
+
+/* ------------------------------------------------------------------ GEMM --- */
+#define KSPLIT_MIN 256 /* documented choice: 4 main-loop steps of a 64-deep K tile per split */
+
+/* ceil and fmax are library calls on baseline x86-64 (no SSE4.1 rounding), and the
+ * analytic engine evaluates these for every op of ~10^5 configurations a second: ceil of a
+ * non-negative value by truncation instead. */
+static inline double pceil(double x)
+{
+	double t = (double)(long)x;
+	return t < x ? t + 1 : t;
+}
+
+static double wave_eff(double units, int sms)
+{
+	if (units <= 0 || sms <= 0)
+		return 1.0;
+	return units / (pceil(units / sms) * sms);
+}
+
+static double gemm_shape_eff(double m, double n, double k, double sms)
+{
+	/* tile sides and their reciprocals (powers of two: the products are exact) */
+	static const double tiles[][4] = {{256, 128, 1.0 / 256, 1.0 / 128},
+					  {128, 256, 1.0 / 128, 1.0 / 256},
+					  {128, 128, 1.0 / 128, 1.0 / 128}};
+	const double deep = (double)(long)(k / KSPLIT_MIN);
+	double best = 0;
+	for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+		double tm = pceil(m * tiles[i][2]), tn = pceil(n * tiles[i][3]);
+		double units = tm * tn, padded = units * tiles[i][0] * tiles[i][1];
+		if (units < sms) {
+			double split = (double)(long)(sms / units), s = split < deep ? split : deep;
+			units *= s > 1 ? s : 1;
+		}
+		/* tile x wave = (m·n / padded) x (units / (waves·SMs)) */
+		double e = sms > 0 ? m * n * units / (padded * pceil(units / sms) * sms) : m * n / padded;
+		if (e > best)
+			best = e;
+	}
+	return best;
+}
+
+/* A plan holds a handful of GEMM shapes and a sweep revisits them configuration after
+ * configuration: a small direct-mapped cache per thread keeps the analytic engine's rate. */
+#define GEMM_CACHE 256
+double engine_gemm_shape_eff(const config_platform *p, double m, double n, double k)
+{
+	static _Thread_local struct {
+		double m, n, k, sms, eff;
+	} cache[GEMM_CACHE];
+	if (m < 1 || n < 1 || k < 1)
+		return 1.0;
+	const double sms = p->gpu.sms;
+	unsigned long h = (unsigned long)m * 0x9E3779B1u ^ (unsigned long)n * 0x85EBCA77u ^
+			  (unsigned long)k * 0xC2B2AE3Du ^ (unsigned long)sms * 0x27D4EB2Fu;
+	h = (h ^ (h >> 15)) % GEMM_CACHE;
+	if (cache[h].m == m && cache[h].n == n && cache[h].k == k && cache[h].sms == sms)
+		return cache[h].eff;
+	double e = gemm_shape_eff(m, n, k, sms);
+	cache[h].m = m, cache[h].n = n, cache[h].k = k, cache[h].sms = sms, cache[h].eff = e;
+	return e;
+}
+
+double engine_gemm_eff(const config_platform *p, double m, double n, double k)
+{
+	if (p->eff.gemm_measured) /* a calibration's measured efficiency holds its own quantization */
+		return p->eff.gemm;
+	return p->eff.gemm * engine_gemm_shape_eff(p, m, n, k);
+}
+
+/* ------------------------------------------------------------- attention --- */
+/* Published attention throughput, TFLOP/s at 512 and 16K tokens (batch x seq = 16K, hidden
+ * 2048, bf16/fp16), on H100 SXM5 (132 SMs): FlashAttention-3 paper, arXiv 2407.08608,
+ * Figure 5 (forward; (a)/(b) head dim 64 without/with causal mask, (c)/(d) 128, (e)/(f)
+ * 256) and Figure 6 (backward, without causal mask, head dim 64 and 128). The backward
+ * with a causal mask is not published there: it is the non-causal backward scaled by the
+ * forward's causal/non-causal ratio at the same length (the mask skips the same tiles in
+ * both directions); backward at head dim 256 is likewise the forward's ratio applied to
+ * head dim 128's backward. */
+typedef struct attn_curve {
+	unsigned char kernel, hd_log2, bwd, causal;
+	float r512, r16k; /* TFLOP/s */
+} attn_curve;
+
+#define FWD 0
+#define BWD 1
+static const attn_curve hopper_curves[] = {
+	/* FlashAttention-2 */
+	{CONFIG_ATTN_FA2, 6, FWD, 0, 282, 324},
+	{CONFIG_ATTN_FA2, 6, FWD, 1, 180, 299},
+	{CONFIG_ATTN_FA2, 6, BWD, 0, 198, 291},
+	{CONFIG_ATTN_FA2, 7, FWD, 0, 309, 370},
+	{CONFIG_ATTN_FA2, 7, FWD, 1, 191, 335},
+	{CONFIG_ATTN_FA2, 7, BWD, 0, 214, 322},
+	{CONFIG_ATTN_FA2, 8, FWD, 0, 275, 326},
+	{CONFIG_ATTN_FA2, 8, FWD, 1, 208, 298},
+	/* cuDNN */
+	{CONFIG_ATTN_CUDNN, 6, FWD, 0, 335, 413},
+	{CONFIG_ATTN_CUDNN, 6, FWD, 1, 225, 388},
+	{CONFIG_ATTN_CUDNN, 6, BWD, 0, 266, 433},
+	{CONFIG_ATTN_CUDNN, 7, FWD, 0, 497, 595},
+	{CONFIG_ATTN_CUDNN, 7, FWD, 1, 315, 539},
+	{CONFIG_ATTN_CUDNN, 7, BWD, 0, 305, 516},
+	{CONFIG_ATTN_CUDNN, 8, FWD, 0, 470, 581},
+	{CONFIG_ATTN_CUDNN, 8, FWD, 1, 308, 509},
+	/* FlashAttention-3 */
+	{CONFIG_ATTN_FA3, 6, FWD, 0, 333, 497},
+	{CONFIG_ATTN_FA3, 6, FWD, 1, 197, 473},
+	{CONFIG_ATTN_FA3, 6, BWD, 0, 272, 474},
+	{CONFIG_ATTN_FA3, 7, FWD, 0, 467, 648},
+	{CONFIG_ATTN_FA3, 7, FWD, 1, 292, 616},
+	{CONFIG_ATTN_FA3, 7, BWD, 0, 316, 561},
+	{CONFIG_ATTN_FA3, 8, FWD, 0, 482, 756},
+	{CONFIG_ATTN_FA3, 8, FWD, 1, 286, 642},
+};
+#define HOPPER_SMS 132 /* the figures' H100 SXM5 */
+#define BENCH_TOKENS 16384.0
+#define BENCH_HIDDEN 2048.0
+#define TILE 128.0
+
+/* FlashAttention-2 on A100 (Ampere): the FlashAttention-2 paper (arXiv 2307.08691,
+ * section 1 and Figures 5-6) reports the kernel at up to 73% of the A100's 312 TFLOP/s
+ * forward and 63% backward (head dim 128, long sequences, no mask: its Figures 5 and 6).
+ * FlashAttention-2 runs the same Ampere (sm80) kernels on H100, so the shape of its curve
+ * over length, head dim and mask is the H100 one above, scaled to those A100 rates. */
+#define A100_FA2_FWD (0.73 * 312.0)
+#define A100_FA2_BWD (0.63 * 312.0)
+#define A100_SMS 108
+
+static const attn_curve *curve_find(int kernel, int hd_log2, int bwd, int causal)
+{
+	for (size_t i = 0; i < sizeof hopper_curves / sizeof hopper_curves[0]; i++) {
+		const attn_curve *c = &hopper_curves[i];
+		if (c->kernel == kernel && c->hd_log2 == hd_log2 && c->bwd == bwd && c->causal == causal)
+			return c;
+	}
+	return NULL;
+}
+
+/* The two end bars of (kernel, head dim 2^hl, direction, mask), filling the unpublished
+ * backward ones as the table comment says. */
+static void curve_ends(int kernel, int hl, int bwd, int causal, double *r512, double *r16k)
+{
+	const attn_curve *c = curve_find(kernel, hl, bwd, causal);
+	if (c) {
+		*r512 = c->r512;
+		*r16k = c->r16k;
+		return;
+	}
+	if (bwd && !curve_find(kernel, hl, BWD, 0)) { /* head dim 256 backward: from 128's */
+		double f512, f16k, g512, g16k, b512, b16k;
+		curve_ends(kernel, hl, FWD, causal, &f512, &f16k);
+		curve_ends(kernel, 7, FWD, causal, &g512, &g16k);
+		curve_ends(kernel, 7, BWD, causal, &b512, &b16k);
+		*r512 = b512 * f512 / g512;
+		*r16k = b16k * f16k / g16k;
+		return;
+	}
+	/* backward with a causal mask: the forward's causal / non-causal ratio */
+	double n512, n16k, fc512, fc16k, fn512, fn16k;
+	curve_ends(kernel, hl, BWD, 0, &n512, &n16k);
+	curve_ends(kernel, hl, FWD, 1, &fc512, &fc16k);
+	curve_ends(kernel, hl, FWD, 0, &fn512, &fn16k);
+	*r512 = n512 * fc512 / fn512;
+	*r16k = n16k * fc16k / fn16k;
+}
+
+double engine_attention_blocks(double seq, double heads, double seqs)
+{
+	return pceil(seq / TILE) * heads * seqs;
+}
+
+/* Long-sequence full-wave rate P (FLOP/s) and per-tile overhead c of one curve at head dim
+ * 2^hl on `sms` SMs: r(T) = P·T/(T+c)·wave_bench from the bars at T = 4 and T = 128. */
+static void curve_params(double r1, double r2, double hd, int sms, double *P, double *c)
+{
+	const double T1 = 512 / TILE, T2 = BENCH_TOKENS / TILE;
+	*c = T1 * T2 * (r2 - r1) / (r1 * T2 - r2 * T1);
+	if (*c < 0)
+		*c = 0;
+	double wb = wave_eff(engine_attention_blocks(BENCH_TOKENS, BENCH_HIDDEN / hd, 1), sms);
+	*P = r2 * (T2 + *c) / T2 / wb * 1e12;
+}
+
+/* P and c of the curve at head dim 2^hl (integer hl in 6..8), memoised per thread (72
+ * combinations; the analytic engine asks for them once per attention op). */
+static void curve_at(int kernel, config_gpu_arch arch, int hl, int bwd, int causal, double *P, double *c)
+{
+	static _Thread_local struct {
+		bool ok;
+		double P, c;
+	} memo[CONFIG_ATTN_KERNELS * 2 * 3 * 2 * 2];
+	int i = (((kernel * 2 + (int)arch) * 3 + (hl - 6)) * 2 + bwd) * 2 + causal;
+	if (memo[i].ok) {
+		*P = memo[i].P;
+		*c = memo[i].c;
+		return;
+	}
+	double r1, r2;
+	int sms = HOPPER_SMS;
+	int k = kernel;
+	double scale = 1.0;
+	if (arch == CONFIG_ARCH_AMPERE) {
+		/* only FlashAttention-2 has a published Ampere rate (see above) */
+		double n1, n2;
+		curve_ends(CONFIG_ATTN_FA2, 7, bwd, 0, &n1, &n2);
+		scale = (bwd ? A100_FA2_BWD : A100_FA2_FWD) / n2;
+		k = CONFIG_ATTN_FA2;
+		sms = A100_SMS;
+	}
+	curve_ends(k, hl, bwd, causal, &r1, &r2);
+	curve_params(r1 * scale, r2 * scale, (double)(1 << hl), sms, P, c);
+	memo[i].P = *P;
+	memo[i].c = *c;
+	memo[i].ok = true;
+}
+
+/* Rate of the curve at head dim 2^hl and T key tiles. */
+static double curve_rate_hl(int kernel, config_gpu_arch arch, int hl, int bwd, int causal, double T)
+{
+	double P, c;
+	curve_at(kernel, arch, hl, bwd, causal, &P, &c);
+	return P * T / (T + c);
+}
+
+/* Measured points of the calibration for this shape: log-linear in seq between points of
+ * the same (kernel, head_dim, direction, causal), held beyond the ends. 0 when none. */
+static double points_rate(const config_platform *p, const engine_attn_shape *s)
+{
+	const config_attn_point *lo = NULL, *hi = NULL;
+	for (int i = 0; i < p->n_attn_points; i++) {
+		const config_attn_point *q = &p->attn_points[i];
+		if (q->kernel != (int)s->kernel || q->bwd != s->bwd || q->causal != s->causal ||
+		    q->head_dim != s->head_dim)
+			continue;
+		if (q->seq <= s->seq && (!lo || q->seq > lo->seq))
+			lo = q;
+		if (q->seq >= s->seq && (!hi || q->seq < hi->seq))
+			hi = q;
+	}
+	if (!lo && !hi)
+		return 0;
+	if (!lo || !hi || lo->seq == hi->seq)
+		return (lo ? lo : hi)->flops;
+	double f = log(s->seq / lo->seq) / log(hi->seq / lo->seq);
+	return lo->flops + f * (hi->flops - lo->flops);
+}
+
+double engine_attention_rate(const config_platform *p, const engine_attn_shape *s)
+{
+	double wave = wave_eff(engine_attention_blocks(s->seq, s->heads, s->seqs), p->gpu.sms);
+	double measured = points_rate(p, s);
+	if (measured > 0)
+		return measured * wave;
+	if (!config_attn_kernel_has_curve(s->kernel, p->gpu.arch))
+		return 0;
+	double T = (s->seq > 1 ? s->seq : 1.0) / TILE;
+	/* head dims between the published 64, 128 and 256: linear in log2(d), held outside */
+	double hl = s->head_dim == 128 ? 7.0 : s->head_dim == 64 ? 6.0 : log2(fmax(s->head_dim, 1));
+	hl = fmin(fmax(hl, 6.0), 8.0);
+	int h0 = (int)floor(hl);
+	if (h0 >= 8)
+		h0 = 7;
+	double f = hl - h0;
+	double r = (1 - f) * curve_rate_hl(s->kernel, p->gpu.arch, h0, s->bwd, s->causal, T) +
+		   (f > 0 ? f * curve_rate_hl(s->kernel, p->gpu.arch, h0 + 1, s->bwd, s->causal, T) : 0);
+	return r * wave;
+}
+
+double engine_attention_eff(const config_platform *p, const engine_attn_shape *s)
+{
+	if (p->eff.attention > 0)
+		return p->eff.attention;
+	double r = engine_attention_rate(p, s) / p->gpu.peak_flops;
+	return r > 0 ? fmin(r, 1.0) : 0;
+}
+
+/* ----------------------------------------------------------- memory-bound --- */
+/* A layout copy reads and writes contiguous runs of `run` bytes; DRAM moves whole 32-byte
+ * sectors (CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"), so a run
+ * uses run / (ceil(run/32)·32) of what it moves. The Ulysses permutes keep one rank's
+ * heads x head_dim contiguous (DeepSpeed sequence/layer.py _generate_layout_params:
+ * permutes of [bs, P, S/P, heads/P, d]), runs of 128 bytes or more: whole sectors. */
+#define SECTOR 32.0
+double engine_copy_eff(const config_platform *p, double run_bytes)
+{
+	double u = run_bytes > 0 ? run_bytes / (pceil(run_bytes / SECTOR) * SECTOR) : 1.0;
+	return p->eff.memory * u;
+}
+
+/* ------------------------------------------------------------------ ops ---- */
+static double gemm_time(const config_platform *p, const workload_op *op)
+{
+	double m = op->shape.gemm.m, n = op->shape.gemm.n, k = op->shape.gemm.k;
+	double peak = p->gpu.peak_flops;
+	if (op->phase != WL_PHASE_BWD)
+		return op->flops / (peak * engine_gemm_eff(p, m, n, k));
+	/* backward: activation gradient (m x k, reducing n) and weight gradient (n x k,
+	 * reducing m), half the FLOPs each */
+	return 0.5 * op->flops / (peak * engine_gemm_eff(p, m, k, n)) +
+	       0.5 * op->flops / (peak * engine_gemm_eff(p, n, k, m));
+}
+
+engine_attn_shape engine_attn_shape_of(const workload_op *op)
+{
+	return (engine_attn_shape){.kernel = (config_attn_kernel)op->shape.attn.kernel,
+				   .seq = op->shape.attn.seq,
+				   .head_dim = op->shape.attn.head_dim,
+				   .heads = op->shape.attn.heads,
+				   .seqs = op->shape.attn.seqs,
+				   .bwd = op->phase == WL_PHASE_BWD,
+				   .causal = op->shape.attn.causal};
+}
+
+double engine_compute_time(const config_platform *p, const workload_op *op)
+{
+	double t_flops = 0, t_mem = 0;
+	if (op->flops > 0) {
+		if (op->kernel == WL_KERNEL_ATTENTION) {
+			double eff = p->eff.attention;
+			if (eff <= 0 && op->shape.attn.seq > 0) {
+				engine_attn_shape s = engine_attn_shape_of(op);
+				eff = engine_attention_eff(p, &s);
+			}
+			if (eff <= 0) /* no shape and no override: FlashAttention-2's long-sequence rate */
+				eff = engine_attention_eff(p, &(engine_attn_shape){.kernel = CONFIG_ATTN_FA2,
+										     .seq = BENCH_TOKENS,
+										     .head_dim = 128,
+										     .heads = BENCH_HIDDEN / 128,
+										     .seqs = 1});
+			t_flops = op->flops / (p->gpu.peak_flops * eff);
+		} else {
+			t_flops = gemm_time(p, op);
+		}
+	}
+	if (op->hbm_bytes > 0) {
+		double eff = op->kernel == WL_KERNEL_COPY ? engine_copy_eff(p, op->shape.copy.run_bytes) : p->eff.memory;
+		t_mem = op->hbm_bytes / (p->gpu.hbm_bandwidth * eff);
+	}
+	return t_flops > t_mem ? t_flops : t_mem; /* roofline */
+}

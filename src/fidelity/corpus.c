@@ -1,0 +1,360 @@
+/* The fidelity corpus loader: one YAML file per source, strict keys, units by kind, and
+ * every case checked against the platform, model and job checks the CLI uses. */
+#include "fidelity/fidelity.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/yamltree.h"
+#include "nccltests/nccltests.h"
+
+const char *const fidelity_kind_names[FID_KIND_COUNT] = {"collective", "attention", "gemm", "step"};
+const char *const fidelity_metric_units[FID_METRIC_COUNT] = {"GB/s", "us", "TFLOP/s", "tokens/s/GPU", "MFU%"};
+
+static const char *const pass_names[] = {"fwd", "bwd", "fwd+bwd"};
+static const char *const family_names[] = {"flash-attn-2", "flash-attn-3", "cudnn"};
+
+/* Units each kind may be compared in. */
+static bool metric_allowed(fidelity_kind k, fidelity_metric m)
+{
+	switch (k) {
+	case FID_COLLECTIVE: return m == FID_BUSBW || m == FID_TIME_US;
+	case FID_ATTENTION:
+	case FID_GEMM: return m == FID_TFLOPS;
+	case FID_STEP: return m == FID_TOKENS_GPU || m == FID_MFU_PCT;
+	default: return false;
+	}
+}
+
+static void units_of(fidelity_kind k, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	size_t used = 0;
+	for (int m = 0; m < FID_METRIC_COUNT; m++)
+		if (metric_allowed(k, (fidelity_metric)m)) {
+			int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", fidelity_metric_units[m]);
+			if (w < 0 || (size_t)w >= len - used)
+				return;
+			used += (size_t)w;
+		}
+}
+
+/* A platform or model reference: a shipped name as is, a path relative to the corpus
+ * file's directory. */
+static bool resolve(const char *file, const char *value, char *out, size_t len)
+{
+	if (!strchr(value, '/') && !strstr(value, ".yaml") && !strstr(value, ".yml"))
+		return (size_t)snprintf(out, len, "%s", value) < len;
+	if (value[0] == '/')
+		return (size_t)snprintf(out, len, "%s", value) < len;
+	const char *slash = strrchr(file, '/');
+	int dir = slash ? (int)(slash - file) : 1;
+	return (size_t)snprintf(out, len, "%.*s/%s", dir, slash ? file : ".", value) < len;
+}
+
+bool fidelity_case_platform(const fidelity_case *k, config_platform *p, config_error *err)
+{
+	if (!config_load_platform(k->platform, p, err))
+		return false;
+	if (k->nodes > 0)
+		p->nodes = k->nodes;
+	return true;
+}
+
+/* One of the kind mappings; the others must be absent. */
+static bool kind_map(const yt_node *cm, fidelity_kind kind, const yt_node **out, config_error *err)
+{
+	for (int i = 0; i < FID_KIND_COUNT; i++) {
+		const yt_node *v = yt_find(cm, fidelity_kind_names[i]);
+		if (i != (int)kind && v)
+			return yt_fail(err, v, "'%s' does not belong to a case of kind '%s', expected a '%s' mapping",
+				       fidelity_kind_names[i], fidelity_kind_names[kind], fidelity_kind_names[kind]);
+	}
+	return yt_map(cm, fidelity_kind_names[kind], true, out, err);
+}
+
+static bool read_collective(const yt_node *m, fidelity_case *k, const config_platform *p, config_error *err)
+{
+	static const char *const keys[] = {"op", "gpus", "size", "alg", NULL};
+	char op[CONFIG_NAME_MAX], size[CONFIG_NAME_MAX], alg[CONFIG_NAME_MAX];
+	bool has_alg = false;
+	if (!yt_check_keys(m, keys, err) || !yt_string(m, "op", true, op, sizeof op, NULL, err) ||
+	    !yt_posint(m, "gpus", true, &k->gpus, NULL, err) ||
+	    !yt_string(m, "size", true, size, sizeof size, NULL, err) ||
+	    !yt_string(m, "alg", false, alg, sizeof alg, &has_alg, err))
+		return false;
+	if (!nccltests_coll_from_name(op, &k->coll))
+		return yt_fail(err, yt_find(m, "op"),
+			       "unknown collective '%s', expected all_reduce, all_gather, reduce_scatter, alltoall, sendrecv or broadcast",
+			       op);
+	if (!nccltests_parse_size(size, &k->size) || k->size <= 0)
+		return yt_fail(err, yt_find(m, "size"),
+			       "'size' must be a positive byte count (nccl-tests syntax: 524288000, 8M, 1G), got '%s'",
+			       size);
+	k->alg_set = has_alg;
+	k->alg = nccltests_default_alg(k->coll);
+	if (has_alg && !nccltests_alg_from_name(k->coll, alg, &k->alg))
+		return yt_fail(err, yt_find(m, "alg"), "algorithm '%s' does not apply to %s, expected one of ring, direct, pairwise, hierarchical that does",
+			       alg, op);
+	nccltests_setup s = {.platform = p, .coll = k->coll, .alg = k->alg, .gpus = k->gpus, .group_size = k->gpus};
+	config_error e2;
+	if (!nccltests_setup_check(&s, &e2))
+		return yt_fail(err, m, "%s", e2.msg);
+	return true;
+}
+
+static bool read_kernel(const yt_node *m, fidelity_case *k, config_error *err)
+{
+	fidelity_kernel *kn = &k->kern;
+	if (k->kind == FID_GEMM) {
+		static const char *const keys[] = {"m", "n", "k", NULL};
+		long mm = 0, nn = 0, kk = 0;
+		if (!yt_check_keys(m, keys, err) || !yt_int(m, "m", true, 1, LONG_MAX, &mm, NULL, err) ||
+		    !yt_int(m, "n", true, 1, LONG_MAX, &nn, NULL, err) || !yt_int(m, "k", true, 1, LONG_MAX, &kk, NULL, err))
+			return false;
+		kn->kernel = WL_KERNEL_GEMM;
+		kn->m = (double)mm, kn->n = (double)nn, kn->k = (double)kk;
+		return true;
+	}
+	static const char *const keys[] = {"batch", "seq_len", "heads", "head_dim", "causal", "pass", "kernel", NULL};
+	int pass = 0, fam = 0;
+	if (!yt_check_keys(m, keys, err) || !yt_posint(m, "batch", true, &kn->batch, NULL, err) ||
+	    !yt_int(m, "seq_len", true, 1, LONG_MAX, &kn->seq_len, NULL, err) ||
+	    !yt_posint(m, "heads", true, &kn->heads, NULL, err) || !yt_posint(m, "head_dim", true, &kn->head_dim, NULL, err) ||
+	    !yt_bool(m, "causal", true, &kn->causal, NULL, err) || !yt_enum(m, "pass", true, pass_names, 3, &pass, NULL, err) ||
+	    !yt_enum(m, "kernel", true, family_names, 3, &fam, NULL, err))
+		return false;
+	kn->kernel = WL_KERNEL_ATTENTION;
+	kn->pass = (fidelity_pass)pass;
+	snprintf(kn->family, sizeof kn->family, "%s", family_names[fam]);
+	return true;
+}
+
+static bool read_step(const char *file, const yt_node *m, fidelity_case *k, const config_platform *p, config_error *err)
+{
+	static const char *const keys[] = {"model",      "strategy", "gpus", "sp",        "micro_batch",
+					   "seq_len",    "grad_accum", "zero", "recompute", NULL};
+	char model[CONFIG_PATH_MAX];
+	int strategy = 0, recompute = 0;
+	long zero = 1;
+	config_job_defaults(&k->job);
+	strategy = k->job.strategy, recompute = k->job.recompute, zero = k->job.zero_stage;
+	if (!yt_check_keys(m, keys, err) || !yt_string(m, "model", true, model, sizeof model, NULL, err) ||
+	    !yt_enum(m, "strategy", false, config_strategy_names, 2, &strategy, NULL, err) ||
+	    !yt_posint(m, "gpus", true, &k->job.gpus, NULL, err) || !yt_posint(m, "sp", true, &k->job.sp, NULL, err) ||
+	    !yt_posint(m, "micro_batch", true, &k->job.micro_batch, NULL, err) ||
+	    !yt_int(m, "seq_len", true, 1, LONG_MAX, &k->job.seq_len, NULL, err) ||
+	    !yt_posint(m, "grad_accum", false, &k->job.grad_accum, NULL, err) ||
+	    !yt_int(m, "zero", false, 0, 3, &zero, NULL, err) ||
+	    !yt_enum(m, "recompute", false, config_recompute_names, 2, &recompute, NULL, err))
+		return false;
+	k->job.strategy = (config_strategy)strategy;
+	k->job.recompute = (config_recompute)recompute;
+	k->job.zero_stage = (int)zero;
+	const yt_node *mv = yt_find(m, "model");
+	if (!resolve(file, model, k->model, sizeof k->model))
+		return yt_fail(err, mv, "model path too long");
+	config_model md;
+	config_error e2;
+	if (!config_load_model(k->model, &md, &e2))
+		return yt_fail(err, mv, "model '%s' does not load: %s", model, e2.msg);
+	config_job job = k->job;
+	if (!workload_check(&md, p, &job, &e2))
+		return yt_fail(err, m, "the job does not fit model '%s' on platform '%s': %s", md.name, p->name, e2.msg);
+	return true;
+}
+
+static bool read_case(const char *file, const char *source, const yt_node *cm, fidelity_case *k, config_error *err)
+{
+	static const char *const keys[] = {"id",   "kind", "citation", "platform", "nodes",     "collective",
+					   "attention", "gemm", "step", "published", "note", NULL};
+	if (cm->kind != YT_MAP)
+		return yt_fail(err, cm, "a case must be a mapping with id, kind, citation, platform, published and its configuration");
+	memset(k, 0, sizeof *k);
+	snprintf(k->file, sizeof k->file, "%s", file);
+	snprintf(k->source, sizeof k->source, "%s", source);
+	k->line = cm->line, k->col = cm->col;
+	int kind = 0;
+	char platform[CONFIG_PATH_MAX];
+	if (!yt_check_keys(cm, keys, err) || !yt_string(cm, "id", true, k->id, sizeof k->id, NULL, err) ||
+	    !yt_enum(cm, "kind", true, fidelity_kind_names, FID_KIND_COUNT, &kind, NULL, err) ||
+	    !yt_string(cm, "citation", true, k->citation, sizeof k->citation, NULL, err) ||
+	    !yt_string(cm, "platform", true, platform, sizeof platform, NULL, err) ||
+	    !yt_posint(cm, "nodes", false, &k->nodes, NULL, err))
+		return false;
+	k->kind = (fidelity_kind)kind;
+	char note[FIDELITY_TEXT_MAX];
+	if (!yt_string(cm, "note", false, note, sizeof note, NULL, err))
+		return false;
+
+	/* published: {value, unit} */
+	const yt_node *pub;
+	static const char *const pub_keys[] = {"value", "unit", NULL};
+	char unit[CONFIG_NAME_MAX];
+	if (!yt_map(cm, "published", true, &pub, err) || !yt_check_keys(pub, pub_keys, err) ||
+	    !yt_double(pub, "value", true, 0, true, INFINITY, &k->published, NULL, err) ||
+	    !yt_string(pub, "unit", true, unit, sizeof unit, NULL, err))
+		return false;
+	int metric = -1;
+	for (int i = 0; i < FID_METRIC_COUNT; i++)
+		if (strcmp(unit, fidelity_metric_units[i]) == 0)
+			metric = i;
+	if (metric < 0 || !metric_allowed(k->kind, (fidelity_metric)metric)) {
+		char u[128];
+		units_of(k->kind, u, sizeof u);
+		return yt_fail(err, yt_find(pub, "unit"), "unit '%s' does not fit a case of kind '%s', expected one of: %s", unit,
+			       fidelity_kind_names[k->kind], u);
+	}
+	k->metric = (fidelity_metric)metric;
+
+	const yt_node *pv = yt_find(cm, "platform");
+	if (!resolve(file, platform, k->platform, sizeof k->platform))
+		return yt_fail(err, pv, "platform path too long");
+	config_platform p;
+	config_error e2;
+	if (!fidelity_case_platform(k, &p, &e2))
+		return yt_fail(err, pv, "platform '%s' does not load: %s", platform, e2.msg);
+
+	const yt_node *m;
+	if (!kind_map(cm, k->kind, &m, err))
+		return false;
+	switch (k->kind) {
+	case FID_COLLECTIVE: return read_collective(m, k, &p, err);
+	case FID_ATTENTION:
+	case FID_GEMM: return read_kernel(m, k, err);
+	case FID_STEP: return read_step(file, m, k, &p, err);
+	default: return false;
+	}
+}
+
+static bool push(fidelity_corpus *c, const fidelity_case *k)
+{
+	if (c->n == c->cap) {
+		int cap = c->cap ? 2 * c->cap : 32;
+		fidelity_case *n = realloc(c->cases, (size_t)cap * sizeof *n);
+		if (!n)
+			return false;
+		c->cases = n, c->cap = cap;
+	}
+	c->cases[c->n++] = *k;
+	return true;
+}
+
+bool fidelity_load_file(const char *path, fidelity_corpus *c, config_error *err)
+{
+	yt_doc *doc;
+	if (!yt_load(path, &doc, err))
+		return false;
+	const yt_node *src, *cases;
+	static const char *const keys[] = {"id", "title", "url", "arxiv", "hardware", "cases", "note", NULL};
+	char id[CONFIG_NAME_MAX], title[FIDELITY_TEXT_MAX], url[FIDELITY_TEXT_MAX], hw[FIDELITY_TEXT_MAX];
+	bool has_url = false, has_arxiv = false, ok = false;
+	int start = c->n;
+	if (!yt_top(doc, "source", &src, err) || !yt_check_keys(src, keys, err) ||
+	    !yt_string(src, "id", true, id, sizeof id, NULL, err) ||
+	    !yt_string(src, "title", true, title, sizeof title, NULL, err) ||
+	    !yt_string(src, "url", false, url, sizeof url, &has_url, err) ||
+	    !yt_string(src, "arxiv", false, url, sizeof url, &has_arxiv, err) ||
+	    !yt_string(src, "hardware", true, hw, sizeof hw, NULL, err) ||
+	    !yt_string(src, "note", false, hw, sizeof hw, NULL, err))
+		goto out;
+	if (!has_url && !has_arxiv) {
+		yt_fail(err, src, "source '%s' has neither 'url' nor 'arxiv', expected where the numbers can be read", id);
+		goto out;
+	}
+	for (int j = 0; j < c->n; j++)
+		if (strcmp(c->cases[j].source, id) == 0) {
+			yt_fail(err, yt_find(src, "id"), "source id '%s' is already used by %s, expected one file per source",
+				id, c->cases[j].file);
+			goto out;
+		}
+	cases = yt_find(src, "cases");
+	if (!cases || cases->kind != YT_SEQ || cases->n == 0) {
+		yt_fail(err, cases ? cases : src, "source '%s' needs 'cases', a non-empty sequence of cases", id);
+		goto out;
+	}
+	for (size_t i = 0; i < cases->n; i++) {
+		fidelity_case k;
+		if (!read_case(path, id, cases->items[i], &k, err))
+			goto out;
+		for (int j = 0; j < c->n; j++)
+			if (strcmp(c->cases[j].id, k.id) == 0) {
+				yt_fail(err, yt_find(cases->items[i], "id"), "case id '%s' is already used at %s:%d:%d, expected a unique id",
+					k.id, c->cases[j].file, c->cases[j].line, c->cases[j].col);
+				goto out;
+			}
+		if (!push(c, &k)) {
+			config_fail(err, "%s: out of memory", path);
+			goto out;
+		}
+	}
+	c->n_sources++;
+	ok = true;
+out:
+	if (!ok)
+		c->n = start;
+	yt_free(doc);
+	return ok;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+bool fidelity_load_dir(const char *dir, fidelity_corpus *c, config_error *err)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return config_fail(err, "%s: cannot open the corpus directory, expected a directory of source .yaml files", dir);
+	char **names = NULL;
+	int n = 0, cap = 0;
+	bool ok = true;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len < 6 || strcmp(e->d_name + len - 5, ".yaml") != 0 || e->d_name[0] == '.')
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			char **nn = realloc(names, (size_t)cap * sizeof *nn);
+			if (!nn) {
+				ok = config_fail(err, "%s: out of memory", dir);
+				break;
+			}
+			names = nn;
+		}
+		names[n] = strdup(e->d_name);
+		if (!names[n]) {
+			ok = config_fail(err, "%s: out of memory", dir);
+			break;
+		}
+		n++;
+	}
+	closedir(d);
+	if (ok)
+		qsort(names, (size_t)n, sizeof *names, cmp_str);
+	for (int i = 0; ok && i < n; i++) {
+		char path[CONFIG_PATH_MAX];
+		if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= sizeof path)
+			ok = config_fail(err, "%s/%s: path too long", dir, names[i]);
+		else
+			ok = fidelity_load_file(path, c, err);
+	}
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	if (ok && c->n == 0)
+		ok = config_fail(err, "%s: no cases, expected at least one source .yaml file with cases", dir);
+	return ok;
+}
+
+void fidelity_corpus_free(fidelity_corpus *c)
+{
+	free(c->cases);
+	memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,137 @@
+/* fidelity: a corpus of published measurements (nccl-tests curves, attention and GEMM
+ * kernel throughputs, end-to-end training throughput) and spsim's prediction of each.
+ *
+ * The corpus is a directory of YAML files, one per source (a paper, a results page, an
+ * issue thread with a log), each holding one or more cases:
+ *
+ *   source:
+ *     id: azure-nd-a100-v4            # unique over the corpus
+ *     title: Azure AI benchmarking guide, ND A100 v4 results
+ *     url: https://github.com/...     # or arxiv: 2307.08691
+ *     hardware: 8x A100-SXM4-80GB on NVSwitch
+ *     cases:
+ *       - id: nd-a100-gemm-4096       # unique over the corpus
+ *         kind: gemm                  # collective | attention | gemm | step
+ *         citation: 'table "GEMM CuBLASLt": | 4096 | 4096 | 4096 | 228.0 |'
+ *         platform: dgx-a100          # shipped name, or a path relative to this file
+ *         nodes: 1                    # optional: overrides the platform's node count
+ *         gemm: {m: 4096, n: 4096, k: 4096}
+ *         published: {value: 228.0, unit: TFLOP/s}
+ *         note: free text             # optional
+ *
+ * Per kind, one configuration mapping and the units it may be compared in:
+ *   collective: {op: all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast,
+ *                gpus: N, size: 8G (nccl-tests size syntax, bytes per rank),
+ *                alg: ring|direct|pairwise|hierarchical (optional)}     units GB/s (busbw), us (time)
+ *   attention:  {batch, seq_len, heads, head_dim, causal: bool, pass: fwd|bwd|fwd+bwd,
+ *                kernel: flash-attn-2|flash-attn-3|cudnn}              unit TFLOP/s
+ *   gemm:       {m, n, k}                                               unit TFLOP/s
+ *   step:       {model, strategy, gpus, sp, micro_batch, seq_len, grad_accum, zero,
+ *                recompute}  (the keys of a job file; model a shipped name or a path
+ *                relative to this file)                                 units tokens/s/GPU, MFU%
+ *
+ * Kernel throughputs use the FLOP counts of the benchmarks they come from: GEMM 2mnk;
+ * attention forward 4 b s^2 h d (halved when causal), backward 2.5x forward, forward +
+ * backward 3.5x forward (FlashAttention's benchmarks/benchmark_flash_attention.py).
+ *
+ * Nothing here prints or exits: errors come back as "file:line:col: what is wrong, what
+ * was expected" in a config_error. */
+#ifndef SPSIM_FIDELITY_FIDELITY_H
+#define SPSIM_FIDELITY_FIDELITY_H
+
+#include "config/config.h"
+#include "workload/workload.h"
+
+#define FIDELITY_TEXT_MAX 2048
+
+typedef enum fidelity_kind { FID_COLLECTIVE, FID_ATTENTION, FID_GEMM, FID_STEP, FID_KIND_COUNT } fidelity_kind;
+typedef enum fidelity_metric {
+	FID_BUSBW,      /* GB/s, nccl-tests bus bandwidth */
+	FID_TIME_US,    /* us, nccl-tests time */
+	FID_TFLOPS,     /* TFLOP/s of one kernel */
+	FID_TOKENS_GPU, /* tokens/s per GPU of a training step */
+	FID_MFU_PCT,    /* model FLOPs utilisation, percent */
+	FID_METRIC_COUNT
+} fidelity_metric;
+typedef enum fidelity_pass { FID_PASS_FWD, FID_PASS_BWD, FID_PASS_FWD_BWD } fidelity_pass;
+
+extern const char *const fidelity_kind_names[FID_KIND_COUNT];
+extern const char *const fidelity_metric_units[FID_METRIC_COUNT];
+
+/* A kernel as the corpus describes it: the one place the runner turns a published kernel
+ * configuration into spsim's op (see fidelity_kernel_time). */
+typedef struct fidelity_kernel {
+	workload_kernel kernel; /* WL_KERNEL_GEMM or WL_KERNEL_ATTENTION */
+	/* gemm */
+	double m, n, k;
+	/* attention */
+	int batch, heads, head_dim;
+	long seq_len;
+	bool causal;
+	fidelity_pass pass;
+	char family[CONFIG_NAME_MAX]; /* flash-attn-2, flash-attn-3, cudnn */
+} fidelity_kernel;
+
+typedef struct fidelity_case {
+	char id[CONFIG_NAME_MAX];
+	char source[CONFIG_NAME_MAX];
+	char file[CONFIG_PATH_MAX];
+	int line, col;
+	fidelity_kind kind;
+	fidelity_metric metric;
+	double published;
+	char citation[FIDELITY_TEXT_MAX];
+	char platform[CONFIG_PATH_MAX]; /* shipped name or resolved path */
+	int nodes;                      /* 0: the platform's own */
+	/* collective */
+	workload_coll coll;
+	bool alg_set;
+	workload_alg alg;
+	int gpus;
+	double size;
+	/* attention, gemm */
+	fidelity_kernel kern;
+	/* step */
+	char model[CONFIG_PATH_MAX];
+	config_job job;
+} fidelity_case;
+
+typedef struct fidelity_corpus {
+	fidelity_case *cases;
+	int n, cap;
+	int n_sources;
+} fidelity_corpus;
+
+/* Appends the cases of one source file; checks every key, unit and range, and that the
+ * platform and model load and the job fits them. On failure nothing is appended. */
+bool fidelity_load_file(const char *path, fidelity_corpus *c, config_error *err);
+/* Loads every *.yaml file directly under dir in name order (subdirectories such as
+ * platforms/ and models/ hold the files cases refer to). Fails on the first bad file, on
+ * an id used twice, and on a directory with no cases. Free the corpus with
+ * fidelity_corpus_free whether loading succeeded or not. */
+bool fidelity_load_dir(const char *dir, fidelity_corpus *c, config_error *err);
+void fidelity_corpus_free(fidelity_corpus *c);
+
+/* The case's platform with its node count applied. */
+bool fidelity_case_platform(const fidelity_case *k, config_platform *p, config_error *err);
+
+/* spsim's prediction of a case, in the case's unit, with the named engine for steps
+ * ("analytic" or "simgrid"). */
+bool fidelity_predict(const fidelity_case *k, const char *engine, double *predicted, config_error *err);
+
+/* Seconds spsim gives one kernel on a platform (today engine_compute_time on a synthetic
+ * op); FLOPs by the benchmark convention above in *flops. */
+double fidelity_kernel_time(const config_platform *p, const fidelity_kernel *k, double *flops);
+
+/* Signed error of a prediction, percent: 100 (predicted - published) / published. */
+double fidelity_err_pct(double predicted, double published);
+
+typedef struct fidelity_summary {
+	int n;
+	double geomean_abs_error_pct; /* 100 (exp(mean |ln(predicted / published)|) - 1) */
+	double max_abs_error_pct;     /* max |fidelity_err_pct| */
+} fidelity_summary;
+/* Summary over n (predicted, published) pairs, all positive. */
+fidelity_summary fidelity_summarize(const double *predicted, const double *published, int n);
+
+#endif

@@ -1,0 +1,430 @@
+/* fidelity: the published-measurement corpus (bench/corpus/) loads, every case is valid
+ * and predictable, bad corpus files fail with file:line:col, and the runner's arithmetic
+ * (kernel FLOP counts, signed error, geometric-mean summary) is right by hand. */
+#include "fidelity/fidelity.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static void corpus_dir(char *buf, size_t len)
+{
+	const char *root = getenv("SPSIM_DATA_DIR");
+	ck_assert_ptr_nonnull(root);
+	snprintf(buf, len, "%s/bench/corpus", root);
+}
+
+/* ------------------------------------------------------- shipped corpus --- */
+
+START_TEST(shipped_corpus_loads_and_is_large_enough)
+{
+	char dir[CONFIG_PATH_MAX];
+	corpus_dir(dir, sizeof dir);
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	/* The corpus promise: at least 30 cases from at least 8 independent sources. */
+	ck_assert_int_ge(c.n, 30);
+	ck_assert_int_ge(c.n_sources, 8);
+	fidelity_corpus_free(&c);
+}
+END_TEST
+
+START_TEST(every_shipped_case_is_valid_and_predictable)
+{
+	char dir[CONFIG_PATH_MAX];
+	corpus_dir(dir, sizeof dir);
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	for (int i = 0; i < c.n; i++) {
+		const fidelity_case *k = &c.cases[i];
+		ck_assert_msg(k->published > 0 && isfinite(k->published), "%s: published %g", k->id, k->published);
+		ck_assert_msg(strlen(k->citation) > 10, "%s: citation too short to locate the number", k->id);
+		for (int j = 0; j < i; j++)
+			ck_assert_msg(strcmp(k->id, c.cases[j].id) != 0, "id %s twice", k->id);
+		double p = 0;
+		ck_assert_msg(fidelity_predict(k, "analytic", &p, &e), "%s: %s", k->id, e.msg);
+		ck_assert_msg(p > 0 && isfinite(p), "%s: prediction %g", k->id, p);
+	}
+	fidelity_corpus_free(&c);
+}
+END_TEST
+
+/* What the corpus must cover: every kind; the four nccl-tests collectives; A100 and H100. */
+START_TEST(shipped_corpus_covers_kinds_collectives_and_gpus)
+{
+	char dir[CONFIG_PATH_MAX];
+	corpus_dir(dir, sizeof dir);
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	int kinds[FID_KIND_COUNT] = {0}, colls[WL_COLL_COUNT] = {0}, a100 = 0, h100 = 0, multinode = 0;
+	for (int i = 0; i < c.n; i++) {
+		const fidelity_case *k = &c.cases[i];
+		kinds[k->kind]++;
+		config_platform p;
+		ck_assert_msg(fidelity_case_platform(k, &p, &e), "%s: %s", k->id, e.msg);
+		a100 += strstr(p.gpu.name, "A100") != NULL;
+		h100 += strstr(p.gpu.name, "H100") != NULL;
+		if (k->kind == FID_COLLECTIVE) {
+			colls[k->coll]++;
+			multinode += k->gpus > p.gpus_per_node;
+		}
+	}
+	for (int i = 0; i < FID_KIND_COUNT; i++)
+		ck_assert_msg(kinds[i] > 0, "no case of kind %s", fidelity_kind_names[i]);
+	ck_assert_int_gt(colls[WL_COLL_ALLREDUCE], 0);
+	ck_assert_int_gt(colls[WL_COLL_ALLGATHER], 0);
+	ck_assert_int_gt(colls[WL_COLL_REDUCESCATTER], 0);
+	ck_assert_int_gt(colls[WL_COLL_ALLTOALL], 0);
+	ck_assert_int_gt(multinode, 0);
+	ck_assert_int_gt(a100, 0);
+	ck_assert_int_gt(h100, 0);
+	fidelity_corpus_free(&c);
+}
+END_TEST
+
+/* ---------------------------------------------------------- bad corpora --- */
+
+/* A temporary corpus directory holding one source file with `text`. */
+static void write_source(char *dir, size_t dlen, char *path, size_t plen, const char *text)
+{
+	snprintf(dir, dlen, "/tmp/spsim-fidelity-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, plen, "%s/src.yaml", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Loads `text` as a corpus; it must fail with "path:line:col: " and contain `what`. */
+static void expect_error(const char *text, int line, int col, const char *what)
+{
+	char dir[64], path[128];
+	write_source(dir, sizeof dir, path, sizeof path, text);
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(!fidelity_load_dir(dir, &c, &e), "loaded a bad corpus:\n%s", text);
+	char where[192];
+	snprintf(where, sizeof where, "%s:%d:%d: ", path, line, col);
+	ck_assert_msg(strncmp(e.msg, where, strlen(where)) == 0, "error '%s' does not start with '%s'", e.msg, where);
+	ck_assert_msg(strstr(e.msg, what), "error '%s' does not say '%s'", e.msg, what);
+	ck_assert_int_eq(c.n, 0);
+	fidelity_corpus_free(&c);
+	unlink(path);
+	rmdir(dir);
+}
+
+#define HEAD                                                                                                   \
+	"source:\n"                                                                                            \
+	"  id: s\n"                                                                                            \
+	"  title: t\n"                                                                                         \
+	"  url: https://example.org\n"                                                                         \
+	"  hardware: h\n"                                                                                      \
+	"  cases:\n"
+/* line 7 is the first case's "- id:" line */
+#define GEMM_CASE(id)                                                                                          \
+	"    - id: " id "\n"                                                                                   \
+	"      kind: gemm\n"                                                                                   \
+	"      citation: a quoted table row\n"                                                                 \
+	"      platform: dgx-a100\n"                                                                           \
+	"      gemm: {m: 1024, n: 1024, k: 1024}\n"                                                            \
+	"      published: {value: 100, unit: TFLOP/s}\n"
+
+START_TEST(a_good_minimal_source_loads)
+{
+	char dir[64], path[128];
+	write_source(dir, sizeof dir, path, sizeof path, HEAD GEMM_CASE("g1"));
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	ck_assert_int_eq(c.n, 1);
+	ck_assert_int_eq(c.n_sources, 1);
+	ck_assert_int_eq(c.cases[0].line, 7);
+	ck_assert_int_eq(c.cases[0].col, 7);
+	ck_assert(c.cases[0].kind == FID_GEMM && c.cases[0].metric == FID_TFLOPS);
+	ck_assert_double_eq(c.cases[0].kern.m, 1024);
+	fidelity_corpus_free(&c);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(bad_files_fail_with_location)
+{
+	/* unknown key in a case: at the key (line 13, column 7) */
+	expect_error(HEAD GEMM_CASE("g1") "      colour: red\n", 13, 7, "unknown key 'colour'");
+	/* a unit that does not fit the kind: at the unit's value */
+	expect_error(HEAD "    - id: g1\n      kind: gemm\n      citation: c\n      platform: dgx-a100\n"
+			  "      gemm: {m: 1, n: 1, k: 1}\n      published: {value: 1, unit: GB/s}\n",
+		     12, 35, "unit 'GB/s' does not fit a case of kind 'gemm'");
+	/* a configuration mapping of another kind */
+	expect_error(HEAD GEMM_CASE("g1") "      step: {model: llama-3.1-8b}\n", 13, 13,
+		     "'step' does not belong to a case of kind 'gemm'");
+	/* an unknown platform: at the platform's value */
+	expect_error(HEAD "    - id: g1\n      kind: gemm\n      citation: c\n      platform: no-such-box\n"
+			  "      gemm: {m: 1, n: 1, k: 1}\n      published: {value: 1, unit: TFLOP/s}\n",
+		     10, 17, "platform 'no-such-box' does not load");
+	/* the same id twice: at the second id */
+	expect_error(HEAD GEMM_CASE("g1") GEMM_CASE("g1"), 13, 11, "case id 'g1' is already used");
+	/* a non-positive published value */
+	expect_error(HEAD "    - id: g1\n      kind: gemm\n      citation: c\n      platform: dgx-a100\n"
+			  "      gemm: {m: 1, n: 1, k: 1}\n      published: {value: 0, unit: TFLOP/s}\n",
+		     12, 26, "'value' must be a number > 0");
+	/* no url nor arxiv: at the source mapping */
+	expect_error("source:\n  id: s\n  title: t\n  hardware: h\n  cases:\n" GEMM_CASE("g1"), 2, 3,
+		     "neither 'url' nor 'arxiv'");
+	/* an empty case list */
+	expect_error(HEAD "    []\n", 7, 5, "non-empty sequence of cases");
+	/* a collective larger than the platform */
+	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
+			  "      collective: {op: all_reduce, gpus: 16, size: 1M}\n      published: {value: 1, unit: GB/s}\n",
+		     11, 19, "16");
+	/* a malformed size */
+	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
+			  "      collective: {op: all_reduce, gpus: 8, size: lots}\n      published: {value: 1, unit: GB/s}\n",
+		     11, 51, "'size' must be a positive byte count");
+	/* an unknown collective */
+	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
+			  "      collective: {op: all_sum, gpus: 8, size: 1M}\n      published: {value: 1, unit: us}\n",
+		     11, 24, "unknown collective 'all_sum'");
+	/* an attention pass spsim does not know */
+	expect_error(HEAD "    - id: a1\n      kind: attention\n      citation: c\n      platform: dgx-h100\n"
+			  "      attention: {batch: 1, seq_len: 1024, heads: 8, head_dim: 128, causal: false, pass: both, kernel: flash-attn-2}\n"
+			  "      published: {value: 1, unit: TFLOP/s}\n",
+		     11, 90, "'pass'");
+	/* a job the model cannot run: 32 heads do not split over an SP group of 3 */
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n      platform: dgx-a100\n"
+			  "      step: {model: llama-3.1-8b, gpus: 3, sp: 3, micro_batch: 1, seq_len: 4096}\n"
+			  "      published: {value: 1, unit: tokens/s/GPU}\n",
+		     11, 13, "the job does not fit model 'llama-3.1-8b'");
+	/* not YAML at all: the parser's location */
+	expect_error("source: [unclosed\n", 2, 1, "");
+}
+END_TEST
+
+/* Two files claiming the same source: the second one's id is the error. */
+START_TEST(a_source_id_used_twice_is_an_error)
+{
+	char dir[64], path[128], path2[160];
+	write_source(dir, sizeof dir, path, sizeof path, HEAD GEMM_CASE("g1"));
+	snprintf(path2, sizeof path2, "%s/zz.yaml", dir); /* loaded after src.yaml */
+	FILE *f = fopen(path2, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(HEAD GEMM_CASE("g2"), f);
+	fclose(f);
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert(!fidelity_load_dir(dir, &c, &e));
+	char where[512];
+	snprintf(where, sizeof where, "%s:2:7: source id 's' is already used by %s", path2, path);
+	ck_assert_msg(strncmp(e.msg, where, strlen(where)) == 0, "error '%s', want '%s...'", e.msg, where);
+	fidelity_corpus_free(&c);
+	unlink(path2);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(missing_corpus_directory_is_an_error)
+{
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert(!fidelity_load_dir("/nonexistent/corpus", &c, &e));
+	ck_assert_msg(strstr(e.msg, "/nonexistent/corpus: cannot open"), "%s", e.msg);
+	fidelity_corpus_free(&c);
+}
+END_TEST
+
+/* ---------------------------------------------------------- the runner --- */
+
+/* build/bench/fidelity next to build/src/spsim (SPSIM_EXE); `meson test` builds both. */
+static void runner_path(char *buf, size_t len)
+{
+	const char *exe = getenv("SPSIM_EXE");
+	ck_assert_ptr_nonnull(exe);
+	const char *slash = strrchr(exe, '/');
+	ck_assert_ptr_nonnull(slash);
+	snprintf(buf, len, "%.*s/../bench/fidelity", (int)(slash - exe), exe);
+	ck_assert_msg(access(buf, X_OK) == 0, "%s: not built", buf);
+}
+
+/* Runs the runner with args; returns its exit status and its last output line. */
+static int run_runner(const char *args, char *last, size_t len)
+{
+	char exe[CONFIG_PATH_MAX], cmd[2 * CONFIG_PATH_MAX];
+	runner_path(exe, sizeof exe);
+	snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", exe, args);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	char line[1024];
+	last[0] = '\0';
+	while (fgets(line, sizeof line, p))
+		snprintf(last, len, "%s", line);
+	int st = pclose(p);
+	ck_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+START_TEST(runner_reports_and_exits_zero)
+{
+	char dir[CONFIG_PATH_MAX], args[CONFIG_PATH_MAX + 16], last[1024];
+	corpus_dir(dir, sizeof dir);
+	snprintf(args, sizeof args, "--corpus %s", dir);
+	ck_assert_int_eq(run_runner(args, last, sizeof last), 0);
+	int n = 0;
+	double g = -1, m = -1;
+	ck_assert_msg(sscanf(last, "cases %d geomean_abs_error_pct %lf max_abs_error_pct %lf", &n, &g, &m) == 3,
+		      "last line '%s'", last);
+	ck_assert_int_ge(n, 30);
+	ck_assert(g >= 0 && m >= 0);
+}
+END_TEST
+
+START_TEST(runner_exits_two_on_a_malformed_corpus)
+{
+	char dir[64], path[128], args[128], last[1024];
+	write_source(dir, sizeof dir, path, sizeof path, HEAD GEMM_CASE("g1") "      colour: red\n");
+	snprintf(args, sizeof args, "--corpus %s", dir);
+	ck_assert_int_eq(run_runner(args, last, sizeof last), 2);
+	ck_assert_int_eq(run_runner("--engine nonsense", last, sizeof last), 2);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+/* ----------------------------------------------------------- arithmetic --- */
+
+START_TEST(signed_error_percent)
+{
+	ck_assert_double_eq_tol(fidelity_err_pct(110, 100), 10.0, 1e-12);
+	ck_assert_double_eq_tol(fidelity_err_pct(90, 100), -10.0, 1e-12);
+	ck_assert_double_eq_tol(fidelity_err_pct(100, 100), 0.0, 1e-12);
+	ck_assert_double_eq_tol(fidelity_err_pct(300, 100), 200.0, 1e-12);
+}
+END_TEST
+
+START_TEST(summary_geomean_and_max)
+{
+	/* (110, 100), (100, 100): mean |ln ratio| = ln(1.1) / 2, so the geometric-mean error
+	 * factor is sqrt(1.1) = 1.0488088: 4.88088 %; the largest error is 10 %. */
+	double p1[] = {110, 100}, q1[] = {100, 100};
+	fidelity_summary s = fidelity_summarize(p1, q1, 2);
+	ck_assert_int_eq(s.n, 2);
+	ck_assert_close(s.geomean_abs_error_pct, 100 * (sqrt(1.1) - 1), 1e-12);
+	ck_assert_close(s.max_abs_error_pct, 10.0, 1e-12);
+	/* Twice too high and twice too low weigh the same in the geomean (factor 2: 100 %),
+	 * while the signed errors are +100 % and -50 %: max 100 %. */
+	double p2[] = {200, 50}, q2[] = {100, 100};
+	s = fidelity_summarize(p2, q2, 2);
+	ck_assert_close(s.geomean_abs_error_pct, 100.0, 1e-12);
+	ck_assert_close(s.max_abs_error_pct, 100.0, 1e-12);
+	/* Exact predictions: zero error. */
+	s = fidelity_summarize(q2, q2, 2);
+	ck_assert_double_eq_tol(s.geomean_abs_error_pct, 0.0, 1e-12);
+	ck_assert_double_eq_tol(s.max_abs_error_pct, 0.0, 1e-12);
+}
+END_TEST
+
+/* Kernel FLOP counts (the benchmarks' conventions) and the roofline they meet, on the
+ * hand platform: 100 TFLOP/s, 1000 GB/s HBM, all efficiencies 1. */
+START_TEST(kernel_flops_and_time_by_hand)
+{
+	config_platform p = tu_platform(1, 8, 1);
+	fidelity_kernel g = {.kernel = WL_KERNEL_GEMM, .m = 1024, .n = 1024, .k = 1024};
+	double flops = 0;
+	/* 2 mnk = 2^31 FLOPs: 21.47 us of compute; 2 (3 x 2^20) bytes = 6.3 us of HBM. */
+	double t = fidelity_kernel_time(&p, &g, &flops);
+	ck_assert_close(flops, 2147483648.0, 1e-15);
+	ck_assert_close(t, 2147483648.0 / 100e12, 1e-12);
+	/* A 16^3 GEMM moves 2 (3 x 256) = 1536 bytes (1.536 ns at 1000 GB/s) but computes a
+	 * whole 128x128 output tile (tile quantization, engine/compute.c): 2·128·128·16 FLOPs
+	 * of work at 100 TFLOP/s = 5.24288 ns, which sets the time. */
+	fidelity_kernel small = {.kernel = WL_KERNEL_GEMM, .m = 16, .n = 16, .k = 16};
+	ck_assert_close(fidelity_kernel_time(&p, &small, &flops), 2.0 * 128 * 128 * 16 / 100e12, 1e-12);
+	/* Attention b=1, s=1024, h=2, d=64: forward 4 b s^2 h d = 536870912; causal halves
+	 * it; backward 2.5x, forward + backward 3.5x. */
+	fidelity_kernel a = {.kernel = WL_KERNEL_ATTENTION, .batch = 1, .seq_len = 1024, .heads = 2, .head_dim = 64,
+			     .causal = false, .pass = FID_PASS_FWD};
+	fidelity_kernel_time(&p, &a, &flops);
+	ck_assert_close(flops, 536870912.0, 1e-15);
+	a.causal = true;
+	fidelity_kernel_time(&p, &a, &flops);
+	ck_assert_close(flops, 268435456.0, 1e-15);
+	a.pass = FID_PASS_BWD;
+	fidelity_kernel_time(&p, &a, &flops);
+	ck_assert_close(flops, 2.5 * 268435456.0, 1e-15);
+	a.pass = FID_PASS_FWD_BWD;
+	t = fidelity_kernel_time(&p, &a, &flops);
+	ck_assert_close(flops, 3.5 * 268435456.0, 1e-15);
+	ck_assert_close(t, 3.5 * 268435456.0 / 100e12, 1e-12); /* compute bound */
+}
+END_TEST
+
+/* A kernel prediction is the FLOP count over the modelled time: with efficiency e the
+ * rate of a compute-bound kernel is e x peak (today's single-number model). */
+START_TEST(kernel_prediction_is_flops_over_time)
+{
+	char dir[64], path[128];
+	write_source(dir, sizeof dir, path, sizeof path, HEAD GEMM_CASE("g1"));
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	config_platform p;
+	ck_assert(fidelity_case_platform(&c.cases[0], &p, &e));
+	double flops, t = fidelity_kernel_time(&p, &c.cases[0].kern, &flops), pred = 0;
+	ck_assert(fidelity_predict(&c.cases[0], "analytic", &pred, &e));
+	ck_assert_close(pred, flops / t / 1e12, 1e-12);
+	ck_assert(pred <= p.gpu.peak_flops / 1e12 * (1 + 1e-12));
+	fidelity_corpus_free(&c);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+static Suite *fidelity_suite(void)
+{
+	Suite *s = suite_create("fidelity");
+	TCase *t = tcase_create("corpus");
+	tcase_set_timeout(t, 120);
+	tcase_add_test(t, shipped_corpus_loads_and_is_large_enough);
+	tcase_add_test(t, every_shipped_case_is_valid_and_predictable);
+	tcase_add_test(t, shipped_corpus_covers_kinds_collectives_and_gpus);
+	suite_add_tcase(s, t);
+	t = tcase_create("errors");
+	tcase_add_test(t, a_good_minimal_source_loads);
+	tcase_add_test(t, bad_files_fail_with_location);
+	tcase_add_test(t, a_source_id_used_twice_is_an_error);
+	tcase_add_test(t, missing_corpus_directory_is_an_error);
+	suite_add_tcase(s, t);
+	t = tcase_create("runner");
+	tcase_set_timeout(t, 120);
+	tcase_add_test(t, runner_reports_and_exits_zero);
+	tcase_add_test(t, runner_exits_two_on_a_malformed_corpus);
+	suite_add_tcase(s, t);
+	t = tcase_create("arithmetic");
+	tcase_add_test(t, signed_error_percent);
+	tcase_add_test(t, summary_geomean_and_max);
+	tcase_add_test(t, kernel_flops_and_time_by_hand);
+	tcase_add_test(t, kernel_prediction_is_flops_over_time);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *r = srunner_create(fidelity_suite());
+	srunner_run_all(r, CK_NORMAL);
+	int failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
