@@ -146,6 +146,55 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	o = spsim("run", REF, "--seq-len", "16K", "--format", "xml", NULL);
 	expect(o, 2, "--format expects table, json or csv");
 	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--impl", "deepspeed", NULL);
+	expect(o, 2, "--impl expects hf or megatron, got 'deepspeed'");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--memory-reserve", "2", NULL);
+	expect(o, 2, "--memory-reserve: '2' has no unit, expected a size such as 40GiB or 80GB, or 0");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--memory-reserve", "-1GiB", NULL);
+	expect(o, 2, "--memory-reserve: '-1GiB' must be positive");
+	free(o);
+}
+END_TEST
+
+START_TEST(impl_reserve_and_max_position)
+{
+	/* megatron keeps less than hf; a declared reserve is reported as given and moves the
+	 * peak by the difference; beyond max_position (131072 for Llama-3.1) a warning, not a
+	 * failure */
+	static const char *const impls[] = {"hf", "megatron"};
+	double peak[2], act[2];
+	for (int i = 0; i < 2; i++) {
+		cli_out *o = spsim("run", REF, "--seq-len", "16K", "--engine", "analytic", "--impl", impls[i],
+				   "--memory-reserve", "0", "--format", "json", NULL);
+		expect(o, 0, NULL);
+		json_t *j = json_loads(o->out, 0, NULL);
+		ck_assert_ptr_nonnull(j);
+		json_t *m = json_object_get(j, "memory_bytes");
+		ck_assert(json_number_value(json_object_get(m, "reserve")) == 0);
+		peak[i] = json_number_value(json_object_get(m, "peak"));
+		act[i] = json_number_value(json_object_get(m, "activations"));
+		json_decref(j);
+		free(o);
+	}
+	ck_assert(act[0] > act[1] && peak[0] > peak[1]);
+	cli_out *o = spsim("run", REF, "--seq-len", "16K", "--engine", "analytic", "--memory-reserve", "1GiB",
+			   "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	json_t *m = json_object_get(j, "memory_bytes");
+	ck_assert_close(json_number_value(json_object_get(m, "peak")) - peak[0], 1073741824.0, 1e-7); /* JSON keeps 10 digits */
+	ck_assert(json_is_true(json_object_get(json_object_get(j, "memory_reserve"), "declared")));
+	json_decref(j);
+	free(o);
+	o = spsim("run", REF, "--seq-len", "256K", "--engine", "analytic", NULL);
+	expect(o, 0, "warning: 262144 tokens exceed llama-3.1-8b's max_position (131072)");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--engine", "analytic", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(!strstr(o->err, "warning"), "unexpected warning: %s", o->err);
+	free(o);
 }
 END_TEST
 
@@ -194,7 +243,18 @@ START_TEST(run_json_has_the_documented_keys)
 			sum += json_number_value(json_object_get(m, mk[i]));
 	}
 	sum += json_number_value(json_object_get(m, "logits"));
+	ck_assert(json_number_value(json_object_get(m, "reserve")) > 0); /* derived by default */
+	sum += json_number_value(json_object_get(m, "reserve"));
 	ck_assert_close(sum, json_number_value(json_object_get(m, "peak")), 1e-9);
+	ck_assert_str_eq(json_string_value(json_object_get(job, "impl")), "hf");
+	/* wire bytes beside the buffers: BASP K = 4 stays in a node; ZeRO-3's world rings
+	 * leave the node for 1/4 of what they send (r = 4) */
+	json_t *cb = json_object_get(j, "comm_bytes_per_gpu");
+	ck_assert(json_number_value(json_object_get(cb, "sp_wire_off_gpu")) > 0);
+	ck_assert(json_number_value(json_object_get(cb, "sp_wire_off_node")) == 0);
+	ck_assert_close(json_number_value(json_object_get(cb, "zero_wire_off_node")),
+			json_number_value(json_object_get(cb, "zero_wire_off_gpu")) / 4, 1e-9);
+	ck_assert(json_number_value(json_object_get(j, "hfu")) >= json_number_value(json_object_get(j, "mfu")));
 	ck_assert(json_is_boolean(json_object_get(j, "fits")));
 	double step = json_number_value(json_object_get(j, "step_time_s"));
 	double tps = json_number_value(json_object_get(j, "tokens_per_s"));
@@ -449,6 +509,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, usage_and_help);
 	tcase_add_test(tc, bad_flags_exit_2_with_a_sentence);
+	tcase_add_test(tc, impl_reserve_and_max_position);
 	tcase_add_test(tc, yaml_errors_point_at_file_line_column);
 	tcase_add_test(tc, run_json_has_the_documented_keys);
 	tcase_add_test(tc, compare_reports_speedups_over_the_first);

@@ -475,6 +475,10 @@ START_TEST(platform_fixtures_ok)
 	assert_close(config_platform_intra_pair_bw(&p), 50e9, 1e-15);
 	assert_close(config_platform_nic_bw(&p), 6.25e9, 1e-15);
 	assert_close(p.gpu.memory_bytes, 16.0 * 1073741824.0, 1e-15);
+	ck_assert(!p.has_memory_reserve); /* not declared: the derived default applies */
+	p = load_platform_fixture("platform_zero_reserve.yaml"); /* 0 is a declared reserve */
+	ck_assert(p.has_memory_reserve);
+	ck_assert_double_eq(p.memory_reserve, 0);
 	/* nvlink-mesh with 50 GB/s pairs and 4 GPUs: 3 x 50 = 150 GB/s per GPU. */
 	p = load_platform_fixture("platform_mesh.yaml");
 	ck_assert_int_eq(p.intra.fabric, CONFIG_FABRIC_NVLINK_MESH);
@@ -514,6 +518,8 @@ START_TEST(platform_errors)
 	expect_error(PLATFORM, "platform_fat_tree_no_leaf.yaml",
 		     "15:5: missing required key 'nodes_per_leaf' in 'inter_node'");
 	expect_error(PLATFORM, "platform_oversub.yaml", "20:23: 'oversubscription' must be a number from 1 to 1024, got '0.5'");
+	expect_error(PLATFORM, "platform_bad_reserve.yaml",
+		     "21:19: 'memory_reserve': '-1GiB' must be positive, expected a size such as 40GiB or 80GB, or 0");
 	expect_error(PLATFORM, "platform_duplicate.yaml",
 		     "14:5: duplicate key 'latency' in 'intra_node' (first at line 13), expected each key once");
 	expect_error(PLATFORM, "platform_missing_section.yaml", "2:3: missing required key 'efficiency' in 'platform'");
@@ -996,6 +1002,9 @@ START_TEST(job_full_file)
 	ck_assert_double_eq(j.prefetch_bucket_elems, 1e7);
 	ck_assert_int_eq(j.fp32_grad_comm_set, 1);
 	ck_assert(!j.fp32_grad_comm);
+	ck_assert_int_eq(j.impl, CONFIG_IMPL_MEGATRON);
+	ck_assert(j.memory_reserve_set);
+	ck_assert_double_eq(j.memory_reserve, 1.5 * 1073741824.0);
 }
 END_TEST
 
@@ -1030,7 +1039,11 @@ START_TEST(job_errors)
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
 		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
-		     "attention_kernel");
+		     "attention_kernel, impl, memory_reserve");
+	expect_error(JOB, "job_bad_impl.yaml", "3:9: 'impl' must be one of: hf, megatron, got 'deepspeed'");
+	expect_error(JOB, "job_bad_reserve.yaml",
+		     "3:19: 'memory_reserve': '2 apples' has an unknown unit 'apples', expected a size such as 40GiB "
+		     "or 80GB, or 0");
 	expect_error(JOB, "job_bad_seq.yaml", "2:12: 'seq_len' must be a token count from 1 to 4294967296 (K and M suffixes: 16K = 16384), got '32q'");
 	expect_error(JOB, "model_ok.yaml", "1:1: unknown key 'model' at the top level, expected one of: job");
 }

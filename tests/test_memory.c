@@ -1,5 +1,7 @@
 /* memory: per-GPU memory against hand derivations (docs/model.md "Memory"). Tiny model
  * of tests/testutil.h: L = 2, h = 64, a = 4, g = 2, d = 16, ffn = 128, V = 100. */
+#include <limits.h>
+
 #include "testutil.h"
 
 static void mem_of(const config_model *m, const config_platform *p, config_job j, workload_memory *out)
@@ -34,30 +36,147 @@ END_TEST
 
 START_TEST(activations_match_hand_derivation)
 {
-	/* Ulysses N = 4, B = 1, S = 32: t = 8 tokens, P = 4 > g = 2 so kvr = 4.
-	 * Per layer, bf16: 2·t·(4h + 3·a·d + 2·kvr·d + 3·ffn)
-	 *   = 2·8·(256 + 192 + 128 + 384) = 15360, plus fp32 LSE 4·t·a = 128 -> 15488.
-	 * Two layers 30976, plus embedding output and final norm 2·2·t·h = 2048 -> 33024.
-	 * Logits: t·V·(2 + 4) = 4800. All-to-all buffers: send + receive of the Q
-	 * buffer, 2·2·t·a·d = 2048. ZeRO-0 reduce bucket, capped at psi, in fp32: 4·psi. */
+	/* Ulysses N = 4, B = 1, S = 32: t = 8 tokens, P = 4 > g = 2 so kvr = 4. Reserve 0 here
+	 * (reserve_* tests below).
+	 * megatron, per layer: bf16 2·t·(3·a·d + 2·kvr·d + 3·f) = 2·8·(192 + 128 + 384) = 11264;
+	 *   fp32 LSE 4·t·a = 128; two fused RMSNorms, each input + output in bf16 and fp32
+	 *   rsigma: 2·(4·t·h + 4·t) = 2·(2048 + 32) = 4160 -> 15552. Two layers 31104, plus
+	 *   the final norm 2080 -> 33184. Logits: bf16 + the fp32 softmax, t·V·(2 + 4) = 4800.
+	 * hf, per layer: the MLP keeps 4·f (gate, SiLU output, up, product):
+	 *   2·8·(192 + 128 + 512) = 13312; LSE 128; two LlamaRMSNorms, each fp32 input, bf16
+	 *   normalised, bf16 output and fp32 rsqrt: 2·(8·t·h + 4·t) = 2·(4096 + 32) = 8256
+	 *   -> 21696. Two layers 43392, final norm 4128 -> 47520. Logits: bf16 logits, fp32
+	 *   log-softmax, and its backward's fp32 gradient in and out: 14·t·V = 11200.
+	 * Buffers (both): send + receive of the Q all-to-all, 2·2·t·a·d = 2048; ZeRO-0
+	 * reduce bucket, capped at psi, in fp32: 4·psi. */
 	config_model m = tu_model();
 	config_platform p = tu_platform(1, 4, 1);
 	double psi = config_model_params(&m);
 	workload_memory mem;
-	mem_of(&m, &p, tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 0), &mem);
-	ck_assert_close(mem.activations, 33024, 1e-12);
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 0);
+	j.memory_reserve_set = true;
+	j.memory_reserve = 0;
+	j.impl = CONFIG_IMPL_MEGATRON;
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.activations, 33184, 1e-12);
 	ck_assert_close(mem.logits, 4800, 1e-12);
 	ck_assert_close(mem.buffers, 2048 + 4 * psi, 1e-12);
-	ck_assert_close(mem.peak, 16 * psi + 33024 + 4800 + 2048 + 4 * psi, 1e-12);
+	ck_assert_close(mem.reserve, 0, 1e-12);
+	ck_assert_close(mem.peak, 16 * psi + 33184 + 4800 + 2048 + 4 * psi, 1e-12);
 	ck_assert(mem.fits);
 	ck_assert_close(mem.capacity, 80e9, 1e-12);
 
+	j.impl = CONFIG_IMPL_HF; /* the default */
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.activations, 47520, 1e-12);
+	ck_assert_close(mem.logits, 11200, 1e-12);
+	ck_assert_close(mem.buffers, 2048 + 4 * psi, 1e-12);
+	ck_assert_close(mem.peak, 16 * psi + 47520 + 11200 + 2048 + 4 * psi, 1e-12);
+
 	/* Full recompute keeps each layer's input (2·t·h = 1024 per layer) and rebuilds one
-	 * layer at a time: 2·1024 + 15488 + 2048 = 19584. */
-	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 0);
+	 * layer at a time: megatron 2·1024 + 15552 + 2080 = 19680; hf 2048 + 21696 + 4128 = 27872. */
 	j.recompute = CONFIG_RECOMPUTE_FULL;
 	mem_of(&m, &p, j, &mem);
-	ck_assert_close(mem.activations, 19584, 1e-12);
+	ck_assert_close(mem.activations, 27872, 1e-12);
+	j.impl = CONFIG_IMPL_MEGATRON;
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.activations, 19680, 1e-12);
+}
+END_TEST
+
+START_TEST(reserve_default_by_hand)
+{
+	/* Derived reserve of the job above (W = 4, P = 4, ZeRO-0, no recompute):
+	 *   CUDA context 512 MiB = 536870912, cuBLAS 32 MiB = 33554432;
+	 *   NCCL, ZeRO communicator: 16 channels x 2 connections x (Simple 4194304 + LL128
+	 *   120·640·8·8 = 4915200 + LL 8·512·8·16 = 524288 = 9633792) = 308281344;
+	 *   all-to-all p2p: 3 peers x 2 channels x (send + receive) x 4 MiB = 50331648;
+	 *   fragmentation: 0 (neither ZeRO-3 nor recompute).
+	 *   total 929038336, added to peak. */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	workload_memory with, without;
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 0);
+	mem_of(&m, &p, j, &with);
+	ck_assert(!with.reserve_of.declared);
+	ck_assert_close(with.reserve_of.context, 536870912.0, 1e-12);
+	ck_assert_close(with.reserve_of.cublas, 33554432.0, 1e-12);
+	ck_assert_close(with.reserve_of.nccl, 308281344.0 + 50331648.0, 1e-12);
+	ck_assert_close(with.reserve_of.fragmentation, 0, 1e-12);
+	ck_assert_close(with.reserve, 929038336.0, 1e-12);
+	j.memory_reserve_set = true;
+	j.memory_reserve = 0;
+	mem_of(&m, &p, j, &without);
+	ck_assert_close(with.peak - without.peak, 929038336.0, 1e-12);
+
+	/* ZeRO-3 adds 15% of the dynamic memory (activations, logits, buffers) */
+	j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 3);
+	mem_of(&m, &p, j, &with);
+	ck_assert_close(with.reserve_of.fragmentation, 0.15 * (with.activations + with.logits + with.buffers), 1e-12);
+	ck_assert_close(with.reserve, 929038336.0 + with.reserve_of.fragmentation, 1e-12);
+
+	/* one GPU: no communicator, no NCCL buffers */
+	config_platform one = tu_platform(1, 1, 1);
+	mem_of(&m, &one, tu_job(CONFIG_STRATEGY_ULYSSES, 1, 1, 1, 32, 0), &with);
+	ck_assert_close(with.reserve_of.nccl, 0, 1e-12);
+}
+END_TEST
+
+START_TEST(reserve_declared_job_over_platform)
+{
+	/* the job's memory_reserve wins over the platform's, which wins over the default */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	workload_memory mem;
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 0);
+	p.has_memory_reserve = true;
+	p.memory_reserve = 3e9;
+	mem_of(&m, &p, j, &mem);
+	ck_assert(mem.reserve_of.declared);
+	ck_assert_close(mem.reserve, 3e9, 1e-12);
+	ck_assert_close(mem.reserve_of.context + mem.reserve_of.nccl, 0, 1e-12);
+	j.memory_reserve_set = true;
+	j.memory_reserve = 1e9;
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.reserve, 1e9, 1e-12);
+	/* fits counts it: a reserve of the whole remaining memory leaves it exactly full */
+	double rest = mem.capacity - (mem.peak - mem.reserve);
+	j.memory_reserve = rest;
+	mem_of(&m, &p, j, &mem);
+	ck_assert(mem.fits);
+	j.memory_reserve = rest * 1.001;
+	mem_of(&m, &p, j, &mem);
+	ck_assert(!mem.fits);
+}
+END_TEST
+
+START_TEST(max_seq_shrinks_with_reserve_and_hf)
+{
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	p.gpu.memory_bytes = 2e9;
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	config_error err;
+	ck_assert(workload_check(&m, &p, &j, &err));
+	j.memory_reserve_set = true;
+	long prev = LONG_MAX;
+	/* non-increasing in the reserve, and strictly shorter once the reserve is large */
+	for (double r = 0; r <= 1.5e9; r += 0.25e9) {
+		j.memory_reserve = r;
+		long s = workload_max_seq(&m, &p, &j, 64);
+		ck_assert_int_le(s, prev);
+		prev = s;
+	}
+	j.memory_reserve = 0;
+	long none = workload_max_seq(&m, &p, &j, 64);
+	j.memory_reserve = 1.5e9;
+	ck_assert_int_lt(workload_max_seq(&m, &p, &j, 64), none);
+	/* hf keeps more per token than megatron: never longer */
+	j.memory_reserve = 0.5e9;
+	long hf = workload_max_seq(&m, &p, &j, 64);
+	j.impl = CONFIG_IMPL_MEGATRON;
+	long mg = workload_max_seq(&m, &p, &j, 64);
+	ck_assert_int_lt(hf, mg);
 }
 END_TEST
 
@@ -104,6 +223,8 @@ START_TEST(max_seq_is_the_fitting_boundary)
 	config_platform p = tu_platform(1, 4, 1);
 	p.gpu.memory_bytes = 64e6;
 	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 3);
+	j.memory_reserve_set = true; /* none: 64 MB would not hold the default */
+	j.memory_reserve = 0;
 	config_error err;
 	ck_assert(workload_check(&m, &p, &j, &err));
 	long best = workload_max_seq(&m, &p, &j, 64);
@@ -134,6 +255,9 @@ int main(void)
 	TCase *tc = tcase_create("memory");
 	tcase_add_test(tc, model_states_by_zero_stage);
 	tcase_add_test(tc, activations_match_hand_derivation);
+	tcase_add_test(tc, reserve_default_by_hand);
+	tcase_add_test(tc, reserve_declared_job_over_platform);
+	tcase_add_test(tc, max_seq_shrinks_with_reserve_and_hf);
 	tcase_add_test(tc, basp_keeps_ulysses_tokens_per_gpu);
 	tcase_add_test(tc, fits_compares_peak_with_capacity);
 	tcase_add_test(tc, max_seq_is_the_fitting_boundary);

@@ -200,6 +200,8 @@ START_TEST(spec_errors_are_located)
 		{"bad_model.yaml", ":2:25: ", "model 'llama-9b' cannot be used: unknown model 'llama-9b'"},
 		{"bad_duplicate.yaml", ":5:23: ", "'micro_batch' lists '1' twice, expected distinct values"},
 		{"bad_zero.yaml", ":5:9: ", "'zero' must be an integer from 0 to 3, got '4'"},
+		{"bad_impl.yaml", ":5:9: ", "'impl' must be one of: hf, megatron, got 'fused'"},
+		{"bad_reserve.yaml", ":5:19: ", "'memory_reserve': '1 GiBs' has an unknown unit 'GiBs'"},
 		{"bad_strategy.yaml", ":5:23: ", "unknown strategy 'ring', expected ulysses|basp"},
 		{"bad_baseline.yaml", ":6:13: ", "baseline 'ring' is not one of the strategies of this sweep"},
 		{"bad_missing.yaml", ":2:3: ", "missing required key 'seq_len' in 'sweep'"},
@@ -988,14 +990,15 @@ END_TEST
 START_TEST(planner_weighs_basp_beyond_divisibility)
 {
 	/* 3 sequences per step on 8 GPUs: B = 3 never divides N = 8; only the uneven BASP
-	 * variants can give each sequence its own group. */
+	 * variants can give each sequence its own group. 12K: the length where both uneven
+	 * variants still fit the 40 GB A100 with Hugging Face activations. */
 	config_model m;
 	config_platform p;
 	config_error e = {""};
 	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("a100-2x4-ib400", &p, &e));
 	int budget = 8;
 	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
-			.seq_len = 24576, .global_tokens = 3L * 24576};
+			.seq_len = 12288, .global_tokens = 3L * 12288};
 	plan_candidate *c;
 	long n;
 	plan_search_stats st;
@@ -1011,7 +1014,7 @@ START_TEST(planner_weighs_basp_beyond_divisibility)
 	int fd = mkstemp(log);
 	close(fd);
 	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8",
-		     "--seq-len", "24K", "--global-batch", "72K", "--verify", "none", NULL};
+		     "--seq-len", "12K", "--global-batch", "36K", "--verify", "none", NULL};
 	ck_assert_int_eq(run_exe(a, log), 0);
 	char *out = slurp(log);
 	ck_assert_msg(strstr(out, "basp: no configuration applies here"), "%.1500s", out);
@@ -1025,15 +1028,18 @@ END_TEST
 
 START_TEST(planner_finds_basp_where_it_wins)
 {
-	/* Reference cluster at 16K: groups of K = 4 (one node each) beat all-to-alls across
-	 * both nodes; the merged #1 is reachable as BASP (SP 8, B 2). */
+	/* Reference cluster at 32K: groups of K = 4 (one node each) beat all-to-alls across
+	 * both nodes; the merged #1 is reachable as BASP (SP 8, B 2). (At 8K and 16K, with
+	 * Hugging Face activations and the memory reserve on 40 GB, every layout needs full
+	 * recompute or data parallelism, and plain data parallelism without any all-to-all
+	 * wins or ties.) */
 	config_model m;
 	config_platform p;
 	config_error e = {""};
 	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("a100-2x4-ib400", &p, &e));
 	int budget = 8;
 	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
-			.seq_len = 16384, .global_tokens = 32L * 16384};
+			.seq_len = 32768, .global_tokens = 16L * 32768};
 	plan_candidate *c;
 	long n;
 	plan_search_stats st;
@@ -1053,7 +1059,7 @@ START_TEST(planner_finds_basp_where_it_wins)
 	int fd = mkstemp(log);
 	close(fd);
 	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8",
-		     "--seq-len", "16K", "--global-batch", "512K", "--verify", "none", NULL};
+		     "--seq-len", "32K", "--global-batch", "512K", "--verify", "none", NULL};
 	ck_assert_int_eq(run_exe(a, log), 0);
 	char *out = slurp(log);
 	ck_assert_msg(strstr(out, "basp wins: #1 is a basp layout, groups of K=4 GPUs"), "%.1500s", out);
@@ -1064,7 +1070,7 @@ END_TEST
 
 START_TEST(planner_says_when_basp_does_not_win)
 {
-	/* One 8-GPU NVSwitch node at 64K: every all-to-all is on NVLink already, and the
+	/* One 8-GPU NVSwitch node at 32K: every all-to-all is on NVLink already, and the
 	 * memory left for B > 1 costs recompute; Ulysses over the node wins. */
 	config_model m;
 	config_platform p;
@@ -1072,7 +1078,7 @@ START_TEST(planner_says_when_basp_does_not_win)
 	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("dgx-h100", &p, &e));
 	int budget = 8;
 	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
-			.seq_len = 65536, .global_tokens = 16L * 65536};
+			.seq_len = 32768, .global_tokens = 32L * 32768};
 	plan_candidate *c;
 	long n;
 	plan_search_stats st;
@@ -1084,11 +1090,57 @@ START_TEST(planner_says_when_basp_does_not_win)
 	int fd = mkstemp(log);
 	close(fd);
 	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "8",
-		     "--seq-len", "64K", "--global-batch", "1M", "--verify", "none", NULL};
+		     "--seq-len", "32K", "--global-batch", "1M", "--verify", "none", NULL};
 	ck_assert_int_eq(run_exe(a, log), 0);
 	char *out = slurp(log);
 	ck_assert_msg(strstr(out, "basp does not win here: its best layout"), "%.1500s", out);
 	ck_assert_msg(strstr(out, "recompute full vs none"), "%.1500s", out);
+	free(out);
+	unlink(log);
+}
+END_TEST
+
+START_TEST(planner_takes_the_implementation_and_reserve)
+{
+	/* Megatron's fused kernels keep less than Hugging Face's eager modules, so at least as
+	 * many configurations fit; a reserve of the whole GPU leaves none. */
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("a100-2x4-ib400", &p, &e));
+	int budget = 8;
+	config_job base;
+	config_job_defaults(&base);
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 16384, .global_tokens = 32L * 16384, .base = &base};
+	plan_candidate *c;
+	long n_hf, n_mg, n_none;
+	plan_search_stats st;
+	ck_assert(plan_search(&q, &c, &n_hf, &st, &e));
+	free(c);
+	base.impl = CONFIG_IMPL_MEGATRON;
+	ck_assert(plan_search(&q, &c, &n_mg, &st, &e));
+	for (long i = 0; i < n_mg; i++)
+		ck_assert_int_eq(c[i].job.impl, CONFIG_IMPL_MEGATRON);
+	free(c);
+	ck_assert_int_gt(n_mg, n_hf);
+	base.memory_reserve_set = true;
+	base.memory_reserve = p.gpu.memory_bytes;
+	ck_assert(plan_search(&q, &c, &n_none, &st, &e));
+	free(c);
+	ck_assert_int_eq(n_none, 0);
+	/* the CLI flags, and their errors */
+	char log[] = "/tmp/spsim-plan-cli-XXXXXX";
+	int fd = mkstemp(log);
+	close(fd);
+	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8",
+		     "--seq-len", "16K", "--global-batch", "512K", "--verify", "none", "--impl", "megatron", NULL};
+	ck_assert_int_eq(run_exe(a, log), 0);
+	char *bad[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8",
+		       "--seq-len", "16K", "--global-batch", "512K", "--memory-reserve", "lots", NULL};
+	ck_assert_int_eq(run_exe(bad, log), 2);
+	char *out = slurp(log);
+	ck_assert_msg(strstr(out, "--memory-reserve: 'lots' is not a number with a unit"), "%.1500s", out);
 	free(out);
 	unlink(log);
 }
@@ -1104,7 +1156,7 @@ START_TEST(planner_merges_one_layout_under_two_names)
 	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("a100-2x4-ib400", &p, &e));
 	config_job a, b;
 	config_job_defaults(&a);
-	a.gpus = 8, a.sp = 8, a.micro_batch = 2, a.grad_accum = 4, a.seq_len = 16384, a.zero_stage = 3;
+	a.gpus = 8, a.sp = 8, a.micro_batch = 2, a.grad_accum = 4, a.seq_len = 8192, a.zero_stage = 3;
 	a.strategy = CONFIG_STRATEGY_BASP;
 	b = a;
 	b.strategy = CONFIG_STRATEGY_ULYSSES, b.sp = 4, b.micro_batch = 1, b.grad_accum = 4;
@@ -1113,7 +1165,7 @@ START_TEST(planner_merges_one_layout_under_two_names)
 	ck_assert_double_eq(ra.tokens_per_s, rb.tokens_per_s);
 	int budget = 8;
 	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
-			.seq_len = 16384, .global_tokens = 16L * 16384, .zero_mask = 1u << 3, .recompute_mask = 1};
+			.seq_len = 8192, .global_tokens = 16L * 8192, .zero_mask = 1u << 3, .recompute_mask = 1};
 	plan_candidate *c;
 	long n;
 	plan_search_stats st;
@@ -1378,6 +1430,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, planner_finds_basp_where_it_wins);
 	tcase_add_test(t, planner_weighs_basp_beyond_divisibility);
 	tcase_add_test(t, planner_says_when_basp_does_not_win);
+	tcase_add_test(t, planner_takes_the_implementation_and_reserve);
 	tcase_add_test(t, planner_merges_one_layout_under_two_names);
 	tcase_add_test(t, planner_cost_ranking_and_explanations);
 	tcase_add_test(t, planner_verify_reruns_in_own_processes);

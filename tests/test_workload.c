@@ -220,8 +220,134 @@ START_TEST(off_gpu_bytes_ratio_basp_over_ulysses)
 	ck_assert_close(vb.sp_bytes, vu.sp_bytes, 1e-12); /* same buffers handed to NCCL */
 	ck_assert_close(vb.sp_off_gpu / vu.sp_off_gpu, (3.0 / 4.0) / (7.0 / 8.0), 1e-12);
 	ck_assert_int_eq(vu.sp_collectives, vb.sp_collectives);
+	/* without a node size the off-node wire fields stay 0 */
+	ck_assert(vu.sp_wire_off_node == 0 && vu.zero_wire_off_node == 0 && vu.sp_wire_off_gpu > 0);
+
+	/* Wire bytes on 2 nodes of 4: every Ulysses all-to-all sends 7/8 of its buffer
+	 * off-GPU and 4/8 off-node; ZeRO-1's world rings (all-reduce, all-gather) send off-node
+	 * 1/r = 1/4 of what they send off-GPU. BASP K = 4 keeps its all-to-alls in the node. */
+	workload_volume_on(&u, 4, &vu);
+	workload_volume_on(&b, 4, &vb);
+	ck_assert_close(vu.sp_wire_off_gpu, vu.sp_bytes * 7 / 8, 1e-12);
+	ck_assert_close(vu.sp_wire_off_gpu, vu.sp_off_gpu, 1e-12);
+	ck_assert_close(vu.sp_wire_off_node, vu.sp_bytes * 4 / 8, 1e-12);
+	ck_assert_close(vb.sp_wire_off_gpu, vb.sp_bytes * 3 / 4, 1e-12);
+	ck_assert_close(vb.sp_wire_off_node, 0, 1e-12);
+	ck_assert(vu.zero_wire_off_gpu > 0 && vu.zero_wire_off_gpu < 2 * vu.zero_bytes);
+	ck_assert_close(vu.zero_wire_off_node, vu.zero_wire_off_gpu / 4, 1e-12);
 	workload_plan_finish(&u);
 	workload_plan_finish(&b);
+}
+END_TEST
+
+START_TEST(model_and_hardware_flops_by_hand)
+{
+	/* Ulysses N = W = 4, B = 1, S = 32: t = 8 tokens, 1 of 4 heads per GPU in attention.
+	 * Forward GEMMs of a layer (2·m·n·k): QKV 2·8·64·(64 + 2·2·16) = 131072, output
+	 * 2·8·64·64 = 65536, gate+up 2·8·64·256 = 262144, down 2·8·128·64 = 131072: 589824.
+	 * Causal attention forward: 1 sequence x 1 head x 4·S²·d / 2 = 4·1024·16/2 = 32768.
+	 * Logits 2·8·64·100 = 102400. Forward = 2·(589824 + 32768) + 102400 = 1347584.
+	 * MFU convention (backward 2x): 3 x 1347584 = 4042752.
+	 * Executed: GEMMs 3x, attention 1 + 2.5 = 3.5x: 2·(3·589824 + 3.5·32768) + 3·102400
+	 * = 2·(1769472 + 114688) + 307200 = 4075520; full recompute adds the layers' forward
+	 * once more: + 2·622592 = 5320704 (the model FLOPs stay). Attention dense (PaLM's and
+	 * Megatron-LM's count): 3·(2·(589824 + 65536) + 102400) = 4239360. */
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	workload_plan plan;
+	plan_ok(&m, &j, &plan);
+	ck_assert_close(plan.model_flops_per_step, 4042752, 1e-12);
+	ck_assert_close(plan.hardware_flops_per_step, 4075520, 1e-12);
+	ck_assert_close(plan.model_flops_dense_per_step, 4239360, 1e-12);
+
+	/* MFU and HFU divide them by peak x step (engine_result_finish) */
+	config_error err;
+	engine_input in = {.model = &m, .platform = &P8, .job = &j, .plan = &plan};
+	engine_result r;
+	ck_assert_msg(engine_find("analytic")->run(&in, &r, &err), "%s", err.msg);
+	ck_assert_close(r.mfu, 4042752 / (100e12 * r.step_time), 1e-12);
+	ck_assert_close(r.hfu, 4075520 / (100e12 * r.step_time), 1e-12);
+	ck_assert_close(r.mfu_dense, 4239360 / (100e12 * r.step_time), 1e-12);
+	workload_plan_finish(&plan);
+
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	plan_ok(&m, &j, &plan);
+	ck_assert_close(plan.model_flops_per_step, 4042752, 1e-12);
+	ck_assert_close(plan.hardware_flops_per_step, 5320704, 1e-12);
+	workload_plan_finish(&plan);
+
+	j.recompute = CONFIG_RECOMPUTE_NONE;
+	j.grad_accum = 3; /* per step: three micro-steps */
+	plan_ok(&m, &j, &plan);
+	ck_assert_close(plan.model_flops_per_step, 3 * 4042752.0, 1e-12);
+	ck_assert_close(plan.hardware_flops_per_step, 3 * 4075520.0, 1e-12);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+/* Bytes rank `to` receives in one call, by the algorithm's definition, split into all and
+ * from another node (ranks placed contiguously, r per node). */
+static void received(workload_coll c, int P, int r, double bytes, int to, double *all, double *off_node)
+{
+	*all = *off_node = 0;
+	if (c == WL_COLL_ALLTOALL) {
+		/* bytes/P from every other rank */
+		for (int from = 0; from < P; from++)
+			if (from != to) {
+				*all += bytes / P;
+				if (from / r != to / r)
+					*off_node += bytes / P;
+			}
+		return;
+	}
+	/* ring 0 -> 1 -> ... -> P-1 -> 0: a chunk bytes/P from the predecessor per step,
+	 * P-1 steps (all-gather, reduce-scatter) or 2(P-1) (all-reduce) */
+	int steps = c == WL_COLL_ALLREDUCE ? 2 * (P - 1) : P - 1, from = (to + P - 1) % P;
+	*all = steps * bytes / P;
+	*off_node = from / r != to / r ? *all : 0;
+}
+
+START_TEST(wire_bytes_sent_equal_received)
+{
+	/* Summed over the ranks, what workload_wire_bytes says each sends equals what the
+	 * algorithm delivers, off-GPU and off-node, for rings and all-to-alls over 1-3 nodes. */
+	static const workload_coll cs[] = {WL_COLL_ALLTOALL, WL_COLL_ALLGATHER, WL_COLL_REDUCESCATTER,
+					   WL_COLL_ALLREDUCE};
+	static const int shapes[][2] = {{8, 4}, {12, 4}, {4, 4}, {16, 8}, {6, 2}};
+	const double B = 3e6;
+	for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
+		for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+			int P = shapes[k][0], r = shapes[k][1];
+			workload_alg a = cs[i] == WL_COLL_ALLTOALL ? WL_ALG_DIRECT : WL_ALG_RING;
+			double g, n, rg = 0, rn = 0;
+			workload_wire_bytes(cs[i], a, P, r, B, &g, &n);
+			for (int to = 0; to < P; to++) {
+				double x, y;
+				received(cs[i], P, r, B, to, &x, &y);
+				rg += x;
+				rn += y;
+			}
+			ck_assert_close(P * g, rg, 1e-12);
+			ck_assert_close(P * n, rn, 1e-12);
+			ck_assert(n <= g);
+		}
+	/* the published factors: ring all-reduce sends 2(P-1)/P of the buffer, all-gather
+	 * (P-1)/P; an all-to-all of 8 ranks on 2 nodes sends 7/8 off-GPU, 4/8 off-node */
+	double g, n;
+	workload_wire_bytes(WL_COLL_ALLREDUCE, WL_ALG_RING, 8, 8, B, &g, &n);
+	ck_assert_close(g, B * 2 * 7 / 8, 1e-12);
+	ck_assert_close(n, 0, 1e-12);
+	workload_wire_bytes(WL_COLL_ALLTOALL, WL_ALG_DIRECT, 8, 4, B, &g, &n);
+	ck_assert_close(g, B * 7 / 8, 1e-12);
+	ck_assert_close(n, B * 4 / 8, 1e-12);
+	/* hierarchical all-to-all: the same bytes through the NICs, two NVLink phases more */
+	double hg, hn;
+	workload_wire_bytes(WL_COLL_ALLTOALL, WL_ALG_HIERARCHICAL, 8, 4, B, &hg, &hn);
+	ck_assert_close(hn, n, 1e-12);
+	ck_assert_close(hg, 2 * B * 3 / 4 + B / 2, 1e-12);
+	/* one rank: nothing leaves the GPU */
+	workload_wire_bytes(WL_COLL_ALLTOALL, WL_ALG_DIRECT, 1, 1, B, &g, &n);
+	ck_assert(g == 0 && n == 0);
 }
 END_TEST
 
@@ -453,6 +579,8 @@ int main(void)
 	tcase_add_test(tc, basp_and_ulysses_do_the_same_attention_work);
 	tcase_add_test(tc, all_to_all_counts_follow_deepspeed);
 	tcase_add_test(tc, off_gpu_bytes_ratio_basp_over_ulysses);
+	tcase_add_test(tc, model_and_hardware_flops_by_hand);
+	tcase_add_test(tc, wire_bytes_sent_equal_received);
 	tcase_add_test(tc, zero_traffic_per_stage_conserves_parameters);
 	tcase_add_test(tc, zero_overlap_flag_moves_collectives);
 	tcase_add_test(tc, buckets_split_large_reductions);

@@ -8,7 +8,8 @@
 #include "engine/analytic.h"
 
 #define SET(bit) (1u << (bit))
-enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A, S_UNEVEN, S_ATTN };
+enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A,
+       S_UNEVEN, S_ATTN, S_IMPL, S_RESERVE };
 
 const struct option cli_job_options[] = {
 	{"model", required_argument, NULL, CLI_OPT_MODEL},
@@ -38,6 +39,8 @@ const struct option cli_job_options[] = {
 	{"a2a", required_argument, NULL, CLI_OPT_A2A},
 	{"basp-uneven", required_argument, NULL, CLI_OPT_BASP_UNEVEN},
 	{"attention-kernel", required_argument, NULL, CLI_OPT_ATTENTION_KERNEL},
+	{"impl", required_argument, NULL, CLI_OPT_IMPL},
+	{"memory-reserve", required_argument, NULL, CLI_OPT_MEMORY_RESERVE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -88,6 +91,11 @@ void cli_job_help(FILE *f)
 	      "  --attention-kernel flash-attn-2|flash-attn-3|cudnn  attention kernel family whose measured\n"
 	      "                           efficiency curves time attention (default: the platform's\n"
 	      "                           attention_kernel; flash-attn-3 needs a hopper GPU)\n"
+	      "  --impl hf|megatron       what each layer saves for backward: hf = DeepSpeed + Hugging Face\n"
+	      "                           eager modules (unfused SwiGLU, fp32 norm copies, fp32 loss), megatron =\n"
+	      "                           fused kernels (default hf)\n"
+	      "  --memory-reserve SIZE    memory lost to CUDA context, cuBLAS, NCCL buffers and allocator\n"
+	      "                           fragmentation, e.g. 2GiB or 0 (default: the platform's, else derived)\n"
 	      "Engine and output:\n"
 	      "  --engine NAME            ",
 	      f);
@@ -337,6 +345,28 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		a->set |= SET(S_ATTN);
 		return 1;
 	}
+	case CLI_OPT_IMPL:
+		if (strcmp(arg, "hf") == 0)
+			j->impl = CONFIG_IMPL_HF;
+		else if (strcmp(arg, "megatron") == 0)
+			j->impl = CONFIG_IMPL_MEGATRON;
+		else {
+			fprintf(stderr, "spsim: --impl expects hf or megatron, got '%s'\n", arg);
+			return -1;
+		}
+		a->set |= SET(S_IMPL);
+		return 1;
+	case CLI_OPT_MEMORY_RESERVE: {
+		config_error err;
+		if (!config_parse_size_or_zero(arg, &d, &err)) {
+			fprintf(stderr, "spsim: --memory-reserve: %s\n", err.msg);
+			return -1;
+		}
+		j->memory_reserve = d;
+		j->memory_reserve_set = true;
+		a->set |= SET(S_RESERVE);
+		return 1;
+	}
 	case CLI_OPT_ENGINE:
 		if (!engine_find(arg)) {
 			fprintf(stderr, "spsim: --engine expects one of:");
@@ -399,6 +429,11 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_A2A, a2a)
 		TAKE(S_UNEVEN, basp_uneven)
 		TAKE(S_ATTN, attention_kernel)
+		TAKE(S_IMPL, impl)
+		if (!(a->set & SET(S_RESERVE))) {
+			j->memory_reserve = fromfile.memory_reserve;
+			j->memory_reserve_set = fromfile.memory_reserve_set;
+		}
 		if (!(a->set & SET(S_FP32))) {
 			j->fp32_grad_comm = fromfile.fp32_grad_comm;
 			j->fp32_grad_comm_set = fromfile.fp32_grad_comm_set;
@@ -448,7 +483,18 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		fprintf(stderr, "spsim %s: %s\n", cmd, err.msg);
 		return false;
 	}
+	if (strcmp(cmd, "max-seq") != 0) /* max-seq searches the length: it warns on its answer */
+		cli_warn_max_position(&a->m, a->job.seq_len, cmd);
 	return true;
+}
+
+void cli_warn_max_position(const config_model *m, long seq_len, const char *cmd)
+{
+	if (m->max_position > 0 && seq_len > m->max_position)
+		fprintf(stderr,
+			"spsim %s: warning: %ld tokens exceed %s's max_position (%d): the model was not trained "
+			"for it (extend its RoPE scaling first); simulating anyway\n",
+			cmd, seq_len, m->name, m->max_position);
 }
 
 bool cli_simulate(const cli_job_args *a, const config_job *job, cli_sim *out)

@@ -62,6 +62,8 @@ enum {
 	CLI_OPT_HELP,
 	CLI_OPT_A2A,
 	CLI_OPT_BASP_UNEVEN,
+	CLI_OPT_IMPL,
+	CLI_OPT_MEMORY_RESERVE,
 	CLI_OPT_ATTENTION_KERNEL,
 	CLI_OPT_FIRST_FREE, /* commands number their own options from here */
 };
@@ -78,6 +80,8 @@ int cli_job_option(cli_job_args *a, int id, const char *arg);
 /* Loads job YAML, applies flags over it, loads model/platform/calibration, checks the job.
  * Prints the error and returns false on failure. */
 bool cli_job_resolve(cli_job_args *a, const char *cmd);
+/* Warns on stderr (does not fail) when seq_len exceeds the model's max_position. */
+void cli_warn_max_position(const config_model *m, long seq_len, const char *cmd);
 
 /* Strict number parsing for flags: prints "--flag expects ..., got 'x'" on failure. */
 bool cli_parse_int(const char *flag, const char *s, long min, long max, long *out);

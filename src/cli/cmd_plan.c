@@ -16,7 +16,7 @@
 
 enum {
 	OPT_MODEL = 256, OPT_PLATFORM, OPT_GPUS, OPT_SEQ, OPT_BATCH, OPT_PRICE, OPT_TOP, OPT_ZERO, OPT_RECOMPUTE,
-	OPT_MAXB, OPT_VERIFY, OPT_PLACEMENT, OPT_CAL, OPT_FORMAT, OPT_TIMEOUT, OPT_A2A, OPT_HELP,
+	OPT_MAXB, OPT_VERIFY, OPT_PLACEMENT, OPT_CAL, OPT_FORMAT, OPT_TIMEOUT, OPT_A2A, OPT_HELP, OPT_IMPL, OPT_RESERVE,
 };
 
 static void plan_help(FILE *f)
@@ -41,6 +41,8 @@ static void plan_help(FILE *f)
 	      "  --zero LIST              ZeRO stages to try (default 0,1,2,3)\n"
 	      "  --recompute LIST         none, full or none,full (default)\n"
 	      "  --max-micro-batch B      largest micro-batch to try (default: no limit)\n"
+	      "  --impl hf|megatron       what each layer saves for backward (default hf; see spsim run --help)\n"
+	      "  --memory-reserve SIZE    memory lost to CUDA context, NCCL and fragmentation, or 0 (default derived)\n"
 	      "  --a2a LIST               SP all-to-all algorithms to try for groups that span nodes: direct,\n"
 	      "                           pairwise, hierarchical (default all; groups inside a node use the first)\n"
 	      "  --verify ENGINE|none     re-run the top K on ENGINE (default: simgrid when built in, else none)\n"
@@ -73,6 +75,7 @@ typedef struct plan_args {
 	int jobs;
 	double timeout;
 	report_format format;
+	config_job base; /* --impl, --memory-reserve over DeepSpeed's defaults */
 } plan_args;
 
 /* Splits a comma list in place; calls fn on each item; false on the first failure. */
@@ -352,6 +355,8 @@ int cli_cmd_plan(int argc, char **argv)
 		{"zero", required_argument, NULL, OPT_ZERO},
 		{"recompute", required_argument, NULL, OPT_RECOMPUTE},
 		{"max-micro-batch", required_argument, NULL, OPT_MAXB},
+		{"impl", required_argument, NULL, OPT_IMPL},
+		{"memory-reserve", required_argument, NULL, OPT_RESERVE},
 		{"a2a", required_argument, NULL, OPT_A2A},
 		{"verify", required_argument, NULL, OPT_VERIFY},
 		{"placement", required_argument, NULL, OPT_PLACEMENT},
@@ -363,6 +368,9 @@ int cli_cmd_plan(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	plan_args a = {.top = 5, .format = REPORT_TABLE};
+	config_job_defaults(&a.base);
+	cli_job_args jargs;
+	cli_job_init(&jargs);
 	char *lists[64];
 	int n_lists = 0;
 	long v;
@@ -400,6 +408,14 @@ int cli_cmd_plan(int argc, char **argv)
 		case OPT_ZERO: ok = each_item(copy, add_zero, &a); break;
 		case OPT_RECOMPUTE: ok = each_item(copy, add_recompute, &a); break;
 		case OPT_A2A: ok = each_item(copy, add_a2a, &a); break;
+		case OPT_IMPL:
+		case OPT_RESERVE:
+			/* the job flags' own parsing and messages */
+			ok = cli_job_option(&jargs, c == OPT_IMPL ? CLI_OPT_IMPL : CLI_OPT_MEMORY_RESERVE, optarg) > 0;
+			a.base.impl = jargs.job.impl;
+			a.base.memory_reserve = jargs.job.memory_reserve;
+			a.base.memory_reserve_set = jargs.job.memory_reserve_set;
+			break;
 		case OPT_MAXB:
 			ok = cli_parse_int("--max-micro-batch", optarg, 1, 1 << 20, &v);
 			a.maxb = (int)v;
@@ -490,7 +506,8 @@ int cli_cmd_plan(int argc, char **argv)
 
 	plan_query q = {.model = &m, .platforms = plats, .price = a.price ? prices : NULL, .n_platforms = a.n_platforms,
 			.budgets = a.budgets, .n_budgets = a.n_budgets, .seq_len = a.seq, .global_tokens = a.batch,
-			.zero_mask = a.zmask, .recompute_mask = a.rmask, .a2a_mask = a.amask, .max_micro_batch = a.maxb};
+			.zero_mask = a.zmask, .recompute_mask = a.rmask, .a2a_mask = a.amask, .max_micro_batch = a.maxb,
+			.base = &a.base};
 	plan_candidate *cands = NULL;
 	long n = 0;
 	plan_search_stats st;

@@ -316,6 +316,7 @@ int cli_cmd_max_seq(int argc, char **argv)
 	long shards = a.job.strategy == CONFIG_STRATEGY_BASP ? a.job.sp / a.job.micro_batch : a.job.sp;
 	long g = ((ctx.granule + shards - 1) / shards) * shards;
 	long best = workload_max_seq(&a.m, &a.p, &a.job, g);
+	cli_warn_max_position(&a.m, best, "max-seq");
 	if (a.format == REPORT_JSON) {
 		json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:I, s:I}", "model", a.m.name,
 				      "platform", a.p.name, "strategy", workload_strategy_name(a.job.strategy), "gpus",

@@ -42,6 +42,9 @@ const char *config_unit_kind_name(config_unit_kind kind);
  * reports; returns buf. */
 char *config_format_quantity(double value, config_unit_kind kind, char *buf, size_t len);
 
+/* A memory size as config_parse_quantity reads it, or "0" (nothing). */
+bool config_parse_size_or_zero(const char *text, double *out, config_error *err);
+
 /* Token counts: "16384", "16K" (x1024), "1M" (x1048576), within the seq_len range of
  * config/ranges.h. False when malformed or out of range. */
 bool config_parse_tokens(const char *text, long *out);
@@ -147,6 +150,25 @@ typedef struct config_platform {
 	/* Fixed cost of one collective call (NCCL launch and synchronisation), seconds; 0 when
 	 * the platform file has no `collective_overhead`. */
 	double coll_overhead;
+	/* Memory a GPU loses before the model's tensors (CUDA context, cuBLAS workspace, NCCL
+	 * buffers, allocator fragmentation), bytes, when the platform file declares
+	 * `memory_reserve`; otherwise the job's or the derived default applies (see
+	 * workload_memory_reserve). */
+	bool has_memory_reserve;
+	double memory_reserve;
+	/* NCCL's view of the node (optional `nccl:` section; docs/model.md "Collectives"):
+	 * the GPU generation selects the per-generation constants of NCCL's tuning model
+	 * (src/graph/tuning.cc), channels the collective channels NCCL's ring graph finds,
+	 * nvls whether the NVSwitch supports NVLink SHARP (third-generation NVSwitch, H100+). */
+	struct {
+		int compute_capability; /* 70, 80, 90 or 100; gpu.arch's when not given (0 reads as 80) */
+		int channels;           /* ring channels; derived (engine/nccl.c) when 0 */
+		bool nvls;              /* NVLS all-reduce / all-gather / reduce-scatter available */
+		bool links_only;        /* a calibration's `collectives: links`: no NCCL terms */
+		/* Forced choices (spsim collective --alg tree|nvls, --proto): 1 + nccl_algo /
+		 * nccl_proto (engine/nccl.h), 0 = NCCL's own choice; never read from a file. */
+		int force_algo, force_proto;
+	} nccl;
 	struct {
 		double gemm;      /* share of peak_flops a large, tile-aligned GEMM reaches (the plateau of
 				   * the GEMM model: tile and wave quantization scale it down) */
@@ -193,6 +215,7 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  *     inter_node: {latency: 9us, bandwidth: 46GB/s}    # achieved, per NIC
  *     efficiency: {gemm: 0.72, attention: 0.55, memory: 0.8}
  *     collective_overhead: 0      # fixed cost per collective call (a time, or 0)
+ *     collectives: nccl           # or links: measured without NCCL (validate's CPU transport)
  *     gpu: H200-SXM-141GB         # optional: the GPU measured, as the platform's gpu.name
  *     attention_kernel: cudnn     # optional: the attention kernel family validate measured
  *     attention_points:           # optional: measured attention rates, one per shape
@@ -249,6 +272,10 @@ typedef struct config_calibration {
 	double gemm, attention, memory;
 	bool has_overhead;
 	double overhead; /* collective_overhead: fixed cost per collective call */
+	/* `collectives: links`: measured on a transport that is not NCCL (validate's CPU
+	 * transport): the engines then cost collectives on the links alone, without NCCL's
+	 * tuner, base latencies and p2p channels (docs/nccl-tests.md). Default `nccl`. */
+	bool links_only;
 	char gpu[CONFIG_NAME_MAX];              /* gpu: the GPU measured; "" when not said */
 	char attention_kernel[CONFIG_NAME_MAX]; /* attention_kernel: the family measured */
 	int n_attention_points;
@@ -276,6 +303,10 @@ typedef enum config_basp_uneven {
 	CONFIG_BASP_UNEVEN_EXTRA_STEP,
 } config_basp_uneven;
 typedef enum config_a2a { CONFIG_A2A_DIRECT, CONFIG_A2A_PAIRWISE, CONFIG_A2A_HIERARCHICAL } config_a2a;
+/* The training code whose saved tensors the memory model counts (docs/model.md "Memory"):
+ * eager PyTorch Hugging Face modules under DeepSpeed (unfused SwiGLU, fp32 RMSNorm copies,
+ * fp32 log-softmax loss), or Megatron-Core's fused kernels. */
+typedef enum config_impl { CONFIG_IMPL_HF, CONFIG_IMPL_MEGATRON } config_impl;
 
 typedef struct config_job {
 	config_strategy strategy;
@@ -295,6 +326,9 @@ typedef struct config_job {
 	int fp32_grad_comm_set;      /* 0: derive from SP, 1: explicit */
 	config_a2a a2a;              /* SP all-to-all algorithm */
 	config_basp_uneven basp_uneven; /* what BASP does when N % B != 0 */
+	config_impl impl;            /* what each layer saves for backward (default hf) */
+	bool memory_reserve_set;     /* memory_reserve given (job key or --memory-reserve) */
+	double memory_reserve;       /* bytes; wins over the platform's and the default */
 	int attention_kernel;        /* config_attn_kernel, or -1: the platform's attention_kernel */
 } config_job;
 
@@ -315,6 +349,7 @@ extern const char *const config_strategy_names[2];
 extern const char *const config_recompute_names[2];
 extern const char *const config_a2a_names[3];
 extern const char *const config_basp_uneven_names[3];
+extern const char *const config_impl_names[2];
 extern const char *const config_fabric_names[3];
 extern const char *const config_topology_names[3];
 extern const char *const config_gpu_arch_names[2];
@@ -347,6 +382,8 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     fp32_grad_comm: true       # default: derived from SP
  *     a2a: direct                # direct | pairwise | hierarchical
  *     basp_uneven: error         # error | unequal | extra-step
+ *     impl: hf                   # hf | megatron: what each layer saves for backward
+ *     memory_reserve: 2GiB       # a size or 0: CUDA context, NCCL, allocator (default derived)
  *     attention_kernel: cudnn    # flash-attn-2 | flash-attn-3 | cudnn (default: the platform's)
  *
  * Keys absent from the file keep their value in *job (call config_job_defaults first),

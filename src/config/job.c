@@ -50,7 +50,8 @@ static const char *const job_keys[] = {
 	"gpus",          "strategy",         "sp",              "micro_batch",    "seq_len",
 	"grad_accum",    "zero",             "recompute",       "dtype",          "zero_overlap",
 	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
-	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",    "attention_kernel", NULL,
+	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",
+	"attention_kernel", "impl",         "memory_reserve",   NULL,
 };
 
 static bool job_read(const yt_doc *doc, config_job *job, char *model, char *platform, char *calibration,
@@ -61,9 +62,10 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	if (!yt_top(doc, "job", &t, err) || !yt_check_keys(t, job_keys, err))
 		return false;
 	int strategy = job->strategy, recompute = job->recompute, dtype = job->dtype, a2a = job->a2a,
-	    uneven = job->basp_uneven, attn = job->attention_kernel;
+	    uneven = job->basp_uneven, attn = job->attention_kernel, impl = job->impl;
 	long zero = job->zero_stage;
-	bool has_fp32 = false;
+	bool has_fp32 = false, has_reserve = false;
+	double reserve = 0;
 	if (!yt_enum(t, "strategy", false, config_strategy_names, 2, &strategy, NULL, err) ||
 	    !yt_range_int(t, CONFIG_R_GPUS, false, &job->gpus, NULL, err) ||
 	    !yt_range_int(t, CONFIG_R_SP, false, &job->sp, NULL, err) ||
@@ -76,6 +78,8 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	    !yt_enum(t, "a2a", false, config_a2a_names, 3, &a2a, NULL, err) ||
 	    !yt_enum(t, "basp_uneven", false, config_basp_uneven_names, 3, &uneven, NULL, err) ||
 	    !yt_enum(t, "attention_kernel", false, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &attn, NULL, err) ||
+	    !yt_enum(t, "impl", false, config_impl_names, 2, &impl, NULL, err) ||
+	    !yt_size_or_zero(t, "memory_reserve", &reserve, &has_reserve, err) ||
 	    !yt_range(t, CONFIG_R_REDUCE_BUCKET, false, &job->reduce_bucket_elems, NULL, err) ||
 	    !yt_range(t, CONFIG_R_ALLGATHER_BUCKET, false, &job->allgather_bucket_elems, NULL, err) ||
 	    !yt_range(t, CONFIG_R_PREFETCH_BUCKET, false, &job->prefetch_bucket_elems, NULL, err) ||
@@ -87,6 +91,11 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	job->a2a = (config_a2a)a2a;
 	job->basp_uneven = (config_basp_uneven)uneven;
 	job->attention_kernel = attn;
+	job->impl = (config_impl)impl;
+	if (has_reserve) {
+		job->memory_reserve_set = true;
+		job->memory_reserve = reserve;
+	}
 	job->zero_stage = (int)zero;
 	if (has_fp32)
 		job->fp32_grad_comm_set = 1;

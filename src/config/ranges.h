@@ -46,6 +46,8 @@
 	X(GPU_MEMORY, "memory", NULL, SIZE, 1e6, 1e15)     /* B200: 192 GB HBM3e */                        \
 	X(HBM_BANDWIDTH, "hbm_bandwidth", NULL, BANDWIDTH, 1e9, 1e15) /* B200: 8 TB/s */                 \
 	X(SMS, "sms", NULL, INT, 1, 100000) /* streaming multiprocessors: B200 has 148 */                  \
+	X(NCCL_CC, "compute_capability", NULL, INT, 70, 100) /* NCCL tuning tables: Volta (70) on */       \
+	X(NCCL_CHANNELS, "channels", NULL, INT, 1, 64)       /* NCCL's MAXCHANNELS (src/include/device.h) */ \
 	X(INTRA_BANDWIDTH, "bandwidth", NULL, BANDWIDTH, CONFIG_RANGE_LINK_BW)                             \
 	X(PAIR_BANDWIDTH, "pair_bandwidth", NULL, BANDWIDTH, CONFIG_RANGE_LINK_BW)                         \
 	X(NIC_BANDWIDTH, "nic_bandwidth", NULL, BANDWIDTH, CONFIG_RANGE_LINK_BW)                           \

@@ -218,6 +218,30 @@ bool config_parse_quantity(const char *text, config_unit_kind kind, double *out,
 	return true;
 }
 
+bool config_parse_size_or_zero(const char *text, double *out, config_error *err)
+{
+	const char *s = text ? text : "";
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (s[0] == '0' && (s[1] == '\0' || s[1] == ' ' || s[1] == '\t')) {
+		const char *e = s + 1;
+		while (*e == ' ' || *e == '\t')
+			e++;
+		if (*e == '\0') {
+			*out = 0;
+			return true;
+		}
+	}
+	if (config_parse_quantity(text, CONFIG_UNIT_SIZE, out, err))
+		return true;
+	if (err) { /* say that 0 is allowed too */
+		size_t n = strlen(err->msg);
+		if (n + 7 < sizeof err->msg)
+			memcpy(err->msg + n, ", or 0", 7);
+	}
+	return false;
+}
+
 bool config_parse_tokens(const char *text, long *out)
 {
 	/* one token parser: the range table's (config/ranges.h) */

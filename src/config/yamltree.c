@@ -616,6 +616,23 @@ bool yt_quantity(const yt_node *map, const char *key, bool required, config_unit
 	return true;
 }
 
+bool yt_size_or_zero(const yt_node *map, const char *key, double *out, bool *found, config_error *err)
+{
+	const yt_node *v;
+	if (!lookup(map, key, false, &v, found, err))
+		return false;
+	if (!v)
+		return true;
+	if (v->kind != YT_SCALAR) {
+		char b[256];
+		return yt_fail(err, v, "'%s' must be a size with a unit or 0, got %s", key, got(v, b, sizeof b));
+	}
+	config_error qe;
+	if (!config_parse_size_or_zero(v->value, out, &qe))
+		return yt_fail(err, v, "'%s': %s", key, qe.msg);
+	return true;
+}
+
 bool yt_string(const yt_node *map, const char *key, bool required, char *out, size_t len, bool *found,
 	       config_error *err)
 {

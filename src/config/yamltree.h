@@ -67,6 +67,8 @@ bool yt_enum(const yt_node *map, const char *key, bool required, const char *con
 	     bool *found, config_error *err);
 bool yt_quantity(const yt_node *map, const char *key, bool required, config_unit_kind kind, double *out,
 		 bool *found, config_error *err);
+/* A size with a unit, or 0 (config_parse_size_or_zero). */
+bool yt_size_or_zero(const yt_node *map, const char *key, double *out, bool *found, config_error *err);
 bool yt_string(const yt_node *map, const char *key, bool required, char *out, size_t len, bool *found,
 	       config_error *err);
 

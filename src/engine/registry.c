@@ -32,8 +32,12 @@ void engine_result_finish(const engine_input *in, engine_result *r)
 	double seqs = (double)(l->world / l->sp) * job->micro_batch * job->grad_accum;
 	double tokens = seqs * (double)job->seq_len;
 	r->tokens_per_s = r->step_time > 0 ? tokens / r->step_time : 0;
-	/* MFU: model FLOPs of this GPU (recompute excluded) over peak x step time. */
-	r->mfu = r->step_time > 0 ? in->plan->model_flops_per_step / (in->platform->gpu.peak_flops * r->step_time) : 0;
+	/* MFU: model FLOPs of this GPU by the published convention over peak x step time; HFU
+	 * the same with the FLOPs it executes (workload_model_flops, workload_program_flops). */
+	double denom = in->platform->gpu.peak_flops * r->step_time;
+	r->mfu = r->step_time > 0 ? in->plan->model_flops_per_step / denom : 0;
+	r->hfu = r->step_time > 0 ? in->plan->hardware_flops_per_step / denom : 0;
+	r->mfu_dense = r->step_time > 0 ? in->plan->model_flops_dense_per_step / denom : 0;
 }
 
 bool engine_result_check(const engine_result *r, config_error *err)
@@ -80,7 +84,7 @@ bool engine_run_composite(const engine_ops *e, const config_model *m, const conf
 	 * simulated over the whole world with its own group size (an engine sees one group
 	 * size at a time), so contention between parts of different sizes is not seen. */
 	int slowest = 0;
-	double flops = 0;
+	double flops = 0, hw = 0, dense = 0;
 	engine_result tmp[WORKLOAD_MAX_PARTS];
 	for (int i = 0; i < c->n_parts; i++) {
 		engine_input in = {.model = m, .platform = p, .job = job, .plan = &c->parts[i].plan, .opt = opt};
@@ -91,6 +95,8 @@ bool engine_run_composite(const engine_ops *e, const config_model *m, const conf
 		if (tmp[i].step_time > tmp[slowest].step_time)
 			slowest = i;
 		flops += c->parts[i].plan.model_flops_per_step * c->parts[i].ranks;
+		hw += c->parts[i].plan.hardware_flops_per_step * c->parts[i].ranks;
+		dense += c->parts[i].plan.model_flops_dense_per_step * c->parts[i].ranks;
 		if (part_out)
 			part_out[i] = tmp[i];
 	}
@@ -98,5 +104,7 @@ bool engine_run_composite(const engine_ops *e, const config_model *m, const conf
 	*primary = &c->parts[slowest].plan;
 	/* MFU over every GPU: the parts do different work per GPU. */
 	out->mfu = out->step_time > 0 ? flops / job->gpus / (p->gpu.peak_flops * out->step_time) : 0;
+	out->hfu = out->step_time > 0 ? hw / job->gpus / (p->gpu.peak_flops * out->step_time) : 0;
+	out->mfu_dense = out->step_time > 0 ? dense / job->gpus / (p->gpu.peak_flops * out->step_time) : 0;
 	return true;
 }

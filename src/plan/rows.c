@@ -17,10 +17,10 @@ const char *const plan_row_columns[] = {
 	/* bytes per GPU per step */
 	"sp_bytes", "sp_bytes_off_gpu", "zero_bytes",
 	/* memory per GPU, bytes */
-	"mem_params", "mem_grads", "mem_optimizer", "mem_activations", "mem_logits", "mem_buffers", "mem_peak",
-	"mem_capacity", "fits",
+	"mem_params", "mem_grads", "mem_optimizer", "mem_activations", "mem_logits", "mem_buffers", "mem_reserve",
+	"mem_peak", "mem_capacity", "fits",
 	/* outcome */
-	"tokens_per_s", "mfu", "wall_s", NULL,
+	"tokens_per_s", "mfu", "hfu", "wall_s", NULL,
 };
 
 json_t *plan_row_new(long index, const char *key)
@@ -73,6 +73,7 @@ static void set_memory(json_t *row, const workload_memory *m)
 	set_r(row, "mem_activations", m->activations);
 	set_r(row, "mem_logits", m->logits);
 	set_r(row, "mem_buffers", m->buffers);
+	set_r(row, "mem_reserve", m->reserve);
 	set_r(row, "mem_peak", m->peak);
 	set_r(row, "mem_capacity", m->capacity);
 	json_object_set_new(row, "fits", json_boolean(m->fits));
@@ -105,6 +106,7 @@ void plan_row_set_result(json_t *row, const workload_plan *plan, const engine_re
 	set_memory(row, m);
 	set_r(row, "tokens_per_s", res->tokens_per_s);
 	set_r(row, "mfu", res->mfu);
+	set_r(row, "hfu", res->hfu);
 }
 
 void plan_row_set_sim(json_t *row, const plan_sim *sim)

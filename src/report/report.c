@@ -67,7 +67,7 @@ json_t *report_run_json(const report_run *r)
 	const workload_memory *m = run_memory(r);
 	const engine_breakdown *b = &r->result->breakdown;
 	workload_volume v;
-	workload_volume_of(r->plan, &v);
+	workload_volume_on(r->plan, r->platform->gpus_per_node, &v);
 	json_t *o = json_object();
 	json_object_set_new(o, "engine", json_string(r->result->engine));
 	json_object_set_new(o, "model", json_string(r->model->name));
@@ -87,6 +87,7 @@ json_t *report_run_json(const report_run *r)
 			  "heads_per_gpu", l->heads_per_rank, "kv_heads_per_gpu", l->kv_heads_per_rank, "zero_overlap",
 			  config_job_zero_overlap(j)));
 	json_object_set_new(json_object_get(o, "job"), "a2a", json_string(config_a2a_names[j->a2a]));
+	json_object_set_new(json_object_get(o, "job"), "impl", json_string(config_impl_names[j->impl]));
 	json_object_set_new(json_object_get(o, "job"), "attention_kernel",
 			    json_string(config_attn_kernel_names[config_job_attention_kernel(j, r->platform)]));
 	json_object_set_new(o, "step_time_s", json_real(r->result->step_time));
@@ -96,14 +97,23 @@ json_t *report_run_json(const report_run *r)
 				      b->zero_comm, "zero_comm_exposed", b->zero_comm_exposed, "gemm", b->gemm,
 				      "attention", b->attention, "memory_bound", b->memory_bound, "optimizer",
 				      b->optimizer, "forward", r->result->fwd_time, "backward", r->result->bwd_time));
+	/* sp and zero are the buffers handed to NCCL (nccl-tests' sizes); the *_wire_* fields
+	 * are the bytes this GPU sends to other GPUs and other nodes (workload_wire_bytes). */
 	json_object_set_new(o, "comm_bytes_per_gpu",
-			    json_pack("{s:f, s:f, s:f, s:i, s:i}", "sp", v.sp_bytes, "sp_off_gpu", v.sp_off_gpu, "zero",
-				      v.zero_bytes, "sp_collectives", v.sp_collectives, "zero_collectives",
-				      v.zero_collectives));
+			    json_pack("{s:f, s:f, s:f, s:i, s:i, s:f, s:f, s:f, s:f}", "sp", v.sp_bytes, "sp_off_gpu",
+				      v.sp_off_gpu, "zero", v.zero_bytes, "sp_collectives", v.sp_collectives,
+				      "zero_collectives", v.zero_collectives, "sp_wire_off_gpu", v.sp_wire_off_gpu,
+				      "sp_wire_off_node", v.sp_wire_off_node, "zero_wire_off_gpu", v.zero_wire_off_gpu,
+				      "zero_wire_off_node", v.zero_wire_off_node));
 	json_object_set_new(o, "memory_bytes",
-			    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "params", m->params, "grads", m->grads,
-				      "optimizer", m->optimizer, "activations", m->activations, "logits", m->logits,
-				      "buffers", m->buffers, "peak", m->peak, "capacity", m->capacity));
+			    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "params", m->params, "grads",
+				      m->grads, "optimizer", m->optimizer, "activations", m->activations, "logits",
+				      m->logits, "buffers", m->buffers, "reserve", m->reserve, "peak", m->peak, "capacity",
+				      m->capacity));
+	json_object_set_new(o, "memory_reserve",
+			    json_pack("{s:b, s:f, s:f, s:f, s:f}", "declared", m->reserve_of.declared, "cuda_context",
+				      m->reserve_of.context, "cublas_workspace", m->reserve_of.cublas, "nccl_buffers",
+				      m->reserve_of.nccl, "fragmentation", m->reserve_of.fragmentation));
 	json_object_set_new(o, "fits", json_boolean(m->fits));
 	if (r->composite && r->composite->kind != WL_COMPOSE_SINGLE) {
 		const workload_composite *c = r->composite;
@@ -126,6 +136,8 @@ json_t *report_run_json(const report_run *r)
 	}
 	json_object_set_new(o, "tokens_per_s", json_real(r->result->tokens_per_s));
 	json_object_set_new(o, "mfu", json_real(r->result->mfu));
+	json_object_set_new(o, "hfu", json_real(r->result->hfu));
+	json_object_set_new(o, "mfu_dense_attention", json_real(r->result->mfu_dense));
 	return o;
 }
 
@@ -143,20 +155,20 @@ static void job_line(FILE *f, const report_run *r)
 		j->gpus, j->sp, l->world / l->sp, l->world / l->sp == 1 ? "" : "s", j->micro_batch);
 	if (j->strategy == CONFIG_STRATEGY_BASP && (!r->composite || r->composite->kind == WL_COMPOSE_SINGLE))
 		fprintf(f, " -> %d groups of K=%d per domain", j->sp / l->group_size, l->group_size);
-	fprintf(f, ", seq %ld, ZeRO-%d, recompute %s, grad-accum %d, attention %s\n", j->seq_len, j->zero_stage,
-		config_recompute_names[j->recompute], j->grad_accum,
-		config_attn_kernel_names[config_job_attention_kernel(j, r->platform)]);
+	fprintf(f, ", seq %ld, ZeRO-%d, recompute %s, grad-accum %d, attention %s, impl %s\n", j->seq_len,
+		j->zero_stage, config_recompute_names[j->recompute], j->grad_accum,
+		config_attn_kernel_names[config_job_attention_kernel(j, r->platform)], config_impl_names[j->impl]);
 }
 
 void report_run_table(FILE *f, const report_run *r)
 {
-	char a[32], b2[32], c[32];
+	char a[32], b2[32], c[32], d[32];
 	const engine_result *res = r->result;
 	const engine_breakdown *b = &res->breakdown;
 	const workload_memory *m = run_memory(r);
 	const workload_layout *l = &r->plan->layout;
 	workload_volume v;
-	workload_volume_of(r->plan, &v);
+	workload_volume_on(r->plan, r->platform->gpus_per_node, &v);
 	fprintf(f, "%s on %s (%d node%s x %d GPUs), engine %s%s%s\n", r->model->name, r->platform->name,
 		r->platform->nodes, r->platform->nodes == 1 ? "" : "s", r->platform->gpus_per_node, res->engine,
 		r->calibration ? ", calibration " : "",
@@ -192,21 +204,36 @@ void report_run_table(FILE *f, const report_run *r)
 		report_bytes(v.sp_off_gpu, c, sizeof c));
 	fprintf(f, "  %-20s %12s   exposed %s\n", "zero comm", report_time(b->zero_comm, a, sizeof a),
 		report_time(b->zero_comm_exposed, b2, sizeof b2));
+	fprintf(f, "  %-20s sp %s off-GPU, %s off-node; zero %s off-GPU, %s off-node\n", "sent per GPU",
+		report_bytes(v.sp_wire_off_gpu, a, sizeof a), report_bytes(v.sp_wire_off_node, b2, sizeof b2),
+		report_bytes(v.zero_wire_off_gpu, c, sizeof c), report_bytes(v.zero_wire_off_node, d, sizeof d));
 	fprintf(f, "%-22s %12.0f\n", "tokens/s", res->tokens_per_s);
-	fprintf(f, "%-22s %11.1f%%\n", "MFU", 100.0 * res->mfu);
+	fprintf(f, "%-22s %11.1f%%   (model FLOPs, causal attention halved; %.1f%% counting attention dense)\n", "MFU",
+		100.0 * res->mfu, 100.0 * res->mfu_dense);
+	fprintf(f, "%-22s %11.1f%%   (FLOPs executed, recompute and attention backward 2.5x included)\n", "HFU",
+		100.0 * res->hfu);
 	fprintf(f, "\nmemory per GPU: peak %s of %s -> %s\n", report_bytes(m->peak, a, sizeof a),
 		report_bytes(m->capacity, b2, sizeof b2), m->fits ? "fits" : "DOES NOT FIT");
 	fprintf(f, "  params %s, grads %s, optimizer %s\n", report_bytes(m->params, a, sizeof a),
 		report_bytes(m->grads, b2, sizeof b2), report_bytes(m->optimizer, c, sizeof c));
-	fprintf(f, "  activations %s, logits %s, buffers %s\n", report_bytes(m->activations, a, sizeof a),
-		report_bytes(m->logits, b2, sizeof b2), report_bytes(m->buffers, c, sizeof c));
+	fprintf(f, "  activations %s, logits %s, buffers %s (impl %s)\n", report_bytes(m->activations, a, sizeof a),
+		report_bytes(m->logits, b2, sizeof b2), report_bytes(m->buffers, c, sizeof c),
+		config_impl_names[r->job->impl]);
+	if (m->reserve_of.declared) {
+		fprintf(f, "  reserve %s (declared)\n", report_bytes(m->reserve, a, sizeof a));
+	} else {
+		fprintf(f, "  reserve %s: CUDA context %s, cuBLAS %s, NCCL %s", report_bytes(m->reserve, a, sizeof a),
+			report_bytes(m->reserve_of.context, b2, sizeof b2), report_bytes(m->reserve_of.cublas, c, sizeof c),
+			report_bytes(m->reserve_of.nccl, d, sizeof d));
+		fprintf(f, ", fragmentation %s\n", report_bytes(m->reserve_of.fragmentation, a, sizeof a));
+	}
 }
 
 static const char *const csv_cols =
 	"label,engine,model,platform,nodes,strategy,gpus,sp,micro_batch,group_size,seq_len,zero_stage,recompute,"
 	"grad_accum,step_time_s,compute_s,sp_comm_s,sp_comm_exposed_s,zero_comm_s,zero_comm_exposed_s,"
 	"mem_params,mem_grads,mem_optimizer,mem_activations,mem_logits,mem_buffers,mem_peak,mem_capacity,fits,"
-	"tokens_per_s,mfu";
+	"tokens_per_s,mfu,mem_reserve,hfu";
 
 void report_csv_header(FILE *f) { fprintf(f, "%s\n", csv_cols); }
 
@@ -221,9 +248,9 @@ void report_csv_row(FILE *f, const report_run *r)
 		workload_strategy_name(j->strategy), j->gpus, j->sp, j->micro_batch, r->plan->layout.group_size,
 		j->seq_len, j->zero_stage, config_recompute_names[j->recompute], j->grad_accum, r->result->step_time, b->compute,
 		b->sp_comm, b->sp_comm_exposed, b->zero_comm, b->zero_comm_exposed);
-	fprintf(f, "%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%s,%.6g,%.6g\n", m->params, m->grads, m->optimizer,
-		m->activations, m->logits, m->buffers, m->peak, m->capacity, m->fits ? "true" : "false",
-		r->result->tokens_per_s, r->result->mfu);
+	fprintf(f, "%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%s,%.6g,%.6g,%.0f,%.6g\n", m->params, m->grads,
+		m->optimizer, m->activations, m->logits, m->buffers, m->peak, m->capacity, m->fits ? "true" : "false",
+		r->result->tokens_per_s, r->result->mfu, m->reserve, r->result->hfu);
 }
 
 json_t *report_compare_json(const report_run *runs, int n)
@@ -279,8 +306,10 @@ void report_compare_table(FILE *f, const report_run *runs, int n)
 	ROW("  zero comm (exposed)", report_time(r->result->breakdown.zero_comm_exposed, buf, sizeof buf));
 	ROW("tokens/s", (snprintf(buf, sizeof buf, "%.0f", r->result->tokens_per_s), buf));
 	ROW("MFU", (snprintf(buf, sizeof buf, "%.1f%%", 100.0 * r->result->mfu), buf));
+	ROW("HFU", (snprintf(buf, sizeof buf, "%.1f%%", 100.0 * r->result->hfu), buf));
 	ROW("memory peak", report_bytes(run_memory(r)->peak, buf, sizeof buf));
 	ROW("  activations", report_bytes(run_memory(r)->activations, buf, sizeof buf));
+	ROW("  reserve", report_bytes(run_memory(r)->reserve, buf, sizeof buf));
 	ROW("fits", run_memory(r)->fits ? "yes" : "NO");
 	ROW("speedup (tokens/s)",
 	    (snprintf(buf, sizeof buf, "%.2fx", r->result->tokens_per_s / r0->result->tokens_per_s), buf));

@@ -62,7 +62,7 @@ static bool merge(workload_composite *c, config_error *err)
 	if (!blocks)
 		return config_fail(err, "out of memory");
 	int k = 0;
-	double flops = 0;
+	double flops = 0, hw = 0, dense = 0;
 	workload_plan *m = &c->merged;
 	*m = c->parts[0].plan;
 	for (int i = 0; i < c->n_parts; i++) {
@@ -74,6 +74,8 @@ static bool merge(workload_composite *c, config_error *err)
 			pr->micro[b].n_ops = 0;
 		}
 		flops += c->parts[i].plan.model_flops_per_step;
+		hw += c->parts[i].plan.hardware_flops_per_step;
+		dense += c->parts[i].plan.model_flops_dense_per_step;
 		if (c->parts[i].plan.memory.peak > m->memory.peak)
 			m->memory = c->parts[i].plan.memory;
 	}
@@ -86,6 +88,8 @@ static bool merge(workload_composite *c, config_error *err)
 	m->program = (workload_program){.micro = blocks, .n_micro = n_micro, .step = blocks + n_micro,
 				       .n_step = k - n_micro, .grad_accum = p0->grad_accum};
 	m->model_flops_per_step = flops;
+	m->hardware_flops_per_step = hw;
+	m->model_flops_dense_per_step = dense;
 	return true;
 }
 

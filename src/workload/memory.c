@@ -1,32 +1,119 @@
-/* Memory per GPU. Derivations in docs/model.md "Memory"; sources:
- * - model states: ZeRO paper (Rajbhandari et al. 2020) and DeepSpeed's accounting in
- *   modeling.md: bf16 weights 2, bf16 grads 2, fp32 master + Adam m, v 12 bytes per
- *   parameter; stage 1 shards the 12, stage 2 also the grads, stage 3 everything, over all
- *   W ranks (ZeRO shards over the sequence x data-parallel group).
- * - activations: Korthikanti et al. 2022 ("Reducing Activation Recomputation"), counted
- *   tensor by tensor for a Llama-style block with FlashAttention (no s^2 term).
+/* Memory per GPU. Derivations in docs/model.md "Memory per GPU"; sources:
+ * - model states: ZeRO paper (Rajbhandari et al. 2020, arXiv 1910.02054 §3.1): bf16
+ *   weights 2, bf16 grads 2, fp32 master + Adam m, v 12 bytes per parameter; stage 1 shards
+ *   the 12, stage 2 also the grads, stage 3 everything, over all W ranks (ZeRO shards over
+ *   the sequence x data-parallel group).
+ * - activations: the tensors autograd saves, counted tensor by tensor after Korthikanti et
+ *   al. (arXiv 2205.05198 §4.1) for a Llama block with FlashAttention (no s^2 term), for
+ *   two implementations (config_impl):
+ *     hf: transformers' modeling_llama.py run eagerly (LlamaRMSNorm, LlamaMLP,
+ *         LlamaForCausalLM + loss_utils.ForCausalLMLoss), the setting of DeepSpeed-Ulysses
+ *         and of the BASP study;
+ *     megatron: Megatron-Core with Transformer Engine (fused RMSNorm inside
+ *         LayerNormLinear, bias_swiglu_impl, fused vocab-parallel cross entropy).
  * - communication buffers: DeepSpeed's reduce/allgather buckets (5e8 elements default)
- *   and the all-to-all send/receive buffers. */
+ *   and the all-to-all send/receive buffers.
+ * - reserve: see workload_memory_reserve below. */
 #include "workload/workload.h"
 
 #define BF16 2.0
 #define FP32 4.0
+#define MIB (1024.0 * 1024.0)
 
+/* Bytes one RMSNorm keeps, output included (the next GEMM saves it), for t tokens:
+ *   hf: LlamaRMSNorm upcasts: x.to(float32) is saved by pow(2) and by the multiply with
+ *       rsqrt (one fp32 tensor, 4·t·h), rsqrt's result (4·t), the normalised tensor cast
+ *       back to bf16 (saved by `weight * x` for the weight gradient, 2·t·h) and the
+ *       product (the next Linear's input, 2·t·h): 8·t·h + 4·t.
+ *   megatron: the fused kernel saves its bf16 input and rsigma (2·t·h + 4·t); the output
+ *       is the GEMM input (2·t·h): 4·t·h + 4·t. */
+static double norm_bytes(config_impl impl, double t, double h)
+{
+	return (impl == CONFIG_IMPL_HF ? (FP32 + 2.0 * BF16) : 2.0 * BF16) * t * h + FP32 * t;
+}
 
 /* Bytes one layer saves for backward without recompute, per rank. With t local tokens:
- *   norm input and output                 2·t·h
+ *   two RMSNorms                          2 × norm_bytes
  *   Q (head layout), attention output,    3·t·a·d   (same element count in either layout)
  *   and the out-projection input
  *   K and V (head layout, replicated)     2·t·kvr·d
- *   post-attention norm input and output  2·t·h
- *   gate, up, SwiGLU output               3·t·ffn
- * all bf16, plus FlashAttention's fp32 log-sum-exp: one per token per local head. */
-static double layer_activation_bytes(const config_model *m, const workload_layout *l)
+ *   FlashAttention's fp32 log-sum-exp     4·t·a bytes (one per token per local head)
+ *   MLP, hf: gate (SiLU's input), SiLU output and up (the multiply's operands), the
+ *        product (down_proj's input): 4·t·f
+ *   MLP, megatron: gate||up (the fused SwiGLU's input) and the product: 3·t·f
+ * Attention and rotary embeddings save the same in both: RoPE's multiplies save only cos
+ * and sin (shared by every layer), the all-to-alls nothing. */
+static double layer_activation_bytes(const config_model *m, const config_job *job, const workload_layout *l)
 {
-	double t = (double)l->tokens_per_rank, h = m->hidden, a = m->heads, hd = m->head_dim;
-	double elems = t * (4.0 * h + 3.0 * a * hd + 2.0 * l->kv_replicated * hd + 3.0 * m->ffn);
+	double t = (double)l->tokens_per_rank, a = m->heads, hd = m->head_dim;
+	double mlp = job->impl == CONFIG_IMPL_HF ? 4.0 : 3.0;
+	double elems = t * (3.0 * a * hd + 2.0 * l->kv_replicated * hd + mlp * m->ffn);
 	double lse = FP32 * t * a; /* seqs·S·(a/P) = t·a */
-	return BF16 * elems + lse;
+	return BF16 * elems + lse + 2.0 * norm_bytes(job->impl, t, m->hidden);
+}
+
+/* Bytes of the logits and the loss at their peak, the start of backward:
+ *   hf: lm_head's bf16 logits (kept by the returned CausalLMOutputWithPast) 2·t·V; the
+ *       loss upcasts (logits.float()) and runs F.cross_entropy = log_softmax + nll_loss,
+ *       whose backward holds the saved fp32 log-softmax, the dense fp32 gradient from
+ *       nll_loss and log_softmax's fp32 input gradient at once: 2 + 4 + 4 + 4 = 14·t·V.
+ *   megatron: bf16 logits and the fp32 copy the fused cross entropy turns into the softmax
+ *       in place and reuses for the gradient (megatron/core/fusions/fused_cross_entropy.py,
+ *       tensor_parallel/cross_entropy.py): 2 + 4 = 6·t·V. */
+static double logits_bytes(const config_model *m, const config_job *job, const workload_layout *l)
+{
+	double tv = (double)l->tokens_per_rank * m->vocab;
+	return job->impl == CONFIG_IMPL_HF ? (BF16 + 3.0 * FP32) * tv : (BF16 + FP32) * tv;
+}
+
+/* Derived reserve (each default cited; docs/model.md "Reserve"):
+ * - CUDA context: 512 MiB. PyTorch's first CUDA call costs 300-800 MB of device memory
+ *   depending on CUDA version and GPU (PyTorch forums, discuss.pytorch.org/t/73021 and
+ *   /t/81330); with lazy module loading (CUDA 11.7+, the default from CUDA 12.2) Ampere
+ *   and Hopper sit at the low end.
+ * - cuBLAS workspace: 32 MiB, PyTorch's default per handle and stream on Hopper and later
+ *   (aten/src/ATen/cuda/CublasHandlePool.cpp, ":4096:8"; 8.125 MiB before Hopper).
+ * - NCCL: every collective channel keeps one FIFO per protocol for each connection:
+ *   Simple 4 MiB (DEFAULT_BUFFSIZE), LL128 4.6875 MiB (120 elems x 640 threads x 8 steps
+ *   x 8 B) and LL 512 KiB (8 lines x 512 threads x 8 steps x 16 B): src/init.cc. A ring
+ *   keeps two connections per channel (NVIDIA/nccl#986: "Ring ... only has 2 connections
+ *   regardless of the scale"); NCCL builds 16 channels or more on NVLink systems (INFO
+ *   logs of NVIDIA/nccl#1685 show 32 on H100), we take 16 for the ZeRO/data-parallel
+ *   communicator. The all-to-all uses NCCL's p2p path: per peer a send and a receive
+ *   Simple buffer on each of 2 channels (NCCL_NCHANNELS_PER_NET_PEER default 2).
+ * - fragmentation: PyTorch's caching allocator splits cached blocks and cannot move them;
+ *   with ZeRO-3 or recompute the allocations turn irregular, and a stitching allocator
+ *   removes 15% (up to 33%) fragmentation on average over eight LLMs on A100-80GB (GMLake,
+ *   arXiv 2401.08156, abstract): at least that share of the caching allocator's memory was
+ *   unusable; plain training's allocation pattern is regular and even (ibid., motivation)
+ *   and is not charged. Applied to the dynamic memory (activations, logits,
+ *   buffers): model states are allocated once, in flat buffers. */
+#define RESERVE_CONTEXT (512.0 * MIB)
+#define RESERVE_CUBLAS (32.0 * MIB)
+#define NCCL_FIFO_SET (4.0 * MIB + 120.0 * 640 * 8 * 8 + 8.0 * 512 * 8 * 16)
+#define NCCL_COLL_CHANNELS 16
+#define NCCL_P2P_CHANNELS_PER_PEER 2
+#define FRAGMENTATION_IRREGULAR 0.15
+
+workload_reserve workload_memory_reserve(const config_platform *p, const config_job *job, const workload_layout *l,
+					 double dynamic)
+{
+	workload_reserve r = {0};
+	if (job->memory_reserve_set || p->has_memory_reserve) {
+		r.declared = true;
+		r.total = job->memory_reserve_set ? job->memory_reserve : p->memory_reserve;
+		return r;
+	}
+	r.context = RESERVE_CONTEXT;
+	r.cublas = RESERVE_CUBLAS;
+	if (l->world > 1)
+		r.nccl += NCCL_COLL_CHANNELS * 2.0 * NCCL_FIFO_SET;
+	if (l->group_size > 1)
+		r.nccl += (l->group_size - 1) * NCCL_P2P_CHANNELS_PER_PEER * 2.0 * 4.0 * MIB;
+	if (job->zero_stage == 3 || job->recompute == CONFIG_RECOMPUTE_FULL)
+		r.fragmentation = FRAGMENTATION_IRREGULAR * dynamic;
+	r.total = r.context + r.cublas + r.nccl + r.fragmentation;
+	return r;
 }
 
 void workload_memory_compute(const config_model *m, const config_platform *p, const config_job *job,
@@ -40,16 +127,15 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	out->optimizer = Z >= 1 ? 12.0 * psi / W : 12.0 * psi;
 
 	const double t = (double)l->tokens_per_rank;
-	const double layer = layer_activation_bytes(m, l);
+	const double layer = layer_activation_bytes(m, job, l);
 	if (job->recompute == CONFIG_RECOMPUTE_FULL) {
 		/* Only each layer's input is kept; backward rebuilds one layer at a time. */
 		out->activations = m->layers * BF16 * t * m->hidden + layer;
 	} else {
 		out->activations = m->layers * layer;
 	}
-	out->activations += 2.0 * BF16 * t * m->hidden; /* embedding output, final norm */
-	/* bf16 logits plus the fp32 copy the loss keeps (HF/Megatron upcast before softmax). */
-	out->logits = t * m->vocab * (BF16 + FP32);
+	out->activations += norm_bytes(job->impl, t, m->hidden); /* final norm, lm_head's input */
+	out->logits = logits_bytes(m, job, l);
 
 	/* All-to-all: send and receive buffers of the largest (Q/O) exchange. */
 	double a2a = 0;
@@ -72,7 +158,10 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 		}
 	}
 	out->buffers = a2a + zero;
-	out->peak = out->params + out->grads + out->optimizer + out->activations + out->logits + out->buffers;
+	out->reserve_of = workload_memory_reserve(p, job, l, out->activations + out->logits + out->buffers);
+	out->reserve = out->reserve_of.total;
+	out->peak = out->params + out->grads + out->optimizer + out->activations + out->logits + out->buffers +
+		    out->reserve;
 	out->capacity = p->gpu.memory_bytes;
 	out->fits = out->peak <= out->capacity;
 }

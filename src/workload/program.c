@@ -363,16 +363,9 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	out->program.n_step = b.n - n_micro;
 	out->program.grad_accum = job->grad_accum;
 
-	/* Model FLOPs for MFU: every compute op's FLOPs except recompute (the work the
-	 * model needs, not what the schedule repeats). */
-	double f = 0;
-	for (int i = 0; i < b.n; i++)
-		for (int j = 0; j < b.blocks[i].n_ops; j++) {
-			const workload_op *op = &b.blocks[i].ops[j];
-			if (op->kind == WL_OP_COMPUTE && op->phase != WL_PHASE_RECOMPUTE)
-				f += op->flops * b.blocks[i].repeat * (i < n_micro ? job->grad_accum : 1);
-		}
-	out->model_flops_per_step = f;
+	out->model_flops_per_step = workload_model_flops(m, job, l);
+	out->model_flops_dense_per_step = workload_model_flops_dense(m, job, l);
+	out->hardware_flops_per_step = workload_program_flops(&out->program);
 	workload_memory_compute(m, p, job, l, &out->memory);
 	return true;
 }
@@ -387,28 +380,4 @@ void workload_plan_finish(workload_plan *plan)
 		free(all[i].ops);
 	free(all);
 	memset(plan, 0, sizeof *plan);
-}
-
-void workload_volume_of(const workload_plan *plan, workload_volume *v)
-{
-	const workload_program *prog = &plan->program;
-	const int P = plan->layout.group_size;
-	*v = (workload_volume){0};
-	for (int i = 0; i < prog->n_micro + prog->n_step; i++) {
-		const workload_block *blk = i < prog->n_micro ? &prog->micro[i] : &prog->step[i - prog->n_micro];
-		double times = (double)blk->repeat * (i < prog->n_micro ? prog->grad_accum : 1);
-		for (int j = 0; j < blk->n_ops; j++) {
-			const workload_op *op = &blk->ops[j];
-			if (op->kind != WL_OP_COMM)
-				continue;
-			if (op->cat == WL_CAT_SP_COMM) {
-				v->sp_bytes += op->bytes * times;
-				v->sp_off_gpu += op->bytes * (P - 1) / P * times;
-				v->sp_collectives += (int)times;
-			} else {
-				v->zero_bytes += op->bytes * times;
-				v->zero_collectives += (int)times * op->chunks;
-			}
-		}
-	}
 }

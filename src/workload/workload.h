@@ -128,12 +128,24 @@ typedef struct workload_layout {
 				* only this many of its ranks on one side (unequal BASP groups) */
 } workload_layout;
 
+/* Memory a GPU loses before the job's tensors (workload_memory_reserve). */
+typedef struct workload_reserve {
+	double context;       /* CUDA context */
+	double cublas;        /* cuBLAS workspace */
+	double nccl;          /* NCCL communicator buffers */
+	double fragmentation; /* caching-allocator fragmentation */
+	double total;         /* the sum, or the declared value */
+	bool declared;        /* total given by the job or platform (the parts are then 0) */
+} workload_reserve;
+
 typedef struct workload_memory {
 	double params, grads, optimizer; /* model states per GPU, bytes */
 	double activations;               /* saved for backward, all layers */
-	double logits;                    /* logits and their fp32 loss copies */
+	double logits;                    /* logits and the loss's fp32 tensors at their peak */
 	double buffers;                   /* all-to-all + ZeRO communication buffers */
-	double peak;
+	double reserve;                   /* CUDA context, cuBLAS, NCCL, fragmentation: reserve_of.total */
+	workload_reserve reserve_of;
+	double peak;                      /* everything above, reserve included */
 	double capacity;
 	bool fits;
 } workload_memory;
@@ -142,7 +154,9 @@ typedef struct workload_plan {
 	workload_layout layout;
 	workload_program program;
 	workload_memory memory;
-	double model_flops_per_step; /* this GPU's compute-op FLOPs per step, recompute excluded (MFU) */
+	double model_flops_per_step;    /* this GPU's model FLOPs per step, published convention (MFU) */
+	double hardware_flops_per_step; /* FLOPs of every compute op it runs, recompute included (HFU) */
+	double model_flops_dense_per_step; /* model FLOPs with attention dense (mfu_dense_attention) */
 } workload_plan;
 
 /* BASP when B does not divide N (docs/model.md "BASP beyond divisibility"). A composite
@@ -189,6 +203,11 @@ int workload_divisor_at_most(int n, int x);
 
 void workload_memory_compute(const config_model *m, const config_platform *p, const config_job *job,
 			     const workload_layout *l, workload_memory *out);
+/* The reserve of a job: the job's memory_reserve, else the platform's, else the derived
+ * default (docs/model.md "Memory"); `dynamic` is the activation, logit and buffer bytes
+ * the fragmentation share applies to. */
+workload_reserve workload_memory_reserve(const config_platform *p, const config_job *job, const workload_layout *l,
+					 double dynamic);
 /* Longest sequence length (a multiple of `granule`) that fits; 0 if none does. */
 long workload_max_seq(const config_model *m, const config_platform *p, const config_job *job, long granule);
 
@@ -196,13 +215,42 @@ long workload_max_seq(const config_model *m, const config_platform *p, const con
  * with sequence parallelism; modeling.md) unless the job says otherwise. */
 double workload_grad_comm_bytes(const config_job *job, const workload_layout *l);
 
-/* Communication volume of one step for one rank, bytes: the all-to-all buffers it hands to
- * NCCL, the part of them that leaves the GPU ((P-1)/P of each), and ZeRO buffers. */
+/* Model FLOPs of one step on this GPU by the published convention (PaLM, arXiv 2204.02311
+ * App. B; Korthikanti et al., arXiv 2205.05198 §6): every GEMM 2·m·n·k forward, attention
+ * 4·S²·d per head and sequence forward halved for causal masking, backward = 2x forward,
+ * recompute excluded; norms and element-wise ops not counted. docs/model.md "MFU and HFU". */
+double workload_model_flops(const config_model *m, const config_job *job, const workload_layout *l);
+/* The same with the attention term dense (not halved for causal masking), as PaLM
+ * (12·L·H·Q·T per token), Megatron-LM and MosaicML's llm-foundry count it. */
+double workload_model_flops_dense(const config_model *m, const config_job *job, const workload_layout *l);
+/* FLOPs of every compute op of a program per step (recompute and FlashAttention's 2.5x
+ * backward included): what the GPU really executes (HFU). */
+double workload_program_flops(const workload_program *prog);
+
+/* Communication volume of one step for one rank, bytes. Buffers as the program hands them
+ * to NCCL (sp_bytes, zero_bytes: nccl-tests' sizes, see workload_op.bytes), and wire bytes:
+ * what this GPU sends to other GPUs (off_gpu) and to other nodes (off_node) as NCCL's
+ * algorithm moves them (workload_wire_bytes). sp_off_gpu is kept for old readers: the
+ * all-to-all's (P-1)/P of the buffer, = sp_wire_off_gpu for direct and pairwise. */
 typedef struct workload_volume {
 	double sp_bytes, sp_off_gpu, zero_bytes;
+	double sp_wire_off_gpu, sp_wire_off_node, zero_wire_off_gpu, zero_wire_off_node;
 	int sp_collectives, zero_collectives;
 } workload_volume;
-void workload_volume_of(const workload_plan *plan, workload_volume *out);
+/* gpus_per_node places ranks contiguously; 0 leaves the off-node fields 0. */
+void workload_volume_on(const workload_plan *plan, int gpus_per_node, workload_volume *out);
+void workload_volume_of(const workload_plan *plan, workload_volume *out); /* gpus_per_node 0 */
+/* Bytes one rank sends per call of a collective of `bytes` (as workload_op.bytes) on P
+ * ranks, r of them per node (contiguous; nodes = P / r), averaged over the ranks:
+ *   all-to-all direct/pairwise: (P-1)/P off-GPU, (P-r)/P off-node;
+ *   ring all-gather/reduce-scatter: (P-1)/P off-GPU; the ring crosses each of the nodes'
+ *     boundaries once, (P-1) chunks of bytes/P each: (P-1)/P / r off-node (0 on one node);
+ *   ring all-reduce: twice the ring's;
+ *   hierarchical: the sum of its phases (intra-node on r, inter-node on P/r ranks);
+ *   broadcast (pipelined chain): (P-1)/P off-GPU, (nodes-1)/P off-node; send/recv: all of
+ *     it, off-node when r = 1. */
+void workload_wire_bytes(workload_coll c, workload_alg a, int P, int r, double bytes, double *off_gpu,
+			 double *off_node);
 
 /* The collective algorithm of a job's SP all-to-alls. */
 workload_alg workload_a2a_alg(config_a2a a);
