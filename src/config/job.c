@@ -54,7 +54,7 @@ static const char *const job_keys[] = {
 	"attention_kernel", "impl",         "memory_reserve",   NULL,
 };
 
-static bool job_read(const yt_doc *doc, config_job *job, char *model, char *platform, char *calibration,
+static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, char *model, char *platform, char *calibration,
 		     int *nodes, config_error *err)
 {
 	static const char *const dtypes[] = {"bf16"};
@@ -120,6 +120,18 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	    !yt_string(t, "calibration", false, cal, sizeof cal, NULL, err) ||
 	    !yt_range_int(t, CONFIG_R_NODES, false, &n, NULL, err))
 		return false;
+	/* Paths are relative to the job file's directory (shipped names stay names). */
+	char dir[CONFIG_PATH_MAX];
+	config_dir_of(doc_path, dir, sizeof dir);
+	char *const fields[] = {m, pl, cal};
+	for (int i = 0; i < 3; i++) {
+		char resolved[CONFIG_PATH_MAX];
+		if (fields[i][0] && !config_resolve_relative(dir, fields[i], resolved, sizeof resolved))
+			return yt_fail(err, yt_find(t, i == 0 ? "model" : i == 1 ? "platform" : "calibration"),
+				       "path too long once joined to the job file's directory '%s'", dir);
+		if (fields[i][0])
+			memcpy(fields[i], resolved, CONFIG_PATH_MAX);
+	}
 	/* Outputs change only once the whole file is known to be valid. */
 	if (model && m[0])
 		memcpy(model, m, sizeof m);
@@ -139,7 +151,7 @@ bool config_load_job(const char *path, config_job *job, char *model, char *platf
 	if (!yt_load(path, &doc, err))
 		return false;
 	config_job j = *job;
-	bool ok = job_read(doc, &j, model, platform, calibration, nodes, err);
+	bool ok = job_read(doc, path, &j, model, platform, calibration, nodes, err);
 	yt_free(doc);
 	if (ok)
 		*job = j;
