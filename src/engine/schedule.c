@@ -863,8 +863,16 @@ bool engine_schedule_streams_share(const workload_program *prog)
 	 * all-to-all or blocking ZeRO collective of the layer waits for the ring's last
 	 * transfer, and the next ring starts after them (docs/model.md §7a). Beside the main
 	 * stream alone they share nothing. */
+	bool ring = false;
+	for (int b = 0; b < prog->n_micro && !ring; b++)
+		for (int j = 0; j < prog->micro[b].n_ops; j++)
+			if (prog->micro[b].ops[j].coll == WL_COLL_SENDRECV && prog->micro[b].ops[j].kind == WL_OP_COMM &&
+			    prog->micro[b].ops[j].stream == WL_STREAM_RING) {
+				ring = true;
+				break;
+			}
 	unsigned side = mask & ~(1u << WL_STREAM_MAIN) & ~(1u << WL_STREAM_RING);
-	if ((mask & (1u << WL_STREAM_RING)) && !side)
+	if (ring && !side) /* the ring's stream carries only its transfers */
 		mask &= ~(1u << WL_STREAM_RING);
 	return (mask & (mask - 1)) != 0;
 }

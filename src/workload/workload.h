@@ -52,13 +52,16 @@ typedef enum workload_group_kind {
  * when overlap is on (DeepSpeed runs gathers and reductions on separate CUDA streams:
  * stage3 allgather stream vs reduce_and_partition_stream, runtime/zero/stage3.py). */
 /* RING: ring attention's KV / dKV send/recv, beside the attention kernels (TE's
- * AttnFuncWithCPAndKVP2P issues the next step's P2P before computing the current block). */
+ * AttnFuncWithCPAndKVP2P issues the next step's P2P before computing the current block).
+ * It is the prefetch stream's slot: a fourth stream slows the link-sharing schedule
+ * several-fold (bench/plan), so with ZeRO-3 overlap the ring's transfers queue with the
+ * layer gathers (docs/model.md §7a); without it the prefetch stream is unused. */
 typedef enum workload_stream {
 	WL_STREAM_MAIN,
 	WL_STREAM_ZERO,
 	WL_STREAM_PREFETCH,
-	WL_STREAM_RING,
-	WL_STREAM_COUNT
+	WL_STREAM_COUNT,
+	WL_STREAM_RING = WL_STREAM_PREFETCH
 } workload_stream;
 typedef enum workload_category { WL_CAT_COMPUTE, WL_CAT_SP_COMM, WL_CAT_ZERO_COMM, WL_CAT_COUNT } workload_category;
 typedef enum workload_phase { WL_PHASE_FWD, WL_PHASE_BWD, WL_PHASE_RECOMPUTE, WL_PHASE_STEP } workload_phase;
