@@ -173,22 +173,29 @@ START_TEST(elementwise_bytes_by_implementation)
 	 *   swiglu bwd  18 x 1024 = 18432   10 x 1024 = 10240
 	 *   loss        14 x 800 = 11200    10 x 800 = 8000
 	 *   loss bwd    22 x 800 = 17600    6 x 800 = 4800
-	 * An HF LayerNorm is one F.layer_norm kernel: the fused counts. */
+	 * An HF LayerNorm is one F.layer_norm kernel: the fused counts.
+	 * RoPE over q and k, t·(a + g)·d = 8·6·16 = 768 elements: hf 20 x 768 = 15360 forward,
+	 * 30 x 768 = 23040 backward; megatron 4 x 768 = 3072 each way; ALiBi: no op. */
 	config_model m = tu_model();
 	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
 	static const struct {
 		config_impl impl;
 		config_norm kind;
-		double norm, norm_bwd, resid, glu, glu_bwd, loss, loss_bwd;
+		config_position pos;
+		double norm, norm_bwd, resid, glu, glu_bwd, loss, loss_bwd, rope, rope_bwd;
 	} want[] = {
-		{CONFIG_IMPL_HF, CONFIG_NORM_RMSNORM, 18432, 43008, 21504, 10240, 18432, 11200, 17600},
-		{CONFIG_IMPL_MEGATRON, CONFIG_NORM_RMSNORM, 2048, 4096, 3072, 6144, 10240, 8000, 4800},
-		{CONFIG_IMPL_HF, CONFIG_NORM_LAYERNORM, 2048, 4096, 5120, 10240, 18432, 11200, 17600},
+		{CONFIG_IMPL_HF, CONFIG_NORM_RMSNORM, CONFIG_POSITION_ROPE, 18432, 43008, 21504, 10240, 18432, 11200,
+		 17600, 15360, 23040},
+		{CONFIG_IMPL_MEGATRON, CONFIG_NORM_RMSNORM, CONFIG_POSITION_ROPE, 2048, 4096, 3072, 6144, 10240, 8000,
+		 4800, 3072, 3072},
+		{CONFIG_IMPL_HF, CONFIG_NORM_LAYERNORM, CONFIG_POSITION_ALIBI, 2048, 4096, 5120, 10240, 18432, 11200,
+		 17600, 0, 0},
 	};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
 		workload_plan plan;
 		j.impl = want[i].impl;
 		m.norm = want[i].kind;
+		m.position = want[i].pos;
 		plan_ok(&m, &j, &plan);
 		ck_assert_close(tu_find(&plan, "layer_fwd", "input_norm")->hbm_bytes, want[i].norm, 1e-12);
 		ck_assert_close(tu_find(&plan, "head", "final_norm")->hbm_bytes, want[i].norm, 1e-12);
@@ -198,6 +205,9 @@ START_TEST(elementwise_bytes_by_implementation)
 		ck_assert_close(tu_find(&plan, "layer_bwd", "swiglu_bwd")->hbm_bytes, want[i].glu_bwd, 1e-12);
 		ck_assert_close(tu_find(&plan, "head", "loss")->hbm_bytes, want[i].loss, 1e-12);
 		ck_assert_close(tu_find(&plan, "head", "loss_bwd")->hbm_bytes, want[i].loss_bwd, 1e-12);
+		const workload_op *r = tu_find(&plan, "layer_fwd", "rope"), *rb = tu_find(&plan, "layer_bwd", "rope_bwd");
+		ck_assert_close(r ? r->hbm_bytes : 0.0, want[i].rope, 1e-12);
+		ck_assert_close(rb ? rb->hbm_bytes : 0.0, want[i].rope_bwd, 1e-12);
 		workload_plan_finish(&plan);
 	}
 }

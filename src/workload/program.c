@@ -155,6 +155,7 @@ typedef struct layer_dims {
 	double q_run, kv_run; /* contiguous runs of the layout copies: one rank's heads x d, bytes */
 	double h_bytes;     /* one [t, h] bf16 activation */
 	double th, tf;      /* elements of one [t, h] and one [t, ffn] activation */
+	double tqk;         /* elements of q and k: t·(a + g)·d */
 } layer_dims;
 
 static layer_dims dims_of(const config_model *m, const workload_layout *l)
@@ -173,6 +174,7 @@ static layer_dims dims_of(const config_model *m, const workload_layout *l)
 	d.h_bytes = t * h * BF16;
 	d.th = t * h;
 	d.tf = t * m->ffn;
+	d.tqk = t * (a + g) * hd;
 	return d;
 }
 
@@ -200,12 +202,22 @@ static layer_dims dims_of(const config_model *m, const workload_layout *l)
  *   row): 14 bytes per logit. Backward: nll_loss_backward zero-fills 4; log_softmax_backward
  *   reads output and gradient 8, writes 4; the cast back 4+2: 22. The fused cross entropy
  *   reads bf16 logits and writes an fp32 copy it re-reads (2+4+4 = 10) and writes the bf16
- *   gradient from it (4+2 = 6). */
+ *   gradient from it (4+2 = 6).
+ * - RoPE (model position rope), per element of q and k (t·(a + g)·d, applied before the
+ *   attention call and its all-to-alls): apply_rotary_pos_emb is q * cos 2+2, rotate_half's
+ *   -x2 on half the elements 1+1 and cat 2+2, * sin 2+2, the sum 4+2: 20 bytes in 5
+ *   kernels. Backward: g * cos 2+2, g * sin 2+2, the negation on half 1+1, the two slices'
+ *   gradients zero-filled and copied into full tensors 2 x (2+1+1), two adds accumulating
+ *   the three into dq 2 x (4+2): 30. Fused (Transformer Engine's fused RoPE,
+ *   Megatron-Core apply_rotary_pos_emb with apply_rope_fusion): 2+2 each way. ALiBi and
+ *   learned positions add nothing here (the bias is inside the attention kernel; the
+ *   learned embedding is added with the token embedding). */
 typedef struct elementwise_bytes {
 	double norm_fwd, norm_bwd; /* per [t, h] element */
 	double residual_extra;     /* the residual add before the second norm, per [t, h] element */
 	double glu_fwd, glu_bwd;   /* per [t, f] element */
 	double loss_fwd, loss_bwd; /* per logit */
+	double rope_fwd, rope_bwd; /* per element of q and k; 0 without rotary embeddings */
 } elementwise_bytes;
 
 static elementwise_bytes elementwise_of(const config_model *m, const config_job *job)
@@ -214,7 +226,9 @@ static elementwise_bytes elementwise_of(const config_model *m, const config_job 
 	 * is decomposed. */
 	const bool hf = job->impl == CONFIG_IMPL_HF;
 	const bool hf_rms = hf && m->norm == CONFIG_NORM_RMSNORM;
-	return (elementwise_bytes){.norm_fwd = hf_rms ? 36.0 : 4.0, .norm_bwd = hf_rms ? 84.0 : 8.0,
+	const bool rope = m->position == CONFIG_POSITION_ROPE;
+	return (elementwise_bytes){.rope_fwd = !rope ? 0.0 : hf ? 20.0 : 4.0, .rope_bwd = !rope ? 0.0 : hf ? 30.0 : 4.0,
+				   .norm_fwd = hf_rms ? 36.0 : 4.0, .norm_bwd = hf_rms ? 84.0 : 8.0,
 				   .residual_extra = hf ? 6.0 : 2.0, .glu_fwd = hf ? 10.0 : 6.0,
 				   .glu_bwd = hf ? 18.0 : 10.0, .loss_fwd = hf ? 14.0 : 10.0,
 				   .loss_bwd = hf ? 22.0 : 6.0};
@@ -229,6 +243,8 @@ static void layer_forward(builder *b, workload_block *blk, const layer_dims *d, 
 	const elementwise_bytes e = elementwise_of(b->m, b->job);
 	memop(b, blk, "input_norm", ph, e.norm_fwd * d->th);
 	gemm(b, blk, "qkv_proj", ph, d->t, d->qkv_out, d->h);
+	if (e.rope_fwd > 0)
+		memop(b, blk, "rope", ph, e.rope_fwd * d->tqk);
 	sp_a2a(b, blk, "a2a_q_pack", "a2a_q", "a2a_q_unpack", ph, d->q, d->q_run);
 	sp_a2a(b, blk, "a2a_k_pack", "a2a_k", "a2a_k_unpack", ph, d->kv, d->kv_run);
 	sp_a2a(b, blk, "a2a_v_pack", "a2a_v", "a2a_v_unpack", ph, d->kv, d->kv_run);
@@ -258,6 +274,8 @@ static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
 	sp_a2a(b, blk, "a2a_dq_pack", "a2a_dq", "a2a_dq_unpack", ph, d->q, d->q_run);
 	sp_a2a(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv, d->kv_run);
 	sp_a2a(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv, d->kv_run);
+	if (e.rope_bwd > 0)
+		memop(b, blk, "rope_bwd", ph, e.rope_bwd * d->tqk);
 	gemm(b, blk, "qkv_proj_bwd", ph, d->t, d->qkv_out, d->h);
 	memop(b, blk, "input_norm_bwd", ph, e.norm_bwd * d->th);
 }
