@@ -350,13 +350,15 @@ START_TEST(model_errors)
 {
 	expect_error(MODEL, "model_unknown_key.yaml",
 		     "4:3: unknown key 'hiden' in 'model', expected one of: name, layers, hidden, heads, kv_heads, "
-		     "head_dim, ffn, vocab, tied_embeddings, qkv_bias, mlp, norm, max_position");
+		     "head_dim, ffn, vocab, tied_embeddings, qkv_bias, mlp, norm, max_position, position");
 	/* A missing key is reported at the mapping that lacks it (its first key, line 2). */
 	expect_error(MODEL, "model_missing_key.yaml", "2:3: missing required key 'hidden' in 'model'");
 	expect_error(MODEL, "model_wrong_type.yaml", "3:11: 'layers' must be an integer from 1 to 4096, got 'abc'");
 	expect_error(MODEL, "model_negative.yaml", "3:11: 'layers' must be an integer from 1 to 4096, got '-2'");
 	expect_error(MODEL, "model_empty_value.yaml", "8:7: 'ffn' must be an integer from 1 to 524288, got nothing");
 	expect_error(MODEL, "model_bad_enum.yaml", "13:9: 'norm' must be one of: rmsnorm, layernorm, got 'batchnorm'");
+	expect_error(MODEL, "model_bad_position.yaml",
+		     "13:13: 'position' must be one of: rope, alibi, learned, got 'sinusoidal'");
 	expect_error(MODEL, "model_bad_bool.yaml", "11:13: 'qkv_bias' must be true or false, got 'maybe'");
 	expect_error(MODEL, "model_kv_heads.yaml",
 		     "6:13: 'kv_heads' (3) does not divide 'heads' (4), expected a divisor of 4");
