@@ -41,6 +41,10 @@ const struct option cli_job_options[] = {
 	{"attention-kernel", required_argument, NULL, CLI_OPT_ATTENTION_KERNEL},
 	{"impl", required_argument, NULL, CLI_OPT_IMPL},
 	{"memory-reserve", required_argument, NULL, CLI_OPT_MEMORY_RESERVE},
+	{"slow-gpu", required_argument, NULL, CLI_OPT_SLOW_GPU},
+	{"slow-node", required_argument, NULL, CLI_OPT_SLOW_NODE},
+	{"degrade", required_argument, NULL, CLI_OPT_DEGRADE},
+	{"fail-node", required_argument, NULL, CLI_OPT_FAIL_NODE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -104,7 +108,13 @@ void cli_job_help(FILE *f)
 	fprintf(f, " (default %s)\n", engine_registry[0]->name);
 	fputs("  --format table|json|csv  output format (default table)\n"
 	      "  --trace FILE             write a Chrome/Perfetto trace of the step (open in ui.perfetto.dev)\n"
-	      "  --placement contiguous|strided|random:SEED   rank placement (simgrid engine)\n",
+	      "  --placement contiguous|strided|random:SEED   rank placement (simgrid engine)\n"
+	      "What-ifs (simgrid engine, whole cluster; repeatable; job file key what_if: docs/simgrid.md):\n"
+	      "  --slow-gpu RANK:FACTOR   world rank RANK computes FACTOR (1 to 1000) times slower\n"
+	      "  --slow-node NODE:FACTOR  every GPU of node NODE computes FACTOR times slower\n"
+	      "  --degrade LINK:FACTOR    a link's bandwidth divided by FACTOR: nic:NODE[.I], nvlink:NODE.GPU\n"
+	      "                           (its port), nvlink:NODE.A-B (mesh pair), leaf:L (fat-tree leaf uplink)\n"
+	      "  --fail-node NODE         node lost: the job re-placed on the rest by --placement\n",
 	      f);
 }
 
@@ -369,6 +379,17 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		}
 		return 1;
 	case CLI_OPT_TRACE: a->trace = arg; return 1;
+	case CLI_OPT_SLOW_GPU:
+	case CLI_OPT_SLOW_NODE:
+	case CLI_OPT_DEGRADE:
+	case CLI_OPT_FAIL_NODE: {
+		config_error err;
+		if (!config_whatif_add(&a->whatif, (config_whatif_kind)(id - CLI_OPT_SLOW_GPU), arg, &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
+			return -1;
+		}
+		return 1;
+	}
 	case CLI_OPT_PLACEMENT: {
 		config_error err;
 		if (!engine_placement_parse(arg, &a->opt, &err)) {
@@ -389,7 +410,8 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		config_job_defaults(&fromfile);
 		char model[CONFIG_PATH_MAX] = "", platform[CONFIG_PATH_MAX] = "", cal[CONFIG_PATH_MAX] = "";
 		int nodes = 0;
-		if (!config_load_job(a->job_file, &fromfile, model, platform, cal, &nodes, &err)) {
+		if (!config_load_job(a->job_file, &fromfile, model, platform, cal, &nodes, &err) ||
+		    !config_load_whatif(a->job_file, &a->whatif, &err)) {
 			fprintf(stderr, "spsim: %s\n", err.msg);
 			return false;
 		}
@@ -467,6 +489,14 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 	if (!workload_check(&a->m, &a->p, &a->job, &err)) {
 		fprintf(stderr, "spsim %s: %s\n", cmd, err.msg);
 		return false;
+	}
+	if (a->whatif.n > 0) {
+		a->opt.whatif = &a->whatif;
+		if (!config_whatif_check(&a->whatif, &a->p, a->job.gpus, &err) ||
+		    !engine_whatif_supported(a->engine, &a->opt, &err)) {
+			fprintf(stderr, "spsim %s: %s\n", cmd, err.msg);
+			return false;
+		}
 	}
 	if (strcmp(cmd, "max-seq") != 0) /* max-seq searches the length: it warns on its answer */
 		cli_warn_max_position(&a->m, a->job.seq_len, cmd);

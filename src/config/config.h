@@ -363,6 +363,64 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
 bool config_load_job(const char *path, config_job *job, char *model, char *platform, char *calibration,
 		     int *nodes, config_error *err);
 
+/* --------------------------------------------------------------- what-ifs --- */
+/* Asymmetric changes to a run (docs/simgrid.md "What-ifs"), given as flags or under the
+ * job's `what_if:` key, each in the flag's syntax:
+ *   slow_gpu  RANK:FACTOR   compute of world rank RANK takes FACTOR times as long
+ *   slow_node NODE:FACTOR   compute of every GPU of node NODE takes FACTOR times as long
+ *   degrade   LINK:FACTOR   a link's bandwidth divided by FACTOR; LINK is nic:NODE (every
+ *                           NIC of the node), nic:NODE.I, nvlink:NODE.GPU (the GPU's port:
+ *                           its NVSwitch or PCIe link, or all its pair links on a mesh),
+ *                           nvlink:NODE.A-B (the pair link of an nvlink-mesh), leaf:L (the
+ *                           uplink of fat-tree leaf L)
+ *   fail_node NODE          the node is lost: the job is placed on the remaining nodes by
+ *                           the placement policy, as if they were the whole platform
+ * FACTOR is a number from 1 to 1000. */
+#define CONFIG_MAX_WHATIF 32
+typedef enum config_whatif_kind {
+	CONFIG_WHATIF_SLOW_GPU,
+	CONFIG_WHATIF_SLOW_NODE,
+	CONFIG_WHATIF_DEGRADE,
+	CONFIG_WHATIF_FAIL_NODE,
+} config_whatif_kind;
+#define CONFIG_WHATIF_KINDS 4
+typedef enum config_link_kind { CONFIG_LINK_NIC, CONFIG_LINK_NVLINK, CONFIG_LINK_LEAF } config_link_kind;
+typedef struct config_whatif_item {
+	config_whatif_kind kind;
+	config_link_kind link; /* degrade */
+	int node;              /* slow_node, fail_node, degrade (nic, nvlink); the leaf for leaf */
+	int rank;              /* slow_gpu */
+	int a, b;              /* degrade: nic:N.a, nvlink:N.a[-b]; -1 when not given */
+	double factor;         /* slow_*, degrade; 1 for fail_node */
+} config_whatif_item;
+typedef struct config_whatif {
+	int n;
+	config_whatif_item item[CONFIG_MAX_WHATIF];
+} config_whatif;
+/* Flag spellings ("slow-gpu", "slow-node", "degrade", "fail-node"); the YAML keys use '_'. */
+extern const char *const config_whatif_flags[CONFIG_WHATIF_KINDS];
+
+/* Parses one what-if in the flag syntax and appends it to w; err names the flag and the
+ * expected form. */
+bool config_whatif_add(config_whatif *w, config_whatif_kind kind, const char *text, config_error *err);
+/* Writes a what-if back in the flag syntax ("degrade nic:0.1:2"). */
+void config_whatif_format(const config_whatif_item *it, char *buf, size_t len);
+/* Checks every what-if against the platform and a job of `world` ranks (0: every GPU):
+ * ranks, nodes, NICs, GPUs, leaves and links exist, and the job still fits once the
+ * failed nodes are gone. */
+bool config_whatif_check(const config_whatif *w, const config_platform *p, int world, config_error *err);
+/* The factor by which compute of rank `rank` on node `node` slows (1: none). */
+double config_whatif_compute_factor(const config_whatif *w, int rank, int node);
+/* The factor by which a link's bandwidth drops (1: none): nic (node, index), nvlink
+ * (node, gpu a, gpu b or -1 for a GPU's own port), leaf (leaf index in node). */
+double config_whatif_link_factor(const config_whatif *w, config_link_kind link, int node, int a, int b);
+/* Nodes failed (distinct) and whether node u is one of them. */
+int config_whatif_failed_nodes(const config_whatif *w, int nodes);
+bool config_whatif_node_failed(const config_whatif *w, int node);
+/* Reads the `what_if:` mapping of a job file (keys slow_gpu, slow_node, degrade,
+ * fail_node; each a string or a list of strings in the flag syntax) and appends to w. */
+bool config_load_whatif(const char *path, config_whatif *w, config_error *err);
+
 /* Writes a calibration in the format above (YAML, quantities with units). */
 #include <stdio.h>
 bool config_write_calibration(FILE *f, const config_calibration *c);

@@ -64,6 +64,8 @@ void engine_durations_free(double **dur, int n)
 
 static bool analytic_run(const engine_input *in, engine_result *out, config_error *err)
 {
+	if (!engine_whatif_supported("analytic", &in->opt, err))
+		return false;
 	if (in->opt.placement != ENGINE_PLACE_CONTIGUOUS)
 		return config_fail(err, "the analytic engine models contiguous placement only; use --engine simgrid "
 					"for strided or random placement");

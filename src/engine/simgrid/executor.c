@@ -196,7 +196,7 @@ static void walk_block(walker *w, int bidx, int micro)
 					flush(w);
 					wait_for(R, me, ds, dseq);
 				}
-				double dur = engine_compute_time(r->p, op);
+				double dur = engine_compute_time(r->p, op) * R->slow;
 				if (!push(w, bidx, it, micro, op, dur)) {
 					/* no room to defer it: run what is pending, then this op alone */
 					flush(w);
@@ -211,7 +211,7 @@ static void walk_block(walker *w, int bidx, int micro)
 					wait_for(R, me, ds, dseq);
 				double t0 = simgrid_get_clock();
 				if (op->kind == WL_OP_COMPUTE) {
-					double dur = engine_compute_time(r->p, op);
+					double dur = engine_compute_time(r->p, op) * R->slow;
 					if (dur > 0) {
 						sg_actor_execute(dur * r->p->gpu.peak_flops);
 						r->execs++;
@@ -320,8 +320,8 @@ static void blocks_free(sgx_run *r)
  * the next period landing on its image, the ghosts) gives the same times. */
 static int symmetry_period(const sgx_run *r)
 {
-	if (!r->opt.symmetry)
-		return 0;
+	if (!r->opt.symmetry || engine_whatif_active(&r->in->opt))
+		return 0; /* what-ifs break the symmetry (docs/simgrid.md "What-ifs") */
 	int G = r->gpn, W = r->W;
 	if (W % G != 0)
 		return 0;
@@ -406,7 +406,7 @@ static bool write_platform(const sgx_spec *spec, char *path, size_t len, double 
 static void trace_names(sgx_run *r)
 {
 	char name[128];
-	int nodes = (r->W + r->gpn - 1) / r->gpn; /* every node of the system */
+	int nodes = r->nodes; /* every node of the system */
 	int *rank_at = malloc((size_t)nodes * r->gpn * sizeof *rank_at);
 	if (!rank_at)
 		return;
@@ -480,14 +480,28 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 		config_fail(err, "out of memory");
 		goto done;
 	}
-	if (!engine_placement_map(p, r->W, &in->opt, r->gpu_of, err))
+	if (!engine_whatif_placement(p, r->W, &in->opt, r->gpu_of, err))
 		goto done;
+	/* the job's nodes: the first ceil(W / G), or up to the last it uses when failed nodes
+	 * sit among them; whole leaves on a fat-tree, as the platform has them */
 	int nodes = (r->W + r->gpn - 1) / r->gpn;
+	for (int i = 0; i < r->W; i++)
+		if (r->gpu_of[i] / r->gpn + 1 > nodes)
+			nodes = r->gpu_of[i] / r->gpn + 1;
+	if (nodes > (r->W + r->gpn - 1) / r->gpn && sgx_has_leaves(p, p->nodes)) {
+		int npl = p->inter.nodes_per_leaf;
+		nodes = (nodes + npl - 1) / npl * npl;
+	}
+	r->nodes = nodes;
 	int T = symmetry_period(r);
 	r->quotient = T > 0;
 	r->period_nodes = T;
 	r->Wsim = r->quotient ? T * r->gpn : r->W;
-	sgx_spec spec = {.p = p, .nodes = r->quotient ? T : nodes, .system_nodes = nodes, .wrap = r->quotient};
+	sgx_spec spec = {.p = p,
+			 .nodes = r->quotient ? T : nodes,
+			 .system_nodes = nodes,
+			 .wrap = r->quotient,
+			 .whatif = in->opt.whatif};
 	double xml_bytes = 0;
 	if (!write_platform(&spec, path, sizeof path, &xml_bytes, err))
 		goto done;
@@ -534,6 +548,7 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 		R->rank = i;
 		R->node = r->gpu_of[i] / r->gpn;
 		R->local = r->gpu_of[i] % r->gpn;
+		R->slow = config_whatif_compute_factor(in->opt.whatif, i, R->node);
 		sgx_host_name(name, sizeof name, R->node, R->local);
 		R->host = sg_host_by_name(name);
 		if (!R->host) {

@@ -16,6 +16,7 @@ typedef struct sgx_spec {
 	int nodes;        /* nodes generated, hosts n0g0 .. */
 	int system_nodes; /* nodes of the system they belong to (leaf structure) */
 	bool wrap;
+	const config_whatif *whatif; /* degraded links (NULL: none) */
 } sgx_spec;
 
 bool sgx_platform_write(const sgx_spec *s, FILE *out, config_error *err);
@@ -63,6 +64,7 @@ typedef struct sgx_rank {
 	int rank;       /* logical world rank (== simulated index) */
 	int node, local;
 	sg_host_t host;
+	double slow;    /* what-if: compute takes this many times as long (1: as the platform says) */
 	long done[WL_STREAM_COUNT];
 	/* a stream actor blocked on another stream of this rank: waits until done[on] > seq */
 	bool waiting[WL_STREAM_COUNT];
@@ -92,6 +94,7 @@ struct sgx_run {
 	const workload_layout *lay;
 	engine_simgrid_options opt;
 	int W, Wsim, gpn;
+	int nodes;          /* nodes of the system the ranks sit on (the generated platform's, unreduced) */
 	int *gpu_of;        /* logical rank -> GPU (node * gpn + local) */
 	bool quotient;
 	int period_nodes;
