@@ -445,6 +445,48 @@ START_TEST(cli_refuses_bad_what_ifs_with_exit_2)
 }
 END_TEST
 
+#if SPSIM_HAVE_SIMGRID
+START_TEST(compare_shows_each_what_if_beside_the_baseline)
+{
+	/* llama-3.2-1b on one 8-GPU dgx-h100 node of two, SP 8: a column for the baseline
+	 * and one per --what-if. Rank 3 at twice the compute time slows the step; a NIC of
+	 * node 0 carries none of this one-node job's traffic, so that column equals the
+	 * baseline; a bad spec exits 2 naming the form. */
+	char cmd[1024], line[4096];
+	snprintf(cmd, sizeof cmd,
+		 "'%s' compare --model llama-3.2-1b --platform dgx-h100 --nodes 2 --gpus 8 --seq-len 4K --sp 8 "
+		 "--what-if slow-gpu=3:2 --what-if degrade=nic:0:2 --format csv 2>&1",
+		 getenv("SPSIM_EXE"));
+	FILE *f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	double step[3] = {0};
+	char labels[3][64] = {{0}};
+	int rows = -1;
+	while (fgets(line, sizeof line, f)) {
+		if (rows++ < 0)
+			continue; /* header */
+		ck_assert_int_lt(rows, 4);
+		char *save = NULL, *tok = strtok_r(line, ",", &save);
+		snprintf(labels[rows - 1], sizeof labels[0], "%s", tok);
+		for (int k = 1; k < 15; k++) /* step_time_s is the 15th column */
+			tok = strtok_r(NULL, ",", &save);
+		step[rows - 1] = atof(tok);
+	}
+	ck_assert_int_eq(pclose(f), 0);
+	ck_assert_int_eq(rows, 3);
+	ck_assert_str_eq(labels[0], "ulysses");
+	ck_assert_str_eq(labels[1], "slow-gpu=3:2");
+	ck_assert_str_eq(labels[2], "degrade=nic:0:2");
+	ck_assert(step[1] > step[0]);
+	ck_assert_close(step[2], step[0], 1e-9);
+	const char *bad[] = {"compare", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K",
+			     "--what-if", "slow-gpu:3:2", NULL};
+	ck_assert_int_eq(spsim_rc(line, sizeof line, bad), 2);
+	ck_assert_msg(strstr(line, "is not KIND=VALUE"), "%s", line);
+}
+END_TEST
+#endif
+
 int main(void)
 {
 	Suite *s = suite_create("whatif");
@@ -464,6 +506,9 @@ int main(void)
 	tcase_add_test(tc, symmetric_what_ifs_equal_the_reduced_run);
 #endif
 	tcase_add_test(tc, cli_refuses_bad_what_ifs_with_exit_2);
+#if SPSIM_HAVE_SIMGRID
+	tcase_add_test(tc, compare_shows_each_what_if_beside_the_baseline);
+#endif
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

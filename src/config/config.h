@@ -417,6 +417,10 @@ double config_whatif_link_factor(const config_whatif *w, config_link_kind link, 
 /* Nodes failed (distinct) and whether node u is one of them. */
 int config_whatif_failed_nodes(const config_whatif *w, int nodes);
 bool config_whatif_node_failed(const config_whatif *w, int node);
+/* Appends the what-ifs of a `compare --what-if` spec: KIND=VALUE joined by '+', KIND a
+ * flag spelling (slow-gpu, slow-node, degrade, fail-node) or its YAML key, e.g.
+ * "slow-gpu=3:2+degrade=nic:0:2". Nothing is appended unless the whole spec is valid. */
+bool config_whatif_parse_spec(config_whatif *w, const char *spec, config_error *err);
 /* Reads the `what_if:` mapping of a job file (keys slow_gpu, slow_node, degrade,
  * fail_node; each a string or a list of strings in the flag syntax) and appends to w. */
 bool config_load_whatif(const char *path, config_whatif *w, config_error *err);

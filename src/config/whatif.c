@@ -293,3 +293,33 @@ bool config_load_whatif(const char *path, config_whatif *w, config_error *err)
 		*w = out;
 	return ok;
 }
+
+bool config_whatif_parse_spec(config_whatif *w, const char *spec, config_error *err)
+{
+	config_whatif out = *w;
+	char buf[256];
+	if (strlen(spec) >= sizeof buf || !*spec)
+		return config_fail(err, "--what-if '%.200s': expected KIND=VALUE[+KIND=VALUE...] with KIND slow-gpu, "
+					"slow-node, degrade or fail-node, e.g. slow-gpu=3:2+degrade=nic:0:2",
+				   spec);
+	strcpy(buf, spec);
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, "+", &save); tok; tok = strtok_r(NULL, "+", &save)) {
+		char *eq = strchr(tok, '=');
+		int kind = -1;
+		if (eq) {
+			*eq = '\0';
+			for (int k = 0; k < CONFIG_WHATIF_KINDS; k++)
+				if (strcmp(tok, config_whatif_flags[k]) == 0 || strcmp(tok, yaml_keys[k]) == 0)
+					kind = k;
+		}
+		if (kind < 0)
+			return config_fail(err, "--what-if '%.200s': '%.60s' is not KIND=VALUE with KIND slow-gpu, "
+						"slow-node, degrade or fail-node",
+					   spec, tok);
+		if (!config_whatif_add(&out, (config_whatif_kind)kind, eq + 1, err))
+			return false;
+	}
+	*w = out;
+	return true;
+}
