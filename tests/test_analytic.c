@@ -1,12 +1,14 @@
 /* analytic: collective closed forms, the max-plus schedule, and invariants of whole steps.
  * Hand platform (tests/testutil.h): NVSwitch 100 GB/s per GPU, 1 us; NICs 10 GB/s, 10 us;
  * efficiencies 1; 100 TFLOP/s; 1000 GB/s HBM. */
+#include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "engine/analytic.h"
+#include "engine/nccl.h"
 #include "engine/schedule.h"
 #include "testutil.h"
 
@@ -49,25 +51,29 @@ END_TEST
 
 START_TEST(ring_collectives)
 {
-	/* Intra-node ring, P = 4, 4 MB: chunk 1 MB, step 1 us + 10 us.
-	 * all-gather / reduce-scatter: 3 steps = 33 us; all-reduce: 6 steps = 66 us. */
+	/* Intra-node ring, P = 4, 4 MB: chunk 1 MB, 10 us per step on the wire; NCCL picks
+	 * ring/Simple (baseLat 8.4 us + 1 us per step; LL128 would be 14 + 3 x 0.56 us +
+	 * 4e6 / (92 GB/s x 4/3) = 48 us, the tree 145 us):
+	 * all-gather / reduce-scatter: 8.4 + 3 + 30 = 41.4 us; all-reduce: 8.4 + 6 + 60 = 74.4 us. */
 	config_platform p = tu_platform(1, 4, 1);
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(4, 4, 4), 4e6), 33e-6,
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(4, 4, 4), 4e6), 41.4e-6,
 			1e-12);
-	ck_assert_close(engine_collective_time(&p, WL_COLL_REDUCESCATTER, WL_ALG_RING, shape(4, 4, 4), 4e6), 33e-6,
+	ck_assert_close(engine_collective_time(&p, WL_COLL_REDUCESCATTER, WL_ALG_RING, shape(4, 4, 4), 4e6), 41.4e-6,
 			1e-12);
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(4, 4, 4), 4e6), 66e-6,
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(4, 4, 4), 4e6), 74.4e-6,
 			1e-12);
-	/* Across 2 nodes, P = 8, one NIC: the ring crosses the NIC once per node: step
-	 * 10 us + 1 MB / 10 GB/s = 110 us; all-reduce 14 steps = 1.54 ms. */
+	/* Across 2 nodes, P = 8, one NIC: the ring crosses the NIC once per node: 1 MB /
+	 * 10 GB/s = 100 us per step on the wire, 14 steps; NCCL's latency 8.4 + 10 x 3 (network
+	 * overhead) + 4 x 10 us = 78.4 us, x 1.4 (ring plateau): 1.4 ms + 109.76 us. */
 	config_platform q = tu_platform(2, 4, 1);
-	ck_assert_close(engine_collective_time(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 8e6), 14 * 110e-6,
+	ck_assert_close(engine_collective_time(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 8e6), 1509.76e-6,
 			1e-12);
 	/* Two groups of 8 spanning the same nodes (4 per node each, 8 GPUs per node):
-	 * their rings share the NIC -> 5 GB/s each: step 10 us + 200 us. */
+	 * their rings share the NIC -> 5 GB/s each: 200 us per step, 7 steps, plus
+	 * 8.4 + 6 x 3 + 1 x 10 = 36.4 us. */
 	config_platform r = tu_platform(2, 8, 1);
-	ck_assert_close(engine_collective_time(&r, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 8), 8e6), 7 * 210e-6,
-			1e-12);
+	ck_assert_close(engine_collective_time(&r, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 8), 8e6),
+			7 * 200e-6 + 36.4e-6, 1e-12);
 }
 END_TEST
 
@@ -76,15 +82,21 @@ START_TEST(ring_channel_exits_skip_nvlink)
 	/* 2 nodes x 4 GPUs, 4 NICs of 100 GB/s: one ring channel per NIC, each leaving the
 	 * node from a different GPU, a quarter of the chunk each. A GPU forwards inside the
 	 * node the 3 channels it does not send out: 0.75 MB at 100 GB/s = 7.5 us; a NIC
-	 * carries 0.25 MB = 2.5 us. All-gather of 8 MB: 7 x (10 us + 7.5 us). */
+	 * carries 0.25 MB = 2.5 us. All-gather of 8 MB: 7 x 7.5 us on the wire, plus NCCL's
+	 * ring/Simple latency 36.4 us (8.4 + 6 x 3 + 10). */
 	config_platform p = tu_platform(2, 4, 4);
 	p.inter.nic_bandwidth = 100e9;
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6), 7 * 17.5e-6,
-			1e-12);
-	/* one NIC: the whole chunk leaves through it (10 us) and the GPUs forward it all */
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6),
+			7 * 7.5e-6 + 36.4e-6, 1e-12);
+	/* one NIC: the whole chunk leaves through it (10 us) and the GPUs forward it all:
+	 * ring bus bandwidth 100 GB/s. NCCL now prefers LL128: 0.92 x 100 = 92 GB/s (under
+	 * 5 channels x 20 GB/s), latency 14 + 6 x 1 (network overhead) + 4.0/14 x 10 us =
+	 * 22.857 us, 8e6 / (92 GB/s x 8/7) = 76.09 us: 98.95 us < Simple's 36.4 + 70 us. */
 	p.inter.nics_per_node = 1;
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6), 7 * 20e-6,
-			1e-12);
+	nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6);
+	ck_assert_int_eq(k.proto, NCCL_PROTO_LL128);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6),
+			(14 + 6 + 4.0 / 14 * 10) * 1e-6 + 7 * 10e-6 / 0.92, 1e-12);
 }
 END_TEST
 
@@ -109,18 +121,119 @@ END_TEST
 START_TEST(mesh_uses_every_pair_link)
 {
 	/* NVLink mesh, 50 GB/s per pair, 4 GPUs. All-to-all: each of 3 peers over its own
-	 * link, 1 MB at 50 GB/s = 20 us (+1 us). Ring: K4 holds one Hamiltonian cycle
-	 * usable both ways: 2 x 50 GB/s; all-gather 4 MB: 3 x (1 us + 1e6/100e9). */
+	 * link, 1 MB at 50 GB/s = 20 us, but NCCL's p2p channels carry 3 peers x 2 channels
+	 * x 20 GB/s = 120 of the 150 GB/s (tests/test_simgrid.c has the channel count):
+	 * 1 us + 1.25 x 20 us = 26 us. Ring: K4 holds one Hamiltonian cycle usable both
+	 * ways: 2 x 50 GB/s; all-gather 4 MB: 8.4 us + 3 x (1 us + 1e6/100e9). */
 	config_platform p = tu_platform(1, 4, 1);
 	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
 	p.intra.pair_bandwidth = 50e9;
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 4e6), 21e-6,
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 4e6), 26e-6,
 			1e-12);
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(4, 4, 4), 4e6), 33e-6,
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(4, 4, 4), 4e6), 41.4e-6,
 			1e-12);
-	/* two GPUs: one pair link, 2 MB buffer: 1 MB at 50 GB/s */
+	/* two GPUs: one pair link, 2 MB buffer: 1 MB at 50 GB/s; the one peer gets
+	 * 4 channels (80 GB/s), more than its link */
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(2, 2, 4), 2e6), 21e-6,
 			1e-12);
+}
+END_TEST
+
+START_TEST(nccl_protocol_switches_where_its_model_does)
+{
+	/* All-reduce on one node of 8 (hand platform: 100 GB/s, 1 us per Simple step,
+	 * compute capability 80, 5 channels = 100 / 20 GB/s per NVLink). NCCL's model
+	 * (src/graph/tuning.cc; hwLat scaled by 1 us / 3.4 us, the NVLink ring/Simple step):
+	 *   ring LL     bus min(87.7, 100/4) = 25 GB/s, algbw 25 x 8/14 = 14.286 GB/s,
+	 *               latency 6.6 + 14 x 0.6/3.4 = 9.0706 us
+	 *   ring LL128  bus min(0.92 x 100, 5 x 20) = 92, algbw 52.571, latency 14 + 14 x 1.9/3.4
+	 *               = 21.8235 us
+	 *   ring Simple bus 100, algbw 57.143, latency 8.4 + 14 x 1 = 22.4 us
+	 *   trees are never faster here (LL 12.1 GB/s, LL128 <= 35.8 x correction, Simple
+	 *   latency 14 x 28/3.4 = 115 us).
+	 * LL = LL128 at S1 = 12.753 us / (1/14.286 - 1/52.571) = 250.2 kB;
+	 * LL128 = Simple at S2 = 0.5765 us / (1/52.571 - 1/57.143) = 378.8 kB. */
+	config_platform p = tu_platform(1, 8, 1);
+	engine_group_shape s = shape(8, 8, 8);
+	double lat_ll = 6.6 + 14 * 0.6 / 3.4, lat_128 = 14 + 14 * 1.9 / 3.4, lat_s = 8.4 + 14;
+	double bw_ll = 25e9 * 8 / 14, bw_128 = 92e9 * 8 / 14, bw_s = 100e9 * 8 / 14;
+	double s1 = (lat_128 - lat_ll) * 1e-6 / (1 / bw_ll - 1 / bw_128);
+	double s2 = (lat_s - lat_128) * 1e-6 / (1 / bw_128 - 1 / bw_s);
+	ck_assert(fabs(s1 - 250.2e3) < 0.1e3 && fabs(s2 - 378.8e3) < 0.1e3);
+	const struct {
+		double bytes;
+		nccl_proto proto;
+		double lat, bw;
+	} want[] = {{0.99 * s1, NCCL_PROTO_LL, lat_ll, bw_ll},
+		    {1.01 * s1, NCCL_PROTO_LL128, lat_128, bw_128},
+		    {0.99 * s2, NCCL_PROTO_LL128, lat_128, bw_128},
+		    {1.01 * s2, NCCL_PROTO_SIMPLE, lat_s, bw_s}};
+	for (int i = 0; i < 4; i++) {
+		nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, want[i].bytes);
+		ck_assert_int_eq(k.algo, NCCL_ALGO_RING);
+		ck_assert_int_eq(k.proto, want[i].proto);
+		/* the time: NCCL's latency plus the physical ring time x bandwidth ratio, which
+		 * on this contention-free node is NCCL's own bytes / algbw */
+		ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, want[i].bytes),
+				want[i].lat * 1e-6 + want[i].bytes / want[i].bw, 1e-9);
+	}
+	/* NVLS (Hopper, NVSwitch with NVLink SHARP), at NCCL's own latencies (3.4 us step):
+	 * ring LL 6.6 + 14 x 0.6 = 15 us at 14.286 GB/s, NVLS 23 us at 100 x 5/6 = 83.33 GB/s:
+	 * NVLS from 8 us / (1/14.286 - 1/83.33) = 137.9 kB (LL128 and Simple start at 40.6 and
+	 * 56 us). */
+	p.nccl.compute_capability = 90;
+	p.nccl.nvls = true;
+	p.intra.latency = 3.4e-6;
+	double s3 = 8e-6 / (14 / (25e9 * 8) - 6 / (100e9 * 5));
+	ck_assert(fabs(s3 - 137.9e3) < 0.1e3);
+	ck_assert_int_eq(nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 0.99 * s3).algo, NCCL_ALGO_RING);
+	nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1.01 * s3);
+	ck_assert_int_eq(k.algo, NCCL_ALGO_NVLS);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1.01 * s3),
+			23e-6 + 1.01 * s3 / (100e9 * 5 / 6), 1e-9);
+	/* forcing: --alg ring --proto Simple gives the ring's Simple time at any size */
+	p.nccl.force_algo = NCCL_ALGO_RING + 1;
+	p.nccl.force_proto = NCCL_PROTO_SIMPLE + 1;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1e3), 56e-6 + 1e3 / bw_s, 1e-9);
+}
+END_TEST
+
+START_TEST(one_rank_alltoall_is_a_launch_and_a_copy)
+{
+	/* A group of one still launches NCCL's kernel and copies its buffer to itself in HBM
+	 * (read + write): 8 MB at 1000 GB/s x 1 (memory efficiency): 5 us + 2 x 8e6 / 1e12 =
+	 * 21 us; SimGrid sleeps the same (engine/simgrid/collectives.c). */
+	config_platform p = tu_platform(1, 1, 1);
+	p.coll_overhead = 5e-6;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(1, 1, 1), 8e6), 21e-6, 1e-12);
+	p.eff.memory = 0.5;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(1, 1, 1), 8e6), 37e-6, 1e-12);
+	ck_assert(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(1, 1, 1), 0) == 0);
+}
+END_TEST
+
+START_TEST(p2p_channels_slow_a_mesh_all_to_all)
+{
+	/* The all-to-all of a 4-GPU NVLink mesh (reference cluster: 80 GB/s per pair, 2 us)
+	 * no longer runs at link rate: channels 2 x 80 / 20 = 8, p2p channels 8, per peer
+	 * pow2Up(min(8, 2 x 4 links)) = 8 halved to 2 (2 x 4 ranks = 8); up to 512 KiB per
+	 * peer 2 channels each: 3 x 2 x 20 = 120 GB/s for 240 GB/s of pair links (x 2);
+	 * above, 4 per peer but 8 in all: 160 GB/s (x 1.5). An 8 MiB buffer (2 MiB per peer,
+	 * 4 channels of 512 KiB): 2 us + 1.5 x 3 x 2 MiB / 240 GB/s = 41.3 us; a 1 MiB one:
+	 * 2 us + 2 x 3 x 256 KiB / 240 GB/s = 8.55 us. */
+	config_platform p = tu_platform(1, 4, 1);
+	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
+	p.intra.pair_bandwidth = 80e9;
+	p.intra.latency = 2e-6;
+	double MiB = 1048576;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 8 * MiB),
+			2e-6 + 1.5 * 3 * 2 * MiB / 240e9, 1e-12);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), MiB),
+			2e-6 + 2 * 3 * 0.25 * MiB / 240e9, 1e-12);
+	/* up to 16 KiB per peer NCCL's p2p runs LL: twice the bytes on the wire */
+	ck_assert_int_eq(nccl_cost_of(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 64e3).proto, NCCL_PROTO_LL);
+	ck_assert_int_eq(nccl_cost_of(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 80e3).proto,
+			 NCCL_PROTO_SIMPLE);
 }
 END_TEST
 
@@ -416,6 +529,9 @@ int main(void)
 	tcase_add_test(tc, alltoall_across_nodes_is_set_by_the_nic);
 	tcase_add_test(tc, ring_collectives);
 	tcase_add_test(tc, mesh_uses_every_pair_link);
+	tcase_add_test(tc, nccl_protocol_switches_where_its_model_does);
+	tcase_add_test(tc, one_rank_alltoall_is_a_launch_and_a_copy);
+	tcase_add_test(tc, p2p_channels_slow_a_mesh_all_to_all);
 	tcase_add_test(tc, ring_channel_exits_skip_nvlink);
 	tcase_add_test(tc, leaf_uplinks_carry_every_crossing_pair);
 	tcase_add_test(tc, hierarchical_is_the_sum_of_its_phases);

@@ -6,6 +6,7 @@
  * gen_fixtures.py there, others built here. Their times come from known latencies and
  * bandwidths through the closed forms the analytic engine uses (derived in
  * docs/nccl-tests.md), so the fit each should give is known. */
+#include "engine/nccl.h"
 #include "nccltests/nccltests.h"
 
 #include <check.h>
@@ -127,19 +128,52 @@ static double t_ring_allreduce(double S, const double *prm)
 	return 2 * (P - 1) * (L + S / P / B);
 }
 
-/* direct all-to-all on one node: one latency, (P-1)/P of the buffer through the GPU's link */
-static double t_a2a_intra(double S, const double *prm)
+/* spsim's own model on the generic platform of nodes x gpn with link class `inter`
+ * calibrated to (L, B): prm = {coll, nodes, gpn, inter, L, B}; one group of all ranks. */
+static double t_model(double S, const double *prm)
 {
-	double P = prm[0], L = prm[1], B = prm[2];
-	return L + (P - 1) * (S / P) / B;
+	config_platform p;
+	nccltests_generic_platform(&p, (int)prm[1], (int)prm[2]);
+	config_calibration cal = {.has_overhead = true};
+	if (prm[3] > 0) {
+		cal.has_inter_latency = cal.has_inter_bw = true;
+		cal.inter_latency = prm[4];
+		cal.inter_bw = prm[5];
+	} else {
+		cal.has_intra_latency = cal.has_intra_bw = true;
+		cal.intra_latency = prm[4];
+		cal.intra_bw = prm[5];
+	}
+	config_apply_calibration(&p, &cal);
+	workload_coll c = (workload_coll)prm[0];
+	nccltests_setup st = {.platform = &p, .coll = c, .alg = nccltests_default_alg(c), .gpus = (int)(prm[1] * prm[2]),
+			      .group_size = (int)(prm[1] * prm[2])};
+	double t;
+	ck_assert(nccltests_predict_time(&st, S, &t, &(config_error){""}));
+	return t;
 }
 
-/* direct all-to-all over nodes of r GPUs with one NIC per GPU, the NIC the bottleneck:
- * P - r of the P blocks leave the node through the GPU's NIC */
-static double t_a2a_inter(double S, const double *prm)
+/* Largest |relative error| of a calibration's predictions against a log's rows >= lo. */
+static double max_error(const nccltests_log *log, const config_platform *base, const config_calibration *cal,
+			double lo)
 {
-	double P = prm[0], r = prm[1], L = prm[2], B = prm[3];
-	return L + (P - r) * (S / P) / B;
+	config_platform p = *base;
+	p.nodes = log->nodes;
+	p.gpus_per_node = log->gpus_per_node;
+	if (cal) /* on the log's layout, as calibrate models it */
+		config_apply_calibration(&p, cal);
+	nccltests_setup st = {.platform = &p, .coll = log->coll, .alg = nccltests_default_alg(log->coll),
+			      .gpus = log->ranks, .group_size = log->ranks};
+	double worst = 0;
+	for (int i = 0; i < log->n_rows; i++) {
+		const nccltests_row *r = &log->rows[i];
+		if (r->size < lo || r->time_us[0] <= 0)
+			continue;
+		double t;
+		ck_assert(nccltests_predict_time(&st, r->size, &t, &(config_error){""}));
+		worst = fmax(worst, fabs(t * 1e6 - r->time_us[0]) / r->time_us[0]);
+	}
+	return worst;
 }
 
 static void finish_logs(nccltests_log *logs, int n)
@@ -610,21 +644,23 @@ static void calibrate(nccltests_log *logs, int n, const nccltests_calib_opts *o,
 
 START_TEST(test_calibrate_intra_from_fixture)
 {
-	/* all_reduce_perf.1x8.log: t = 14 (L + S / (8 B)), L = 2.5 us, B = 230 GB/s; times are
-	 * printed with 2 decimals (35.00 us), so the fit is exact to their rounding */
+	/* all_reduce_perf.1x8.log: t = 14 (L + S / (8 B)), L = 2.5 us, B = 230 GB/s, an
+	 * alpha-beta line without NCCL's base latency or protocols, so spsim's model cannot
+	 * reproduce it exactly: fitted on sizes >= 1 MiB the bandwidth lands within 2% of the
+	 * log's 230 GB/s and every size >= 1 MiB within 5% */
 	nccltests_log log;
 	parse_fixture("all_reduce_perf.1x8.log", NULL, &log);
-	nccltests_calib_opts o = {0};
+	nccltests_calib_opts o = {.min_bytes = MiB};
 	config_calibration cal;
 	nccltests_calib_report rep;
 	calibrate(&log, 1, &o, &cal, &rep);
 	ck_assert(cal.has_intra_latency && cal.has_intra_bw);
 	ck_assert(!cal.has_inter_latency && !cal.has_inter_bw);
-	assert_close(cal.intra_latency, 2.5e-6, 1e-4);
-	assert_close(cal.intra_bw, 230e9, 1e-4);
+	ck_assert(cal.intra_latency > 0);
+	assert_close(cal.intra_bw, 230e9, 0.02);
 	ck_assert_str_eq(cal.source, "nccl-tests");
 	ck_assert(rep.intra.fitted && rep.intra.n_logs == 1 && !rep.inter.fitted);
-	ck_assert(rep.intra.fit.max_rel < 1e-3);
+	ck_assert(rep.intra.fit.max_rel < 0.05);
 	nccltests_log_finish(&log);
 }
 END_TEST
@@ -633,18 +669,20 @@ START_TEST(test_calibrate_inter_from_fixtures)
 {
 	/* intra-node from the 1x8 all-reduce, inter-node from the 2x8 all-to-all:
 	 * t = L_inter + (16 - 8)(S/16) / B_nic with L_inter = 12 us, B_nic = 46 GB/s (one NIC per
-	 * GPU on the generic platform; the NIC, not NVLink, is the bottleneck: 8/16/46 > 7/16/230) */
+	 * GPU on the generic platform; the NIC, not NVLink, is the bottleneck: 8/16/46 > 7/16/230).
+	 * NCCL's p2p path pays the link latency once, as this log does: both come back within
+	 * 1% from the sizes >= 1 MiB (the launch is the generic platform's 0) */
 	nccltests_log logs[2];
 	parse_fixture("a2a-2x8.log", NULL, &logs[0]);
 	parse_fixture("all_reduce_perf.1x8.log", NULL, &logs[1]);
-	nccltests_calib_opts o = {0};
+	nccltests_calib_opts o = {.min_bytes = MiB};
 	config_calibration cal;
 	nccltests_calib_report rep;
 	calibrate(logs, 2, &o, &cal, &rep);
-	assert_close(cal.intra_latency, 2.5e-6, 1e-4);
-	assert_close(cal.intra_bw, 230e9, 1e-4);
-	assert_close(cal.inter_latency, 12e-6, 1e-3);
-	assert_close(cal.inter_bw, 46e9, 1e-3);
+	assert_close(cal.intra_bw, 230e9, 0.02);
+	/* latency and launch are both paid once per call: their sum is the log's intercept */
+	assert_close(cal.inter_latency + cal.overhead, 12e-6, 0.01);
+	assert_close(cal.inter_bw, 46e9, 0.01);
 	ck_assert(rep.inter.fitted && rep.inter.n_logs == 1);
 	/* the multi-node log alone needs the intra-node links from a platform */
 	config_error e = {""};
@@ -655,7 +693,7 @@ START_TEST(test_calibrate_inter_from_fixtures)
 	o.platform = &p;
 	calibrate(logs, 1, &o, &cal, &rep);
 	ck_assert(!cal.has_intra_bw);
-	assert_close(cal.inter_bw, 46e9, 1e-3);
+	assert_close(cal.inter_bw, 46e9, 0.01);
 	expect_contains(rep.notes, "holds the intra-node links");
 	finish_logs(logs, 2);
 }
@@ -663,10 +701,12 @@ END_TEST
 
 START_TEST(test_calibrate_generated_logs_recover_parameters)
 {
-	/* every supported single-node form: all-reduce, all-to-all; 4 GPUs; L = 4 us, B = 80 GB/s */
-	double ar[] = {4, 4 * US, 80 * GBs}, a2a[] = {4, 4 * US, 80 * GBs};
-	char *t1 = make_log(WL_COLL_ALLREDUCE, 1, 4, t_ring_allreduce, ar, 64, 2048 * MiB);
-	char *t2 = make_log(WL_COLL_ALLTOALL, 1, 4, t_a2a_intra, a2a, 64, 2048 * MiB);
+	/* logs written by spsim's own model (NCCL's algorithm and protocol choice, p2p
+	 * channels) give back the link parameters they were made with: every supported
+	 * single-node form: all-reduce, all-to-all; 4 GPUs; L = 4 us, B = 80 GB/s */
+	double ar[] = {WL_COLL_ALLREDUCE, 1, 4, 0, 4 * US, 80 * GBs}, a2a[] = {WL_COLL_ALLTOALL, 1, 4, 0, 4 * US, 80 * GBs};
+	char *t1 = make_log(WL_COLL_ALLREDUCE, 1, 4, t_model, ar, 64, 2048 * MiB);
+	char *t2 = make_log(WL_COLL_ALLTOALL, 1, 4, t_model, a2a, 64, 2048 * MiB);
 	nccltests_log logs[2];
 	parse_text(t1, NULL, &logs[0]);
 	parse_text(t2, NULL, &logs[1]);
@@ -678,8 +718,8 @@ START_TEST(test_calibrate_generated_logs_recover_parameters)
 	assert_close(cal.intra_bw, 80e9, 1e-3);
 	ck_assert_int_eq(rep.intra.n_logs, 2);
 	/* three nodes of 4 with one NIC per GPU: L = 9 us, B = 22 GB/s */
-	double inter[] = {12, 4, 9 * US, 22 * GBs};
-	char *t3 = make_log(WL_COLL_ALLTOALL, 3, 4, t_a2a_inter, inter, 1024, 1024 * MiB);
+	double inter[] = {WL_COLL_ALLTOALL, 3, 4, 1, 9 * US, 22 * GBs};
+	char *t3 = make_log(WL_COLL_ALLTOALL, 3, 4, t_model, inter, 1024, 1024 * MiB);
 	nccltests_log all[3] = {logs[0], logs[1]};
 	parse_text(t3, NULL, &all[2]);
 	calibrate(all, 3, &o, &cal, &rep);
@@ -706,7 +746,7 @@ START_TEST(test_calibrate_fit_range_and_wrong_rows)
 	nccltests_calib_report rep;
 	calibrate(&log, 1, &o, &cal, &rep);
 	ck_assert_int_eq(rep.intra.fit.n_points, 11); /* 1 MiB .. 1 GiB */
-	assert_close(cal.intra_bw, 230e9, 1e-3);
+	assert_close(cal.intra_bw, 230e9, 0.02);
 	expect_contains(rep.notes, "1 row with #wrong > 0 left out");
 	/* a range holding one size falls back to every size */
 	o.min_bytes = 1024 * MiB;
@@ -735,8 +775,9 @@ static double t_two_protocols(double S, const double *prm)
 
 START_TEST(test_calibrate_sizes_above_protocol_switch)
 {
-	/* fitting sizes >= 1 MiB (the CLI's default) recovers the large-message line exactly;
-	 * one line through every size cannot, and misses the bandwidth by more than 5% */
+	/* fitting sizes >= 1 MiB (the CLI's default) recovers the large-message line (the
+	 * bandwidth within 2%, every size >= 1 MiB within 5%); fitted through every size the
+	 * small messages drag it off: more than 20% somewhere */
 	double ar[] = {8, 2.8 * US, 230 * GBs};
 	char *text = make_log(WL_COLL_ALLREDUCE, 1, 8, t_two_protocols, ar, 8, 8192 * MiB);
 	nccltests_log log;
@@ -745,11 +786,10 @@ START_TEST(test_calibrate_sizes_above_protocol_switch)
 	nccltests_calib_report rep;
 	nccltests_calib_opts o = {.min_bytes = MiB};
 	calibrate(&log, 1, &o, &cal, &rep);
-	assert_close(cal.intra_latency, 2.8e-6, 1e-3);
-	assert_close(cal.intra_bw, 230e9, 1e-3);
+	assert_close(cal.intra_bw, 230e9, 0.02);
+	ck_assert(rep.intra.fit.max_rel < 0.05);
 	o.min_bytes = 0;
 	calibrate(&log, 1, &o, &cal, &rep);
-	ck_assert_msg(fabs(cal.intra_bw / 230e9 - 1) > 0.05, "all-size fit %.1f GB/s", cal.intra_bw / 1e9);
 	ck_assert(rep.intra.fit.max_rel > 0.2);
 	nccltests_log_finish(&log);
 	free(text);
@@ -758,8 +798,9 @@ END_TEST
 
 START_TEST(test_round_trip_calibrate_then_predict)
 {
-	/* calibrate -> collective reproduces the log's busbw within 2% for sizes >= 1 MiB,
-	 * for an exact log and for one with a 1.5% ripple */
+	/* calibrate -> collective reproduces the log's busbw within 5% for sizes >= 1 MiB,
+	 * for an alpha-beta log and for one with a 1.5% ripple (at 1 MiB NCCL's base latency,
+	 * which the log lacks, is a fifth of the time: the fitted step latency absorbs it) */
 	double ar[] = {8, 3 * US, 180 * GBs};
 	for (int rippled = 0; rippled < 2; rippled++) {
 		char *text = make_log(WL_COLL_ALLREDUCE, 1, 8, rippled ? t_ripple : t_ring_allreduce, ar, 1024,
@@ -782,13 +823,154 @@ START_TEST(test_round_trip_calibrate_then_predict)
 			ck_assert(nccltests_predict_time(&s, r->size, &t, &(config_error){""}));
 			nccltests_result res;
 			nccltests_result_make(WL_COLL_ALLREDUCE, 8, 4, r->size, t, &res);
-			ck_assert_msg(fabs(res.busbw - r->busbw[0]) <= 0.02 * r->busbw[0],
+			ck_assert_msg(fabs(res.busbw - r->busbw[0]) <= 0.05 * r->busbw[0],
 				      "%.0f B: predicted busbw %.2f, log %.2f (ripple %d)", r->size, res.busbw, r->busbw[0],
 				      rippled);
 		}
 		nccltests_log_finish(&log);
 		free(text);
 	}
+}
+END_TEST
+
+START_TEST(test_calibration_never_worse_and_within_15pct)
+{
+	/* On every fixture and shipped platform: after calibrating (sizes >= 1 MiB, the
+	 * default), no size of the log is predicted worse than with the platform as given
+	 * (beyond nccl-tests' 3% spread, nccltests/calibrate.c), and every size >= 1 MiB is
+	 * within 15% */
+	/* the fixtures ran on A100s; nccl-issue-1435 is a real published log (its URL in its
+	 * first line; 2 GPUs, no rank table), held to both generations */
+	static const char *const logs[] = {"all_reduce_perf.1x8.log", "all_gather_old.1x4.log", "a2a-2x8.log",
+					   "nccl-issue-1435.all_gather_perf.2gpu.log"};
+	static const char *const plats[] = {"dgx-a100", "a100-2x4-ib400", "dgx-h100"};
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; k < (i == 3 ? 3 : 2); k++) {
+			nccltests_log log;
+			nccltests_parse_opts po = {.gpus_per_node = 2};
+			parse_fixture(logs[i], i == 3 ? &po : NULL, &log);
+			config_platform p;
+			config_error e = {""};
+			ck_assert_msg(config_load_platform(plats[k], &p, &e), "%s", e.msg);
+			nccltests_calib_opts o = {.platform = &p, .min_bytes = MiB};
+			config_calibration cal;
+			nccltests_calib_report rep;
+			calibrate(&log, 1, &o, &cal, &rep);
+			for (int j = 0; j < log.n_rows; j++) {
+				nccltests_log one = log;
+				one.rows = &log.rows[j];
+				one.n_rows = 1;
+				double before = max_error(&one, &p, NULL, 0), after = max_error(&one, &p, &cal, 0);
+				ck_assert_msg(after <= before + 0.03 + 1e-12, "%s on %s: %.0f B %.1f%% calibrated, %.1f%% before",
+					      logs[i], plats[k], log.rows[j].size, 100 * after, 100 * before);
+			}
+			double worst = max_error(&log, &p, &cal, MiB);
+			ck_assert_msg(worst <= 0.15, "%s on %s: %.1f%% at some size >= 1 MiB", logs[i], plats[k],
+				      100 * worst);
+			nccltests_log_finish(&log);
+		}
+}
+END_TEST
+
+/* Loads platforms/NAME.yaml with `from` replaced by `to`; returns the error (or "" when
+ * it loads). */
+static const char *platform_variant(const char *name, const char *from, const char *to, config_platform *out)
+{
+	static config_error e; /* each Check test runs in its own process */
+	char path[CONFIG_PATH_MAX];
+	snprintf(path, sizeof path, "%s/platforms/%s.yaml", getenv("SPSIM_DATA_DIR"), name);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	char text[8192];
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	char *at = strstr(text, from);
+	ck_assert_ptr_nonnull(at);
+	char mod[8192];
+	snprintf(mod, sizeof mod, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+	char dir[] = "/tmp/spsim-nccl-platform-XXXXXX", tmp[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(tmp, sizeof tmp, "%s/p.yaml", dir);
+	f = fopen(tmp, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(mod, f);
+	fclose(f);
+	e.msg[0] = '\0';
+	config_load_platform(tmp, out, &e);
+	unlink(tmp);
+	rmdir(dir);
+	return e.msg;
+}
+
+START_TEST(test_platform_nccl_keys)
+{
+	/* the shipped platforms say what NCCL needs: generation, NVLS where NVSwitch gen 3 */
+	config_platform p;
+	config_error e = {""};
+	ck_assert_msg(config_load_platform("dgx-h100", &p, &e), "%s", e.msg);
+	ck_assert_int_eq(p.nccl.compute_capability, 90);
+	ck_assert(p.nccl.nvls);
+	ck_assert_int_eq(nccl_channels(&p), 18); /* 450 x 0.82 / 20.6 GB/s per NVLink */
+	ck_assert_msg(config_load_platform("a100-2x4-ib400", &p, &e), "%s", e.msg);
+	ck_assert(!p.nccl.nvls && p.nccl.compute_capability == 80);
+	ck_assert_int_eq(nccl_channels(&p), 8); /* 2 rings x 80 GB/s / 20 GB/s */
+	ck_assert_str_eq(platform_variant("dgx-h100", "    nvls: true\n", "    nvls: true\n    channels: 24\n", &p), "");
+	ck_assert_int_eq(nccl_channels(&p), 24);
+	/* without the key the generation is the GPU architecture's: Hopper 9.0 */
+	ck_assert_str_eq(platform_variant("dgx-h100", "    compute_capability: 90\n", "", &p), "");
+	ck_assert_int_eq(p.nccl.compute_capability, 90);
+	/* bad values name the file, line and column */
+	expect_contains(platform_variant("dgx-h100", "compute_capability: 90", "compute_capability: 85", &p),
+			"'compute_capability' 85 is not a GPU generation NCCL tunes for, expected 70, 80, 90 or 100");
+	expect_contains(platform_variant("dgx-h100", "compute_capability: 90", "compute_capability: 90\n    channels: 0", &p),
+			"channels");
+	expect_contains(platform_variant("dgx-a100", "nvls: false", "nvls: true", &p),
+			"'nvls' needs an nvswitch fabric and compute_capability 90 or more");
+	const char *msg = platform_variant("dgx-h100", "nvls: true", "nvls: true\n    collnet: true", &p);
+	expect_contains(msg, "collnet");
+	ck_assert_msg(strstr(msg, ".yaml:"), "no file:line in '%s'", msg);
+}
+END_TEST
+
+START_TEST(test_calibration_collectives_links)
+{
+	/* `collectives: links` (a calibration measured without NCCL, validate's CPU
+	 * transport) turns NCCL's terms off: a ring all-gather on the hand-made 8-GPU node
+	 * is then 7 x (2 us + chunk / 231 GB/s), no base latency, no launch */
+	char dir[] = "/tmp/spsim-nccl-cal-XXXXXX", path[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/c.yaml", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("calibration:\n  collectives: links\n  intra_node: {latency: 2us, bandwidth: 231GB/s}\n", f);
+	fclose(f);
+	config_calibration cal;
+	config_error e = {""};
+	ck_assert_msg(config_load_calibration(path, &cal, &e), "%s", e.msg);
+	ck_assert(cal.links_only);
+	config_platform p;
+	ck_assert_msg(config_load_platform("dgx-a100", &p, &e), "%s", e.msg);
+	config_apply_calibration(&p, &cal);
+	engine_group_shape s = {.size = 8, .per_node = 8, .active_per_node = 8};
+	assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, 8e6), 7 * (2e-6 + 1e6 / 231e9), 1e-9);
+	/* written back as read */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	ck_assert(config_write_calibration(m, &cal));
+	fclose(m);
+	expect_contains(buf, "collectives: links");
+	free(buf);
+	/* anything else is refused with its place */
+	f = fopen(path, "w");
+	fputs("calibration:\n  collectives: magic\n", f);
+	fclose(f);
+	ck_assert(!config_load_calibration(path, &cal, &e));
+	expect_contains(e.msg, "c.yaml:2:");
+	expect_contains(e.msg, "links");
+	unlink(path);
+	rmdir(dir);
 }
 END_TEST
 
@@ -954,10 +1136,10 @@ START_TEST(test_cli_collective_prints_nccl_tests)
 	ck_assert_int_eq(log.coll, WL_COLL_ALLREDUCE);
 	ck_assert_int_eq(log.ranks, 8);
 	ck_assert_int_eq(log.n_rows, 11);
-	/* 1 GiB: t = 6 us per call + 14 (2 us + 2^30 / 8 / 231e9) = 8167.6 us;
-	 * busbw = 2^30 / t x 14/8 = 230.07 */
+	/* 1 GiB: NCCL's ring/Simple: 6 us per call + baseLat 8.4 us + 14 steps x 3.4 us +
+	 * 14 x 2^30 / 8 / 231e9 = 8196.4 us; busbw = 2^30 / t x 14/8 = 229.2 */
 	const nccltests_row *big = &log.rows[10];
-	assert_close(big->time_us[0], 6.0 + 14 * (2.0 + 1073741824.0 / 8 / 231e9 * 1e6), 1e-5);
+	assert_close(big->time_us[0], 6.0 + 8.4 + 14 * (3.4 + 1073741824.0 / 8 / 231e9 * 1e6), 1e-5);
 	assert_close(big->busbw[0], 1073741824.0 / (big->time_us[0] * 1e3) * 14 / 8, 1e-4);
 	nccltests_log_finish(&log);
 	free(out), free(err);
@@ -1014,13 +1196,55 @@ START_TEST(test_cli_groups_and_errors)
 }
 END_TEST
 
+START_TEST(test_cli_alg_and_proto)
+{
+	/* --alg tree|nvls|ring and --proto force NCCL's choice; where NCCL cannot run it the
+	 * flag is refused with the choices (exit 2) */
+	char *out, *err;
+	/* dgx-h100 all-reduce of 1 GiB: NVLS by default; forced ring/Simple it is the ring's
+	 * busbw (370 GB/s of links) */
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-h100 -b 1G -e 1G", &out, &err), 0);
+	nccltests_log nvls;
+	parse_text(out, NULL, &nvls);
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-h100 -b 1G -e 1G --alg ring --proto Simple", &out,
+				   &err),
+			 0);
+	nccltests_log ring;
+	parse_text(out, NULL, &ring);
+	free(out), free(err);
+	/* NVLS: 16 channels x 20.6 GB/s = 329.6 GB/s bus, algbw x 5/6 = 274.7 GB/s, busbw
+	 * x 14/8 = 480.6 GB/s, the ~480 (algbw ~275) NCCL's maintainers quote for 8 H100s
+	 * (NVIDIA/nccl-tests issue #212); minus the launch and latency at 1 GiB */
+	ck_assert(nvls.rows[0].busbw[0] > 475 && nvls.rows[0].busbw[0] < 481);
+	ck_assert(nvls.rows[0].busbw[0] > 1.25 * ring.rows[0].busbw[0]);
+	ck_assert(ring.rows[0].busbw[0] > 360 && ring.rows[0].busbw[0] < 370);
+	nccltests_log_finish(&nvls);
+	nccltests_log_finish(&ring);
+	static const struct {
+		const char *args, *msg;
+	} bad[] = {
+		{"collective allgather --platform dgx-a100 --alg tree", "--alg tree applies only to all-reduce"},
+		{"collective allreduce --platform dgx-a100 --alg nvls", "--alg nvls needs a one-node platform"},
+		{"collective allreduce --platform dgx-h100 --alg nvls --proto LL", "NVLS runs only the Simple protocol"},
+		{"collective allreduce --platform a100-pcie --proto LL128", "NCCL enables LL128 only on NVLink"},
+		{"collective alltoall --platform dgx-a100 --proto LL128", "p2p path (all-to-all, send/recv) runs LL or Simple"},
+		{"collective allreduce --platform dgx-a100 --proto fast", "--proto 'fast' is not an NCCL protocol"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		ck_assert_int_eq(run_spsim(bad[i].args, &out, &err), 2);
+		expect_contains(err, bad[i].msg);
+		free(out), free(err);
+	}
+}
+END_TEST
+
 START_TEST(test_cli_calibrate_round_trip)
 {
 	/* spsim collective's output is an nccl-tests log: calibrating on it gives back the
-	 * platform's effective links (dgx-a100: 300 GB/s x 0.77 = 231 GB/s). A single
-	 * collective cannot tell the per-call overhead from the per-step latency, so the fitted
-	 * latency holds both: (6 us + 14 x 2 us) / 14 steps = 2.4286 us, and the calibration
-	 * sets the overhead to 0 when applied (config_apply_calibration). */
+	 * platform's effective links (dgx-a100: 300 GB/s x 0.77 = 231 GB/s, 3.4 us per step):
+	 * NCCL's launch and base latencies are terms of their own, so the fitted latency is
+	 * the link's and the calibration keeps the platform's 6 us launch. */
 	char *out, *err;
 	char dir[] = "/tmp/spsim-nccltests-rt-XXXXXX";
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -1036,14 +1260,16 @@ START_TEST(test_cli_calibrate_round_trip)
 	snprintf(args, sizeof args, "calibrate --from-nccl-tests %s/ar.log --platform dgx-a100 --output %s/cal.yaml", dir,
 		 dir);
 	ck_assert_int_eq(run_spsim(args, &out, &err), 0);
-	expect_contains(err, "intra_node: latency 2.429 us, bandwidth 231 GB/s per GPU");
+	expect_contains(err, "intra_node: latency 3.4 us, bandwidth 231 GB/s per GPU");
 	free(out), free(err);
 	snprintf(path, sizeof path, "%s/cal.yaml", dir);
 	config_calibration cal;
 	config_error e = {""};
 	ck_assert_msg(config_load_calibration(path, &cal, &e), "%s", e.msg);
-	assert_close(cal.intra_latency, 34e-6 / 14, 1e-3);
+	assert_close(cal.intra_latency, 3.4e-6, 1e-3);
 	assert_close(cal.intra_bw, 231e9, 1e-3);
+	ck_assert(cal.has_overhead);
+	assert_close(cal.overhead, 6e-6, 1e-3);
 	ck_assert_str_eq(cal.platform, "dgx-a100");
 	unlink(path);
 	snprintf(path, sizeof path, "%s/ar.log", dir);
@@ -1054,8 +1280,10 @@ START_TEST(test_cli_calibrate_round_trip)
 				   "dgx-a100 --format json", &out, &err), 0);
 	json_t *j = json_loads(out, 0, NULL);
 	ck_assert_ptr_nonnull(j);
-	ck_assert(json_real_value(json_object_get(j, "calibrated_max_abs_error_pct_1MiB_up")) < 0.1);
-	assert_close(json_real_value(json_object_get(json_object_get(j, "fit"), "bandwidth_GBps")), 230, 1e-3);
+	/* the log is an alpha-beta line (no NCCL base latency): within 15%, and no worse */
+	double cal_err = json_real_value(json_object_get(j, "calibrated_max_abs_error_pct_1MiB_up"));
+	ck_assert(cal_err < 15 && cal_err <= json_real_value(json_object_get(j, "max_abs_error_pct_1MiB_up")));
+	assert_close(json_real_value(json_object_get(json_object_get(j, "fit"), "bandwidth_GBps")), 230, 0.01);
 	json_decref(j);
 	free(out), free(err);
 	/* a malformed log is refused with its line */
@@ -1105,7 +1333,10 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cal, test_calibrate_fit_range_and_wrong_rows);
 	tcase_add_test(cal, test_calibrate_sizes_above_protocol_switch);
 	tcase_add_test(cal, test_round_trip_calibrate_then_predict);
+	tcase_add_test(cal, test_calibration_never_worse_and_within_15pct);
 	tcase_add_test(cal, test_calibration_yaml_round_trip);
+	tcase_add_test(cal, test_platform_nccl_keys);
+	tcase_add_test(cal, test_calibration_collectives_links);
 	suite_add_tcase(s, cal);
 	TCase *pred = tcase_create("predict");
 	tcase_add_test(pred, test_groups_and_placement_shapes);
@@ -1117,6 +1348,7 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cli, test_cli_collective_prints_nccl_tests);
 	tcase_add_test(cli, test_cli_groups_and_errors);
 	tcase_add_test(cli, test_cli_calibrate_round_trip);
+	tcase_add_test(cli, test_cli_alg_and_proto);
 	suite_add_tcase(s, cli);
 	return s;
 }

@@ -22,6 +22,7 @@ int main(void) { return 77; } /* built without SimGrid: skipped */
 #include <xbt/dynar.h>
 
 #include "engine/analytic.h"
+#include "engine/nccl.h"
 #include "engine/simgrid/simgrid.h"
 #include "report/trace.h"
 #include "testutil.h"
@@ -293,12 +294,15 @@ END_TEST
 START_TEST(single_message_inside_a_node)
 {
 	/* Two ranks on one node exchange 1 MB each way (send/recv, both directions at once on
-	 * SPLITDUPLEX links): latency + size / bandwidth = 1 us + 1e6 / 100e9 = 11 us. */
+	 * SPLITDUPLEX links). NCCL's p2p path (engine/nccl.c): channels = 100 GB/s / 20 GB/s
+	 * per NVLink = 5, p2p channels pow2Up(5) = 8; per peer at most pow2Up(min(8, 2 x 5
+	 * links)) = 8, halved while x 2 ranks exceeds 8: 4 channels of 20 GB/s = 80 GB/s,
+	 * below the 100 GB/s link: 1 us + 1e6 / 80e9 = 13.5 us. */
 	config_platform p = tu_platform(1, 2, 1);
 	workload_op op = comm(WL_COLL_SENDRECV, WL_ALG_DIRECT, WL_GROUP_SP, 1e6);
 	hand h;
 	hand_init(&h, &p, 2, 2, &op, 1, 1);
-	ck_assert_close(sim(&h.in, NULL, NULL), 11e-6, 1e-9);
+	ck_assert_close(sim(&h.in, NULL, NULL), 13.5e-6, 1e-9);
 }
 END_TEST
 
@@ -344,14 +348,31 @@ END_TEST
 
 START_TEST(alltoall_on_a_mesh_uses_every_pair_link)
 {
-	/* NVLink mesh of 4, 50 GB/s per pair: each 1 MB message has its own link:
-	 * 1 us + 1e6 / 50e9 = 21 us */
+	/* NVLink mesh of 4, 50 GB/s per pair: each 1 MB message has its own link, but NCCL's
+	 * p2p channels cap it (engine/nccl.c): ring channels 2 x 50 / 20 = 5, p2p channels 8,
+	 * per peer pow2Up(min(8, 2 x 2 links)) = 4 halved to 2 (2 x 4 ranks = 8); 3 peers x 2
+	 * channels x 20 GB/s = 120 GB/s for the 150 GB/s of the three pair links: wire time
+	 * x 1.25: 1 us + 1.25 x 1e6 / 50e9 = 26 us, as the analytic engine */
 	config_platform p = tu_platform(1, 4, 1);
 	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
 	p.intra.pair_bandwidth = 50e9;
 	workload_op op = comm(WL_COLL_ALLTOALL, WL_ALG_DIRECT, WL_GROUP_SP, 4e6);
 	hand h;
 	hand_init(&h, &p, 4, 4, &op, 1, 1);
+	ck_assert_close(sim(&h.in, NULL, NULL), 26e-6, 1e-9);
+}
+END_TEST
+
+START_TEST(one_rank_alltoall_is_a_launch_and_a_copy)
+{
+	/* Groups of one GPU (BASP with as many groups as GPUs): each still launches NCCL's
+	 * kernel and copies its 8 MB buffer in HBM: 5 us + 2 x 8e6 / 1000 GB/s = 21 us, as
+	 * the analytic engine (tests/test_analytic.c) */
+	config_platform p = tu_platform(1, 2, 1);
+	p.coll_overhead = 5e-6;
+	workload_op op = comm(WL_COLL_ALLTOALL, WL_ALG_DIRECT, WL_GROUP_SP, 8e6);
+	hand h;
+	hand_init(&h, &p, 2, 1, &op, 1, 1);
 	ck_assert_close(sim(&h.in, NULL, NULL), 21e-6, 1e-9);
 }
 END_TEST
@@ -375,12 +396,14 @@ static double ring_time(hand *h, engine_simgrid_ring_mode mode)
 
 START_TEST(ring_collectives_inside_a_node)
 {
-	/* Ring of 4 on NVSwitch, 4 MB: chunk 1 MB, step 1 us + 1e6 / 100e9 = 11 us.
-	 * all-gather and reduce-scatter 3 steps = 33 us; all-reduce 6 steps = 66 us.
+	/* Ring of 4 on NVSwitch, 4 MB: chunk 1 MB, 10 us per step on the wire. NCCL picks
+	 * ring/Simple here (tests/test_analytic.c ring_collectives has the comparison): its
+	 * latency baseLat 8.4 us + 1 us per step. all-gather and reduce-scatter 3 steps:
+	 * 8.4 + 3 + 30 = 41.4 us; all-reduce 6 steps: 8.4 + 6 + 60 = 74.4 us.
 	 * Both ring modes (one flow per step, or one aggregated flow per edge) give it. */
 	config_platform p = tu_platform(1, 4, 1);
 	const workload_coll colls[3] = {WL_COLL_ALLGATHER, WL_COLL_REDUCESCATTER, WL_COLL_ALLREDUCE};
-	const double want[3] = {33e-6, 33e-6, 66e-6};
+	const double want[3] = {41.4e-6, 41.4e-6, 74.4e-6};
 	for (int c = 0; c < 3; c++) {
 		workload_op op = comm(colls[c], WL_ALG_RING, WL_GROUP_WORLD, 4e6);
 		hand h;
@@ -398,7 +421,8 @@ START_TEST(ring_on_a_mesh_uses_disjoint_cycles)
 	/* NVLink mesh of 8 GPUs, 40 GB/s per pair: K8 holds 3 edge-disjoint Hamiltonian
 	 * cycles, each used both ways: 6 ring channels of 1/6 of the chunk, each on its own
 	 * pair link direction. All-gather of 48 MB: chunk 6 MB, 1 MB per channel per step:
-	 * 7 x (1 us + 1e6 / 40e9) = 7 x 26 us = 182 us, the analytic closed form. */
+	 * 7 x 1e6 / 40e9 = 175 us on the wire, plus NCCL's ring/Simple latency 8.4 us + 7 x
+	 * 1 us: 190.4 us, the analytic closed form. */
 	config_platform p = tu_platform(1, 8, 1);
 	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
 	p.intra.pair_bandwidth = 40e9;
@@ -406,25 +430,28 @@ START_TEST(ring_on_a_mesh_uses_disjoint_cycles)
 	hand h;
 	hand_init(&h, &p, 8, 8, &op, 1, 1);
 	engine_group_shape s = {.size = 8, .per_node = 8, .active_per_node = 8};
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, 48e6), 182e-6, 1e-12);
-	ck_assert_close(ring_time(&h, ENGINE_SG_RING_AGGREGATED), 182e-6, 1e-9);
-	ck_assert_close(ring_time(&h, ENGINE_SG_RING_LOCKSTEP), 182e-6, 1e-9);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, 48e6), 190.4e-6, 1e-12);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_AGGREGATED), 190.4e-6, 1e-9);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_LOCKSTEP), 190.4e-6, 1e-9);
 }
 END_TEST
 
 START_TEST(ring_across_nodes_paced_by_the_nic)
 {
 	/* Ring of 8 over 2 nodes x 4, one NIC: the chunk (1 MB of 8 MB) crosses the NIC once
-	 * per step: 10 us + 1e6 / 10e9 = 110 us; all-reduce 14 steps = 1.54 ms (the analytic
-	 * closed form). With one NIC there is one ring channel, as in NCCL. */
+	 * per step: 1e6 / 10e9 = 100 us on the wire, 14 steps = 1.4 ms. NCCL's ring/Simple
+	 * latency across 2 nodes (tuning.cc): 8.4 us + (14 - 2 x 2 inter steps) x max(1 us,
+	 * 3 x 1 us network overhead) + 4 x 10 us = 78.4 us, x 1.4 for the multi-node ring
+	 * plateau: 109.76 us; 1.50976 ms (the analytic closed form). With one NIC there is
+	 * one ring channel, as in NCCL. */
 	config_platform p = tu_platform(2, 4, 1);
 	workload_op op = comm(WL_COLL_ALLREDUCE, WL_ALG_RING, WL_GROUP_WORLD, 8e6);
 	hand h;
 	hand_init(&h, &p, 8, 8, &op, 1, 1);
 	engine_group_shape s = {.size = 8, .per_node = 4, .active_per_node = 4};
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 8e6), 14 * 110e-6, 1e-12);
-	ck_assert_close(ring_time(&h, ENGINE_SG_RING_AGGREGATED), 14 * 110e-6, 1e-9);
-	ck_assert_close(ring_time(&h, ENGINE_SG_RING_LOCKSTEP), 14 * 110e-6, 1e-9);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 8e6), 1509.76e-6, 1e-12);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_AGGREGATED), 1509.76e-6, 1e-9);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_LOCKSTEP), 1509.76e-6, 1e-9);
 }
 END_TEST
 
@@ -433,17 +460,18 @@ START_TEST(ring_channels_spread_over_the_nics)
 	/* 2 nodes x 4 GPUs, 4 NICs: NCCL runs one ring channel per NIC, each leaving the node
 	 * from a different GPU. All-gather of 8 MB: chunk 1 MB per step, 1/4 per channel.
 	 * Per step a NIC carries 0.25 MB (25 us at 10 GB/s); a GPU link carries the 0.75 MB
-	 * of the three channels it forwards inside the node (7.5 us). Step = 10 us + 25 us;
-	 * 7 steps = 245 us. (The analytic ring takes min(NVLink, 4 NICs) = 40 GB/s for the
-	 * whole chunk: the same 35 us per step here, since the NICs bind.) */
+	 * of the three channels it forwards inside the node (7.5 us). Wire: 7 x 25 = 175 us;
+	 * NCCL's ring/Simple latency 8.4 + 6 x 3 (network overhead) + 1 x 10 us = 36.4 us;
+	 * 211.4 us. (The analytic ring takes min(NVLink, 4 NICs) = 40 GB/s for the whole
+	 * chunk: the same 25 us per step here, since the NICs bind.) */
 	config_platform p = tu_platform(2, 4, 4);
 	workload_op op = comm(WL_COLL_ALLGATHER, WL_ALG_RING, WL_GROUP_WORLD, 8e6);
 	hand h;
 	hand_init(&h, &p, 8, 8, &op, 1, 1);
-	ck_assert_close(ring_time(&h, ENGINE_SG_RING_AGGREGATED), 7 * 35e-6, 1e-9);
-	ck_assert_close(ring_time(&h, ENGINE_SG_RING_LOCKSTEP), 7 * 35e-6, 1e-9);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_AGGREGATED), 211.4e-6, 1e-9);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_LOCKSTEP), 211.4e-6, 1e-9);
 	engine_group_shape s = {.size = 8, .per_node = 4, .active_per_node = 4};
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, 8e6), 7 * 35e-6, 1e-12);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, 8e6), 211.4e-6, 1e-12);
 }
 END_TEST
 
@@ -464,29 +492,31 @@ END_TEST
 
 START_TEST(buckets_run_back_to_back)
 {
-	/* chunks = 4: four all-gathers of 1 MB in sequence on a ring of 4 in a node:
-	 * each 3 x (1 us + 0.25e6 / 100e9) = 10.5 us; 42 us in all */
+	/* chunks = 4: four all-gathers of 1 MB in sequence on a ring of 4 in a node, each
+	 * NCCL's ring/Simple (LL128 would take 14 + 3 x 0.56 us + 1e6 / (92 GB/s x 4/3) =
+	 * 23.8 us): 8.4 + 3 x 1 us + 3 x 0.25e6 / 100e9 = 18.9 us; 75.6 us in all */
 	config_platform p = tu_platform(1, 4, 1);
 	workload_op op = comm(WL_COLL_ALLGATHER, WL_ALG_RING, WL_GROUP_WORLD, 4e6);
 	op.chunks = 4;
 	hand h;
 	hand_init(&h, &p, 4, 4, &op, 1, 1);
-	ck_assert_close(sim(&h.in, NULL, NULL), 42e-6, 1e-9);
+	ck_assert_close(sim(&h.in, NULL, NULL), 75.6e-6, 1e-9);
 }
 END_TEST
 
 START_TEST(broadcast_is_a_pipelined_chain)
 {
 	/* 4 ranks in a node, 1 MB from rank 0 down the chain: every hop carries the whole
-	 * message at once (pipelined), 1 us + 10 us, plus a latency per extra hop:
-	 * (P - 2) x 1 us + 11 us = 13 us, the analytic closed form. */
+	 * message at once (pipelined), 10 us, plus NCCL's ring/Simple broadcast latency
+	 * baseLat 8.4 us + nRanks (4) x 1 us: 22.4 us, the analytic closed form (LL: 6.6 +
+	 * 4 x 0.18 us + 1e6 / (100/3 GB/s) = 37.3 us). */
 	config_platform p = tu_platform(1, 4, 1);
 	workload_op op = comm(WL_COLL_BROADCAST, WL_ALG_RING, WL_GROUP_WORLD, 1e6);
 	hand h;
 	hand_init(&h, &p, 4, 4, &op, 1, 1);
 	engine_group_shape s = {.size = 4, .per_node = 4, .active_per_node = 4};
-	ck_assert_close(engine_collective_time(&p, WL_COLL_BROADCAST, WL_ALG_RING, s, 1e6), 13e-6, 1e-12);
-	ck_assert_close(sim(&h.in, NULL, NULL), 13e-6, 1e-9);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_BROADCAST, WL_ALG_RING, s, 1e6), 22.4e-6, 1e-12);
+	ck_assert_close(sim(&h.in, NULL, NULL), 22.4e-6, 1e-9);
 }
 END_TEST
 
@@ -554,21 +584,27 @@ START_TEST(zero_ring_and_ulysses_alltoall_share_the_nic)
 	 *         sends 4 GPUs x 4 remote peers = 16 flows of 1 MB through its NIC;
 	 *   zero: ring all-gather over the 8 ranks of 8/7 MB: one channel; the aggregated
 	 *         flow on the edge that leaves the node carries 7 steps x (8/7 MB / 8) = 1 MB.
-	 * From 10 us the NIC carries 17 equal flows of 1 MB at 10/17 GB/s each: all end at
-	 * 10 us + 17e6 / 10e9 = 1.71 ms (inside the node the flows are 30x faster). The ring
-	 * then adds its 6 other step latencies: 1.77 ms.
+	 * The ring is held to NCCL's ring/Simple (forced: NCCL itself would take LL128 here,
+	 * which only changes the numbers): its flows start after NCCL's latency, 8.4 + 6 x 3
+	 * + 1 x 10 us = 36.4 us, without a link latency. From 10 us the NIC carries the 16
+	 * all-to-all flows (0.625 GB/s each, 16.5 kB each by 36.4 us), then 17 flows at
+	 * 10/17 GB/s: the all-to-all ends at 36.4 + 0.9835e6 x 17 / 10e9 = 1708.35 us (inside
+	 * the node the flows are 30x faster) and the ring's last 16.5 kB alone at 10 GB/s:
+	 * 1710.0 us.
 	 * The analytic engine runs the two streams without contention: all-to-all
-	 * 10 us + 4e6 / (10e9 / 4) = 1.61 ms, ring 7 x (10 us + 1e6/7 / 10e9) = 170 us,
-	 * step 1.61 ms: it misses 160 us. */
+	 * 10 us + 4e6 / (10e9 / 4) = 1.61 ms, ring 36.4 + 7 x 1e6/7 / 10e9 = 136.4 us,
+	 * step 1.61 ms: it misses 100 us. */
 	config_platform p = tu_platform(2, 4, 1);
+	p.nccl.force_algo = NCCL_ALGO_RING + 1;
+	p.nccl.force_proto = NCCL_PROTO_SIMPLE + 1;
 	workload_op ops[2] = {comm(WL_COLL_ALLTOALL, WL_ALG_DIRECT, WL_GROUP_SP, 8e6),
 			      comm(WL_COLL_ALLGATHER, WL_ALG_RING, WL_GROUP_WORLD, 8e6 / 7)};
 	ops[1].stream = WL_STREAM_ZERO;
 	hand h;
 	hand_init(&h, &p, 8, 8, ops, 2, 1);
 	engine_result r;
-	ck_assert_close(sim(&h.in, NULL, &r), 1.77e-3, 1e-6);
-	ck_assert_close(r.breakdown.sp_comm, 1.71e-3, 1e-6);
+	ck_assert_close(sim(&h.in, NULL, &r), 1710.0e-6, 1e-6);
+	ck_assert_close(r.breakdown.sp_comm, 1708.35e-6, 1e-6);
 	engine_result a;
 	config_error err;
 	ck_assert(engine_find("analytic")->run(&h.in, &a, &err));
@@ -742,8 +778,11 @@ START_TEST(ring_aggregation_is_exact_when_sharing_is_steady)
 	 * stream runs all-to-alls inside the nodes: the ring flows share no link with the
 	 * all-to-alls (rings leave through the NIC, all-to-alls stay on NVLink... except the
 	 * ring's own NVLink hops, which see the all-to-alls come and go). The step-by-step
-	 * ring and the aggregated ring must give the same step time within 1e-9 when the
-	 * rings run alone (overlap off), and within 1% with the all-to-alls around them. */
+	 * ring and the aggregated ring must give the same step time when the rings run alone
+	 * (overlap off), and within 1% with the all-to-alls around them. "The same" is 1e-5:
+	 * flows carry whole bytes and NCCL's protocol share (LL128: 1/0.92 of the bytes)
+	 * makes the sizes fractional, rounded once per aggregated flow but once per step in
+	 * lock-step, half a byte each on the tiny model's buckets of a few kB. */
 	grid_point g;
 	g.p = tu_platform(2, 4, 1);
 	g.m = tu_model();
@@ -757,7 +796,7 @@ START_TEST(ring_aggregation_is_exact_when_sharing_is_steady)
 	in_child(plan_child, &c, agg, F_N);
 	c.opt.ring = ENGINE_SG_RING_LOCKSTEP;
 	in_child(plan_child, &c, step, F_N);
-	assert_fields_close(agg, step, 1e-9, "overlap off");
+	assert_fields_close(agg, step, 1e-5, "overlap off");
 	g.job.zero_overlap = 1;
 	c.opt.ring = ENGINE_SG_RING_AGGREGATED;
 	in_child(plan_child, &c, agg, F_N);
@@ -968,7 +1007,7 @@ END_TEST
 START_TEST(engine_runs_any_number_of_simulations_per_process)
 {
 	/* engine_simgrid.run forks a child per simulation: twice in one process, same
-	 * answer (11 us, as single_message_inside_a_node); in-process runs are once only. */
+	 * answer (13.5 us, as single_message_inside_a_node); in-process runs are once only. */
 	config_platform p = tu_platform(1, 2, 1);
 	workload_op op = comm(WL_COLL_SENDRECV, WL_ALG_DIRECT, WL_GROUP_SP, 1e6);
 	hand h;
@@ -977,7 +1016,7 @@ START_TEST(engine_runs_any_number_of_simulations_per_process)
 	config_error err;
 	ck_assert_msg(engine_simgrid.run(&h.in, &a, &err), "%s", err.msg);
 	ck_assert_msg(engine_simgrid.run(&h.in, &b, &err), "%s", err.msg);
-	ck_assert_close(a.step_time, 11e-6, 1e-9);
+	ck_assert_close(a.step_time, 13.5e-6, 1e-9);
 	ck_assert_mem_eq(&a.step_time, &b.step_time, sizeof a.step_time);
 	ck_assert_str_eq(a.engine, "simgrid");
 	sim(&h.in, NULL, NULL);
@@ -1024,6 +1063,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, alltoall_direct_inside_a_node);
 	tcase_add_test(tc, alltoall_pairwise_inside_a_node);
 	tcase_add_test(tc, alltoall_on_a_mesh_uses_every_pair_link);
+	tcase_add_test(tc, one_rank_alltoall_is_a_launch_and_a_copy);
 	tcase_add_test(tc, ring_collectives_inside_a_node);
 	tcase_add_test(tc, ring_on_a_mesh_uses_disjoint_cycles);
 	tcase_add_test(tc, ring_across_nodes_paced_by_the_nic);

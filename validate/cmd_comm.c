@@ -121,7 +121,9 @@ static void calibrate(const vcli_opts *opt, comm_ctx *c, const validate_comm_cfg
 		vcli_say(o, "\n%s: %s; calibrating on a generic platform\n", opt->platform, e.msg);
 	if (have_plat && opt->nics_per_node)
 		plat.inter.nics_per_node = opt->nics_per_node;
-	nccltests_calib_opts copts = {.platform = have_plat ? &plat : NULL};
+	/* only a transport that runs NCCL is modelled by NCCL's terms */
+	nccltests_calib_opts copts = {.platform = have_plat ? &plat : NULL,
+				      .links_only = strcmp(t->ops->name, "nccl") != 0};
 	nccltests_calib_report rep;
 	config_calibration cal;
 	if (ok && n > 0 && nccltests_calibrate(logs, n, &copts, &cal, &rep, &e)) {

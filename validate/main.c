@@ -370,6 +370,12 @@ int vcli_calibration_merge(vcli_out *o, const config_calibration *u)
 	TAKE(has_attention, attention)
 	TAKE(has_memory, memory)
 #undef TAKE
+	if (u->has_overhead) {
+		c.has_overhead = true;
+		c.overhead = u->overhead;
+	}
+	if (u->has_intra_latency || u->has_inter_latency || u->has_intra_bw || u->has_inter_bw)
+		c.links_only = u->links_only;
 	if (u->gpu[0])
 		snprintf(c.gpu, sizeof c.gpu, "%s", u->gpu);
 	if (u->attention_kernel[0])

@@ -215,8 +215,9 @@ int cli_cmd_calibrate(int argc, char **argv)
 	const nccltests_calib_class *ks[] = {&rep.intra, &rep.inter};
 	for (int i = 0; i < 2; i++)
 		if (ks[i]->fitted && ks[i]->fit.max_rel > 0.05 && a.co.min_bytes <= 0) {
-			fprintf(stderr, "spsim calibrate: note: one alpha-beta line cannot follow NCCL's protocol changes "
-					"over every size; -b 1M (the default) fits the sizes training moves\n");
+			fprintf(stderr, "spsim calibrate: note: the links fitted over every size compromise between the "
+					"small messages (launch and latency) and the large ones; -b 1M (the default) fits the "
+					"links on the sizes training moves and the launch on the rest\n");
 			break;
 		}
 	FILE *f = stdout;

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "engine/nccl.h"
 #include "nccltests/nccltests.h"
 #include "spsim_build.h"
 #if SPSIM_HAVE_SIMGRID && __has_include("engine/simgrid/simgrid.h")
@@ -19,6 +20,7 @@ enum {
 	OPT_COMPARE,
 	OPT_GPUS_PER_NODE,
 	OPT_IN_PLACE,
+	OPT_PROTO,
 };
 
 static const struct option options[] = {
@@ -40,6 +42,7 @@ static const struct option options[] = {
 	{"compare", required_argument, NULL, OPT_COMPARE},
 	{"gpus-per-node", required_argument, NULL, OPT_GPUS_PER_NODE},
 	{"in-place", no_argument, NULL, OPT_IN_PLACE},
+	{"proto", required_argument, NULL, OPT_PROTO},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -67,8 +70,10 @@ static void usage(FILE *f)
 	      "  --groups K              run the collective in disjoint groups of K consecutive ranks at once\n"
 	      "                          (the BASP pattern); busbw then uses K ranks (default: one group of all)\n"
 	      "  --placement contiguous|strided|random:SEED   rank placement on the nodes (default contiguous)\n"
-	      "  --alg ALG               ring | direct | pairwise | hierarchical (default: the op program's:\n"
-	      "                          direct for alltoall and sendrecv, ring otherwise)\n"
+	      "  --alg ALG               ring | tree | nvls | direct | pairwise | hierarchical (default: NCCL's\n"
+	      "                          own choice among ring, tree and NVLS for the ring family, direct for\n"
+	      "                          alltoall and sendrecv); ring, tree, nvls force NCCL's algorithm\n"
+	      "  --proto LL|LL128|Simple force NCCL's protocol (default: NCCL's tuner's choice per size)\n"
 	      "  --engine analytic|simgrid   engine (default analytic)\n"
 	      "Against a real log:\n"
 	      "  --compare LOG           predicted vs measured per size of LOG (its collective, ranks and layout),\n"
@@ -93,6 +98,7 @@ typedef struct coll_args {
 	int gpus;
 	int group_size;
 	const char *alg_name;
+	const char *proto_name;
 	const char *type;
 	const char *redop;
 	const char *compare;
@@ -172,6 +178,7 @@ static int parse_args(int argc, char **argv, coll_args *a)
 			a->log_gpn = (int)v;
 			break;
 		case OPT_IN_PLACE: a->in_place = true; break;
+		case OPT_PROTO: a->proto_name = optarg; break;
 		case ':':
 			fprintf(stderr, "spsim collective: %s needs a value (see spsim collective --help)\n", argv[optind - 1]);
 			return CLI_USAGE;
@@ -239,16 +246,35 @@ static bool load_platform(coll_args *a, config_platform *p)
 	return true;
 }
 
-static bool resolve_alg(const coll_args *a, workload_coll c, workload_alg *alg)
+/* --alg and --proto: spsim's algorithm, and NCCL's algorithm/protocol forced on p
+ * (engine/nccl.h) where given. */
+static bool resolve_alg(const coll_args *a, workload_coll c, workload_alg *alg, config_platform *p)
 {
-	if (!a->alg_name) {
-		*alg = nccltests_default_alg(c);
-		return true;
+	nccl_algo na = NCCL_ALGO_RING;
+	nccl_proto np = NCCL_PROTO_SIMPLE;
+	p->nccl.force_algo = p->nccl.force_proto = 0;
+	if (a->proto_name) {
+		if (!nccl_proto_from_name(a->proto_name, &np)) {
+			fprintf(stderr, "spsim collective: --proto '%s' is not an NCCL protocol, expected LL, LL128 or "
+					"Simple\n", a->proto_name);
+			return false;
+		}
+		p->nccl.force_proto = np + 1;
 	}
-	if (!nccltests_alg_from_name(c, a->alg_name, alg)) {
+	*alg = nccltests_default_alg(c);
+	bool ring_family = c != WL_COLL_ALLTOALL && c != WL_COLL_SENDRECV;
+	if (a->alg_name && ring_family && nccl_algo_from_name(a->alg_name, &na) && na != NCCL_ALGO_P2P) {
+		p->nccl.force_algo = na + 1; /* nccl_force_check below says where it cannot run */
+	} else if (a->alg_name && !nccltests_alg_from_name(c, a->alg_name, alg)) {
 		fprintf(stderr, "spsim collective: --alg '%s' is not an algorithm spsim models for %s (alltoall: direct, "
 				"pairwise, hierarchical; allgather, reducescatter, allreduce: ring, hierarchical; sendrecv: "
-				"direct; broadcast: ring)\n", a->alg_name, workload_coll_name(c));
+				"direct; broadcast: ring; NCCL's tree for allreduce, nvls where the platform has it)\n",
+			a->alg_name, workload_coll_name(c));
+		return false;
+	}
+	char why[256];
+	if (!nccl_force_check(p, c, p->nccl.force_algo, p->nccl.force_proto, why, sizeof why)) {
+		fprintf(stderr, "spsim collective: %s\n", why);
 		return false;
 	}
 	return true;
@@ -322,7 +348,7 @@ static int predict(coll_args *a)
 	nccltests_setup s = {.platform = &p, .coll = a->coll, .gpus = a->gpus ? a->gpus : config_platform_gpus(&p),
 			     .placement = a->job.opt.placement, .seed = a->job.opt.placement_seed};
 	s.group_size = a->group_size ? a->group_size : s.gpus;
-	if (!resolve_alg(a, a->coll, &s.alg))
+	if (!resolve_alg(a, a->coll, &s.alg, &p))
 		return CLI_USAGE;
 	config_error err;
 	if (!nccltests_setup_check(&s, &err)) {
@@ -447,7 +473,7 @@ static int compare(coll_args *a)
 	p.gpus_per_node = log.gpus_per_node;
 	nccltests_setup s = {.platform = &p, .coll = log.coll, .gpus = log.ranks, .group_size = log.ranks,
 			     .placement = ENGINE_PLACE_CONTIGUOUS};
-	if (!resolve_alg(a, log.coll, &s.alg))
+	if (!resolve_alg(a, log.coll, &s.alg, &p))
 		goto out;
 	int col = a->in_place ? NCCLTESTS_IP : NCCLTESTS_OOP;
 	if (col >= log.groups) {

@@ -88,8 +88,9 @@ static bool read_points(const yt_node *t, config_calibration *c, config_error *e
 static bool calibration_read(const yt_doc *doc, config_calibration *c, config_error *err)
 {
 	static const char *const keys[] = {"source",	 "platform",   "intra_node", "inter_node",
-					   "efficiency", "collective_overhead", "gpu", "attention_kernel",
+					   "efficiency", "collective_overhead", "collectives", "gpu", "attention_kernel",
 					   "attention_points", NULL};
+	static const char *const coll_modes[] = {"nccl", "links"};
 	static const char *const eff_keys[] = {"gemm", "attention", "memory", NULL};
 	const yt_node *t, *e;
 	if (!yt_top(doc, "calibration", &t, err) || !yt_check_keys(t, keys, err) ||
@@ -104,6 +105,10 @@ static bool calibration_read(const yt_doc *doc, config_calibration *c, config_er
 		       err) ||
 	    !yt_map(t, "efficiency", false, &e, err))
 		return false;
+	int mode = 0;
+	if (!yt_enum(t, "collectives", false, coll_modes, 2, &mode, NULL, err))
+		return false;
+	c->links_only = mode == 1;
 	/* a measured overhead of zero is legitimate: accept 0 as well as a time */
 	const yt_node *ov = yt_find(t, "collective_overhead");
 	if (ov) {
@@ -184,6 +189,8 @@ bool config_write_calibration(FILE *f, const config_calibration *c)
 		put_quoted(f, c->platform);
 		fputc('\n', f);
 	}
+	if (c->links_only)
+		fprintf(f, "  collectives: links\n");
 	if (c->gpu[0]) {
 		fprintf(f, "  gpu: ");
 		put_quoted(f, c->gpu);
@@ -247,6 +254,8 @@ void config_apply_calibration(config_platform *p, const config_calibration *c)
 		p->coll_overhead = c->overhead;
 	else if (c->has_intra_latency || c->has_inter_latency)
 		p->coll_overhead = 0;
+	if (c->links_only)
+		p->nccl.links_only = true;
 	if (c->has_intra_latency)
 		p->intra.latency = c->intra_latency;
 	if (c->has_inter_latency)

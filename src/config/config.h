@@ -153,6 +153,19 @@ typedef struct config_platform {
 	 * workload_memory_reserve). */
 	bool has_memory_reserve;
 	double memory_reserve;
+	/* NCCL's view of the node (optional `nccl:` section; docs/model.md "Collectives"):
+	 * the GPU generation selects the per-generation constants of NCCL's tuning model
+	 * (src/graph/tuning.cc), channels the collective channels NCCL's ring graph finds,
+	 * nvls whether the NVSwitch supports NVLink SHARP (third-generation NVSwitch, H100+). */
+	struct {
+		int compute_capability; /* 70, 80, 90 or 100; gpu.arch's when not given (0 reads as 80) */
+		int channels;           /* ring channels; derived (engine/nccl.c) when 0 */
+		bool nvls;              /* NVLS all-reduce / all-gather / reduce-scatter available */
+		bool links_only;        /* a calibration's `collectives: links`: no NCCL terms */
+		/* Forced choices (spsim collective --alg tree|nvls, --proto): 1 + nccl_algo /
+		 * nccl_proto (engine/nccl.h), 0 = NCCL's own choice; never read from a file. */
+		int force_algo, force_proto;
+	} nccl;
 	struct {
 		double gemm;      /* share of peak_flops a large, tile-aligned GEMM reaches (the plateau of
 				   * the GEMM model: tile and wave quantization scale it down) */
@@ -191,6 +204,7 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  *     inter_node: {latency: 9us, bandwidth: 46GB/s}    # achieved, per NIC
  *     efficiency: {gemm: 0.72, attention: 0.55, memory: 0.8}
  *     collective_overhead: 0      # fixed cost per collective call (a time, or 0)
+ *     collectives: nccl           # or links: measured without NCCL (validate's CPU transport)
  *     gpu: H200-SXM-141GB         # optional: the GPU measured, as the platform's gpu.name
  *     attention_kernel: cudnn     # optional: the attention kernel family validate measured
  *     attention_points:           # optional: measured attention rates, one per shape
@@ -247,6 +261,10 @@ typedef struct config_calibration {
 	double gemm, attention, memory;
 	bool has_overhead;
 	double overhead; /* collective_overhead: fixed cost per collective call */
+	/* `collectives: links`: measured on a transport that is not NCCL (validate's CPU
+	 * transport): the engines then cost collectives on the links alone, without NCCL's
+	 * tuner, base latencies and p2p channels (docs/nccl-tests.md). Default `nccl`. */
+	bool links_only;
 	char gpu[CONFIG_NAME_MAX];              /* gpu: the GPU measured; "" when not said */
 	char attention_kernel[CONFIG_NAME_MAX]; /* attention_kernel: the family measured */
 	int n_attention_points;

@@ -147,6 +147,41 @@ static bool read_eff(const yt_node *t, config_platform *p, config_error *err)
 	       yt_double(e, "inter_link", true, 0, true, 1, &p->eff.inter_link, NULL, err);
 }
 
+/* Optional `nccl:` section. Defaults: the compute capability of the GPU's architecture
+ * (`gpu.arch`: Ampere 8.0, Hopper 9.0; CUDA C Programming Guide, compute capabilities
+ * table), channels derived from
+ * the fabric (engine/nccl.c, nccl_channels), no NVLS (NCCL enables it only on NVSwitch
+ * systems whose switches support NVLink SHARP, src/transport/nvls.cc ncclNvlsInit). */
+static bool read_nccl(const yt_node *t, config_platform *p, config_error *err)
+{
+	static const char *const keys[] = {"compute_capability", "channels", "nvls", NULL};
+	long cc = p->gpu.arch == CONFIG_ARCH_HOPPER ? 90 : 80, ch = 0;
+	p->nccl.compute_capability = (int)cc;
+	p->nccl.channels = 0;
+	p->nccl.nvls = false;
+	p->nccl.force_algo = p->nccl.force_proto = 0;
+	const yt_node *n;
+	bool found = false;
+	if (!yt_map(t, "nccl", false, &n, err))
+		return false;
+	if (!n)
+		return true;
+	if (!yt_check_keys(n, keys, err) || !yt_int(n, "compute_capability", false, 70, 100, &cc, &found, err) ||
+	    !yt_int(n, "channels", false, 1, 64, &ch, NULL, err) || !yt_bool(n, "nvls", false, &p->nccl.nvls, NULL, err))
+		return false;
+	if (found && cc != 70 && cc != 80 && cc != 90 && cc != 100)
+		return yt_fail(err, yt_find(n, "compute_capability"),
+			       "'compute_capability' %ld is not a GPU generation NCCL tunes for, expected 70, 80, 90 or 100",
+			       cc);
+	if (p->nccl.nvls && (p->intra.fabric != CONFIG_FABRIC_NVSWITCH || cc < 90))
+		return yt_fail(err, yt_find(n, "nvls"),
+			       "'nvls' needs an nvswitch fabric and compute_capability 90 or more (NVLink SHARP "
+			       "is a third-generation NVSwitch feature), expected nvls: false here");
+	p->nccl.compute_capability = (int)cc;
+	p->nccl.channels = (int)ch;
+	return true;
+}
+
 bool config_attn_kernel_has_curve(config_attn_kernel k, config_gpu_arch arch)
 {
 	/* engine/compute.c: every family on Hopper (arXiv 2407.08608), FlashAttention-2 on Ampere
@@ -190,7 +225,7 @@ static bool platform_read(const yt_doc *doc, config_platform *p, config_error *e
 {
 	static const char *const keys[] = {"name",       "nodes",      "gpus_per_node", "gpu",
 					   "intra_node", "inter_node", "efficiency",    "collective_overhead",
-					   "attention_kernel", "memory_reserve", NULL};
+					   "attention_kernel", "memory_reserve", "nccl", NULL};
 	const yt_node *t;
 	return yt_top(doc, "platform", &t, err) && yt_check_keys(t, keys, err) &&
 	       yt_string(t, "name", true, p->name, sizeof p->name, NULL, err) &&
@@ -199,7 +234,8 @@ static bool platform_read(const yt_doc *doc, config_platform *p, config_error *e
 	       read_intra(t, p, err) && read_inter(t, p, err) && read_eff(t, p, err) &&
 	       read_attn_kernel(t, p, err) &&
 	       yt_quantity(t, "collective_overhead", false, CONFIG_UNIT_TIME, &p->coll_overhead, NULL, err) &&
-	       yt_size_or_zero(t, "memory_reserve", &p->memory_reserve, &p->has_memory_reserve, err);
+	       yt_size_or_zero(t, "memory_reserve", &p->memory_reserve, &p->has_memory_reserve, err) &&
+	       read_nccl(t, p, err);
 }
 
 bool config_load_platform(const char *name_or_path, config_platform *out, config_error *err)

@@ -1,12 +1,18 @@
-/* Closed-form alpha-beta costs of collectives, topology-aware. Derived in docs/model.md
- * "Collectives"; the algorithms are NCCL's (src/device/all_to_all, ring algorithms in
- * src/graph, tuning model time = latency·steps + bytes/bandwidth: modeling.md).
+/* Costs of collectives, topology-aware (docs/model.md "Collectives"). Two layers:
+ *   - link physics (this file): which links a collective's bytes cross, how many flows
+ *     share each, so the time the bytes take on the busiest one;
+ *   - NCCL's own model (engine/nccl.c): the algorithm and protocol NCCL's tuner picks,
+ *     its latency, the protocol's and the channels' share of the wire, the launch, the
+ *     p2p path of all-to-all and send/recv, the one-rank group.
+ * A collective costs launch + latency + physics x scale; the SimGrid engine applies the
+ * same terms to its flows (engine/simgrid/collectives.c).
  *
  * All bandwidths are effective ones (link bandwidth x the platform's efficiency for that
  * link class, config_platform_*_bw), so calibration moves both engines the same way. */
 #include <math.h>
 
 #include "engine/engine.h"
+#include "engine/nccl.h"
 #include "util/intmath.h"
 
 /* Contiguous groups of P ranks over W ranks, leaves of R ranks: the largest sum over a
@@ -118,25 +124,39 @@ static double leaf_uplink_bw(const config_platform *p)
 	return p->inter.nodes_per_leaf * p->inter.nics_per_node * config_platform_nic_bw(p) / p->inter.oversubscription;
 }
 
-static double alltoall_direct(const config_platform *p, engine_group_shape s, double bytes)
+/* Wire time of a direct all-to-all, intra-node and inter-node parts (no latency). */
+static void alltoall_direct_bw(const config_platform *p, engine_group_shape s, double bytes, double *t_intra,
+			       double *t_inter)
 {
 	int P = s.size, r = s.per_node;
 	double c = bytes / P; /* to each peer */
 	int local = r - 1, remote = P - r;
-	double t_intra = 0, t_inter = 0;
+	*t_intra = *t_inter = 0;
 	if (local > 0)
-		t_intra = local * c / intra_fanout_bw(p, local);
+		*t_intra = local * c / intra_fanout_bw(p, local);
 	if (remote > 0) {
 		if (s.leaf_pairs > 0) /* every pair across a leaf boundary shares that leaf's uplink */
-			t_inter = fmax(remote * c / nic_share_bw(p, s.active_per_node),
-				       s.leaf_pairs * c / leaf_uplink_bw(p));
+			*t_inter = fmax(remote * c / nic_share_bw(p, s.active_per_node),
+					s.leaf_pairs * c / leaf_uplink_bw(p));
 		else
-			t_inter = remote * c / nic_share_bw(p, s.active_per_node) * leaf_penalty(p, P / r);
+			*t_inter = remote * c / nic_share_bw(p, s.active_per_node) * leaf_penalty(p, P / r);
 		if (p->intra.fabric == CONFIG_FABRIC_PCIE) /* NIC traffic also crosses the GPU's PCIe link */
-			t_intra = (local + remote) * c / config_platform_intra_bw(p);
+			*t_intra = (local + remote) * c / config_platform_intra_bw(p);
 	}
-	double alpha = remote > 0 ? p->inter.latency : p->intra.latency;
-	return alpha + fmax(t_intra, t_inter);
+}
+
+/* The latency a direct all-to-all's flows pay: the farthest peer's link. */
+static double alltoall_alpha(const config_platform *p, engine_group_shape s)
+{
+	return s.size > s.per_node ? p->inter.latency : p->intra.latency;
+}
+
+/* scale: NCCL's p2p wire multipliers per link class (1 for spsim's own compositions). */
+static double alltoall_direct(const config_platform *p, engine_group_shape s, double bytes, const double *scale)
+{
+	double ti, te;
+	alltoall_direct_bw(p, s, bytes, &ti, &te);
+	return alltoall_alpha(p, s) + fmax(ti * scale[0], te * scale[1]);
 }
 
 static double alltoall_pairwise(const config_platform *p, engine_group_shape s, double bytes)
@@ -148,12 +168,13 @@ static double alltoall_pairwise(const config_platform *p, engine_group_shape s, 
 	return t;
 }
 
-/* One ring step: the chunk crosses every hop at once; the slowest hop sets the pace. */
-static double ring_step(const config_platform *p, engine_group_shape s, double chunk)
+/* One ring step's wire time: the chunk crosses every hop at once; the slowest hop sets
+ * the pace. */
+static double ring_step_bw(const config_platform *p, engine_group_shape s, double chunk)
 {
 	int P = s.size, r = s.per_node;
 	if (P <= r)
-		return p->intra.latency + chunk / intra_ring_bw(p, r);
+		return chunk / intra_ring_bw(p, r);
 	/* Each group's ring crosses every node boundary; NCCL runs one channel per NIC
 	 * (C = nics), each leaving the node from a different GPU, so a node's NICs carry one
 	 * chunk per group with ranks on it. Inside the node a GPU forwards the chunk/C of
@@ -165,15 +186,25 @@ static double ring_step(const config_platform *p, engine_group_shape s, double c
 	int C = p->inter.nics_per_node;
 	double t_nic = chunk * groups_per_node / (config_platform_nic_bw(p) * C) * leaf_penalty(p, P / r);
 	double t_intra = chunk * (C - C / r) / ((double)C * intra_ring_bw(p, r));
-	return p->inter.latency + fmax(t_nic, t_intra);
+	return fmax(t_nic, t_intra);
 }
+
+static double ring_step(const config_platform *p, engine_group_shape s, double chunk)
+{
+	return (s.size <= s.per_node ? p->intra.latency : p->inter.latency) + ring_step_bw(p, s, chunk);
+}
+
+double engine_ring_busbw(const config_platform *p, engine_group_shape s)
+{
+	return 1.0 / ring_step_bw(p, s, 1.0);
+}
+
+static int ring_steps(workload_coll c, int P) { return c == WL_COLL_ALLREDUCE ? 2 * (P - 1) : P - 1; }
 
 static double ring(const config_platform *p, workload_coll c, engine_group_shape s, double bytes)
 {
 	int P = s.size;
-	double chunk = bytes / P;
-	int steps = c == WL_COLL_ALLREDUCE ? 2 * (P - 1) : P - 1;
-	return steps * ring_step(p, s, chunk);
+	return ring_steps(c, P) * ring_step(p, s, bytes / P);
 }
 
 /* Intra-node ring phase, inter-node ring over one rank per node (one ring per local rank,
@@ -199,45 +230,49 @@ static double hierarchical(const config_platform *p, workload_coll c, engine_gro
 	case WL_COLL_ALLTOALL: {
 		/* intra exchange to aggregate per destination node, inter exchange of the
 		 * aggregated blocks, intra exchange to deliver */
-		double t = alltoall_direct(p, intra, bytes);
-		t += alltoall_direct(p, inter, bytes);
-		return t + alltoall_direct(p, intra, bytes);
+		static const double one[2] = {1.0, 1.0};
+		double t = alltoall_direct(p, intra, bytes, one);
+		t += alltoall_direct(p, inter, bytes, one);
+		return t + alltoall_direct(p, intra, bytes, one);
 	}
 	default:
 		return ring(p, c, s, bytes);
 	}
 }
 
+/* Everything but the launch, under NCCL's cost terms k (engine/nccl.h). */
 static double collective_time(const config_platform *p, workload_coll c, workload_alg a, engine_group_shape s,
-			      double bytes)
+			      double bytes, const nccl_cost *k)
 {
-	if (s.size <= 1 || bytes <= 0)
-		return 0.0;
+	if (s.size <= 1)
+		return k->local;
 	switch (c) {
 	case WL_COLL_ALLTOALL:
 		if (a == WL_ALG_PAIRWISE)
 			return alltoall_pairwise(p, s, bytes);
 		if (a == WL_ALG_HIERARCHICAL)
 			return hierarchical(p, c, s, bytes);
-		return alltoall_direct(p, s, bytes);
+		return alltoall_direct(p, s, bytes, k->scale);
 	case WL_COLL_ALLGATHER:
 	case WL_COLL_REDUCESCATTER:
 	case WL_COLL_ALLREDUCE:
 		if (a == WL_ALG_HIERARCHICAL)
 			return hierarchical(p, c, s, bytes);
-		return ring(p, c, s, bytes);
+		if (k->link_latency) /* no NCCL terms (collectives: links): a latency per step */
+			return ring(p, c, s, bytes);
+		return k->latency + k->scale[0] * ring_steps(c, s.size) * ring_step_bw(p, s, bytes / s.size);
 	case WL_COLL_SENDRECV: {
 		/* one message between two ranks: same node when the shape keeps them together */
 		if (s.per_node >= 2)
-			return p->intra.latency + bytes / intra_fanout_bw(p, 1);
-		return p->inter.latency + bytes / nic_share_bw(p, s.active_per_node);
+			return p->intra.latency + k->scale[0] * bytes / intra_fanout_bw(p, 1);
+		return p->inter.latency + k->scale[1] * bytes / nic_share_bw(p, s.active_per_node);
 	}
-	case WL_COLL_BROADCAST: {
-		/* pipelined ring: latency per hop, the payload once at the slowest hop's rate */
-		double step = ring_step(p, s, bytes);
-		double alpha = s.size > s.per_node ? p->inter.latency : p->intra.latency;
-		return (s.size - 2) * alpha + step;
-	}
+	case WL_COLL_BROADCAST:
+		/* pipelined ring: NCCL's latency, the payload once at the slowest hop's rate */
+		if (a == WL_ALG_RING && !k->link_latency)
+			return k->latency + k->scale[0] * ring_step_bw(p, s, bytes);
+		return (s.size - 1) * (s.size > s.per_node ? p->inter.latency : p->intra.latency) +
+		       ring_step_bw(p, s, bytes);
 	case WL_COLL_COUNT:
 		break;
 	}
@@ -247,12 +282,12 @@ static double collective_time(const config_platform *p, workload_coll c, workloa
 double engine_collective_time(const config_platform *p, workload_coll c, workload_alg a, engine_group_shape s,
 			      double bytes)
 {
-	if (s.size <= 1 || bytes <= 0)
+	if (bytes <= 0)
 		return 0.0;
-	/* Every call also pays NCCL's fixed launch and synchronisation cost: 6 us fits the
-	 * published one-channel ring all-reduce latencies on DGX A100 (10 us on 2 GPUs, 34 us
-	 * on 8 = 2 and 14 steps of 2 us plus 6 us; docs/nccl-tests.md §6). */
-	return p->coll_overhead + collective_time(p, c, a, s, bytes);
+	/* Every call pays NCCL's launch (the platform's collective_overhead), a one-rank
+	 * group included. */
+	nccl_cost k = nccl_cost_of(p, c, a, s, bytes);
+	return k.launch + collective_time(p, c, a, s, bytes, &k);
 }
 
 double engine_busbw_factor(workload_coll c, int P)

@@ -111,9 +111,13 @@ bool engine_run_composite(const engine_ops *e, const config_model *m, const conf
 			  const workload_composite *c, engine_options opt, engine_result *out, engine_result *part_out,
 			  const workload_plan **primary, config_error *err);
 
-/* Closed-form alpha-beta time of one collective (seconds); bytes as in workload_op. */
+/* Time of one collective (seconds) under NCCL's cost model (engine/nccl.h) on the link
+ * physics of the shape; bytes as in workload_op. A one-rank group costs a launch and a copy. */
 double engine_collective_time(const config_platform *p, workload_coll c, workload_alg a, engine_group_shape s,
 			      double bytes);
+/* The physical ring bus bandwidth of a group (bytes/s): the rate a ring step's chunk
+ * crosses the slowest hop, contention of the group's own shape included. */
+double engine_ring_busbw(const config_platform *p, engine_group_shape s);
 /* Time of a compute op under the platform's peak and efficiencies (roofline max). */
 double engine_compute_time(const config_platform *p, const workload_op *op);
 /* nccl-tests' bus bandwidth factor for a collective on P ranks (doc/PERFORMANCE.md). */

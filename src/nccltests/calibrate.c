@@ -38,7 +38,8 @@ void nccltests_generic_platform(config_platform *p, int nodes, int gpus_per_node
 
 typedef struct log_model {
 	const nccltests_log *log;
-	config_platform base; /* the log's layout, the already fitted class applied */
+	config_platform orig; /* the log's layout on the platform as given */
+	config_platform base; /* the same, the already fitted class applied */
 	engine_group_shape *shapes;
 	int n_shapes;
 	workload_alg alg;
@@ -61,6 +62,9 @@ static double model_time(void *vctx, int i, double latency, double bandwidth)
 	config_platform p = m->base;
 	config_calibration cal;
 	memset(&cal, 0, sizeof cal);
+	/* the launch is its own term of NCCL's model, not part of the link latency */
+	cal.has_overhead = !m->base.nccl.links_only;
+	cal.overhead = m->base.coll_overhead;
 	if (c->inter) {
 		cal.has_inter_latency = cal.has_inter_bw = true;
 		cal.inter_latency = latency;
@@ -199,6 +203,146 @@ static bool fit_class(log_model *models, int n_models, bool inter, const nccltes
 	return ok;
 }
 
+/* The log's time under platform p: the slowest of its groups. */
+static double log_time(const log_model *m, const config_platform *p, double bytes)
+{
+	double t = 0;
+	for (int k = 0; k < m->n_shapes; k++)
+		t = fmax(t, engine_collective_time(p, m->log->coll, m->alg, m->shapes[k], bytes));
+	return t;
+}
+
+/* A size is "worse" calibrated when its relative error grows by more than 3 points: the
+ * spread of nccl-tests timings between runs and neighbouring rows (each row averages 20
+ * iterations; published logs ripple by 1-3%), below which an uncalibrated curve that
+ * merely crosses the measured one at some size would veto every fit. */
+#define WORSE_TOL 0.03
+
+typedef struct cand_score {
+	double max_fit; /* largest relative error over the fitted range */
+	bool worse;     /* some size of some log worse than uncalibrated */
+} cand_score;
+
+static cand_score score_of(const log_model *models, int n, const config_calibration *cal, const nccltests_calib_opts *o)
+{
+	cand_score sc = {0, false};
+	int col = o->in_place ? NCCLTESTS_IP : NCCLTESTS_OOP;
+	double lo = o->min_bytes, hi = o->max_bytes > 0 ? o->max_bytes : INFINITY;
+	for (int i = 0; i < n; i++) {
+		const log_model *m = &models[i];
+		config_platform p = m->orig;
+		config_apply_calibration(&p, cal);
+		for (int j = 0; j < m->log->n_rows; j++) {
+			const nccltests_row *r = &m->log->rows[j];
+			if (!row_usable(r, col))
+				continue;
+			double t = r->time_us[col] * 1e-6;
+			double e = fabs(log_time(m, &p, r->size) - t) / t;
+			double eu = fabs(log_time(m, &m->orig, r->size) - t) / t;
+			if (e > eu + WORSE_TOL)
+				sc.worse = true;
+			if (r->size >= lo && r->size <= hi && e > sc.max_fit)
+				sc.max_fit = e;
+		}
+	}
+	return sc;
+}
+
+/* NCCL's per-call launch from the sizes below the fitted range (all sizes when none),
+ * the links as calibrated: weighted least squares of the constant offset,
+ * sum(((c + model_i - t_i) / t_i)^2), c >= 0. Returns < 0 when no size informs it. */
+static double fit_launch(const log_model *models, int n, const config_calibration *cal, const nccltests_calib_opts *o)
+{
+	int col = o->in_place ? NCCLTESTS_IP : NCCLTESTS_OOP;
+	double num = 0, den = 0;
+	for (int pass = 0; pass < 2 && den == 0; pass++)
+		for (int i = 0; i < n; i++) {
+			const log_model *m = &models[i];
+			config_platform p = m->orig;
+			config_apply_calibration(&p, cal);
+			p.coll_overhead = 0;
+			for (int j = 0; j < m->log->n_rows; j++) {
+				const nccltests_row *r = &m->log->rows[j];
+				if (!row_usable(r, col) || (pass == 0 && r->size >= o->min_bytes))
+					continue;
+				double t = r->time_us[col] * 1e-6;
+				num += (t - log_time(m, &p, r->size)) / (t * t);
+				den += 1 / (t * t);
+			}
+		}
+	if (den == 0)
+		return -1;
+	return num / den > 0 ? num / den : 0;
+}
+
+/* Candidate c (0..3) of a link class: 0 latency and bandwidth fitted, 1 bandwidth only,
+ * 2 latency only, 3 neither. */
+static void set_class(config_calibration *cal, bool inter, int c, const nccltests_calib_class *k)
+{
+	bool lat = k->fitted && (c == 0 || c == 2), bw = k->fitted && (c == 0 || c == 1);
+	if (inter) {
+		cal->has_inter_latency = lat;
+		cal->inter_latency = k->fit.latency;
+		cal->has_inter_bw = bw;
+		cal->inter_bw = k->fit.bandwidth;
+	} else {
+		cal->has_intra_latency = lat;
+		cal->intra_latency = k->fit.latency;
+		cal->has_intra_bw = bw;
+		cal->intra_bw = k->fit.bandwidth;
+	}
+}
+
+/* Keeps calibration from making any size worse: of the fitted values (each link class's
+ * latency and bandwidth, the launch) the subset with the smallest largest error over the
+ * fitted range among those that leave no size of any log worse than the platform as
+ * given; the empty subset always qualifies. */
+static void choose_subset(const log_model *models, int n, const nccltests_calib_opts *o, config_calibration *out,
+			  nccltests_calib_report *rep)
+{
+	config_calibration best = *out, cal = *out;
+	double c0 = models[0].orig.coll_overhead;
+	double launch = out->overhead; /* fitted in the second pass, or c0 */
+	cal.has_overhead = true;
+	double best_err = INFINITY;
+	int best_i = 3, best_e = 3, best_l = 1;
+	for (int ci = 0; ci < 4; ci++)
+		for (int ce = 0; ce < 4; ce++)
+			for (int cl = 0; cl < 2; cl++) {
+				if ((ci != 3 && !rep->intra.fitted) || (ce != 3 && !rep->inter.fitted) ||
+				    (cl == 0 && launch < 0))
+					continue;
+				set_class(&cal, false, ci, &rep->intra);
+				set_class(&cal, true, ce, &rep->inter);
+				cal.overhead = cl == 0 ? launch : c0;
+				cand_score sc = score_of(models, n, &cal, o);
+				if (!sc.worse && sc.max_fit < best_err - 1e-12) {
+					best_err = sc.max_fit;
+					best = cal;
+					best_i = ci;
+					best_e = ce;
+					best_l = cl;
+				}
+			}
+	if (!isfinite(best_err)) { /* nothing qualifies: the platform as given */
+		best = cal;
+		set_class(&best, false, 3, &rep->intra);
+		set_class(&best, true, 3, &rep->inter);
+		best.overhead = c0;
+	}
+	static const char *const what[4] = {"latency and bandwidth", "bandwidth", "latency", "nothing"};
+	if (rep->intra.fitted && best_i != 0)
+		note(rep, "intra_node: keeping the fitted %s only: the rest made some size worse than the platform "
+			  "as given", what[best_i]);
+	if (rep->inter.fitted && best_e != 0)
+		note(rep, "inter_node: keeping the fitted %s only: the rest made some size worse than the platform "
+			  "as given", what[best_e]);
+	if (best_l == 0 && launch != c0)
+		note(rep, "collective_overhead (NCCL's launch per call) fitted on the small sizes: %.3g us",
+		     best.overhead * 1e6);
+	*out = best;
+}
+
 bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_calib_opts *opts,
 			 config_calibration *out, nccltests_calib_report *rep, config_error *err)
 {
@@ -232,6 +376,8 @@ bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_
 		}
 		m->base.nodes = log->nodes;
 		m->base.gpus_per_node = log->gpus_per_node;
+		m->base.nccl.links_only = opts->links_only;
+		m->orig = m->base;
 		nccltests_setup s = {.platform = &m->base, .coll = log->coll, .alg = m->alg, .gpus = log->ranks,
 				     .group_size = log->ranks, .placement = ENGINE_PLACE_CONTIGUOUS};
 		config_error why;
@@ -251,26 +397,55 @@ bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_
 	if (ok && any_inter && !any_intra && !opts->platform)
 		ok = config_fail(err, "multi-node logs alone need the intra-node links from somewhere: pass --platform, or "
 				 "a single-node log as well");
-	if (ok && any_intra)
-		ok = fit_class(models, n, false, opts, &rep->intra, rep, err);
-	if (ok && rep->intra.fitted) {
-		out->has_intra_latency = out->has_intra_bw = true;
-		out->intra_latency = rep->intra.fit.latency;
-		out->intra_bw = rep->intra.fit.bandwidth;
-		for (int i = 0; i < n; i++)
-			if (models[i].inter)
-				config_apply_calibration(&models[i].base, out);
-	} else if (ok && any_inter) {
-		note(rep, "no single-node log: the inter-node fit holds the intra-node links at %s's values",
-		     opts->platform->name);
+	/* Two passes: the links with the platform's launch, then NCCL's launch fitted on the
+	 * small sizes (fit_launch) and the links again with it, since a launch too long for
+	 * the log would otherwise be absorbed by a latency pinned at 0 and a wrong bandwidth. */
+	size_t notes_len = 0;
+	out->links_only = opts->links_only;
+	for (int pass = 0; ok && pass < (opts->links_only ? 1 : 2); pass++) {
+		if (pass == 1) {
+			double c = fit_launch(models, n, out, opts);
+			if (c < 0)
+				break;
+			notes_len = strlen(rep->notes);
+			memset(&rep->intra, 0, sizeof rep->intra);
+			memset(&rep->inter, 0, sizeof rep->inter);
+			for (int i = 0; i < n; i++) {
+				models[i].base = models[i].orig;
+				models[i].base.coll_overhead = c;
+			}
+			out->overhead = c;
+		}
+		if (any_intra)
+			ok = fit_class(models, n, false, opts, &rep->intra, rep, err);
+		if (ok && rep->intra.fitted) {
+			out->has_intra_latency = out->has_intra_bw = true;
+			out->intra_latency = rep->intra.fit.latency;
+			out->intra_bw = rep->intra.fit.bandwidth;
+			for (int i = 0; i < n; i++)
+				if (models[i].inter)
+					config_apply_calibration(&models[i].base, out);
+		} else if (ok && any_inter && pass == 0) {
+			note(rep, "no single-node log: the inter-node fit holds the intra-node links at %s's values",
+			     opts->platform->name);
+		}
+		if (ok && any_inter)
+			ok = fit_class(models, n, true, opts, &rep->inter, rep, err);
+		if (ok && rep->inter.fitted) {
+			out->has_inter_latency = out->has_inter_bw = true;
+			out->inter_latency = rep->inter.fit.latency;
+			out->inter_bw = rep->inter.fit.bandwidth;
+		}
+		out->has_overhead = !opts->links_only;
+		if (pass == 0)
+			out->overhead = models[0].orig.coll_overhead;
+		if (pass == 1)
+			rep->notes[notes_len] = '\0'; /* the second pass repeats the first one's remarks */
 	}
-	if (ok && any_inter)
-		ok = fit_class(models, n, true, opts, &rep->inter, rep, err);
-	if (ok && rep->inter.fitted) {
-		out->has_inter_latency = out->has_inter_bw = true;
-		out->inter_latency = rep->inter.fit.latency;
-		out->inter_bw = rep->inter.fit.bandwidth;
-	}
+	/* Against a platform the user gave, calibrating may not make a size worse; the
+	 * generic platform is only a starting point, nothing to hold the fit to. */
+	if (ok && n > 0 && opts->platform && !opts->links_only)
+		choose_subset(models, n, opts, out, rep);
 	for (int i = 0; i < n; i++)
 		free(models[i].shapes);
 	free(models);

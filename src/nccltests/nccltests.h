@@ -143,6 +143,9 @@ typedef struct nccltests_calib_opts {
 	double min_bytes, max_bytes;     /* sizes fitted; 0 = no bound */
 	bool alg_set;
 	workload_alg alg;                /* else nccltests_default_alg */
+	/* The logs were not measured through NCCL (validate's CPU transport): fit the links
+	 * alone (collectives: links), the latency an intercept holding any per-call cost. */
+	bool links_only;
 } nccltests_calib_opts;
 
 /* What the fit did, for the user. */

@@ -34,6 +34,7 @@
 #include <simgrid/mailbox.h>
 #include <simgrid/semaphore.h>
 
+#include "engine/nccl.h"
 #include "engine/simgrid/sg_internal.h"
 #include "util/intmath.h"
 
@@ -409,8 +410,11 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 		return;
 	}
 	int nc = 0, nw = 0;
-	for (int k = 0; k < n; k++)
-		f[k].lat = sgx_latency(r, R->rank, f[k].peer);
+	for (int k = 0; k < n; k++) {
+		f[k].lat = R->link_latency[s] ? sgx_latency(r, R->rank, f[k].peer) : 0.0;
+		/* protocol and channel share of the wire: more bytes on the same links */
+		f[k].bytes *= R->wire[s][node_of(r, R->rank) == node_of(r, f[k].peer) ? 0 : 1];
+	}
 	double elapsed = 0;
 	int posted = 0;
 	while (posted < n) {
@@ -499,7 +503,7 @@ static void ring(sgx_rank *R, int s, sgx_group *g, int i, int steps, double byte
 	}
 	free(f);
 	group_barrier(bg, s);
-	if (agg && steps > 1)
+	if (agg && steps > 1 && R->link_latency[s])
 		sg_actor_sleep_for((steps - 1) * g->lat_max);
 }
 
@@ -583,7 +587,7 @@ static void broadcast(sgx_rank *R, int s, sgx_group *g, int i, double bytes)
 		f[n++] = (flow){.peer = g->members[g->order[t - 1]], .bytes = bytes};
 	phase(R, s, f, n);
 	group_barrier(g, s);
-	if (P > 2)
+	if (P > 2 && R->link_latency[s])
 		sg_actor_sleep_for((P - 2) * g->lat_max);
 }
 
@@ -601,14 +605,23 @@ void sgx_collective(sgx_rank *R, int s, const workload_op *op)
 		i = R->rank;
 	}
 	int P = g->size;
-	if (P <= 1 || op->bytes <= 0)
+	if (op->bytes <= 0)
 		return;
 	int chunks = op->chunks > 1 ? op->chunks : 1;
 	double b = op->bytes / chunks;
+	/* NCCL's terms, the same the analytic engine charges (engine_collective_time) */
+	nccl_cost nc = nccl_cost_of(r->p, op->coll, op->alg, engine_op_shape(r->p, r->lay, op), b);
 	for (int k = 0; k < chunks; k++) {
-		/* the fixed per-call cost the analytic engine charges (engine_collective_time) */
-		if (r->p->coll_overhead > 0)
-			sg_actor_sleep_for(r->p->coll_overhead);
+		/* launch, then NCCL's latency (flows then start without their link latency) or,
+		 * for a group of one, the local copy */
+		double wait = nc.launch + nc.latency + (P <= 1 ? nc.local : 0.0);
+		if (wait > 0)
+			sg_actor_sleep_for(wait);
+		if (P <= 1)
+			continue;
+		R->link_latency[s] = nc.link_latency;
+		R->wire[s][0] = nc.scale[0];
+		R->wire[s][1] = nc.scale[1];
 		switch (op->coll) {
 		case WL_COLL_ALLTOALL:
 			if (op->alg == WL_ALG_PAIRWISE)
@@ -638,5 +651,7 @@ void sgx_collective(sgx_rank *R, int s, const workload_op *op)
 		case WL_COLL_COUNT:
 			break;
 		}
+		R->link_latency[s] = true;
+		R->wire[s][0] = R->wire[s][1] = 1.0;
 	}
 }

@@ -72,6 +72,11 @@ typedef struct sgx_rank {
 	long wait_seq[WL_STREAM_COUNT];
 	sg_sem_t sem[WL_STREAM_COUNT];
 	sgx_acc acc;
+	/* NCCL's terms for the collective this rank is running (engine/nccl.h), set by
+	 * sgx_collective per stream (the streams of a rank run at once): flows pay their link
+	 * latency or not, and carry wire[class] x their bytes (0 intra-node, 1 inter-node). */
+	bool link_latency[WL_STREAM_COUNT];
+	double wire[WL_STREAM_COUNT][2];
 } sgx_rank;
 
 /* Receives, on a ghost host, the flows that enter the period from the previous one. */

@@ -1,0 +1,461 @@
+/* NCCL's cost model (engine/nccl.h; derivation in docs/model.md "Collectives").
+ *
+ * Constants are NCCL's, from src/graph/tuning.cc (ncclTopoTuneModel, ncclTopoGetAlgoTime;
+ * NCCL 2.19, github.com/NVIDIA/nccl commit b6475625), src/graph/topo.h (per-link NVLink
+ * bandwidth per generation), src/init.cc (computeBuffSizes: p2p chunk sizes) and
+ * src/enqueue.cc (scheduleP2pTasksToPlan: channels per p2p message, LL threshold). */
+#include "engine/nccl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+enum { HW_NVLINK, HW_PCI, HW_NET };
+
+/* tuning.cc baseLat (us), rows tree, ring, NVLS; columns LL, LL128, Simple. */
+static const double base_lat[3][3] = {{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}};
+/* tuning.cc hwLat (us) per link class: NVLink, PCI, network. */
+static const double hw_lat[3][3][3] = {
+	{{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 23}},
+	{{1.0, 1.9, 28}, {1.0, 2.5, 5.7}, {0, 0, 0}},
+	{{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}},
+};
+/* tuning.cc per-generation caps (GB/s); rows Volta, Ampere, Hopper; columns 1, 2, > 2 nodes.
+ * llMaxBws rows are GPU generations on one node and CPU vendors across nodes (Intel
+ * assumed: row 0). */
+static const double ll_max_bw[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}};
+static const double per_ch_ring_ll128[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}};
+static const double per_ch_tree_ll128[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}};
+static const double per_ch_tree[3][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}};
+/* tuning.cc treeCorrectionFactor: powers of two from 64 B to 256 MB. */
+static const double tree_correction[3][23] = {
+	{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+	{1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+	{.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+};
+/* tuning.cc getNetOverhead: 1 us per network post on x86 Intel (x3 for Simple). */
+static const double net_overhead_us = 1.0;
+/* enqueue.cc: NCCL_P2P_LL_THRESHOLD, p2p messages up to 16 KiB use LL. */
+static const double p2p_ll_threshold = 16384;
+/* init.cc computeBuffSizes: NCCL_P2P_NVL_CHUNKSIZE 512 KiB, NCCL_P2P_NET_CHUNKSIZE 128 KiB. */
+static const double p2p_nvl_chunk = 524288;
+/* NCCL_NVLS_NCHANNELS default: NVLS runs 16 channels (src/transport/nvls.cc), each at
+ * most one NVLink's bandwidth (the NVLS graph's bwIntra). */
+static const int nvls_channels = 16;
+/* NCCL_MAX_P2P_NCHANNELS default (MAXCHANNELS, src/include/device.h). */
+static const int p2p_max_channels = 32;
+
+static const char *const algo_names[NCCL_ALGO_COUNT] = {"tree", "ring", "nvls", "p2p"};
+static const char *const proto_names[NCCL_PROTO_COUNT] = {"LL", "LL128", "Simple"};
+
+const char *nccl_algo_name(nccl_algo a) { return a < NCCL_ALGO_COUNT ? algo_names[a] : "?"; }
+const char *nccl_proto_name(nccl_proto p) { return p < NCCL_PROTO_COUNT ? proto_names[p] : "?"; }
+
+bool nccl_algo_from_name(const char *name, nccl_algo *out)
+{
+	for (int a = 0; a < NCCL_ALGO_COUNT; a++)
+		if (strcasecmp(name, algo_names[a]) == 0) {
+			*out = (nccl_algo)a;
+			return true;
+		}
+	return false;
+}
+
+bool nccl_proto_from_name(const char *name, nccl_proto *out)
+{
+	for (int p = 0; p < NCCL_PROTO_COUNT; p++)
+		if (strcasecmp(name, proto_names[p]) == 0) {
+			*out = (nccl_proto)p;
+			return true;
+		}
+	return false;
+}
+
+static int cc_of(const config_platform *p) { return p->nccl.compute_capability ? p->nccl.compute_capability : 80; }
+
+static int cc_index(int cc) { return cc >= 90 ? 2 : cc >= 80 ? 1 : 0; }
+
+/* ncclTopoNVLinkBw (src/graph/topo.h): NCCL's bandwidth of one NVLink, GB/s:
+ * SM70_NVLINK_BW 20, SM80_NVLINK_BW 20, SM90_NVLINK_BW 20.6, SM100_NVLINK_BW 40.1. */
+static double nvlink_bw(int cc) { return (cc >= 100 ? 40.1 : cc >= 90 ? 20.6 : 20.0) * 1e9; }
+
+/* One node's ring bandwidth per GPU through the fabric (all its GPUs on the ring). */
+static double node_ring_bw(const config_platform *p)
+{
+	if (p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH) {
+		int rings = 2 * ((p->gpus_per_node - 1) / 2);
+		return config_platform_intra_pair_bw(p) * (rings > 0 ? rings : 1);
+	}
+	return config_platform_intra_bw(p);
+}
+
+/* NCCL's ring search (src/graph/search.cc ncclTopoCompute) fills the GPU's NVLinks with
+ * channels of one link's bandwidth each, so channels = ring bandwidth / per-link bandwidth;
+ * over PCIe it finds 2. */
+int nccl_channels(const config_platform *p)
+{
+	if (p->nccl.channels > 0)
+		return p->nccl.channels;
+	if (p->intra.fabric == CONFIG_FABRIC_PCIE)
+		return 2;
+	long c = lround(node_ring_bw(p) / nvlink_bw(cc_of(p)));
+	return c < 2 ? 2 : c > 32 ? 32 : (int)c;
+}
+
+static int log2i(double n)
+{
+	if (!(n < 1.8e19)) /* beyond 64 bits (and NaN): no conversion overflow */
+		return 64;
+	int l = -1;
+	for (unsigned long long v = (unsigned long long)n; v; v >>= 1)
+		l++;
+	return l;
+}
+
+static int pow2_up(int n)
+{
+	int x = 1;
+	while (x < n)
+		x *= 2;
+	return x;
+}
+
+static bool ring_family(workload_coll c)
+{
+	return c == WL_COLL_ALLREDUCE || c == WL_COLL_ALLGATHER || c == WL_COLL_REDUCESCATTER ||
+	       c == WL_COLL_BROADCAST;
+}
+
+/* The pairs ncclTopoTuneModel fills for a collective on p. */
+static bool pair_enabled(const config_platform *p, workload_coll c, int nodes, nccl_algo a, nccl_proto pr)
+{
+	int cc = cc_of(p);
+	switch (a) {
+	case NCCL_ALGO_TREE:
+		if (c != WL_COLL_ALLREDUCE)
+			return false;
+		break;
+	case NCCL_ALGO_RING: break;
+	case NCCL_ALGO_NVLS:
+		/* Simple only; all-reduce, all-gather, reduce-scatter; one node unless CollNet
+		 * is supported, which spsim's platforms never declare */
+		if (!p->nccl.nvls || pr != NCCL_PROTO_SIMPLE || nodes > 1 || c == WL_COLL_BROADCAST)
+			return false;
+		break;
+	default: return false;
+	}
+	/* LL128 only where NCCL enables it by default: one GPU generation among 70/80/90
+	 * with NVLink inside the node */
+	if (pr == NCCL_PROTO_LL128 && (p->intra.fabric == CONFIG_FABRIC_PCIE || (cc != 70 && cc != 80 && cc != 90)))
+		return false;
+	return true;
+}
+
+/* What every (algorithm, protocol) pair of one call shares, computed once per call. */
+typedef struct model_ctx {
+	const config_platform *p;
+	workload_coll c;
+	int P, ppn, nodes, ci, ni, li, nsteps, ninter, cc, hwi;
+	double nch, bytes, busbw, lat_intra, lat_inter; /* link latency / NCCL's ring-Simple step */
+} model_ctx;
+
+static void ctx_init(model_ctx *m, const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
+		     double busbw_ring)
+{
+	m->p = p;
+	m->c = c;
+	m->P = s.size;
+	m->ppn = s.per_node > 0 ? s.per_node : 1;
+	m->nodes = m->P / m->ppn > 0 ? m->P / m->ppn : 1;
+	m->cc = cc_of(p);
+	m->ci = cc_index(m->cc);
+	m->ni = m->nodes <= 2 ? m->nodes - 1 : 2;
+	m->li = m->nodes == 1 ? m->ci : 0;
+	m->nch = nccl_channels(p);
+	m->bytes = bytes;
+	m->busbw = busbw_ring;
+	m->nsteps = c == WL_COLL_ALLREDUCE ? 2 * (m->P - 1) : c == WL_COLL_BROADCAST ? m->P : m->P - 1;
+	m->ninter = c == WL_COLL_ALLREDUCE	  ? (m->nodes > 1 ? 2 * m->nodes : 0)
+		    : c == WL_COLL_BROADCAST ? m->nodes
+					     : m->nodes - 1;
+	if (m->ninter > m->nsteps)
+		m->ninter = m->nsteps;
+	m->hwi = p->intra.fabric == CONFIG_FABRIC_PCIE ? HW_PCI : HW_NVLINK;
+	/* Latencies: NCCL's hwLat, rescaled so that the ring/Simple step equals the platform's
+	 * (calibrated) link latency; the other pairs keep NCCL's ratios to it. */
+	m->lat_intra = p->intra.latency / hw_lat[m->hwi][NCCL_ALGO_RING][NCCL_PROTO_SIMPLE];
+	m->lat_inter = p->inter.latency / hw_lat[HW_NET][NCCL_ALGO_RING][NCCL_PROTO_SIMPLE];
+}
+
+static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *latency, double *algbw)
+{
+	if (!pair_enabled(m->p, m->c, m->nodes, a, pr))
+		return -1;
+	double G = 1e9, us = 1e-6, bus = m->busbw, nch = m->nch;
+	int ci = m->ci, ni = m->ni, li = m->li, nodes = m->nodes, ppn = m->ppn, P = m->P, nsteps = m->nsteps;
+	workload_coll c = m->c;
+	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL)
+		bus = fmin(ll_max_bw[li][ni] * G, bus * ((nodes > 1 || c == WL_COLL_ALLREDUCE) ? 1.0 / 4.0 : 1.0 / 3.0));
+	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL128)
+		bus = fmin(bus * (ppn < 2 ? 0.7 : 0.92), nch * per_ch_ring_ll128[ci][ni] * G);
+	if (a == NCCL_ALGO_TREE)
+		bus = fmin(bus * .92, nch * per_ch_tree[ci][ni] * G);
+	if (a == NCCL_ALGO_TREE && pr == NCCL_PROTO_LL)
+		bus = fmin(bus / 3.8, ll_max_bw[li][ni] * G);
+	if (a == NCCL_ALGO_TREE && pr == NCCL_PROTO_LL128)
+		bus = fmin(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * per_ch_tree_ll128[ci][ni] * G);
+	if (a == NCCL_ALGO_NVLS)
+		bus = fmin(bus, nvls_channels * nvlink_bw(m->cc));
+	double ratio = a == NCCL_ALGO_RING ? (double)P / nsteps : a == NCCL_ALGO_NVLS ? 5.0 / 6.0 : 0.5;
+	double bw = bus * ratio;
+
+	double intra = hw_lat[m->hwi][a][pr] * m->lat_intra;
+	double inter = hw_lat[HW_NET][a][pr] * m->lat_inter;
+	double lat = base_lat[a][pr] * us;
+	if (a == NCCL_ALGO_RING) {
+		if (c == WL_COLL_BROADCAST) {
+			lat += nsteps * (nodes > 1 ? inter : intra);
+		} else {
+			double ovh = nodes > 1 ? net_overhead_us * us * (pr == NCCL_PROTO_SIMPLE ? 3 : 1) : 0;
+			lat += (nsteps - m->ninter) * fmax(intra, ovh) + m->ninter * inter;
+		}
+	} else if (a == NCCL_ALGO_TREE) {
+		lat += 2 * ((ppn - 1) * intra + log2i(nodes) * inter);
+		int ls = log2i(m->bytes / 64);
+		if (ls >= 0 && ls < 23)
+			bw *= tree_correction[pr][ls];
+	} else { /* NVLS */
+		lat = intra + (nodes > 1 ? inter : 0);
+	}
+	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_SIMPLE && nodes > 1 && c == WL_COLL_ALLREDUCE &&
+	    m->bytes / (nch * P) >= 64)
+		lat *= m->cc < 80 ? 1.9 : 1.4; /* "plateau effect of ring" */
+	if (latency)
+		*latency = lat;
+	if (algbw)
+		*algbw = bw;
+	return lat + m->bytes / bw;
+}
+
+double nccl_model_time(const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
+		       double busbw_ring, nccl_algo a, nccl_proto pr, double *latency, double *algbw)
+{
+	model_ctx m;
+	ctx_init(&m, p, c, s, bytes, busbw_ring);
+	return pair_time(&m, a, pr, latency, algbw);
+}
+
+/* Ring family, spsim's ring: NCCL's choice among (algorithm, protocol). */
+static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
+			   nccl_cost k)
+{
+	model_ctx m;
+	ctx_init(&m, p, c, s, bytes, engine_ring_busbw(p, s));
+	double best = INFINITY, lat_rs = 0, bw_rs = 0, lat = 0, bw = 0;
+	pair_time(&m, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &lat_rs, &bw_rs);
+	k.algo = NCCL_ALGO_RING;
+	k.proto = NCCL_PROTO_SIMPLE;
+	k.latency = lat_rs;
+	for (int a = 0; a < NCCL_ALGO_P2P; a++) {
+		if (p->nccl.force_algo && p->nccl.force_algo != a + 1)
+			continue;
+		for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++) {
+			if (p->nccl.force_proto && p->nccl.force_proto != pr + 1)
+				continue;
+			double t = pair_time(&m, (nccl_algo)a, (nccl_proto)pr, &lat, &bw);
+			if (t >= 0 && t < best) { /* NCCL keeps the first of equal times */
+				best = t;
+				k.algo = (nccl_algo)a;
+				k.proto = (nccl_proto)pr;
+				k.latency = lat;
+				k.scale[0] = k.scale[1] = bw_rs / bw;
+			}
+		}
+	}
+	return k;
+}
+
+/* All-to-all (direct) and send/recv through NCCL's p2p path. m: bytes to each peer. */
+static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int local, double m, nccl_cost k)
+{
+	k.algo = NCCL_ALGO_P2P;
+	k.link_latency = true;
+	bool ll = p->nccl.force_proto ? p->nccl.force_proto == NCCL_PROTO_LL + 1 : m <= p2p_ll_threshold;
+	k.proto = ll ? NCCL_PROTO_LL : NCCL_PROTO_SIMPLE;
+	/* LL moves 8-byte lines of 4 data bytes and a 4-byte flag (src/device/prims_ll.h) */
+	double proto = ll ? 2.0 : 1.0;
+	k.scale[0] = k.scale[1] = proto;
+	if (local <= 0 || p->intra.fabric == CONFIG_FABRIC_PCIE)
+		return k;
+	/* Channels (src/graph/connect.cc ncclTopoComputeP2pChannels, src/graph/paths.cc
+	 * ncclTopoGetNchannels, src/enqueue.cc scheduleP2pTasksToPlan): p2p channels =
+	 * pow2Up(channels); per NVLink peer 2 x the links of the path, as a power of two; a
+	 * message starts on nChannelsMin (halved until all ranks fit the p2p channels once)
+	 * and doubles while its part per channel exceeds a chunk. Each channel is one CTA
+	 * moving at most one NVLink's bandwidth. */
+	int cc = cc_of(p);
+	double link = nvlink_bw(cc);
+	int p2p_ch = pow2_up(nccl_channels(p) < p2p_max_channels ? nccl_channels(p) : p2p_max_channels);
+	long links = lround(floor(config_platform_intra_pair_bw(p) / link));
+	int per_peer_max = pow2_up((int)(2 * (links > 1 ? links : 1)) < p2p_ch ? (int)(2 * (links > 1 ? links : 1)) : p2p_ch);
+	int nmin = per_peer_max;
+	while (nmin * s.size > p2p_ch && nmin > 1)
+		nmin /= 2;
+	int nch = nmin;
+	while (m / nch > p2p_nvl_chunk && nch <= per_peer_max / 2)
+		nch *= 2;
+	int concurrent = local * nch < p2p_ch ? local * nch : p2p_ch;
+	double cap = concurrent * link;
+	double phys = p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH ? config_platform_intra_pair_bw(p) * local
+								     : config_platform_intra_bw(p);
+	k.scale[0] = proto * (phys > cap ? phys / cap : 1.0);
+	return k;
+}
+
+/* Everything of a platform the cost terms read (a memo key). */
+typedef struct plat_key {
+	int gpn, fabric, nics, topology, npl;
+	double intra_bw, pair_bw, intra_lat, nic_bw, inter_lat, oversub, overhead, hbm, eff_mem, eff_intra, eff_inter;
+	int cc, channels, nvls, links_only, force_algo, force_proto;
+} plat_key;
+
+static void key_of(const config_platform *p, plat_key *k)
+{
+	memset(k, 0, sizeof *k); /* padding too: keys are compared with memcmp */
+	k->gpn = p->gpus_per_node;
+	k->fabric = (int)p->intra.fabric;
+	k->nics = p->inter.nics_per_node;
+	k->topology = (int)p->inter.topology;
+	k->npl = p->inter.nodes_per_leaf;
+	k->intra_bw = p->intra.bandwidth;
+	k->pair_bw = p->intra.pair_bandwidth;
+	k->intra_lat = p->intra.latency;
+	k->nic_bw = p->inter.nic_bandwidth;
+	k->inter_lat = p->inter.latency;
+	k->oversub = p->inter.oversubscription;
+	k->overhead = p->coll_overhead;
+	k->hbm = p->gpu.hbm_bandwidth;
+	k->eff_mem = p->eff.memory;
+	k->eff_intra = p->eff.intra_link;
+	k->eff_inter = p->eff.inter_link;
+	k->cc = p->nccl.compute_capability;
+	k->channels = p->nccl.channels;
+	k->nvls = p->nccl.nvls;
+	k->links_only = p->nccl.links_only;
+	k->force_algo = p->nccl.force_algo;
+	k->force_proto = p->nccl.force_proto;
+}
+
+static nccl_cost cost_of(const config_platform *p, workload_coll c, workload_alg alg, engine_group_shape s,
+			 double bytes);
+
+/* The analytic engine costs the same few calls over and over (every layer, every
+ * configuration of a sweep on one platform): a small per-thread memo of the last ones. */
+typedef struct memo_entry {
+	bool used;
+	int c, alg, size, per_node, active;
+	double leaf_pairs, bytes;
+	plat_key pk;
+	nccl_cost k;
+} memo_entry;
+
+enum { MEMO_SIZE = 64 };
+static _Thread_local memo_entry memo[MEMO_SIZE];
+
+nccl_cost nccl_cost_of(const config_platform *p, workload_coll c, workload_alg alg, engine_group_shape s,
+		       double bytes)
+{
+	plat_key pk;
+	key_of(p, &pk);
+	unsigned long long h = (unsigned long long)c * 31 + (unsigned long long)alg;
+	h = h * 131 + (unsigned long long)s.size;
+	h = h * 131 + (unsigned long long)s.per_node;
+	h = h * 131 + (unsigned long long)s.active_per_node;
+	unsigned long long bits;
+	memcpy(&bits, &bytes, sizeof bits); /* the double's bits: no float-to-integer overflow */
+	h ^= bits * 0x9e3779b97f4a7c15ULL;
+	memo_entry *e = &memo[(h ^ (h >> 29)) % MEMO_SIZE];
+	if (e->used && e->c == (int)c && e->alg == (int)alg && e->size == s.size && e->per_node == s.per_node &&
+	    e->active == s.active_per_node && e->leaf_pairs == s.leaf_pairs && e->bytes == bytes &&
+	    memcmp(&e->pk, &pk, sizeof pk) == 0)
+		return e->k;
+	nccl_cost k = cost_of(p, c, alg, s, bytes);
+	*e = (memo_entry){.used = true, .c = (int)c, .alg = (int)alg, .size = s.size, .per_node = s.per_node,
+			  .active = s.active_per_node, .leaf_pairs = s.leaf_pairs, .bytes = bytes, .pk = pk, .k = k};
+	return k;
+}
+
+static nccl_cost cost_of(const config_platform *p, workload_coll c, workload_alg alg, engine_group_shape s,
+			 double bytes)
+{
+	nccl_cost k = {.algo = NCCL_ALGO_RING,
+		       .proto = NCCL_PROTO_SIMPLE,
+		       .launch = p->coll_overhead,
+		       .scale = {1.0, 1.0},
+		       .link_latency = true};
+	if (bytes <= 0)
+		return (nccl_cost){.scale = {1.0, 1.0}};
+	if (s.size <= 1) {
+		/* A one-rank group still launches the kernel; all-to-all and send/recv to self copy
+		 * the buffer in HBM (read and write), the reductions and gathers of one rank are a
+		 * copy too when out of place (nccl-tests' default). */
+		k.algo = NCCL_ALGO_P2P;
+		k.link_latency = false;
+		k.local = 2.0 * bytes / (p->gpu.hbm_bandwidth * p->eff.memory);
+		return k;
+	}
+	if (p->nccl.links_only) /* measured without NCCL: the links alone */
+		return k;
+	if (ring_family(c) && alg == WL_ALG_RING) {
+		k.link_latency = false;
+		return ring_cost(p, c, s, bytes, k);
+	}
+	if (c == WL_COLL_ALLTOALL && alg == WL_ALG_DIRECT)
+		return p2p_cost(p, s, s.per_node - 1, bytes / s.size, k);
+	if (c == WL_COLL_SENDRECV)
+		return p2p_cost(p, s, s.per_node >= 2 ? 1 : 0, bytes, k);
+	return k; /* pairwise, hierarchical: spsim's compositions, link latencies, scale 1 */
+}
+
+bool nccl_force_check(const config_platform *p, workload_coll c, int force_algo, int force_proto, char *why,
+		      size_t len)
+{
+	bool ring = ring_family(c);
+	if (force_algo) {
+		nccl_algo a = (nccl_algo)(force_algo - 1);
+		if (!ring || a == NCCL_ALGO_P2P) {
+			snprintf(why, len, "--alg %s applies to all-reduce, all-gather, reduce-scatter and broadcast; "
+				 "all-to-all and send/recv take direct (pairwise, hierarchical for all-to-all)",
+				 nccl_algo_name(a));
+			return false;
+		}
+		if (a == NCCL_ALGO_TREE && c != WL_COLL_ALLREDUCE) {
+			snprintf(why, len, "--alg tree applies only to all-reduce (NCCL's trees), expected ring here");
+			return false;
+		}
+		if (a == NCCL_ALGO_NVLS && (!p->nccl.nvls || c == WL_COLL_BROADCAST || p->nodes > 1)) {
+			snprintf(why, len, "--alg nvls needs a one-node platform declaring nccl: {nvls: true} and "
+				 "all-reduce, all-gather or reduce-scatter");
+			return false;
+		}
+		if (a == NCCL_ALGO_NVLS && force_proto && force_proto != NCCL_PROTO_SIMPLE + 1) {
+			snprintf(why, len, "--proto %s with --alg nvls: NVLS runs only the Simple protocol",
+				 nccl_proto_name((nccl_proto)(force_proto - 1)));
+			return false;
+		}
+	}
+	if (force_proto) {
+		nccl_proto pr = (nccl_proto)(force_proto - 1);
+		if (!ring && pr == NCCL_PROTO_LL128) {
+			snprintf(why, len, "--proto LL128: NCCL's p2p path (all-to-all, send/recv) runs LL or Simple");
+			return false;
+		}
+		if (pr == NCCL_PROTO_LL128 && ring && !pair_enabled(p, c, 1, NCCL_ALGO_RING, pr)) {
+			snprintf(why, len, "--proto LL128: NCCL enables LL128 only on NVLink platforms of compute "
+				 "capability 70, 80 or 90; expected LL or Simple");
+			return false;
+		}
+	}
+	return true;
+}
