@@ -367,8 +367,10 @@ START_TEST(symmetric_what_ifs_equal_the_reduced_run)
 	/* 4 nodes x 2 GPUs, 2 NICs, BASP groups of 2, ZeRO-2 overlapped: the baseline runs
 	 * under the translation symmetry (one node simulated, test_simgrid proves it used).
 	 * A what-if turns the reduction off; one that changes nothing (factor 1) must give
-	 * the reduced run's times, and every NIC at half rate must give the reduced run on a
-	 * platform whose NICs are half as fast. */
+	 * the reduced run's times, and every node computing twice as slowly must give the
+	 * reduced run on a platform whose peak FLOP rate and HBM bandwidth are both halved
+	 * (every compute op is a roofline max of the two, so it takes exactly twice as long;
+	 * nothing else reads them here). */
 	config_platform p = tu_platform(4, 2, 2);
 	config_job job = tu_job(CONFIG_STRATEGY_BASP, 8, 4, 2, 4096, 2);
 	job.zero_overlap = 1;
@@ -377,13 +379,14 @@ START_TEST(symmetric_what_ifs_equal_the_reduced_run)
 	assert_same(run_sg(&p, &job, &w), reduced, "neutral what-if");
 	config_whatif all = {0};
 	config_error err;
-	const char *nics[4] = {"nic:0:2", "nic:1:2", "nic:2:2", "nic:3:2"};
+	const char *nodes[4] = {"0:2", "1:2", "2:2", "3:2"};
 	for (int i = 0; i < 4; i++)
-		ck_assert(config_whatif_add(&all, CONFIG_WHATIF_DEGRADE, nics[i], &err));
+		ck_assert(config_whatif_add(&all, CONFIG_WHATIF_SLOW_NODE, nodes[i], &err));
 	config_platform half = p;
-	half.inter.nic_bandwidth /= 2;
+	half.gpu.peak_flops /= 2;
+	half.gpu.hbm_bandwidth /= 2;
 	sim_out want = run_sg(&half, &job, NULL);
-	assert_same(run_sg(&p, &job, &all), want, "every NIC halved");
+	assert_same(run_sg(&p, &job, &all), want, "every node slowed alike");
 	ck_assert(want.step > reduced.step);
 }
 END_TEST
