@@ -45,6 +45,7 @@ START_TEST(flags_parse_and_print_back)
 		{CONFIG_WHATIF_DEGRADE, "nvlink:0.5-2:2", "degrade nvlink:0.2-5:2"}, /* pair kept low-high */
 		{CONFIG_WHATIF_DEGRADE, "leaf:7:3", "degrade leaf:7:3"},
 		{CONFIG_WHATIF_FAIL_NODE, "12", "fail-node 12"},
+		{CONFIG_WHATIF_BACKGROUND, "1KiB:2ms:4-7", "background 1024B:0.002s:4-7"},
 	};
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		config_whatif w = parse1(ok[i].k, ok[i].in);
@@ -74,6 +75,11 @@ START_TEST(bad_flags_name_the_flag_and_the_form)
 	parse_fails(CONFIG_WHATIF_DEGRADE, "nic:0:nan", "--degrade");
 	parse_fails(CONFIG_WHATIF_FAIL_NODE, "1:2", "--fail-node '1:2': expected NODE");
 	parse_fails(CONFIG_WHATIF_FAIL_NODE, "", "--fail-node");
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100ms:4", "--background '1GiB:100ms:4': expected SIZE:PERIOD:NODES");
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100ms:4-4", "--background"); /* a ring of one node */
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100:4-5", "--background");   /* period without unit */
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1Gbps:1ms:4-5", "--background");
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:1ms", "--background");
 	config_whatif w = {0};
 	config_error err;
 	for (int i = 0; i < CONFIG_MAX_WHATIF; i++)
@@ -105,6 +111,7 @@ START_TEST(checks_against_the_platform)
 	check_fails(&p, 16, CONFIG_WHATIF_FAIL_NODE, "3", "no longer fits: it needs 16 GPUs, and 3 of 4 nodes remain (12 GPUs)");
 	config_platform one = tu_platform(1, 4, 1);
 	check_fails(&one, 4, CONFIG_WHATIF_DEGRADE, "nic:0:2", "one node");
+	check_fails(&p, 8, CONFIG_WHATIF_BACKGROUND, "1GiB:1ms:2-4", "node 4 does not exist");
 	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
 	p.inter.topology = CONFIG_TOPO_FAT_TREE;
 	p.inter.nodes_per_leaf = 2;
@@ -347,6 +354,28 @@ START_TEST(degraded_nic_changes_only_collectives_that_cross_it)
 }
 END_TEST
 
+START_TEST(background_traffic_contends_only_where_it_shares_links)
+{
+	/* 4 nodes x 4 GPUs, one NIC each, single switch (unbounded); the job on nodes 0-1.
+	 * A neighbour's ring all-reduce over nodes 2-3 shares no link with the job: nothing
+	 * changes. One over nodes 0-1 (64 MB every 10 us: always on the wire) shares both
+	 * NICs with the job's gradient reductions: compute and the in-node all-to-alls stay
+	 * exactly as they were, the reductions slow down (max-min: the NIC is split between
+	 * the job's ring edge and the neighbour's). */
+	config_platform p = tu_platform(4, 4, 1);
+	config_job job = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 4, 1, 4096, 1);
+	job.zero_overlap = 0;
+	sim_out base = run_sg(&p, &job, NULL);
+	config_whatif w = parse1(CONFIG_WHATIF_BACKGROUND, "64MB:10us:2-3");
+	assert_same(run_sg(&p, &job, &w), base, "background elsewhere");
+	w = parse1(CONFIG_WHATIF_BACKGROUND, "64MB:10us:0-1");
+	sim_out bg = run_sg(&p, &job, &w);
+	ck_assert_close(bg.compute, base.compute, 1e-9);
+	ck_assert_close(bg.sp_comm, base.sp_comm, 1e-9);
+	ck_assert_msg(bg.zero_comm > 1.3 * base.zero_comm, "zero comm %.9g vs %.9g", bg.zero_comm, base.zero_comm);
+}
+END_TEST
+
 START_TEST(failed_node_on_a_uniform_fabric_changes_nothing)
 {
 	/* On a single switch every node is alike: the job re-placed off node 0 (onto nodes 1
@@ -506,6 +535,7 @@ int main(void)
 	tcase_add_test(tc, slow_gpu_adds_its_extra_compute_to_the_step);
 	tcase_add_test(tc, degraded_nic_changes_only_collectives_that_cross_it);
 	tcase_add_test(tc, failed_node_on_a_uniform_fabric_changes_nothing);
+	tcase_add_test(tc, background_traffic_contends_only_where_it_shares_links);
 	tcase_add_test(tc, symmetric_what_ifs_equal_the_reduced_run);
 #endif
 	tcase_add_test(tc, cli_refuses_bad_what_ifs_with_exit_2);

@@ -45,6 +45,7 @@ const struct option cli_job_options[] = {
 	{"slow-node", required_argument, NULL, CLI_OPT_SLOW_NODE},
 	{"degrade", required_argument, NULL, CLI_OPT_DEGRADE},
 	{"fail-node", required_argument, NULL, CLI_OPT_FAIL_NODE},
+	{"background", required_argument, NULL, CLI_OPT_BACKGROUND},
 	{NULL, 0, NULL, 0},
 };
 
@@ -114,7 +115,9 @@ void cli_job_help(FILE *f)
 	      "  --slow-node NODE:FACTOR  every GPU of node NODE computes FACTOR times slower\n"
 	      "  --degrade LINK:FACTOR    a link's bandwidth divided by FACTOR: nic:NODE[.I], nvlink:NODE.GPU\n"
 	      "                           (its port), nvlink:NODE.A-B (mesh pair), leaf:L (fat-tree leaf uplink)\n"
-	      "  --fail-node NODE         node lost: the job re-placed on the rest by --placement\n",
+	      "  --fail-node NODE         node lost: the job re-placed on the rest by --placement\n"
+	      "  --background SIZE:PERIOD:A-B  another job on the fabric: a ring all-reduce of SIZE every\n"
+	      "                           PERIOD over nodes A to B, one ring per NIC, e.g. 1GiB:100ms:4-7\n",
 	      f);
 }
 
@@ -382,7 +385,8 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 	case CLI_OPT_SLOW_GPU:
 	case CLI_OPT_SLOW_NODE:
 	case CLI_OPT_DEGRADE:
-	case CLI_OPT_FAIL_NODE: {
+	case CLI_OPT_FAIL_NODE:
+	case CLI_OPT_BACKGROUND: {
 		config_error err;
 		if (!config_whatif_add(&a->whatif, (config_whatif_kind)(id - CLI_OPT_SLOW_GPU), arg, &err)) {
 			fprintf(stderr, "spsim: %s\n", err.msg);

@@ -26,7 +26,7 @@ typedef struct cli_job_args {
 	report_format format;
 	const char *trace;
 	engine_options opt;
-	config_whatif whatif; /* --slow-gpu, --slow-node, --degrade, --fail-node (then the job file's) */
+	config_whatif whatif; /* --slow-gpu, --slow-node, --degrade, --fail-node, --background (then the job file's) */
 	/* loaded */
 	config_model m;
 	config_platform p;
@@ -69,6 +69,7 @@ enum {
 	CLI_OPT_SLOW_NODE,
 	CLI_OPT_DEGRADE,
 	CLI_OPT_FAIL_NODE,
+	CLI_OPT_BACKGROUND,
 	CLI_OPT_FIRST_FREE, /* commands number their own options from here */
 };
 

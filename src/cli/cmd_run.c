@@ -140,8 +140,8 @@ static void compare_help(FILE *f)
 	      "                           'Ulysses with SP = N/B' alternative)\n"
 	      "  --trace FILE             one trace per strategy: FILE with the label before the extension\n"
 	      "  --what-if SPEC           a column beside the baseline (the first strategy) with asymmetric\n"
-	      "                           what-ifs: KIND=VALUE joined by '+', KIND slow-gpu, slow-node, degrade\n"
-	      "                           or fail-node, e.g. slow-gpu=3:2+degrade=nic:0:2 (repeatable; simgrid\n"
+	      "                           what-ifs: KIND=VALUE joined by '+', KIND slow-gpu, slow-node, degrade,\n"
+	      "                           fail-node or background, e.g. slow-gpu=3:2+degrade=nic:0:2 (repeatable; simgrid\n"
 	      "                           engine; without --strategies the baseline is the job's strategy)\n"
 	      "  --plot DIR               figures (SVG, PNG; gnuplot) of the comparison and, from the analytic\n"
 	      "                           engine, of speedup and memory around it (docs/planning.md)\n\n",

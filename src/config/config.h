@@ -393,6 +393,9 @@ bool config_load_job(const char *path, config_job *job, char *model, char *platf
  *                           uplink of fat-tree leaf L)
  *   fail_node NODE          the node is lost: the job is placed on the remaining nodes by
  *                           the placement policy, as if they were the whole platform
+ *   background SIZE:PERIOD:NODES  another job on the shared fabric: a ring all-reduce of
+ *                           SIZE bytes started every PERIOD over nodes A-B (at least two),
+ *                           one ring per NIC, from time 0 until the step ends
  * FACTOR is a number from 1 to 1000. */
 #define CONFIG_MAX_WHATIF 32
 typedef enum config_whatif_kind {
@@ -400,8 +403,9 @@ typedef enum config_whatif_kind {
 	CONFIG_WHATIF_SLOW_NODE,
 	CONFIG_WHATIF_DEGRADE,
 	CONFIG_WHATIF_FAIL_NODE,
+	CONFIG_WHATIF_BACKGROUND,
 } config_whatif_kind;
-#define CONFIG_WHATIF_KINDS 4
+#define CONFIG_WHATIF_KINDS 5
 typedef enum config_link_kind { CONFIG_LINK_NIC, CONFIG_LINK_NVLINK, CONFIG_LINK_LEAF } config_link_kind;
 typedef struct config_whatif_item {
 	config_whatif_kind kind;
@@ -410,12 +414,15 @@ typedef struct config_whatif_item {
 	int rank;              /* slow_gpu */
 	int a, b;              /* degrade: nic:N.a, nvlink:N.a[-b]; -1 when not given */
 	double factor;         /* slow_*, degrade; 1 for fail_node */
+	int last;              /* background: nodes node..last */
+	double bytes, period;  /* background: all-reduce size (B) and period (s) */
 } config_whatif_item;
 typedef struct config_whatif {
 	int n;
 	config_whatif_item item[CONFIG_MAX_WHATIF];
 } config_whatif;
-/* Flag spellings ("slow-gpu", "slow-node", "degrade", "fail-node"); the YAML keys use '_'. */
+/* Flag spellings ("slow-gpu", "slow-node", "degrade", "fail-node", "background"); the YAML
+ * keys use '_'. */
 extern const char *const config_whatif_flags[CONFIG_WHATIF_KINDS];
 
 /* Parses one what-if in the flag syntax and appends it to w; err names the flag and the

@@ -11,8 +11,10 @@
 #include "config/config.h"
 #include "config/yamltree.h"
 
-const char *const config_whatif_flags[CONFIG_WHATIF_KINDS] = {"slow-gpu", "slow-node", "degrade", "fail-node"};
-static const char *const yaml_keys[CONFIG_WHATIF_KINDS + 1] = {"slow_gpu", "slow_node", "degrade", "fail_node", NULL};
+const char *const config_whatif_flags[CONFIG_WHATIF_KINDS] = {"slow-gpu", "slow-node", "degrade", "fail-node",
+							       "background"};
+static const char *const yaml_keys[CONFIG_WHATIF_KINDS + 1] = {"slow_gpu",  "slow_node", "degrade",
+							       "fail_node", "background", NULL};
 
 #define FACTOR_MAX 1000.0
 
@@ -22,6 +24,7 @@ static const char *const expected[CONFIG_WHATIF_KINDS] = {
 	"LINK:FACTOR with LINK nic:NODE, nic:NODE.I, nvlink:NODE.GPU, nvlink:NODE.A-B or leaf:L, e.g. nic:0.1:2 "
 	"(FACTOR from 1 to 1000)",
 	"NODE, a node index from 0, e.g. 3",
+	"SIZE:PERIOD:NODES, e.g. 1GiB:100ms:4-7 (a ring all-reduce of 1 GiB every 100 ms over nodes 4 to 7)",
 };
 
 /* A non-negative integer at *s; advances *s. */
@@ -47,6 +50,27 @@ static bool read_factor(const char *s, double *out)
 	if (errno || end == s || *end || !isfinite(v) || v < 1 || v > FACTOR_MAX)
 		return false;
 	*out = v;
+	return true;
+}
+
+/* "SIZE:PERIOD:A-B" */
+static bool parse_background(const char *text, config_whatif_item *it)
+{
+	char buf[128];
+	if (strlen(text) >= sizeof buf)
+		return false;
+	strcpy(buf, text);
+	char *c1 = strchr(buf, ':');
+	char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	if (!c2)
+		return false;
+	*c1 = *c2 = '\0';
+	config_error e;
+	const char *s = c2 + 1;
+	if (!config_parse_quantity(buf, CONFIG_UNIT_SIZE, &it->bytes, &e) ||
+	    !config_parse_quantity(c1 + 1, CONFIG_UNIT_TIME, &it->period, &e) || !read_index(&s, &it->node) ||
+	    *s++ != '-' || !read_index(&s, &it->last) || *s || it->last <= it->node)
+		return false;
 	return true;
 }
 
@@ -107,6 +131,7 @@ bool config_whatif_add(config_whatif *w, config_whatif_kind kind, const char *te
 		break;
 	case CONFIG_WHATIF_DEGRADE: ok = parse_link(&s, &it) && *s == ':' && read_factor(s + 1, &it.factor); break;
 	case CONFIG_WHATIF_FAIL_NODE: ok = read_index(&s, &it.node) && *s == '\0'; break;
+	case CONFIG_WHATIF_BACKGROUND: ok = parse_background(text, &it); break;
 	default: ok = false;
 	}
 	if (!ok)
@@ -122,6 +147,9 @@ void config_whatif_format(const config_whatif_item *it, char *buf, size_t len)
 	case CONFIG_WHATIF_SLOW_GPU: snprintf(buf, len, "%s %d:%g", flag, it->rank, it->factor); return;
 	case CONFIG_WHATIF_SLOW_NODE: snprintf(buf, len, "%s %d:%g", flag, it->node, it->factor); return;
 	case CONFIG_WHATIF_FAIL_NODE: snprintf(buf, len, "%s %d", flag, it->node); return;
+	case CONFIG_WHATIF_BACKGROUND:
+		snprintf(buf, len, "%s %gB:%gs:%d-%d", flag, it->bytes, it->period, it->node, it->last);
+		return;
 	case CONFIG_WHATIF_DEGRADE: break;
 	}
 	char link[64];
@@ -179,6 +207,13 @@ bool config_whatif_check(const config_whatif *w, const config_platform *p, int w
 			if (it->node >= N)
 				return config_fail(err, "--%s: node %d does not exist: platform '%s' has nodes 0 to %d",
 						   what, it->node, p->name, N - 1);
+			break;
+		case CONFIG_WHATIF_BACKGROUND:
+			if (it->last >= N)
+				return config_fail(err, "--%s: node %d does not exist: platform '%s' has nodes 0 to %d",
+						   what, it->last, p->name, N - 1);
+			if (p->inter.nics_per_node < 1)
+				return config_fail(err, "--%s: platform '%s' has no NIC to carry it", what, p->name);
 			break;
 		case CONFIG_WHATIF_DEGRADE:
 			if (it->link == CONFIG_LINK_LEAF) {
@@ -300,7 +335,7 @@ bool config_whatif_parse_spec(config_whatif *w, const char *spec, config_error *
 	char buf[256];
 	if (strlen(spec) >= sizeof buf || !*spec)
 		return config_fail(err, "--what-if '%.200s': expected KIND=VALUE[+KIND=VALUE...] with KIND slow-gpu, "
-					"slow-node, degrade or fail-node, e.g. slow-gpu=3:2+degrade=nic:0:2",
+					"slow-node, degrade, fail-node or background, e.g. slow-gpu=3:2+degrade=nic:0:2",
 				   spec);
 	strcpy(buf, spec);
 	char *save = NULL;
@@ -315,7 +350,7 @@ bool config_whatif_parse_spec(config_whatif *w, const char *spec, config_error *
 		}
 		if (kind < 0)
 			return config_fail(err, "--what-if '%.200s': '%.60s' is not KIND=VALUE with KIND slow-gpu, "
-						"slow-node, degrade or fail-node",
+						"slow-node, degrade, fail-node or background",
 					   spec, tok);
 		if (!config_whatif_add(&out, (config_whatif_kind)kind, eq + 1, err))
 			return false;

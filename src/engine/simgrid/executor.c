@@ -488,6 +488,8 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 	for (int i = 0; i < r->W; i++)
 		if (r->gpu_of[i] / r->gpn + 1 > nodes)
 			nodes = r->gpu_of[i] / r->gpn + 1;
+	if (sgx_background_last_node(in->opt.whatif) + 1 > nodes) /* the neighbour's nodes too */
+		nodes = sgx_background_last_node(in->opt.whatif) + 1;
 	if (nodes > (r->W + r->gpn - 1) / r->gpn && sgx_has_leaves(p, p->nodes)) {
 		int npl = p->inter.nodes_per_leaf;
 		nodes = (nodes + npl - 1) / npl * npl;
@@ -584,6 +586,10 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 			sg_actor_set_data(a, A);
 			sg_actor_start(a, stream_actor, 0, NULL);
 		}
+	if (!sgx_background_start(r, err)) {
+		free(actors);
+		goto done;
+	}
 	simgrid_run();
 	free(actors);
 	if (r->oom) {
@@ -641,6 +647,7 @@ done:
 	free(r->proxy);
 	free(r->mb_key);
 	free(r->mb_val);
+	free(r->bg);
 	free(r);
 	return ok;
 }

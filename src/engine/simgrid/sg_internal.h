@@ -122,12 +122,18 @@ struct sgx_run {
 	long flows, execs;
 	bool oom;
 	bool broken; /* the symmetry reduction met a flow it cannot map (internal error) */
+	void *bg;    /* whatif.c: the background traffic's ring edges */
 };
 
 /* executor.c: the in-process run; block_max (n_micro + n_step entries, may be NULL)
  * receives each block's longest op duration over ranks and instances. */
 bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
 			engine_simgrid_stats *stats, double *block_max, config_error *err);
+
+/* whatif.c: the last node background traffic uses (-1: none), and its daemon actors
+ * (after the platform is loaded; r->bg is freed by the caller). */
+int sgx_background_last_node(const config_whatif *w);
+bool sgx_background_start(sgx_run *r, config_error *err);
 
 /* collectives.c */
 bool sgx_groups_build(sgx_run *r, config_error *err);
