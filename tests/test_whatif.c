@@ -9,6 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "report/trace.h"
 #include "testutil.h"
 
 static config_whatif parse1(config_whatif_kind k, const char *text)
@@ -376,6 +379,57 @@ START_TEST(background_traffic_contends_only_where_it_shares_links)
 }
 END_TEST
 
+START_TEST(trace_shows_the_straggler)
+{
+	/* One node of 4 GPUs, rank 3 at 2.5x: in the trace, the compute kernels on GPU 3's
+	 * main-stream thread add up to exactly 2.5 times those of GPU 0 (same ops, same
+	 * shapes), and the step of the run is the trace's last event end. */
+	config_platform p = tu_platform(1, 4, 1);
+	config_model m = tu_model();
+	config_job job = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 4096, 1);
+	config_error err;
+	ck_assert(workload_check(&m, &p, &job, &err));
+	workload_plan plan;
+	ck_assert_msg(workload_plan_make(&m, &p, &job, &plan, &err), "%s", err.msg);
+	char path[] = "/tmp/spsim-whatif-trace-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	config_whatif w = parse1(CONFIG_WHATIF_SLOW_GPU, "3:2.5");
+	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan,
+			   .opt = {.trace_path = path, .whatif = &w}};
+	engine_result r;
+	ck_assert_msg(engine_find("simgrid")->run(&in, &r, &err), "%s", err.msg);
+	json_error_t je;
+	json_t *root = json_load_file(path, 0, &je);
+	ck_assert_msg(root != NULL, "%s", je.text);
+	json_t *ev = json_is_array(root) ? root : json_object_get(root, "traceEvents");
+	double busy[4] = {0}, end = 0;
+	size_t i;
+	json_t *e;
+	json_array_foreach(ev, i, e)
+	{
+		const char *ph = json_string_value(json_object_get(e, "ph"));
+		if (!ph || strcmp(ph, "X") != 0)
+			continue;
+		double ts = json_number_value(json_object_get(e, "ts")), dur = json_number_value(json_object_get(e, "dur"));
+		if (ts + dur > end)
+			end = ts + dur;
+		const char *cat = json_string_value(json_object_get(e, "cat"));
+		int tid = (int)json_integer_value(json_object_get(e, "tid"));
+		if (cat && strcmp(cat, "compute") == 0 && tid % REPORT_TRACE_TIDS_PER_GPU == 0)
+			busy[tid / REPORT_TRACE_TIDS_PER_GPU] += dur;
+	}
+	json_decref(root);
+	unlink(path);
+	workload_plan_finish(&plan);
+	ck_assert(busy[0] > 0);
+	ck_assert_close(busy[3], 2.5 * busy[0], 1e-9);
+	ck_assert_close(busy[1], busy[0], 1e-9);
+	ck_assert_close(end * 1e-6, r.step_time, 1e-6); /* the trace is in microseconds */
+}
+END_TEST
+
 START_TEST(failed_node_on_a_uniform_fabric_changes_nothing)
 {
 	/* On a single switch every node is alike: the job re-placed off node 0 (onto nodes 1
@@ -535,6 +589,7 @@ int main(void)
 	tcase_add_test(tc, slow_gpu_adds_its_extra_compute_to_the_step);
 	tcase_add_test(tc, degraded_nic_changes_only_collectives_that_cross_it);
 	tcase_add_test(tc, failed_node_on_a_uniform_fabric_changes_nothing);
+	tcase_add_test(tc, trace_shows_the_straggler);
 	tcase_add_test(tc, background_traffic_contends_only_where_it_shares_links);
 	tcase_add_test(tc, symmetric_what_ifs_equal_the_reduced_run);
 #endif
