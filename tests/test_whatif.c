@@ -202,6 +202,80 @@ START_TEST(job_file_what_if_key)
 }
 END_TEST
 
+/* -------------------------------------------------------------- node groups --- */
+
+/* platforms/dgx-h100.yaml with `extra` appended under platform: and its nodes set. */
+static void mixed_platform(const char *path, int nodes, const char *extra)
+{
+	char src[2048];
+	snprintf(src, sizeof src, "%s/platforms/dgx-h100.yaml", getenv("SPSIM_DATA_DIR"));
+	FILE *in = fopen(src, "r");
+	ck_assert_ptr_nonnull(in);
+	FILE *out = fopen(path, "w");
+	ck_assert_ptr_nonnull(out);
+	char line[1024];
+	while (fgets(line, sizeof line, in)) {
+		if (strcmp(line, "  nodes: 1\n") == 0)
+			fprintf(out, "  nodes: %d\n", nodes);
+		else
+			fputs(line, out);
+	}
+	fputs(extra, out);
+	fclose(in);
+	fclose(out);
+}
+
+START_TEST(node_groups_load_and_fail_at_their_line)
+{
+	char path[] = "/tmp/spsim-mixed-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	mixed_platform(path, 3,
+		       "  node_groups:\n    - {nodes: 2}\n    - nodes: 1\n      nics: 4\n"
+		       "      gpu: {name: A100-SXM4-80GB, peak_bf16: 312TFLOPS, memory: 64GiB, hbm_bandwidth: 2039GB/s}\n");
+	config_platform p;
+	config_error err;
+	ck_assert_msg(config_load_platform(path, &p, &err), "%s", err.msg);
+	ck_assert_int_eq(p.n_node_groups, 2);
+	ck_assert_int_eq(p.node_groups[0].nodes, 2);
+	ck_assert_int_eq(p.node_groups[0].nics, 8); /* the platform's */
+	ck_assert_str_eq(p.node_groups[0].gpu.name, "H100-SXM5-80GB");
+	ck_assert_int_eq(p.node_groups[1].nics, 4);
+	ck_assert_int_eq(p.node_groups[1].gpu.arch, CONFIG_ARCH_AMPERE); /* by name */
+	ck_assert_int_eq(p.node_groups[1].gpu.sms, 108);
+	ck_assert_int_eq(config_platform_group_of(&p, 1), 0);
+	ck_assert_int_eq(config_platform_group_of(&p, 2), 1);
+	ck_assert_int_eq(config_platform_nics_of(&p, 2), 4);
+	ck_assert_double_eq(config_platform_gpu_of(&p, 2)->peak_flops, 312e12);
+	ck_assert(config_platform_heterogeneous(&p));
+	/* the memory check: the smallest GPU holding a rank (contiguous: 16 ranks on nodes 0-1) */
+	engine_options opt = {.placement = ENGINE_PLACE_CONTIGUOUS};
+	ck_assert_double_eq(engine_placed_gpu_memory(&p, 16, &opt), 80.0 * (1 << 30));
+	ck_assert_double_eq(engine_placed_gpu_memory(&p, 17, &opt), 64.0 * (1 << 30));
+	config_whatif w = parse1(CONFIG_WHATIF_FAIL_NODE, "0");
+	opt.whatif = &w; /* node 0 lost: 16 ranks on nodes 1 and 2 */
+	ck_assert_double_eq(engine_placed_gpu_memory(&p, 16, &opt), 64.0 * (1 << 30));
+
+	mixed_platform(path, 4, "  node_groups:\n    - {nodes: 2}\n    - {nodes: 1}\n");
+	ck_assert(!config_load_platform(path, &p, &err));
+	ck_assert_msg(strstr(err.msg, "'node_groups' hold 3 nodes, expected the platform's nodes (4)"), "%s", err.msg);
+	mixed_platform(path, 2, "  node_groups:\n    - {nodes: 2, gpus: 4}\n");
+	ck_assert(!config_load_platform(path, &p, &err));
+	ck_assert_msg(strstr(err.msg, "unknown key 'gpus'"), "%s", err.msg);
+	mixed_platform(path, 2, "  node_groups:\n    - {nodes: 1}\n    - {nodes: 1, gpu: {name: X1}}\n");
+	ck_assert(!config_load_platform(path, &p, &err));
+	ck_assert_msg(strstr(err.msg, "peak_bf16"), "%s", err.msg);
+	mixed_platform(path, 2, "  node_groups: 2\n");
+	ck_assert(!config_load_platform(path, &p, &err));
+	ck_assert_msg(strstr(err.msg, "non-empty list"), "%s", err.msg);
+	mixed_platform(path, 2, "  node_groups:\n    - {nodes: 2}\n");
+	ck_assert_msg(config_load_platform(path, &p, &err), "%s", err.msg);
+	ck_assert(!config_platform_heterogeneous(&p)); /* one group like the platform */
+	unlink(path);
+}
+END_TEST
+
 /* --------------------------------------------------------------- placement --- */
 
 START_TEST(failed_node_replaces_by_the_policy)
@@ -430,6 +504,43 @@ START_TEST(trace_shows_the_straggler)
 }
 END_TEST
 
+START_TEST(a_slower_gpu_group_is_a_slow_node)
+{
+	/* Node 1's GPUs at half the FLOP rate and half the HBM bandwidth (same SMs, same
+	 * architecture): every compute op there is a roofline max of the two, so it takes
+	 * exactly twice as long, as --slow-node 1:2 makes it on the uniform platform. */
+	config_platform p = tu_platform(2, 4, 1);
+	config_job job = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 4, 1, 4096, 2);
+	job.zero_overlap = 1;
+	config_whatif w = parse1(CONFIG_WHATIF_SLOW_NODE, "1:2");
+	sim_out want = run_sg(&p, &job, &w);
+	config_platform mixed = p;
+	mixed.n_node_groups = 2;
+	mixed.node_groups[0] = (config_node_group){.nodes = 1, .nics = 1, .gpu = p.gpu};
+	mixed.node_groups[1] = mixed.node_groups[0];
+	mixed.node_groups[1].gpu.peak_flops /= 2;
+	mixed.node_groups[1].gpu.hbm_bandwidth /= 2;
+	assert_same(run_sg(&mixed, &job, NULL), want, "half-speed group");
+	/* a second NIC on node 0 alone: the ring keeps one channel (the platform's NIC count),
+	 * so nothing changes */
+	mixed = p;
+	mixed.n_node_groups = 2;
+	mixed.node_groups[0] = (config_node_group){.nodes = 1, .nics = 2, .gpu = p.gpu};
+	mixed.node_groups[1] = (config_node_group){.nodes = 1, .nics = 1, .gpu = p.gpu};
+	assert_same(run_sg(&mixed, &job, NULL), run_sg(&p, &job, NULL), "extra NIC");
+	/* the analytic engine refuses mixed nodes */
+	config_model m = tu_model();
+	workload_plan plan;
+	config_error err;
+	ck_assert(workload_plan_make(&m, &mixed, &job, &plan, &err));
+	engine_input in = {.model = &m, .platform = &mixed, .job = &job, .plan = &plan};
+	engine_result r;
+	ck_assert(!engine_find("analytic")->run(&in, &r, &err));
+	ck_assert_msg(strstr(err.msg, "mixes node groups"), "%s", err.msg);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
 START_TEST(failed_node_on_a_uniform_fabric_changes_nothing)
 {
 	/* On a single switch every node is alike: the job re-placed off node 0 (onto nodes 1
@@ -584,12 +695,14 @@ int main(void)
 	tcase_add_test(tc, factors_compose);
 	tcase_add_test(tc, job_file_what_if_key);
 	tcase_add_test(tc, failed_node_replaces_by_the_policy);
+	tcase_add_test(tc, node_groups_load_and_fail_at_their_line);
 	tcase_add_test(tc, analytic_engine_refuses_what_ifs);
 #if SPSIM_HAVE_SIMGRID
 	tcase_add_test(tc, slow_gpu_adds_its_extra_compute_to_the_step);
 	tcase_add_test(tc, degraded_nic_changes_only_collectives_that_cross_it);
 	tcase_add_test(tc, failed_node_on_a_uniform_fabric_changes_nothing);
 	tcase_add_test(tc, trace_shows_the_straggler);
+	tcase_add_test(tc, a_slower_gpu_group_is_a_slow_node);
 	tcase_add_test(tc, background_traffic_contends_only_where_it_shares_links);
 	tcase_add_test(tc, symmetric_what_ifs_equal_the_reduced_run);
 #endif

@@ -472,6 +472,11 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		fprintf(stderr, "spsim: %s\n", err.msg);
 		return false;
 	}
+	if (a->nodes && a->p.n_node_groups > 0 && a->nodes != a->p.nodes) {
+		fprintf(stderr, "spsim %s: --nodes %d: platform '%s' lists its %d nodes in node_groups; edit the groups "
+				"to change them\n", cmd, a->nodes, a->p.name, a->p.nodes);
+		return false;
+	}
 	if (a->nodes)
 		a->p.nodes = a->nodes;
 	if (a->calibration[0]) {
@@ -494,8 +499,18 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		fprintf(stderr, "spsim %s: %s\n", cmd, err.msg);
 		return false;
 	}
-	if (a->whatif.n > 0) {
+	if (a->whatif.n > 0)
 		a->opt.whatif = &a->whatif;
+	if (a->p.n_node_groups > 0) {
+		if (config_platform_heterogeneous(&a->p) && strcmp(a->engine, "analytic") == 0) {
+			fprintf(stderr, "spsim %s: the analytic engine times one kind of node; platform '%s' mixes node "
+					"groups of different GPUs or NIC counts: use --engine simgrid\n", cmd, a->p.name);
+			return false;
+		}
+		/* the memory check is against the smallest GPU holding a rank */
+		a->p.gpu.memory_bytes = engine_placed_gpu_memory(&a->p, a->job.gpus, &a->opt);
+	}
+	if (a->whatif.n > 0) {
 		if (!config_whatif_check(&a->whatif, &a->p, a->job.gpus, &err) ||
 		    !engine_whatif_supported(a->engine, &a->opt, &err)) {
 			fprintf(stderr, "spsim %s: %s\n", cmd, err.msg);

@@ -108,19 +108,34 @@ typedef struct config_attn_point {
 } config_attn_point;
 #define CONFIG_MAX_ATTN_POINTS 32
 
+typedef struct config_gpu {
+	char name[CONFIG_NAME_MAX];
+	double peak_flops;   /* dense bf16 FLOP/s */
+	double memory_bytes; /* HBM capacity */
+	double hbm_bandwidth;/* bytes/s */
+	int sms;             /* streaming multiprocessors (`sms:`, default by GPU name) */
+	config_gpu_arch arch;/* `arch:`, default by GPU name */
+} config_gpu;
+
+/* A heterogeneous platform's nodes, in order (`node_groups:`): `nodes` nodes whose GPUs
+ * are `gpu` and which have `nics` NICs (each defaults to the platform's). */
+#define CONFIG_MAX_NODE_GROUPS 8
+typedef struct config_node_group {
+	int nodes;
+	int nics;
+	config_gpu gpu;
+} config_node_group;
+
 typedef struct config_platform {
 	char name[CONFIG_NAME_MAX];
 	char path[CONFIG_PATH_MAX];
 	int nodes;
 	int gpus_per_node;
-	struct {
-		char name[CONFIG_NAME_MAX];
-		double peak_flops;   /* dense bf16 FLOP/s */
-		double memory_bytes; /* HBM capacity */
-		double hbm_bandwidth;/* bytes/s */
-		int sms;             /* streaming multiprocessors (`sms:`, default by GPU name) */
-		config_gpu_arch arch;/* `arch:`, default by GPU name */
-	} gpu;
+	config_gpu gpu;
+	/* node_groups: 0 for a uniform platform; else groups covering nodes 0.. in order (their
+	 * nodes add up to `nodes`). Only the SimGrid engine runs them. */
+	int n_node_groups;
+	config_node_group node_groups[CONFIG_MAX_NODE_GROUPS];
 	/* The attention kernel the platform's software stack runs (`attention_kernel:`);
 	 * a job may override it (config_job.attention_kernel). */
 	config_attn_kernel attention_kernel;
@@ -188,6 +203,12 @@ bool config_attn_kernel_has_curve(config_attn_kernel k, config_gpu_arch arch);
 const char *config_attn_kernel_unusable(const config_platform *p, config_attn_kernel k);
 
 static inline int config_platform_gpus(const config_platform *p) { return p->nodes * p->gpus_per_node; }
+/* Node groups (nodegroups.c): the group of node u (-1 without groups or beyond them), the
+ * GPU of node u, its NIC count, and whether the platform mixes node kinds. */
+int config_platform_group_of(const config_platform *p, int node);
+const config_gpu *config_platform_gpu_of(const config_platform *p, int node);
+int config_platform_nics_of(const config_platform *p, int node);
+bool config_platform_heterogeneous(const config_platform *p);
 /* Effective (efficiency-scaled) bandwidths used by the engines, bytes/s. */
 double config_platform_intra_bw(const config_platform *p);      /* per GPU per direction */
 double config_platform_intra_pair_bw(const config_platform *p); /* per pair (mesh) */

@@ -60,6 +60,9 @@ bool engine_placement_map(const config_platform *p, int world, const engine_opti
  * the platform's GPU indices. Without failed nodes it is engine_placement_map. */
 bool engine_whatif_placement(const config_platform *p, int world, const engine_options *opt, int *gpu_of_rank,
 			     config_error *err);
+/* The memory of the smallest GPU that holds a rank of a `world`-rank job placed by opt on
+ * p (node groups may mix GPUs; the memory check is against it). p->gpu's without groups. */
+double engine_placed_gpu_memory(const config_platform *p, int world, const engine_options *opt);
 /* Whether opt carries any what-if. */
 bool engine_whatif_active(const engine_options *opt);
 /* False, saying why, when `engine` cannot run opt's what-ifs: every what-if breaks the

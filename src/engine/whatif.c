@@ -52,3 +52,23 @@ bool engine_whatif_supported(const char *engine, const engine_options *opt, conf
 			   "every rank of a class alike; use --engine simgrid, which simulates the whole cluster",
 			   engine, what);
 }
+
+double engine_placed_gpu_memory(const config_platform *p, int world, const engine_options *opt)
+{
+	if (p->n_node_groups == 0)
+		return p->gpu.memory_bytes;
+	if (world <= 0)
+		world = config_platform_gpus(p);
+	int *gpu_of = malloc((size_t)world * sizeof *gpu_of);
+	double least = p->gpu.memory_bytes;
+	bool any = false;
+	if (gpu_of && engine_whatif_placement(p, world, opt, gpu_of, NULL))
+		for (int r = 0; r < world; r++) {
+			double m = config_platform_gpu_of(p, gpu_of[r] / p->gpus_per_node)->memory_bytes;
+			if (!any || m < least)
+				least = m;
+			any = true;
+		}
+	free(gpu_of);
+	return least;
+}

@@ -196,7 +196,7 @@ static void walk_block(walker *w, int bidx, int micro)
 					flush(w);
 					wait_for(R, me, ds, dseq);
 				}
-				double dur = engine_compute_time(r->p, op) * R->slow;
+				double dur = engine_compute_time(R->plat, op) * R->slow;
 				if (!push(w, bidx, it, micro, op, dur)) {
 					/* no room to defer it: run what is pending, then this op alone */
 					flush(w);
@@ -211,7 +211,7 @@ static void walk_block(walker *w, int bidx, int micro)
 					wait_for(R, me, ds, dseq);
 				double t0 = simgrid_get_clock();
 				if (op->kind == WL_OP_COMPUTE) {
-					double dur = engine_compute_time(r->p, op) * R->slow;
+					double dur = engine_compute_time(R->plat, op) * R->slow;
 					if (dur > 0) {
 						sg_actor_execute(dur * r->p->gpu.peak_flops);
 						r->execs++;
@@ -320,8 +320,8 @@ static void blocks_free(sgx_run *r)
  * the next period landing on its image, the ghosts) gives the same times. */
 static int symmetry_period(const sgx_run *r)
 {
-	if (!r->opt.symmetry || engine_whatif_active(&r->in->opt))
-		return 0; /* what-ifs break the symmetry (docs/simgrid.md "What-ifs") */
+	if (!r->opt.symmetry || engine_whatif_active(&r->in->opt) || config_platform_heterogeneous(r->p))
+		return 0; /* what-ifs and mixed nodes break the symmetry (docs/simgrid.md §9, §10) */
 	int G = r->gpn, W = r->W;
 	if (W % G != 0)
 		return 0;
@@ -522,6 +522,17 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 		free(links);
 	}
 
+	if (p->n_node_groups > 0) {
+		r->group_plat = malloc((size_t)p->n_node_groups * sizeof *r->group_plat);
+		if (!r->group_plat) {
+			config_fail(err, "out of memory");
+			goto done;
+		}
+		for (int g = 0; g < p->n_node_groups; g++) {
+			r->group_plat[g] = *p;
+			r->group_plat[g].gpu = p->node_groups[g].gpu;
+		}
+	}
 	r->ranks = calloc((size_t)r->Wsim, sizeof *r->ranks);
 	sgx_actor *actors = calloc((size_t)r->Wsim * WL_STREAM_COUNT, sizeof *actors);
 	if (r->quotient)
@@ -551,6 +562,8 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 		R->node = r->gpu_of[i] / r->gpn;
 		R->local = r->gpu_of[i] % r->gpn;
 		R->slow = config_whatif_compute_factor(in->opt.whatif, i, R->node);
+		int grp = config_platform_group_of(p, R->node);
+		R->plat = grp < 0 ? p : &r->group_plat[grp];
 		sgx_host_name(name, sizeof name, R->node, R->local);
 		R->host = sg_host_by_name(name);
 		if (!R->host) {
@@ -648,6 +661,7 @@ done:
 	free(r->mb_key);
 	free(r->mb_val);
 	free(r->bg);
+	free(r->group_plat);
 	free(r);
 	return ok;
 }

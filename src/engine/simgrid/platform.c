@@ -72,6 +72,8 @@ static void node_zone(writer *w, int u, const char *ind)
 	fprintf(w->f, "%s<zone id=\"n%d\" routing=\"Full\">\n", ind, u);
 	for (int j = 0; j < w->gpn; j++) {
 		sgx_host_name(a, sizeof a, u, j);
+		/* every host runs at the platform's peak: executions carry time x that peak
+		 * (executor.c), each rank's time from its own node's GPU */
 		fprintf(w->f, "%s  <host id=\"%s\" speed=\"%.17gf\"/>\n", ind, a, p->gpu.peak_flops);
 	}
 	if (w->gateways)
@@ -92,8 +94,11 @@ static void node_zone(writer *w, int u, const char *ind)
 				 p->intra.latency / 2, "SPLITDUPLEX");
 		}
 	}
+	int nics = w->p->n_node_groups > 0 ? config_platform_nics_of(w->p, u) : w->nics; /* node groups */
+	if (nics < 1)
+		nics = 1;
 	if (w->gateways)
-		for (int k = 0; k < w->nics; k++) {
+		for (int k = 0; k < nics; k++) {
 			nic_name(a, sizeof a, u, k);
 			link_xml(w, in2, a, degraded(w, config_platform_nic_bw(p), CONFIG_LINK_NIC, u, k, -1),
 				 p->inter.latency / 2, "SPLITDUPLEX");
@@ -123,7 +128,7 @@ static void node_zone(writer *w, int u, const char *ind)
 				gpu_link_name(c, sizeof c, u, j);
 				fprintf(w->f, "<link_ctn id=\"%s\" direction=\"UP\"/>", c);
 			}
-			nic_name(c, sizeof c, u, j % w->nics);
+			nic_name(c, sizeof c, u, j % nics);
 			fprintf(w->f, "<link_ctn id=\"%s\" direction=\"UP\"/></route>\n", c);
 		}
 	fprintf(w->f, "%s</zone>\n", ind);

@@ -65,6 +65,7 @@ typedef struct sgx_rank {
 	int node, local;
 	sg_host_t host;
 	double slow;    /* what-if: compute takes this many times as long (1: as the platform says) */
+	const config_platform *plat; /* the platform as its node's GPU sees it (node groups) */
 	long done[WL_STREAM_COUNT];
 	/* a stream actor blocked on another stream of this rank: waits until done[on] > seq */
 	bool waiting[WL_STREAM_COUNT];
@@ -123,6 +124,7 @@ struct sgx_run {
 	bool oom;
 	bool broken; /* the symmetry reduction met a flow it cannot map (internal error) */
 	void *bg;    /* whatif.c: the background traffic's ring edges */
+	config_platform *group_plat; /* per node group: the platform with that group's GPU */
 };
 
 /* executor.c: the in-process run; block_max (n_micro + n_step entries, may be NULL)
