@@ -231,9 +231,10 @@ bool config_whatif_check(const config_whatif *w, const config_platform *p, int w
 				return config_fail(err, "--%s: node %d does not exist: platform '%s' has nodes 0 to %d",
 						   what, it->node, p->name, N - 1);
 			if (it->link == CONFIG_LINK_NIC) {
-				if (it->a >= p->inter.nics_per_node)
-					return config_fail(err, "--%s: NIC %d does not exist: nodes of '%s' have NICs 0 to %d",
-							   what, it->a, p->name, p->inter.nics_per_node - 1);
+				int nics = config_platform_nics_of(p, it->node); /* node groups may differ */
+				if (it->a >= nics)
+					return config_fail(err, "--%s: NIC %d does not exist: node %d of '%s' has NICs 0 to %d",
+							   what, it->a, it->node, p->name, nics - 1);
 				if (N < 2)
 					return config_fail(err, "--%s: platform '%s' has one node: no NIC carries its traffic",
 							   what, p->name);
