@@ -638,6 +638,10 @@ START_TEST(cli_refuses_bad_what_ifs_with_exit_2)
 	const char *a5[] = {JOB, "--slow-node", "2:2", NULL};
 	ck_assert_int_eq(spsim_rc(err, sizeof err, a5), 2);
 	ck_assert_msg(strstr(err, "node 2 does not exist"), "%s", err);
+	const char *a6[] = {"max-seq", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--nodes", "2", "--sp", "8",
+			    "--degrade", "nic:0:2", NULL};
+	ck_assert_int_eq(spsim_rc(err, sizeof err, a6), 2);
+	ck_assert_msg(strstr(err, "--degrade nic:0:2 changes step time, not memory"), "%s", err);
 #undef JOB
 }
 END_TEST

@@ -357,6 +357,16 @@ int cli_cmd_max_seq(int argc, char **argv)
 	a.job.seq_len = 720720L * 1024;
 	if (!cli_job_resolve(&a, "max-seq"))
 		return CLI_USAGE;
+	/* what-ifs change time, not memory (a failed node only moves ranks, which the memory
+	 * check of node groups already follows): refuse them rather than ignore them */
+	for (int i = 0; i < a.whatif.n; i++)
+		if (a.whatif.item[i].kind != CONFIG_WHATIF_FAIL_NODE) {
+			char what[96];
+			config_whatif_format(&a.whatif.item[i], what, sizeof what);
+			fprintf(stderr, "spsim max-seq: --%s changes step time, not memory per GPU, which max-seq "
+					"searches; drop it\n", what);
+			return CLI_USAGE;
+		}
 	long shards = a.job.strategy == CONFIG_STRATEGY_BASP ? a.job.sp / a.job.micro_batch : a.job.sp;
 	long g = ((ctx.granule + shards - 1) / shards) * shards;
 	long best = workload_max_seq(&a.m, &a.p, &a.job, g);
