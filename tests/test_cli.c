@@ -84,6 +84,49 @@ static const char *data(const char *rel)
 	return buf[k];
 }
 
+/* A fresh directory for files a test writes (left in /tmp on failure, for a look). */
+static void tmp_dir(char *out, size_t len)
+{
+	snprintf(out, len, "/tmp/spsim-cli-dir-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(out));
+}
+
+/* Writes text to dir/name; returns the path (static, four in rotation). */
+static const char *tmp_write(const char *dir, const char *name, const char *text)
+{
+	static char buf[4][CONFIG_PATH_MAX];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+	FILE *f = fopen(buf[k], "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	return buf[k];
+}
+
+/* A copy of platforms/dgx-h100.yaml with one line replaced (from, to), written to dir/name;
+ * variant_line: the line where `to` starts. */
+static int variant_line;
+static const char *platform_variant(const char *dir, const char *name, const char *from, const char *to)
+{
+	char path[CONFIG_PATH_MAX], text[8192] = "";
+	snprintf(path, sizeof path, "%s/platforms/dgx-h100.yaml", getenv("SPSIM_DATA_DIR"));
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	char *at = strstr(text, from);
+	ck_assert_msg(at != NULL, "'%s' not in dgx-h100.yaml", from);
+	char out[8400];
+	snprintf(out, sizeof out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+	variant_line = 1;
+	for (const char *c = text; c < at; c++)
+		variant_line += *c == '\n';
+	return tmp_write(dir, name, out);
+}
+
 #define REF "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400"
 
 START_TEST(usage_and_help)
@@ -150,7 +193,7 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	expect(o, 2, "--impl expects hf or megatron, got 'deepspeed'");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--memory-reserve", "2", NULL);
-	expect(o, 2, "--memory-reserve: '2' has no unit, expected a size such as 40GiB or 80GB, or 0");
+	expect(o, 2, "--memory-reserve: '2' has no unit, expected a size such as 40GiB or 512MiB, or 0");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--memory-reserve", "-1GiB", NULL);
 	expect(o, 2, "--memory-reserve: '-1GiB' must be positive");
@@ -267,8 +310,9 @@ END_TEST
 
 START_TEST(compare_reports_speedups_over_the_first)
 {
+	/* recompute full: all three fit in 40 GiB (speedups are given only between runs that fit) */
 	cli_out *o = spsim("compare", REF, "--seq-len", "16K", "--micro-batch", "2", "--zero", "3", "--strategies",
-			   "ulysses,basp,ulysses:sp=4", "--format", "json", NULL);
+			   "ulysses,basp,ulysses:sp=4", "--recompute", "full", "--format", "json", NULL);
 	expect(o, 0, NULL);
 	json_t *j = json_loads(o->out, 0, NULL);
 	ck_assert_ptr_nonnull(j);
@@ -313,8 +357,35 @@ START_TEST(csv_rows_match_the_header)
 	ck_assert_int_eq(lines, 3); /* header + ulysses + basp */
 	ck_assert_int_eq(cols[0], cols[1]);
 	ck_assert_int_eq(cols[0], cols[2]);
-	ck_assert(strncmp(o->out, "label,engine,model", 18) == 0);
+	/* one column set: compare, run and sweep write the same header, units in the names */
+	char header[4096];
+	snprintf(header, sizeof header, "%.*s", (int)(strchr(o->out, '\n') - o->out), o->out);
 	free(o);
+	ck_assert_msg(strstr(header, ",step_time_s,") && strstr(header, ",sp_bytes,") &&
+			      strstr(header, ",gpu_memory_bytes,") && strstr(header, ",mem_peak_bytes,") &&
+			      strstr(header, ",nic_bandwidth_bytes_per_s,") && strstr(header, ",inter_latency_s,"),
+		      "%s", header);
+	ck_assert_msg(!strstr(header, ",mem_peak,") && !strstr(header, ",gpu_memory,"), "%s", header);
+	o = spsim("run", REF, "--seq-len", "8K", "--engine", "analytic", "--format", "csv", NULL);
+	expect(o, 0, NULL);
+	ck_assert(strncmp(o->out, header, strlen(header)) == 0 && o->out[strlen(header)] == '\n');
+	free(o);
+	char dir[64], out[96], csv[128];
+	tmp_dir(dir, sizeof dir);
+	snprintf(out, sizeof out, "%s/rows", dir);
+	snprintf(csv, sizeof csv, "%s/points.csv", out);
+	char spec[CONFIG_PATH_MAX];
+	snprintf(spec, sizeof spec, "%s/tests/data/plan/grid.yaml", getenv("SPSIM_DATA_DIR"));
+	o = spsim("sweep", spec, "--out", out, "-j", "1", "--quiet", NULL);
+	expect(o, 0, NULL);
+	free(o);
+	FILE *f = fopen(csv, "r");
+	ck_assert_ptr_nonnull(f);
+	char line[4096];
+	ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+	fclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	ck_assert_str_eq(line, header);
 }
 END_TEST
 
@@ -502,6 +573,415 @@ START_TEST(basp_uneven_reports_its_parts)
 }
 END_TEST
 
+START_TEST(ignored_inputs_are_said)
+{
+	/* compare runs --strategies; a --strategy there used to vanish */
+	cli_out *o = spsim("compare", REF, "--seq-len", "4K", "--strategy", "basp", "--engine", "analytic", NULL);
+	expect(o, 2, "compare runs the list given by --strategies");
+	free(o);
+	/* max-seq simulates nothing: a trace would never be written */
+	o = spsim("max-seq", REF, "--trace", "/tmp/spsim-never.json", NULL);
+	expect(o, 2, "--trace: max-seq simulates no step");
+	free(o);
+	/* the engine does not change a memory bound: said, and the answer is the same */
+	o = spsim("max-seq", REF, "--engine", "analytic", NULL);
+	expect(o, 0, "--engine is not used");
+	cli_out *o2 = spsim("max-seq", REF, NULL);
+	expect(o2, 0, NULL);
+	ck_assert_str_eq(o->out, o2->out);
+	ck_assert_str_eq(o2->err, "");
+	free(o);
+	free(o2);
+	/* --basp-uneven only shapes BASP: with Ulysses it is a warning, the run goes on */
+	o = spsim("run", REF, "--seq-len", "4K", "--basp-uneven", "unequal", "--engine", "analytic", NULL);
+	expect(o, 0, "--basp-uneven unequal applies to --strategy basp only");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "4K", "--engine", "analytic", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(!strstr(o->err, "warning"), "%s", o->err);
+	free(o);
+	/* leaf switches exist only in a fat-tree: the key is an error, located */
+	char dir[64];
+	tmp_dir(dir, sizeof dir);
+	const char *pl = platform_variant(dir, "rail.yaml", "    topology: rail-optimized\n",
+					  "    topology: rail-optimized\n    nodes_per_leaf: 2\n");
+	char want[160];
+	o = spsim("run", "--model", "llama-3.2-1b", "--platform", pl, "--seq-len", "4K", NULL);
+	snprintf(want, sizeof want, "rail.yaml:%d:21: 'nodes_per_leaf' applies only to topology fat-tree",
+		 variant_line + 1);
+	expect(o, 2, want);
+	free(o);
+	pl = platform_variant(dir, "rail2.yaml", "    topology: rail-optimized\n",
+			      "    topology: rail-optimized\n    oversubscription: 2\n");
+	o = spsim("run", "--model", "llama-3.2-1b", "--platform", pl, "--seq-len", "4K", NULL);
+	snprintf(want, sizeof want, "rail2.yaml:%d:23: 'oversubscription' applies only to topology fat-tree",
+		 variant_line + 1);
+	expect(o, 2, want);
+	free(o);
+}
+END_TEST
+
+START_TEST(files_and_directories)
+{
+	char dir[64];
+	tmp_dir(dir, sizeof dir);
+	/* a directory where a file is expected: one message, whatever the flag */
+	static const char *const flags[] = {"--model", "--platform", "--calibration", "--job"};
+	for (size_t i = 0; i < 4; i++) {
+		cli_out *o = i == 0 ? spsim("run", "--model", dir, "--platform", "dgx-h100", "--seq-len", "4K", NULL)
+			     : i == 1 ? spsim("run", "--model", "llama-3.2-1b", "--platform", dir, "--seq-len", "4K", NULL)
+				      : spsim("run", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K",
+					      flags[i], dir, NULL);
+		char want[128];
+		snprintf(want, sizeof want, "%s is a directory, expected a", dir);
+		expect(o, 2, want);
+		free(o);
+	}
+	cli_out *o = spsim("calibrate", "--from-nccl-tests", dir, NULL);
+	expect(o, 2, "is a directory, expected an nccl-tests log file");
+	free(o);
+	/* an unwritable trace is refused before the simulation, as bad input */
+	o = spsim("run", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--trace",
+		  "/nonexistent-dir/t.json", NULL);
+	expect(o, 2, "--trace /nonexistent-dir/t.json: the folder /nonexistent-dir does not exist");
+	free(o);
+	o = spsim("run", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--trace", dir, NULL);
+	expect(o, 2, "is a directory, expected a file name");
+	free(o);
+	/* 80GB is 74.5 GiB: taken literally, but said; 80GiB is quiet */
+	const char *pl = platform_variant(dir, "dec.yaml", "memory: 80GiB", "memory: 80GB ");
+	o = spsim("run", "--model", "llama-3.2-1b", "--platform", pl, "--seq-len", "4K", "--engine", "analytic",
+		  "--format", "json", NULL);
+	char want[128];
+	snprintf(want, sizeof want, "dec.yaml:%d:13: warning: memory '80GB' is a decimal size (74.51 GiB)", variant_line);
+	expect(o, 0, want);
+	json_t *j = json_loads(o->out, 0, NULL);
+	ck_assert_double_eq(json_number_value(json_object_get(json_object_get(j, "memory_bytes"), "capacity")), 80e9);
+	json_decref(j);
+	free(o);
+	o = spsim("run", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--engine", "analytic",
+		  NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(!strstr(o->err, "warning"), "%s", o->err);
+	free(o);
+	/* and no hint suggests writing a decimal GPU memory */
+	pl = platform_variant(dir, "bad.yaml", "memory: 80GiB", "memory: lots");
+	o = spsim("run", "--model", "llama-3.2-1b", "--platform", pl, "--seq-len", "4K", NULL);
+	expect(o, 2, "expected a size such as 40GiB");
+	ck_assert_msg(!strstr(o->err, "80GB"), "%s", o->err);
+	free(o);
+}
+END_TEST
+
+START_TEST(job_file_takes_token_units_and_relative_paths)
+{
+	/* seq_len: 32K as on the command line; model and platform paths next to the job file,
+	 * whatever the current directory */
+	char dir[64], sub[96];
+	tmp_dir(dir, sizeof dir);
+	snprintf(sub, sizeof sub, "%s/cfg", dir);
+	ck_assert_int_eq(mkdir(sub, 0777), 0);
+	platform_variant(sub, "my-platform.yaml", "name: dgx-h100", "name: my-h100");
+	const char *job = tmp_write(sub, "job.yaml",
+				    "job:\n  model: llama-3.2-1b\n  platform: my-platform.yaml\n  seq_len: 32K\n");
+	cli_out *o = spsim("run", "--job", job, "--engine", "analytic", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "platform")), "my-h100");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "job"), "seq_len")), 32768);
+	json_decref(j);
+	free(o);
+	/* a bad token count is located */
+	job = tmp_write(sub, "bad.yaml", "job:\n  model: llama-3.2-1b\n  seq_len: 32KB\n");
+	o = spsim("run", "--job", job, "--platform", "dgx-h100", NULL);
+	expect(o, 2, "bad.yaml:3:12: 'seq_len' expects a positive token count such as 16384 or 16K, got '32KB'");
+	free(o);
+}
+END_TEST
+
+START_TEST(one_vocabulary_across_commands)
+{
+	/* nccl-tests' -b/-e/-f and spsim-validate's --min-bytes/--max-bytes/--factor are one set */
+	cli_out *a = spsim("collective", "allreduce", "--platform", "dgx-h100", "--engine", "analytic", "-b", "1M", "-e",
+			   "16M", "-f", "4", NULL);
+	cli_out *b = spsim("collective", "allreduce", "--platform", "dgx-h100", "--engine", "analytic", "--min-bytes",
+			   "1M", "--max-bytes", "16M", "--factor", "4", "--redop", "sum", NULL);
+	expect(a, 0, NULL);
+	expect(b, 0, NULL);
+	ck_assert_str_eq(a->out, b->out);
+	ck_assert(strstr(a->out, "16777216"));
+	free(a);
+	free(b);
+	/* collective --help states the engine that really runs by default: the first built in,
+	 * the same one `run --help` names */
+	a = spsim("collective", "--help", NULL);
+	b = spsim("run", "--help", NULL);
+	const char *d;
+	const char *eng = strstr(b->out, "--engine NAME");
+	ck_assert_ptr_nonnull(eng);
+	d = strstr(eng, "(default ");
+	ck_assert_ptr_nonnull(d);
+	char want[64];
+	snprintf(want, sizeof want, "%.*s", (int)(strchr(d, ')') - d + 1), d);
+	const char *ce = strstr(a->out, "--engine NAME");
+	ck_assert_ptr_nonnull(ce);
+	ck_assert_msg(strncmp(strstr(ce, "(default "), want, strlen(want)) == 0, "collective: %.80s, run: %s", ce, want);
+	free(a);
+	free(b);
+	/* calibrate: --collective for the op, -o/--out for --output */
+	a = spsim("calibrate", "--help", NULL);
+	expect(a, 0, NULL);
+	ck_assert(strstr(a->out, "--collective OP") && strstr(a->out, "-o, --output FILE"));
+	free(a);
+	a = spsim("calibrate", "--from-nccl-tests", "x.log", "--collective", "gather", NULL);
+	expect(a, 2, "--collective expects allreduce");
+	free(a);
+	a = spsim("calibrate", "--from-nccl-tests", "x.log", "-o", "/nonexistent-dir/c.yaml", NULL);
+	expect(a, 2, "--output /nonexistent-dir/c.yaml: the folder /nonexistent-dir does not exist");
+	free(a);
+}
+END_TEST
+
+START_TEST(max_seq_takes_lists_and_says_what_blocks)
+{
+	/* 70B on 4 DGX-H100 nodes: every combination of two strategies, ZeRO 1 and 3, and
+	 * recompute none/full in one call */
+	cli_out *o = spsim("max-seq", "--model", "llama-3.1-70b", "--platform", "dgx-h100", "--nodes", "4",
+			   "--micro-batch", "2", "--strategy", "ulysses,basp", "--zero", "1,3", "--recompute", "none,full",
+			   "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	json_t *rows = json_object_get(j, "rows");
+	ck_assert_int_eq(json_array_size(rows), 8);
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r)
+	{
+		const char *strategy = json_string_value(json_object_get(r, "strategy"));
+		long zero = (long)json_integer_value(json_object_get(r, "zero_stage"));
+		const char *rc = json_string_value(json_object_get(r, "recompute"));
+		long best = (long)json_integer_value(json_object_get(r, "max_seq_len"));
+		const char *blocked = json_string_value(json_object_get(r, "blocked_by"));
+		/* ZeRO-1 keeps 16 bytes/param of fp32 optimizer state over 70.6e9 params / 32
+		 * replicas... only the optimizer is partitioned: 2+2 bytes x 70.6e9 = 282 GB of
+		 * bf16 weights and gradients per GPU alone exceed 80 GiB, so nothing fits and the
+		 * model states are what blocks; at ZeRO-3 everything is split 32 ways. */
+		if (zero == 1) {
+			ck_assert_int_eq(best, 0);
+			ck_assert_str_eq(blocked, "model states");
+			ck_assert_str_eq(json_string_value(json_object_get(r, "unblock")), "--zero 3");
+		} else {
+			ck_assert_int_gt(best, 0);
+			ck_assert_str_eq(blocked, "activations");
+		}
+		/* the setting named as the way out is exactly another row of this table */
+		const char *unblock = json_string_value(json_object_get(r, "unblock"));
+		long want_zero = strcmp(unblock, "--zero 3") == 0 ? 3 : zero;
+		const char *want_rc = strcmp(unblock, "--recompute full") == 0 ? "full" : rc;
+		if (want_zero == zero && strcmp(want_rc, rc) == 0)
+			continue;
+		size_t k;
+		json_t *s;
+		bool found = false;
+		json_array_foreach(rows, k, s)
+		if (strcmp(json_string_value(json_object_get(s, "strategy")), strategy) == 0 &&
+		    json_integer_value(json_object_get(s, "zero_stage")) == want_zero &&
+		    strcmp(json_string_value(json_object_get(s, "recompute")), want_rc) == 0) {
+			found = true;
+			ck_assert_int_eq(json_integer_value(json_object_get(r, "unblock_max_seq_len")),
+					 json_integer_value(json_object_get(s, "max_seq_len")));
+			ck_assert_int_gt(json_integer_value(json_object_get(s, "max_seq_len")), best);
+		}
+		ck_assert(found);
+	}
+	json_decref(j);
+	free(o);
+	/* the table names the blocker and the way out */
+	o = spsim("max-seq", "--model", "llama-3.1-70b", "--platform", "dgx-h100", "--nodes", "4", "--strategy",
+		  "ulysses,basp", "--micro-batch", "2", "--zero", "1,3", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "model states  --zero 3: ") && strstr(o->out, "activations   --recompute full: "),
+		      "%s", o->out);
+	free(o);
+	o = spsim("max-seq", REF, "--zero", "1,4", NULL);
+	expect(o, 2, "--zero expects an integer from 0 to 3, got '4'");
+	free(o);
+}
+END_TEST
+
+START_TEST(plan_says_why_nothing_was_searched)
+{
+	/* 12 GPUs on 8-GPU nodes: no budget to search is an input error, said so */
+	cli_out *o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--gpus", "12", "--seq-len", "4K",
+			   "--global-batch", "64K", "--verify", "none", NULL);
+	expect(o, 2, "nothing to search: no --gpus budget is a whole number of nodes");
+	ck_assert_str_eq(o->out, "");
+	free(o);
+	/* 70B, one 1M-token sequence on 8 A100-40GB: nothing fits; ZeRO-3 and recompute were
+	 * searched (by default), so they are not offered as the way out */
+	o = spsim("plan", "--model", "llama-3.1-70b", "--platform", "a100-2x4-ib400", "--gpus", "8", "--seq-len", "1M",
+		  "--global-batch", "1M", "--verify", "none", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "no configuration fits in GPU memory"), "%s", o->out);
+	ck_assert_msg(!strstr(o->out, "--zero 3") && !strstr(o->out, "--recompute full"), "%s", o->out);
+	free(o);
+	/* searching ZeRO-1 and no recompute only: both are offered */
+	o = spsim("plan", "--model", "llama-3.1-70b", "--platform", "a100-2x4-ib400", "--gpus", "8", "--seq-len", "1M",
+		  "--global-batch", "1M", "--verify", "none", "--zero", "1", "--recompute", "none", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "ZeRO-3 (--zero 3)") && strstr(o->out, "recompute (--recompute full)"), "%s", o->out);
+	free(o);
+}
+END_TEST
+
+START_TEST(no_speedup_for_what_does_not_fit)
+{
+	/* Qwen1.5-7B, 32K, B=2, ZeRO-3 on 8 A100-40GB: without recompute every strategy
+	 * needs more than 40 GiB (the README's compare example before it added recompute) */
+	cli_out *o = spsim("compare", "--model", "qwen1.5-7b", "--platform", "a100-2x4-ib400", "--micro-batch", "2",
+			   "--seq-len", "32K", "--strategies", "ulysses,basp,ulysses:sp=4", "--zero", "3", "--engine",
+			   "analytic", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "fits                                   NO               NO               NO"), "%s",
+		      o->out);
+	ck_assert_msg(strstr(o->out, "speedup (tokens/s)             - (no fit)       - (no fit)       - (no fit)"), "%s",
+		      o->out);
+	ck_assert_msg(!strstr(o->out, "1.00x"), "%s", o->out);
+	ck_assert_msg(strstr(o->out, "to fit, try --recompute full,"), "%s", o->out);
+	free(o);
+	o = spsim("compare", "--model", "qwen1.5-7b", "--platform", "a100-2x4-ib400", "--micro-batch", "2", "--seq-len",
+		  "32K", "--strategies", "ulysses,basp", "--zero", "3", "--engine", "analytic", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	ck_assert(json_is_null(json_object_get(json_object_get(j, "speedup"), "basp")));
+	ck_assert(json_is_null(json_object_get(json_object_get(j, "sp_comm_speedup"), "basp")));
+	json_decref(j);
+	free(o);
+	/* at 16K with recompute they fit and the speedups are numbers again */
+	o = spsim("compare", "--model", "qwen1.5-7b", "--platform", "a100-2x4-ib400", "--micro-batch", "2", "--seq-len",
+		  "16K", "--strategies", "ulysses,basp", "--zero", "3", "--recompute", "full", "--engine", "analytic",
+		  "--format", "json", NULL);
+	expect(o, 0, NULL);
+	j = json_loads(o->out, 0, NULL);
+	ck_assert(json_number_value(json_object_get(json_object_get(j, "speedup"), "basp")) > 1);
+	json_decref(j);
+	free(o);
+}
+END_TEST
+
+START_TEST(plan_progress_on_request_only)
+{
+	/* stderr here is a file, not a terminal: nothing unasked; --progress: a line per
+	 * finished re-run with the rate and the ETA, and the final count */
+	cli_out *o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "a100-2x4-ib400", "--gpus", "8", "--seq-len",
+			   "8K", "--global-batch", "128K", "--verify", "analytic", "--top", "3", NULL);
+	expect(o, 0, NULL);
+	ck_assert_str_eq(o->err, "");
+	free(o);
+	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "a100-2x4-ib400", "--gpus", "8", "--seq-len", "8K",
+		  "--global-batch", "128K", "--verify", "analytic", "--top", "3", "--progress", NULL);
+	expect(o, 0, "re-running the top 3 on analytic (3 runs)");
+	/* a line per run (a handful of long tasks), the last with the elapsed time */
+	ck_assert_msg(strstr(o->err, "progress: 1/3 re-runs (33%), 0 failed") && strstr(o->err, "ETA"), "%s", o->err);
+	ck_assert_msg(strstr(o->err, "progress: 3/3 re-runs (100%), 0 failed") && strstr(o->err, "elapsed"), "%s", o->err);
+	free(o);
+	/* compare: the same, per strategy run */
+	o = spsim("compare", REF, "--seq-len", "4K", "--engine", "analytic", "--progress", NULL);
+	expect(o, 0, "progress: 2/2 runs (100%), 0 failed");
+	free(o);
+	o = spsim("compare", REF, "--seq-len", "4K", "--engine", "analytic", NULL);
+	expect(o, 0, NULL);
+	ck_assert_str_eq(o->err, "");
+	free(o);
+}
+END_TEST
+
+/* Whole file into a malloc'd string (NULL when unreadable). */
+static char *read_all(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	int c;
+	while ((c = fgetc(f)) != EOF)
+		fputc(c, m);
+	fclose(f);
+	fclose(m);
+	return buf;
+}
+
+START_TEST(shipped_files_cite_sources_in_the_repository)
+{
+	/* every [TAG] a shipped model or platform cites is defined in docs/sources.md, and none
+	 * points at a document that is not in the repository */
+	const char *root = getenv("SPSIM_DATA_DIR");
+	char path[CONFIG_PATH_MAX];
+	snprintf(path, sizeof path, "%s/docs/sources.md", root);
+	char *sources = read_all(path);
+	ck_assert_ptr_nonnull(sources);
+	static const char *const dirs[] = {"models", "platforms"};
+	int files = 0, tags = 0;
+	for (int d = 0; d < 2; d++) {
+		char **names;
+		int n = config_list_data(dirs[d], &names);
+		ck_assert_int_gt(n, 3);
+		for (int i = 0; i < n; i++) {
+			snprintf(path, sizeof path, "%s/%s/%s.yaml", root, dirs[d], names[i]);
+			char *text = read_all(path);
+			ck_assert_ptr_nonnull(text);
+			ck_assert_msg(!strstr(text, "modeling.md"), "%s cites modeling.md", path);
+			for (char *t = strchr(text, '['); t; t = strchr(t + 1, '[')) {
+				char *end = strchr(t, ']');
+				if (!end || end - t > 40 || strchr(t, '\n') < end)
+					continue;
+				char tag[48];
+				snprintf(tag, sizeof tag, "%.*s", (int)(end - t + 1), t);
+				if (tag[1] < 'A' || tag[1] > 'Z') /* [A100-DS], [HF-..], [NCCL-tuning]; not YAML lists */
+					if (strncmp(tag, "[nccl", 5) != 0)
+						continue;
+				ck_assert_msg(strstr(sources, tag), "%s cites %s, not in docs/sources.md", path, tag);
+				tags++;
+			}
+			free(text);
+			free(names[i]);
+			files++;
+		}
+		free(names);
+	}
+	ck_assert_int_ge(files, 14);
+	ck_assert_int_gt(tags, 30);
+	free(sources);
+}
+END_TEST
+
+START_TEST(basp_unequal_pads_the_sequence)
+{
+	/* 16384 tokens over groups of 2 and 3 (B = 3 on 8 GPUs): the groups of 3 pad the
+	 * sequence to 16386 (5462 tokens per GPU), say so, and cost it; the run goes on */
+	cli_out *o = spsim("run", REF, "--seq-len", "16K", "--micro-batch", "3", "--strategy", "basp", "--basp-uneven",
+			   "unequal", "--engine", "analytic", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "2 groups of 3 GPUs: 5462 tokens (sequence padded by 2 to 16386)"), "%s", o->out);
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--micro-batch", "3", "--strategy", "basp", "--basp-uneven", "unequal",
+		  "--engine", "analytic", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	json_t *parts = json_object_get(json_object_get(j, "basp_uneven"), "parts");
+	ck_assert_int_eq(json_array_size(parts), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(parts, 0), "padding_tokens")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(parts, 1), "padding_tokens")), 2);
+	/* throughput counts the real tokens: 3 sequences of 16384 per step */
+	ck_assert_close(json_number_value(json_object_get(j, "tokens_per_s")),
+			3.0 * 16384 / json_number_value(json_object_get(j, "step_time_s")), 1e-9);
+	json_decref(j);
+	free(o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -521,6 +1001,16 @@ int main(void)
 	tcase_add_test(tc, listing_commands);
 	tcase_add_test(tc, max_seq_reports_a_fitting_length);
 	tcase_add_test(tc, basp_uneven_reports_its_parts);
+	tcase_add_test(tc, ignored_inputs_are_said);
+	tcase_add_test(tc, files_and_directories);
+	tcase_add_test(tc, job_file_takes_token_units_and_relative_paths);
+	tcase_add_test(tc, one_vocabulary_across_commands);
+	tcase_add_test(tc, max_seq_takes_lists_and_says_what_blocks);
+	tcase_add_test(tc, plan_says_why_nothing_was_searched);
+	tcase_add_test(tc, no_speedup_for_what_does_not_fit);
+	tcase_add_test(tc, plan_progress_on_request_only);
+	tcase_add_test(tc, shipped_files_cite_sources_in_the_repository);
+	tcase_add_test(tc, basp_unequal_pads_the_sequence);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

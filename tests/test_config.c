@@ -161,7 +161,7 @@ START_TEST(units_rejections)
 	ck_assert_str_eq(qty_error("40GiB", CONFIG_UNIT_FLOPS),
 			 "'40GiB' is a size, expected a FLOP rate such as 312TFLOPS or 989TFLOP/s");
 	ck_assert_str_eq(qty_error("312TFLOPS", CONFIG_UNIT_SIZE),
-			 "'312TFLOPS' is a FLOP rate, expected a size such as 40GiB or 80GB");
+			 "'312TFLOPS' is a FLOP rate, expected a size such as 40GiB or 512MiB");
 	ck_assert_str_eq(qty_error("-5GB/s", CONFIG_UNIT_BANDWIDTH),
 			 "'-5GB/s' must be positive, expected a bandwidth such as 400Gbps or 50GB/s");
 	ck_assert_str_eq(qty_error("0us", CONFIG_UNIT_TIME), "'0us' must be positive, expected a time such as 2us or 1.5ms");
@@ -177,7 +177,7 @@ START_TEST(units_rejections)
 			 "'2 us extra' has an unknown unit 'us extra', expected a time such as 2us or 1.5ms");
 	ck_assert_str_eq(qty_error("GB/s", CONFIG_UNIT_BANDWIDTH),
 			 "'GB/s' is not a number with a unit, expected a bandwidth such as 400Gbps or 50GB/s");
-	ck_assert_str_eq(qty_error("", CONFIG_UNIT_SIZE), "'' is not a number with a unit, expected a size such as 40GiB or 80GB");
+	ck_assert_str_eq(qty_error("", CONFIG_UNIT_SIZE), "'' is not a number with a unit, expected a size such as 40GiB or 512MiB");
 	/* Hex floats are not numbers here: "0" then the unknown unit "x10GB/s". */
 	ck_assert_str_eq(qty_error("0x10GB/s", CONFIG_UNIT_BANDWIDTH),
 			 "'0x10GB/s' has an unknown unit 'x10GB/s', expected a bandwidth such as 400Gbps or 50GB/s");
@@ -501,7 +501,7 @@ START_TEST(platform_errors)
 	expect_error(PLATFORM, "platform_no_unit.yaml",
 		     "12:16: 'bandwidth': '100' has no unit, expected a bandwidth such as 400Gbps or 50GB/s");
 	expect_error(PLATFORM, "platform_negative.yaml",
-		     "8:13: 'memory': '-16GiB' must be positive, expected a size such as 40GiB or 80GB");
+		     "8:13: 'memory': '-16GiB' must be positive, expected a size such as 40GiB or 512MiB");
 	expect_error(PLATFORM, "platform_out_of_range.yaml", "20:11: 'gemm' must be a number in (0, 1], got '1.5'");
 	expect_error(PLATFORM, "platform_zero_efficiency.yaml",
 		     "24:17: 'inter_link' must be a number in (0, 1], got '0'");
@@ -519,7 +519,7 @@ START_TEST(platform_errors)
 		     "15:5: missing required key 'nodes_per_leaf' in 'inter_node'");
 	expect_error(PLATFORM, "platform_oversub.yaml", "20:23: 'oversubscription' must be a number >= 1, got '0.5'");
 	expect_error(PLATFORM, "platform_bad_reserve.yaml",
-		     "21:19: 'memory_reserve': '-1GiB' must be positive, expected a size such as 40GiB or 80GB, or 0");
+		     "21:19: 'memory_reserve': '-1GiB' must be positive, expected a size such as 40GiB or 512MiB, or 0");
 	expect_error(PLATFORM, "platform_duplicate.yaml",
 		     "14:5: duplicate key 'latency' in 'intra_node' (first at line 13), expected each key once");
 	expect_error(PLATFORM, "platform_missing_section.yaml", "2:3: missing required key 'efficiency' in 'platform'");
@@ -986,7 +986,10 @@ START_TEST(job_full_file)
 	ck_assert_msg(config_load_job(path, &j, model, platform, cal, &nodes, &e), "%s", e.msg);
 	ck_assert_str_eq(model, "llama-3.1-8b");
 	ck_assert_str_eq(platform, "a100-2x4-ib400");
-	ck_assert_str_eq(cal, "measured/cal.yaml");
+	/* a path is relative to the job file's directory; shipped names stay names */
+	char want_cal[CONFIG_PATH_MAX + 32];
+	snprintf(want_cal, sizeof want_cal, "%.*s/measured/cal.yaml", (int)(strrchr(path, '/') - path), path);
+	ck_assert_str_eq(cal, want_cal);
 	ck_assert_int_eq(nodes, 2);
 	ck_assert_int_eq(j.gpus, 8);
 	ck_assert_int_eq(j.strategy, CONFIG_STRATEGY_BASP);
@@ -1043,8 +1046,8 @@ START_TEST(job_errors)
 	expect_error(JOB, "job_bad_impl.yaml", "3:9: 'impl' must be one of: hf, megatron, got 'deepspeed'");
 	expect_error(JOB, "job_bad_reserve.yaml",
 		     "3:19: 'memory_reserve': '2 apples' has an unknown unit 'apples', expected a size such as 40GiB "
-		     "or 80GB, or 0");
-	expect_error(JOB, "job_bad_seq.yaml", "2:12: 'seq_len' must be a positive integer, got '32k'");
+		     "or 512MiB, or 0");
+	expect_error(JOB, "job_bad_seq.yaml", "2:12: 'seq_len' expects a positive token count such as 16384 or 16K, got '32KB'");
 	expect_error(JOB, "model_ok.yaml", "1:1: unknown key 'model' at the top level, expected one of: job");
 }
 END_TEST

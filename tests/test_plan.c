@@ -755,7 +755,8 @@ START_TEST(sweep_cli_refuses_existing_output)
 	snprintf(log, sizeof log, "%s.log", dir);
 	char *a1[] = {(char *)exe(), "sweep", spec, "-o", dir, "--quiet", NULL};
 	ck_assert_int_eq(run_exe(a1, log), 0);
-	ck_assert_int_ne(run_exe(a1, log), 0);
+	/* existing output is a bad option (exit 2, as --help says), found before any work */
+	ck_assert_int_eq(run_exe(a1, log), 2);
 	char *msg = slurp(log);
 	ck_assert_msg(strstr(msg, "pass --resume") && strstr(msg, "--force"), "%.1500s", msg);
 	free(msg);
@@ -1032,7 +1033,8 @@ START_TEST(planner_finds_basp_where_it_wins)
 	 * both nodes; the merged #1 is reachable as BASP (SP 8, B 2). (At 8K and 16K, with
 	 * Hugging Face activations and the memory reserve on 40 GB, every layout needs full
 	 * recompute or data parallelism, and plain data parallelism without any all-to-all
-	 * wins or ties.) */
+	 * wins or ties: ZeRO-3's gathers and reduce-scatters already share the one NIC per
+	 * node with any all-to-all that crosses it, in both engines.) */
 	config_model m;
 	config_platform p;
 	config_error e = {""};
@@ -1174,13 +1176,20 @@ START_TEST(planner_merges_one_layout_under_two_names)
 	for (long i = 0; i < k; i++)
 		for (long j = i + 1; j < k; j++)
 			ck_assert(!plan_same_layout(&c[i], &c[j]));
+	/* The merged row is named as the BASP configuration a user would write (basp SP 8
+	 * B=2, groups of K = 4), with the Ulysses spelling as its alias; no row that a BASP
+	 * name reaches is listed as ulysses. */
 	bool found = false;
-	for (long i = 0; i < k; i++)
-		if (c[i].job.strategy == CONFIG_STRATEGY_ULYSSES && c[i].job.sp == 4 && c[i].job.micro_batch == 1) {
+	for (long i = 0; i < k; i++) {
+		if (c[i].job.strategy == CONFIG_STRATEGY_BASP && c[i].job.sp == 8 && c[i].job.micro_batch == 2) {
 			found = true;
-			ck_assert(has_variant(&c[i], "basp"));
-			ck_assert_msg(strstr(c[i].also, "basp SP 8 B=2"), "also: %s", c[i].also);
+			ck_assert_int_eq(c[i].layout.group_size, 4);
+			ck_assert(has_variant(&c[i], "basp") && has_variant(&c[i], "ulysses"));
+			ck_assert_msg(strstr(c[i].also, "ulysses SP 4 B=1"), "also: %s", c[i].also);
 		}
+		if (has_variant(&c[i], "basp"))
+			ck_assert_int_ne(c[i].job.strategy, CONFIG_STRATEGY_ULYSSES);
+	}
 	ck_assert(found);
 	free(c);
 }
@@ -1345,7 +1354,50 @@ START_TEST(plot_sweep_figures_are_well_formed)
 	snprintf(p, sizeof p, "%s/memory-vs-seq-len.gp", figs);
 	char *gp = slurp(p);
 	ck_assert_ptr_nonnull(strstr(gp, "capacity 40 GiB"));
+	/* limits in neutral grey, never a strategy's colour; the x label clear of the key */
+	ck_assert_msg(strstr(gp, "lc rgb '#555555' title \"capacity 40 GiB\""), "%s", gp);
+	ck_assert_ptr_null(strstr(gp, "#cc0000"));
+	ck_assert_ptr_nonnull(strstr(gp, "set key below noenhanced height"));
 	free(gp);
+	/* each strategy one colour in every figure: ulysses blue, basp orange, the N/B
+	 * Ulysses brown, in the curves (as the base of their shades) and in the bars */
+	static const char *const curves[] = {"memory-vs-seq-len", "speedup-vs-micro-batch", "scaling-vs-gpus", NULL};
+	for (int i = 0; curves[i]; i++) {
+		snprintf(p, sizeof p, "%s/%s.gp", figs, curves[i]);
+		gp = slurp(p);
+		/* a series' colour is its strategy's, darkened or lightened; find every series
+		 * line and check its hue family by the dominant channel */
+		int series = 0;
+		char style[64][32];
+		for (char *at = strstr(gp, "with linespoints"); at; at = strstr(at + 1, "with linespoints")) {
+			char *lc = strstr(at, "lc rgb '#"), *t = strstr(at, "title \"");
+			ck_assert(lc && t);
+			unsigned rgb = (unsigned)strtoul(lc + 9, NULL, 16);
+			int r = (int)(rgb >> 16), g = (int)(rgb >> 8 & 255), b = (int)(rgb & 255);
+			if (strncmp(t + 7, "ulysses:sp=N/B", 14) == 0)
+				ck_assert_msg(r > g && g > b, "%s: %.60s", curves[i], lc); /* brown */
+			else if (strncmp(t + 7, "ulysses", 7) == 0)
+				ck_assert_msg(b > g && g > r, "%s: %.60s", curves[i], lc); /* blue */
+			else if (strncmp(t + 7, "basp", 4) == 0)
+				ck_assert_msg(r > g && g > b && r - b > 100, "%s: %.60s", curves[i], lc); /* orange */
+			/* and no two series drawn alike: colour and dash differ */
+			char *dt = strstr(at, " dt ");
+			ck_assert(dt && series < 64);
+			snprintf(style[series], sizeof style[series], "%.7s/%ld", lc + 8, strtol(dt + 4, NULL, 10));
+			for (int k = 0; k < series; k++)
+				ck_assert_msg(strcmp(style[k], style[series]) != 0, "%s: two series drawn as %s", curves[i],
+					      style[k]);
+			series++;
+		}
+		ck_assert_int_gt(series, 1);
+		free(gp);
+	}
+	snprintf(p, sizeof p, "%s/breakdown.dat", figs);
+	char *bars = slurp(p);
+	/* the colour column: 0x1f77b4 = 2062260 for ulysses, 0xff7f0e = 16744206 for basp */
+	ck_assert_msg(strstr(bars, "\"ulysses\"\t1\t2062260\t"), "%.400s", bars);
+	ck_assert_msg(strstr(bars, "\"basp\"\t2\t16744206\t"), "%.400s", bars);
+	free(bars);
 	/* speedups in the data are tokens/s ratios over the baseline */
 	snprintf(p, sizeof p, "%s/speedup-vs-micro-batch.dat", figs);
 	char *dat = slurp(p);

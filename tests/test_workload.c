@@ -487,10 +487,25 @@ START_TEST(basp_uneven_unequal_groups)
 	/* the busier GPUs hold more activations */
 	ck_assert(c.parts[0].plan.memory.activations > c.parts[1].plan.memory.activations);
 	workload_compose_finish(&c);
-	/* the sequence must split over both sizes */
+	/* a sequence that does not split over a group size is padded to the next multiple of
+	 * it, and the padded tokens are costed: 64 tokens over groups of 3 run as 66 (22 per
+	 * GPU), exactly as a 66-token sequence does; the groups of 2 hold 64 / 2 = 32 */
 	j.seq_len = 64;
-	ck_assert(!workload_check(&m, &P8, &j, &err));
-	ck_assert_ptr_nonnull(strstr(err.msg, "use a multiple of 6"));
+	ck_assert_msg(workload_check(&m, &P8, &j, &err), "%s", err.msg);
+	ck_assert_msg(workload_compose(&m, &P8, &j, &c, &err), "%s", err.msg);
+	ck_assert_int_eq(c.parts[0].job.seq_len, 64);
+	ck_assert_int_eq(c.parts[0].plan.layout.tokens_per_rank, 32);
+	ck_assert_int_eq(c.parts[1].job.seq_len, 66);
+	ck_assert_int_eq(c.parts[1].plan.layout.tokens_per_rank, 22);
+	config_job j66 = j;
+	j66.seq_len = 66;
+	workload_composite c66;
+	ck_assert(workload_compose(&m, &P8, &j66, &c66, &err));
+	ck_assert_double_eq(c.parts[1].plan.memory.peak, c66.parts[1].plan.memory.peak);
+	ck_assert_double_eq(c.parts[1].plan.model_flops_per_step, c66.parts[1].plan.model_flops_per_step);
+	ck_assert_int_eq(c.parts[1].plan.program.n_micro, c66.parts[1].plan.program.n_micro);
+	workload_compose_finish(&c66);
+	workload_compose_finish(&c);
 }
 END_TEST
 

@@ -41,7 +41,8 @@ static void usage(FILE *f)
 		"                         rank and the step\n"
 		"  --run-timeout SECONDS  the watchdog also ends the whole run after this long (default 0: no limit)\n"
 		"files:\n"
-		"  --out DIR              measurements.jsonl, calibration.yaml, report.md (default validate-out)\n"
+		"  -o, --out DIR          measurements.jsonl, calibration.yaml, report.md (default validate-out;\n"
+		"                         alias --output)\n"
 		"  --platform NAME|FILE   peaks, NIC count, and the predicted side of `layer`\n"
 		"  --calibration FILE     `layer`: predict with this calibration applied\n"
 		"  --model NAME|FILE      the model whose shapes `compute` and `layer` run\n"
@@ -50,6 +51,7 @@ static void usage(FILE *f)
 		"         median with p10/p90 and the GPU's clocks and temperature (NVML)\n"
 		"comm:    --min-bytes SIZE (1KiB) --max-bytes SIZE (1GiB) --factor F (2) --group-sizes K1,K2,...\n"
 		"         (default: every power of two 1 < K < ranks) --no-world --no-zero --dtype bf16|float\n"
+		"         (aliases as in spsim collective: -b/--minbytes, -e/--maxbytes, -f/--stepfactor)\n"
 		"         --nics-per-node N\n"
 		"compute: --seq S1,S2,... --micro-batch B --sp N --strategy basp|ulysses\n"
 		"         attention is cuDNN's fused flash attention (kernel family `cudnn`) where the build found\n"
@@ -158,6 +160,8 @@ static int parse(int argc, char **argv, vcli_opts *o)
 		{"launch", required_argument, 0, O_LAUNCH},       {"ranks", required_argument, 0, O_RANKS},
 		{"ranks-per-node", required_argument, 0, O_RPN},  {"timeout", required_argument, 0, O_TIMEOUT},
 		{"out", required_argument, 0, O_OUT},             {"platform", required_argument, 0, O_PLATFORM},
+		{"output", required_argument, 0, O_OUT},          {"minbytes", required_argument, 0, O_MINB},
+		{"maxbytes", required_argument, 0, O_MAXB},       {"stepfactor", required_argument, 0, O_FACTOR},
 		{"calibration", required_argument, 0, O_CALIB},   {"model", required_argument, 0, O_MODEL},
 		{"warmup", required_argument, 0, O_WARMUP},       {"iters", required_argument, 0, O_ITERS},
 		{"min-bytes", required_argument, 0, O_MINB},      {"max-bytes", required_argument, 0, O_MAXB},
@@ -177,8 +181,13 @@ static int parse(int argc, char **argv, vcli_opts *o)
 	int c, n;
 	config_error e;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:b:e:f:", longs, NULL)) != -1) {
 		switch (c) {
+		/* short spellings shared with spsim collective (nccl-tests' -b -e -f) and -o */
+		case 'o': o->out_dir = optarg; break;
+		case 'b': if (parse_size(optarg, &o->min_bytes)) return -1; break;
+		case 'e': if (parse_size(optarg, &o->max_bytes)) return -1; break;
+		case 'f': if (parse_int(optarg, 2, &o->factor)) goto bad; break;
 		case O_TRANSPORT:
 			if (strcmp(optarg, "nccl") && strcmp(optarg, "cpu"))
 				goto bad;

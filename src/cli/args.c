@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "engine/analytic.h"
@@ -64,6 +66,13 @@ struct option *cli_options_concat(const struct option *extra)
 	return o;
 }
 
+void cli_engine_choices(FILE *f)
+{
+	for (int i = 0; engine_registry[i]; i++)
+		fprintf(f, "%s%s", i ? "|" : "", engine_registry[i]->name);
+	fprintf(f, " (default %s)\n", engine_registry[0]->name);
+}
+
 void cli_job_help(FILE *f)
 {
 	fputs("Model and cluster:\n"
@@ -104,9 +113,7 @@ void cli_job_help(FILE *f)
 	      "Engine and output:\n"
 	      "  --engine NAME            ",
 	      f);
-	for (int i = 0; engine_registry[i]; i++)
-		fprintf(f, "%s%s", i ? "|" : "", engine_registry[i]->name);
-	fprintf(f, " (default %s)\n", engine_registry[0]->name);
+	cli_engine_choices(f);
 	fputs("  --format table|json|csv  output format (default table)\n"
 	      "  --trace FILE             write a Chrome/Perfetto trace of the step (open in ui.perfetto.dev)\n"
 	      "  --placement contiguous|strided|random:SEED   rank placement (simgrid engine)\n"
@@ -374,6 +381,7 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 			return -1;
 		}
 		a->engine = engine_find(arg)->name;
+		a->engine_given = true;
 		return 1;
 	case CLI_OPT_FORMAT:
 		if (!report_format_parse(arg, &a->format)) {
@@ -403,6 +411,39 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		return 1;
 	}
 	default: return 0;
+	}
+}
+
+bool cli_check_output_file(const char *flag, const char *path)
+{
+	struct stat st;
+	char dir[CONFIG_PATH_MAX];
+	config_dir_of(path, dir, sizeof dir);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "spsim: %s %s is a directory, expected a file name\n", flag, path);
+		return false;
+	}
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "spsim: %s %s: the folder %s does not exist, expected a file in an existing folder\n",
+			flag, path, dir);
+		return false;
+	}
+	if (access(dir, W_OK | X_OK) != 0 || (access(path, F_OK) == 0 && access(path, W_OK) != 0)) {
+		fprintf(stderr, "spsim: %s %s: not writable, expected a file this user may write\n", flag, path);
+		return false;
+	}
+	return true;
+}
+
+bool cli_job_given(const cli_job_args *a, int opt_id)
+{
+	switch (opt_id) {
+	case CLI_OPT_STRATEGY: return a->set & SET(S_STRATEGY);
+	case CLI_OPT_SEQ_LEN: return a->set & SET(S_SEQ);
+	case CLI_OPT_BASP_UNEVEN: return a->set & SET(S_UNEVEN);
+	case CLI_OPT_ENGINE: return a->engine_given;
+	case CLI_OPT_TRACE: return a->trace != NULL;
+	default: return false;
 	}
 }
 
@@ -488,8 +529,11 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		config_apply_calibration(&a->p, &a->cal);
 		a->has_cal = true;
 	}
-	if (a->trace)
+	if (a->trace) {
+		if (!cli_check_output_file("--trace", a->trace))
+			return false;
 		a->opt.trace_path = a->trace;
+	}
 	if (a->opt.placement != ENGINE_PLACE_CONTIGUOUS && strcmp(a->engine, "analytic") == 0) {
 		fprintf(stderr, "spsim %s: the analytic engine models contiguous placement only; use --engine simgrid "
 				"for strided or random placement\n", cmd);
@@ -517,6 +561,11 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 			return false;
 		}
 	}
+	/* compare names its strategies itself (--strategies), so only one job's strategy counts */
+	if (a->job.strategy == CONFIG_STRATEGY_ULYSSES && a->job.basp_uneven != CONFIG_BASP_UNEVEN_ERROR &&
+	    strcmp(cmd, "compare") != 0)
+		fprintf(stderr, "spsim %s: warning: --basp-uneven %s applies to --strategy basp only; ignored for "
+				"ulysses\n", cmd, config_basp_uneven_names[a->job.basp_uneven]);
 	if (strcmp(cmd, "max-seq") != 0) /* max-seq searches the length: it warns on its answer */
 		cli_warn_max_position(&a->m, a->job.seq_len, cmd);
 	return true;

@@ -23,6 +23,7 @@ typedef struct cli_job_args {
 	/* which job fields were given on the command line (they override a job YAML) */
 	unsigned set;
 	const char *engine;
+	bool engine_given; /* --engine was on the command line */
 	report_format format;
 	const char *trace;
 	engine_options opt;
@@ -75,6 +76,8 @@ enum {
 
 /* The shared job options, NULL-terminated, for building a command's option table. */
 extern const struct option cli_job_options[];
+/* "simgrid|analytic (default simgrid)\n": the engines built in, the first the default. */
+void cli_engine_choices(FILE *f);
 /* Help text for the shared job options. */
 void cli_job_help(FILE *f);
 
@@ -85,6 +88,11 @@ int cli_job_option(cli_job_args *a, int id, const char *arg);
 /* Loads job YAML, applies flags over it, loads model/platform/calibration, checks the job.
  * Prints the error and returns false on failure. */
 bool cli_job_resolve(cli_job_args *a, const char *cmd);
+/* Checks, before any work, that a file can be written at path (its folder exists and is
+ * writable, path is not a directory); prints a sentence naming flag and returns false. */
+bool cli_check_output_file(const char *flag, const char *path);
+/* Whether a job flag (a CLI_OPT_* id) was given on the command line. */
+bool cli_job_given(const cli_job_args *a, int opt_id);
 /* Warns on stderr (does not fail) when seq_len exceeds the model's max_position. */
 void cli_warn_max_position(const config_model *m, long seq_len, const char *cmd);
 

@@ -24,11 +24,15 @@ static const struct option options[] = {
 	{"from-nccl-tests", required_argument, NULL, OPT_FROM},
 	{"platform", required_argument, NULL, CLI_OPT_PLATFORM},
 	{"output", required_argument, NULL, OPT_OUTPUT},
-	{"op", required_argument, NULL, OPT_OP},
+	{"out", required_argument, NULL, OPT_OUTPUT},
+	{"collective", required_argument, NULL, OPT_OP},
+	{"op", required_argument, NULL, OPT_OP}, /* older spelling of --collective */
 	{"gpus-per-node", required_argument, NULL, OPT_GPUS_PER_NODE},
 	{"nodes", required_argument, NULL, OPT_LOG_NODES},
 	{"minbytes", required_argument, NULL, 'b'},
 	{"maxbytes", required_argument, NULL, 'e'},
+	{"min-bytes", required_argument, NULL, 'b'},
+	{"max-bytes", required_argument, NULL, 'e'},
 	{"in-place", no_argument, NULL, OPT_IN_PLACE},
 	{"alg", required_argument, NULL, OPT_ALG},
 	{"help", no_argument, NULL, 'h'},
@@ -47,14 +51,15 @@ static void usage(FILE *f)
 	      "  --from-nccl-tests LOG   an nccl-tests log; more LOGs may follow as arguments\n"
 	      "  --platform NAME|FILE    the cluster the logs come from (default: a generic NVSwitch node with\n"
 	      "                          one NIC per GPU; required for multi-node logs without a single-node one)\n"
-	      "  --output FILE           write the YAML there (default: standard output)\n"
-	      "  -b, --minbytes SIZE     fit only sizes >= SIZE (default 1M: the sizes a training step moves,\n"
+	      "  -o, --output FILE       write the YAML there (default: standard output; alias --out)\n"
+	      "  -b, --min-bytes SIZE    fit only sizes >= SIZE (default 1M: the sizes a training step moves,\n"
 	      "                          above NCCL's small-message protocols; -b 0 fits every size)\n"
-	      "  -e, --maxbytes SIZE     fit only sizes <= SIZE\n"
+	      "  -e, --max-bytes SIZE    fit only sizes <= SIZE (--minbytes, --maxbytes: nccl-tests' spellings)\n"
 	      "  --in-place              fit the in-place columns (default out-of-place)\n"
 	      "  --alg ALG               algorithm to invert (default the op program's: direct for alltoall and\n"
 	      "                          sendrecv, ring otherwise)\n"
-	      "  --op OP                 collective of logs that do not name it (allreduce, alltoall, ...)\n"
+	      "  --collective OP         collective of logs that do not name it (allreduce, alltoall, ...;\n"
+	      "                          --op is the older spelling)\n"
 	      "  --gpus-per-node N, --nodes N   layout of the logs: needed for logs without a '# Using devices'\n"
 	      "                          table, overrides the table otherwise\n"
 	      "\n"
@@ -80,7 +85,7 @@ static int parse_args(int argc, char **argv, cal_args *a)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:e:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":b:e:o:h", options, NULL)) != -1) {
 		switch (c) {
 		case 'h': usage(stdout); return CLI_OK;
 		case OPT_FROM: a->logs[a->n_logs++] = optarg; break;
@@ -91,10 +96,11 @@ static int parse_args(int argc, char **argv, cal_args *a)
 			}
 			strcpy(a->platform, optarg);
 			break;
+		case 'o':
 		case OPT_OUTPUT: a->output = optarg; break;
 		case OPT_OP:
 			if (!nccltests_coll_from_name(optarg, &a->po.coll)) {
-				fprintf(stderr, "spsim calibrate: --op expects allreduce, allgather, reducescatter, alltoall, "
+				fprintf(stderr, "spsim calibrate: --collective expects allreduce, allgather, reducescatter, alltoall, "
 						"sendrecv or broadcast, got '%s'\n", optarg);
 				return CLI_USAGE;
 			}
@@ -166,6 +172,8 @@ int cli_cmd_calibrate(int argc, char **argv)
 	if (!a.logs)
 		return CLI_FAIL;
 	int rc = parse_args(argc, argv, &a);
+	if (rc < 0 && a.output && !cli_check_output_file("--output", a.output))
+		rc = CLI_USAGE;
 	nccltests_log *logs = NULL;
 	config_platform p;
 	config_error err;

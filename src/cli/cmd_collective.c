@@ -27,10 +27,15 @@ static const struct option options[] = {
 	{"minbytes", required_argument, NULL, 'b'},
 	{"maxbytes", required_argument, NULL, 'e'},
 	{"stepfactor", required_argument, NULL, 'f'},
+	/* the spellings spsim-validate uses, as aliases */
+	{"min-bytes", required_argument, NULL, 'b'},
+	{"max-bytes", required_argument, NULL, 'e'},
+	{"factor", required_argument, NULL, 'f'},
 	{"stepbytes", required_argument, NULL, 'i'},
 	{"ngpus", required_argument, NULL, 'g'},
 	{"datatype", required_argument, NULL, 'd'},
 	{"op", required_argument, NULL, 'o'},
+	{"redop", required_argument, NULL, 'o'},
 	{"platform", required_argument, NULL, CLI_OPT_PLATFORM},
 	{"nodes", required_argument, NULL, CLI_OPT_NODES},
 	{"calibration", required_argument, NULL, CLI_OPT_CALIBRATION},
@@ -56,13 +61,14 @@ static void usage(FILE *f)
 	      "e.g. all_reduce_perf, also work). busbw = algbw x factor as nccl-tests' doc/PERFORMANCE.md.\n"
 	      "\n"
 	      "Sizes and ranks (nccl-tests' flags and meaning):\n"
-	      "  -b, --minbytes SIZE     smallest size (default 32M; K, M, G suffixes are powers of 1024)\n"
-	      "  -e, --maxbytes SIZE     largest size (default 32M)\n"
-	      "  -f, --stepfactor F      multiply the size by F each step\n"
+	      "  -b, --minbytes SIZE     smallest size (default 32M; K, M, G suffixes are powers of 1024;\n"
+	      "                          --min-bytes is the same flag)\n"
+	      "  -e, --maxbytes SIZE     largest size (default 32M; alias --max-bytes)\n"
+	      "  -f, --stepfactor F      multiply the size by F each step (alias --factor)\n"
 	      "  -i, --stepbytes SIZE    else add SIZE each step (default 1M)\n"
 	      "  -g, --ngpus N           GPUs taking part (default: every GPU of the platform)\n"
 	      "  -d, --datatype TYPE     float (default), half, bfloat16, double, int8, ... (sets the count column)\n"
-	      "  -o, --op REDOP          reduction printed in the redop column (default sum)\n"
+	      "  -o, --op REDOP          reduction printed in the redop column (default sum; alias --redop)\n"
 	      "Cluster and model:\n"
 	      "  --platform NAME|FILE    cluster: a shipped name (spsim platforms) or a YAML path (required)\n"
 	      "  --nodes N               override the platform's node count\n"
@@ -74,8 +80,10 @@ static void usage(FILE *f)
 	      "                          own choice among ring, tree and NVLS for the ring family, direct for\n"
 	      "                          alltoall and sendrecv); ring, tree, nvls force NCCL's algorithm\n"
 	      "  --proto LL|LL128|Simple force NCCL's protocol (default: NCCL's tuner's choice per size)\n"
-	      "  --engine analytic|simgrid   engine (default analytic)\n"
-	      "Against a real log:\n"
+	      "  --engine NAME           ",
+	      f);
+	cli_engine_choices(f);
+	fputs("Against a real log:\n"
 	      "  --compare LOG           predicted vs measured per size of LOG (its collective, ranks and layout),\n"
 	      "                          with % busbw error, before and after calibrating on LOG; -b/-e limit\n"
 	      "                          the sizes compared; the fit uses those >= 1M (or >= -b when given)\n"

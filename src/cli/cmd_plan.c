@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -16,7 +17,8 @@
 
 enum {
 	OPT_MODEL = 256, OPT_PLATFORM, OPT_GPUS, OPT_SEQ, OPT_BATCH, OPT_PRICE, OPT_TOP, OPT_ZERO, OPT_RECOMPUTE,
-	OPT_MAXB, OPT_VERIFY, OPT_PLACEMENT, OPT_CAL, OPT_FORMAT, OPT_TIMEOUT, OPT_A2A, OPT_HELP, OPT_IMPL, OPT_RESERVE,
+	OPT_MAXB, OPT_VERIFY, OPT_PLACEMENT, OPT_CAL, OPT_FORMAT, OPT_TIMEOUT, OPT_A2A, OPT_HELP, OPT_PROGRESS,
+	OPT_QUIET, OPT_IMPL, OPT_RESERVE,
 };
 
 static void plan_help(FILE *f)
@@ -51,7 +53,9 @@ static void plan_help(FILE *f)
 	      "  --calibration FILE       measured link rates and efficiencies (only with a single platform)\n"
 	      "  -j, --jobs N             processes for the verify runs (default: every CPU)\n"
 	      "  --timeout S              give up on one verify run after S seconds\n"
-	      "  --format table|json      output format (default table)\n",
+	      "  --format table|json      output format (default table)\n"
+	      "  --progress               progress of the re-runs on stderr (count, rate, ETA) even when stderr is\n"
+	      "                           not a terminal (on a terminal it is shown by default; --quiet: never)\n",
 	      f);
 }
 
@@ -75,6 +79,8 @@ typedef struct plan_args {
 	int jobs;
 	double timeout;
 	report_format format;
+	int progress; /* 1 --progress, 0 --quiet, -1 when stderr is a terminal */
+	plan_progress prog;
 	config_job base; /* --impl, --memory-reserve over DeepSpeed's defaults */
 } plan_args;
 
@@ -319,14 +325,15 @@ static json_t *verdict(const plan_query *q, const plan_candidate *head, long nh,
 }
 
 /* Re-runs c[0..n) on the verify engine under each placement, keeping the best. */
-static bool verify(const plan_args *a, const plan_query *q, plan_candidate *c, long n, config_error *err)
+static bool verify(plan_args *a, const plan_query *q, plan_candidate *c, long n, config_error *err)
 {
 	plan_candidate *tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
 	if (!tmp)
 		return config_fail(err, "out of memory");
 	for (int p = 0; p < a->n_placements; p++) {
 		memcpy(tmp, c, (size_t)n * sizeof *tmp);
-		if (!plan_verify(q, tmp, n, a->verify, &a->placements[p], a->jobs, a->timeout, err)) {
+		if (!plan_verify_progress(q, tmp, n, a->verify, &a->placements[p], a->jobs, a->timeout,
+					  &a->prog, err)) {
 			free(tmp);
 			return false;
 		}
@@ -365,9 +372,11 @@ int cli_cmd_plan(int argc, char **argv)
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"format", required_argument, NULL, OPT_FORMAT},
 		{"help", no_argument, NULL, OPT_HELP},
+		{"progress", no_argument, NULL, OPT_PROGRESS},
+		{"quiet", no_argument, NULL, OPT_QUIET},
 		{NULL, 0, NULL, 0},
 	};
-	plan_args a = {.top = 5, .format = REPORT_TABLE};
+	plan_args a = {.top = 5, .format = REPORT_TABLE, .progress = -1};
 	config_job_defaults(&a.base);
 	cli_job_args jargs;
 	cli_job_init(&jargs);
@@ -445,6 +454,8 @@ int cli_cmd_plan(int argc, char **argv)
 				fprintf(stderr, "spsim plan: --format expects table or json, got '%s'\n", optarg);
 			break;
 		case OPT_HELP: plan_help(stdout); rc = CLI_OK; goto out;
+		case OPT_PROGRESS: a.progress = 1; break;
+		case OPT_QUIET: a.progress = 0; break;
 		case ':': fprintf(stderr, "spsim plan: option '%s' needs a value\n", argv[optind - 1]); goto out;
 		default:
 			fprintf(stderr, "spsim plan: unknown option '%s' (see spsim plan --help)\n", argv[optind - 1]);
@@ -498,11 +509,20 @@ int cli_cmd_plan(int argc, char **argv)
 	}
 	if (a.price && !parse_prices(a.price, plats, a.n_platforms, prices))
 		goto out;
+	int usable = 0;
 	for (int i = 0; i < a.n_platforms; i++)
 		for (int b = 0; b < a.n_budgets; b++)
 			if (a.budgets[b] > plats[i].gpus_per_node && a.budgets[b] % plats[i].gpus_per_node)
 				fprintf(stderr, "spsim plan: note: %d GPUs is not a whole number of %s's %d-GPU nodes; skipped there\n",
 					a.budgets[b], plats[i].name, plats[i].gpus_per_node);
+			else
+				usable++;
+	if (!usable) {
+		fprintf(stderr, "spsim plan: nothing to search: no --gpus budget is a whole number of nodes (or at most "
+				"one node) on any --platform; use a multiple of %d GPUs%s\n",
+			plats[0].gpus_per_node, a.n_platforms > 1 ? " (the first platform's node size)" : "");
+		goto out;
+	}
 
 	plan_query q = {.model = &m, .platforms = plats, .price = a.price ? prices : NULL, .n_platforms = a.n_platforms,
 			.budgets = a.budgets, .n_budgets = a.n_budgets, .seq_len = a.seq, .global_tokens = a.batch,
@@ -522,7 +542,8 @@ int cli_cmd_plan(int argc, char **argv)
 		rc = CLI_FAIL;
 		goto done;
 	}
-	memcpy(merged, cands, (size_t)n * sizeof *merged);
+	if (n) /* cands is NULL when nothing fits */
+		memcpy(merged, cands, (size_t)n * sizeof *merged);
 	long nm = plan_merge(merged, n);
 	long k = nm < a.top ? nm : a.top;
 	bool verifying = strcmp(a.verify, "none") != 0 && k > 0;
@@ -541,14 +562,27 @@ int cli_cmd_plan(int argc, char **argv)
 			rc = CLI_FAIL;
 			goto done;
 		}
-		memcpy(byc, cands, (size_t)n * sizeof *byc);
+		if (n)
+			memcpy(byc, cands, (size_t)n * sizeof *byc);
 		plan_rank(byc, n, PLAN_RANK_COST);
 		long nc = plan_merge(byc, n);
 		memcpy(cost, byc, (size_t)(nc < k ? nc : k) * sizeof *cost);
 		free(byc);
 	}
 	if (verifying) {
-		if (!verify(&a, &q, tput, k, &err) || (cost && !verify(&a, &q, cost, k, &err))) {
+		/* The re-runs are the long phase (SimGrid runs of seconds to minutes each): their
+		 * count, rate and ETA go to stderr on a terminal or with --progress, never into a
+		 * pipe unasked. */
+		long runs = k * a.n_placements * (cost ? 2 : 1);
+		bool show = a.progress == 1 || (a.progress < 0 && isatty(fileno(stderr)));
+		plan_progress_start(&a.prog, stderr, runs, !show);
+		a.prog.unit = a.verify && strcmp(a.verify, "simgrid") == 0 ? "SimGrid runs" : "re-runs";
+		if (show)
+			fprintf(stderr, "plan: searched %ld configurations in the analytic engine; re-running the top %ld on %s "
+					"(%ld runs)\n", st.searched, k, a.verify, runs);
+		bool ok = verify(&a, &q, tput, k, &err) && (!cost || verify(&a, &q, cost, k, &err));
+		plan_progress_end(&a.prog);
+		if (!ok) {
 			fprintf(stderr, "spsim plan: --verify %s: %s\n", a.verify, err.msg);
 			rc = CLI_FAIL;
 			goto done;
@@ -602,7 +636,11 @@ int cli_cmd_plan(int argc, char **argv)
 	       "the job check, %ld duplicates (another variant's configuration: BASP at B=1 is Ulysses)\n",
 	       st.searched, st.fit, nm, st.no_fit, st.invalid, st.duplicate);
 	if (n == 0) {
-		printf("\nno configuration fits in GPU memory: try more GPUs, a shorter sequence, ZeRO-3 or recompute.\n");
+		/* suggest only the settings the search has not tried already */
+		bool tried_z3 = !a.zmask || (a.zmask & 8u), tried_full = !a.rmask || (a.rmask & 2u);
+		printf("\nno configuration fits in GPU memory: try more GPUs, a shorter sequence%s%s%s.\n",
+		       tried_z3 ? "" : ", ZeRO-3 (--zero 3)", tried_full ? "" : ", recompute (--recompute full)",
+		       tried_z3 && tried_full ? " (ZeRO-3 and full recompute were searched)" : "");
 		goto done;
 	}
 	if (verifying)

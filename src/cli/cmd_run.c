@@ -2,12 +2,13 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "plan/plan.h"
 
-enum { OPT_STRATEGIES = CLI_OPT_FIRST_FREE, OPT_GRANULE, OPT_PLOT, OPT_WHAT_IF };
+enum { OPT_STRATEGIES = CLI_OPT_FIRST_FREE, OPT_GRANULE, OPT_PLOT, OPT_PROGRESS, OPT_QUIET, OPT_WHAT_IF };
 
 static void run_help(FILE *f)
 {
@@ -17,6 +18,18 @@ static void run_help(FILE *f)
 	cli_job_help(f);
 }
 
+/* CSV: the sweep's row columns (docs/planning.md "Rows"), one row per run. */
+static void emit_csv(const report_run *runs, int n)
+{
+	plan_row_csv_header(stdout);
+	for (int i = 0; i < n; i++) {
+		json_t *row = plan_row_from_run(&runs[i], i);
+		if (row)
+			plan_row_csv(stdout, row);
+		json_decref(row);
+	}
+}
+
 static void emit_run(const cli_job_args *a, const report_run *r)
 {
 	if (a->format == REPORT_JSON) {
@@ -24,8 +37,7 @@ static void emit_run(const cli_job_args *a, const report_run *r)
 		report_json_print(stdout, j);
 		json_decref(j);
 	} else if (a->format == REPORT_CSV) {
-		report_csv_header(stdout);
-		report_csv_row(stdout, r);
+		emit_csv(r, 1);
 	} else {
 		report_run_table(stdout, r);
 	}
@@ -57,9 +69,10 @@ static int parse(int argc, char **argv, cli_job_args *a, const struct option *ex
 			fprintf(stderr, "spsim %s: option '%s' needs a value\n", argv[0], argv[optind - 1]);
 			rc = CLI_USAGE;
 		} else {
-			int r = cli_job_option(a, c, optarg);
-			if (r == 0 && cb)
-				r = cb(ctx, c, optarg);
+			/* the command's own options first: max-seq takes lists where run takes one value */
+			int r = cb ? cb(ctx, c, optarg) : 0;
+			if (r == 0)
+				r = cli_job_option(a, c, optarg);
 			if (r <= 0)
 				rc = CLI_USAGE;
 		}
@@ -104,6 +117,7 @@ typedef struct compare_ctx {
 	const char *plot; /* --plot DIR */
 	const char *what_if[MAX_STRATEGIES]; /* --what-if SPEC, one column each */
 	int n_what_if;
+	int progress;     /* 1 --progress, 0 --quiet, -1 when stderr is a terminal */
 } compare_ctx;
 
 static int compare_opt(void *ctx, int id, const char *arg)
@@ -119,6 +133,10 @@ static int compare_opt(void *ctx, int id, const char *arg)
 			return -1;
 		}
 		c->what_if[c->n_what_if++] = arg;
+		return 1;
+	}
+	if (id == OPT_PROGRESS || id == OPT_QUIET) {
+		c->progress = id == OPT_PROGRESS;
 		return 1;
 	}
 	if (id == OPT_STRATEGIES) {
@@ -144,13 +162,15 @@ static void compare_help(FILE *f)
 	      "                           fail-node or background, e.g. slow-gpu=3:2+degrade=nic:0:2 (repeatable; simgrid\n"
 	      "                           engine; without --strategies the baseline is the job's strategy)\n"
 	      "  --plot DIR               figures (SVG, PNG; gnuplot) of the comparison and, from the analytic\n"
-	      "                           engine, of speedup and memory around it (docs/planning.md)\n\n",
+	      "                           engine, of speedup and memory around it (docs/planning.md)\n"
+	      "  --progress               runs done, rate and ETA on stderr even when it is not a terminal (on a\n"
+	      "                           terminal they are shown for the simgrid engine; --quiet: never)\n\n",
 	      f);
 	cli_job_help(f);
 }
 
 /* "ulysses", "basp", "ulysses:sp=4" */
-static bool parse_strategy(const char *spec, config_job *job)
+static bool parse_strategy(const char *cmd, const char *spec, config_job *job)
 {
 	char name[32];
 	const char *colon = strchr(spec, ':');
@@ -164,13 +184,13 @@ static bool parse_strategy(const char *spec, config_job *job)
 	else if (strcmp(name, "basp") == 0)
 		job->strategy = CONFIG_STRATEGY_BASP;
 	else {
-		fprintf(stderr, "spsim compare: --strategies: unknown strategy '%s', expected ulysses or basp\n", name);
+		fprintf(stderr, "spsim %s: --strategies: unknown strategy '%s', expected ulysses or basp\n", cmd, name);
 		return false;
 	}
 	if (colon) {
 		long sp;
 		if (strncmp(colon + 1, "sp=", 3) != 0) {
-			fprintf(stderr, "spsim compare: --strategies: '%s': expected NAME or NAME:sp=N\n", spec);
+			fprintf(stderr, "spsim %s: --strategies: '%s': expected NAME or NAME:sp=N\n", cmd, spec);
 			return false;
 		}
 		if (!cli_parse_int("--strategies NAME:sp=N", colon + 4, 1, INT_MAX, &sp))
@@ -199,14 +219,22 @@ int cli_cmd_compare(int argc, char **argv)
 	static const struct option extra[] = {{"strategies", required_argument, NULL, OPT_STRATEGIES},
 					      {"plot", required_argument, NULL, OPT_PLOT},
 					      {"what-if", required_argument, NULL, OPT_WHAT_IF},
+					      {"progress", no_argument, NULL, OPT_PROGRESS},
+					      {"quiet", no_argument, NULL, OPT_QUIET},
 					      {NULL, 0, NULL, 0}};
 	cli_job_args a;
-	compare_ctx ctx = {0};
+	compare_ctx ctx = {.progress = -1};
 	cli_job_init(&a);
 	int rc = parse(argc, argv, &a, extra, compare_opt, &ctx, compare_help);
 	if (rc >= 0) {
 		free(ctx.strategies);
 		return rc;
+	}
+	if (cli_job_given(&a, CLI_OPT_STRATEGY)) {
+		fprintf(stderr, "spsim compare: --strategy names one job's strategy; compare runs the list given by "
+				"--strategies (e.g. --strategies ulysses,basp)\n");
+		free(ctx.strategies);
+		return CLI_USAGE;
 	}
 	if (!cli_job_resolve(&a, "compare")) {
 		free(ctx.strategies);
@@ -236,7 +264,7 @@ int cli_cmd_compare(int argc, char **argv)
 			break;
 		}
 		jobs[n] = a.job;
-		if (!parse_strategy(tok, &jobs[n])) {
+		if (!parse_strategy("compare", tok, &jobs[n])) {
 			rc = CLI_USAGE;
 			break;
 		}
@@ -278,6 +306,13 @@ int cli_cmd_compare(int argc, char **argv)
 		n++;
 	}
 	int done = 0;
+	/* SimGrid runs take seconds to minutes each: their count, rate and ETA on a terminal
+	 * (or with --progress); the analytic engine's take microseconds and say nothing. */
+	plan_progress prog;
+	bool show = ctx.progress == 1 ||
+		    (ctx.progress < 0 && strcmp(a.engine, "analytic") != 0 && isatty(fileno(stderr)));
+	plan_progress_start(&prog, stderr, n, !show || rc != CLI_OK);
+	prog.unit = "runs";
 	for (int i = 0; rc == CLI_OK && i < n; i++) {
 		cli_job_args ai = a;
 		if (wi && wi[i].n > 0)
@@ -291,17 +326,18 @@ int cli_cmd_compare(int argc, char **argv)
 			break;
 		}
 		done++;
+		plan_progress_update(&prog, done, 0);
 		runs[i] = cli_sim_report(&a, &jobs[i], &sims[i], labels[i]);
 	}
+	if (rc == CLI_OK)
+		plan_progress_end(&prog);
 	if (rc == CLI_OK) {
 		if (a.format == REPORT_JSON) {
 			json_t *j = report_compare_json(runs, n);
 			report_json_print(stdout, j);
 			json_decref(j);
 		} else if (a.format == REPORT_CSV) {
-			report_csv_header(stdout);
-			for (int i = 0; i < n; i++)
-				report_csv_row(stdout, &runs[i]);
+			emit_csv(runs, n);
 		} else {
 			report_compare_table(stdout, runs, n);
 		}
@@ -323,40 +359,211 @@ int cli_cmd_compare(int argc, char **argv)
 static void maxseq_help(FILE *f)
 {
 	fputs("usage: spsim max-seq --model NAME --platform NAME [options]\n"
-	      "Prints the longest sequence that fits in GPU memory for the job (the --seq-len given, if any,\n"
-	      "is ignored), searched in steps of --granule tokens (default 1024, rounded up to a multiple\n"
-	      "of the sequence shard count).\n\n"
-	      "  --granule T              search step in tokens (default 1024)\n\n",
+	      "Prints the longest sequence that fits in GPU memory for the job, searched in steps of\n"
+	      "--granule tokens (default 1024, rounded up to a multiple of the sequence shard count), and\n"
+	      "what blocks a longer one: the model states (parameters, gradients, optimizer; they do not\n"
+	      "shrink with the sequence) or the activations, with the setting that would go further.\n"
+	      "--strategy, --zero and --recompute take comma lists; every combination is one row:\n"
+	      "  spsim max-seq ... --strategy ulysses,basp --zero 2,3 --recompute none,full\n"
+	      "The answer is a memory bound, the same for every engine (--engine and --seq-len are not used,\n"
+	      "with a note); --trace is an error (nothing is simulated).\n\n"
+	      "  --granule T              search step in tokens (default 1024)\n"
+	      "  --strategy LIST          ulysses, basp, or ulysses:sp=N (alias --strategies)\n"
+	      "  --zero LIST              ZeRO stages, e.g. 2,3\n"
+	      "  --recompute LIST         none, full or none,full\n\n",
 	      f);
 	cli_job_help(f);
 }
 
+#define MAXSEQ_MAX_ROWS 64
+
 typedef struct maxseq_ctx {
 	long granule;
+	char *strategies; /* comma list, or NULL: the job's */
+	char *zeros;      /* comma list, or NULL */
+	char *recomputes; /* comma list, or NULL */
 } maxseq_ctx;
+
+static int maxseq_keep(char **slot, const char *arg)
+{
+	free(*slot);
+	*slot = strdup(arg);
+	return *slot ? 1 : -1;
+}
 
 static int maxseq_opt(void *ctx, int id, const char *arg)
 {
 	maxseq_ctx *c = ctx;
-	if (id == OPT_GRANULE)
-		return cli_parse_tokens("--granule", arg, &c->granule) ? 1 : -1;
-	return 0;
+	switch (id) {
+	case OPT_GRANULE: return cli_parse_tokens("--granule", arg, &c->granule) ? 1 : -1;
+	case OPT_STRATEGIES:
+	case CLI_OPT_STRATEGY: return maxseq_keep(&c->strategies, arg);
+	case CLI_OPT_ZERO: return maxseq_keep(&c->zeros, arg);
+	case CLI_OPT_RECOMPUTE: return maxseq_keep(&c->recomputes, arg);
+	case CLI_OPT_SEQ_LEN:
+		fprintf(stderr, "spsim max-seq: note: --seq-len %s is not used: the sequence length is what max-seq "
+				"searches\n", arg);
+		return 1;
+	case CLI_OPT_TRACE:
+		fprintf(stderr, "spsim max-seq: --trace: max-seq simulates no step (it bounds memory); use spsim run "
+				"--seq-len S --trace FILE for a timeline\n");
+		return -1;
+	default: return 0;
+	}
+}
+
+/* One row of the answer: a job, its longest fitting sequence and what stops it. */
+typedef struct maxseq_row {
+	char strategy[48];
+	config_job job;
+	char invalid[CONFIG_ERROR_MAX];
+	long granule, best;
+	workload_memory at_limit; /* memory of the first length that does not fit */
+	const char *blocked_by;   /* "model states" or "activations" */
+	char unblock[96];         /* the setting that would go further, or "" */
+	long unblock_best;        /* its longest sequence (0: none) */
+} maxseq_row;
+
+static long maxseq_granule(const config_job *j, long granule)
+{
+	long shards = j->strategy == CONFIG_STRATEGY_BASP ? j->sp / j->micro_batch : j->sp;
+	if (shards < 1)
+		shards = 1;
+	return ((granule + shards - 1) / shards) * shards;
+}
+
+static void maxseq_eval(const cli_job_args *a, long granule, maxseq_row *r)
+{
+	config_job j = r->job;
+	r->granule = maxseq_granule(&j, granule);
+	r->best = workload_max_seq(&a->m, &a->p, &j, r->granule);
+	workload_layout l;
+	j.seq_len = r->best + r->granule;
+	memset(&r->at_limit, 0, sizeof r->at_limit);
+	if (workload_layout_make(&a->m, &j, &l, NULL))
+		workload_memory_compute(&a->m, &a->p, &j, &l, &r->at_limit);
+	/* With no length fitting, the states that do not depend on the sequence are what
+	 * leaves no room; otherwise the next step's activations are what overflows. */
+	r->blocked_by = r->best == 0 ? "model states" : "activations";
+	/* The one setting to change, in the order that costs least step time: recompute frees
+	 * activations (one more forward), ZeRO-3 frees parameters, gradients and optimizer. */
+	config_job alt = r->job;
+	r->unblock[0] = '\0';
+	r->unblock_best = 0;
+	if (r->best > 0 && alt.recompute == CONFIG_RECOMPUTE_NONE) {
+		alt.recompute = CONFIG_RECOMPUTE_FULL;
+		snprintf(r->unblock, sizeof r->unblock, "--recompute full");
+	} else if (alt.zero_stage < 3) {
+		alt.zero_stage = 3;
+		snprintf(r->unblock, sizeof r->unblock, "--zero 3");
+	}
+	if (r->unblock[0]) {
+		r->unblock_best = workload_max_seq(&a->m, &a->p, &alt, maxseq_granule(&alt, granule));
+		if (r->unblock_best <= r->best)
+			r->unblock[0] = '\0';
+	}
+	if (!r->unblock[0])
+		snprintf(r->unblock, sizeof r->unblock, "more GPUs (a larger --sp)");
+}
+
+/* Expands the lists into rows; false (message printed) on a bad item. */
+static bool maxseq_rows(const cli_job_args *a, const maxseq_ctx *c, maxseq_row *rows, int *n)
+{
+	char strategies[512], zeros[64], recomputes[64];
+	snprintf(strategies, sizeof strategies, "%s", c->strategies ? c->strategies : workload_strategy_name(a->job.strategy));
+	snprintf(zeros, sizeof zeros, "%s", c->zeros ? c->zeros : "");
+	snprintf(recomputes, sizeof recomputes, "%s", c->recomputes ? c->recomputes : "");
+	if (!zeros[0])
+		snprintf(zeros, sizeof zeros, "%d", a->job.zero_stage);
+	if (!recomputes[0])
+		snprintf(recomputes, sizeof recomputes, "%s", config_recompute_names[a->job.recompute]);
+	*n = 0;
+	char *s1 = NULL;
+	for (char *st = strtok_r(strategies, ",", &s1); st; st = strtok_r(NULL, ",", &s1)) {
+		char zl[64], *s2 = NULL;
+		memcpy(zl, zeros, sizeof zl);
+		for (char *z = strtok_r(zl, ",", &s2); z; z = strtok_r(NULL, ",", &s2)) {
+			char rl[64], *s3 = NULL;
+			memcpy(rl, recomputes, sizeof rl);
+			for (char *rc = strtok_r(rl, ",", &s3); rc; rc = strtok_r(NULL, ",", &s3)) {
+				if (*n == MAXSEQ_MAX_ROWS) {
+					fprintf(stderr, "spsim max-seq: at most %d combinations\n", MAXSEQ_MAX_ROWS);
+					return false;
+				}
+				maxseq_row *r = &rows[*n];
+				memset(r, 0, sizeof *r);
+				r->job = a->job;
+				long zv;
+				if (!parse_strategy("max-seq", st, &r->job) || !cli_parse_int("--zero", z, 0, 3, &zv))
+					return false;
+				r->job.zero_stage = (int)zv;
+				if (strcmp(rc, "none") == 0)
+					r->job.recompute = CONFIG_RECOMPUTE_NONE;
+				else if (strcmp(rc, "full") == 0)
+					r->job.recompute = CONFIG_RECOMPUTE_FULL;
+				else {
+					fprintf(stderr, "spsim max-seq: --recompute expects none or full (comma-separated), "
+							"got '%s'\n", rc);
+					return false;
+				}
+				snprintf(r->strategy, sizeof r->strategy, "%s", st);
+				config_error err;
+				if (!workload_check(&a->m, &a->p, &r->job, &err))
+					snprintf(r->invalid, sizeof r->invalid, "%s", err.msg);
+				(*n)++;
+			}
+		}
+	}
+	if (*n == 0) {
+		fprintf(stderr, "spsim max-seq: --strategy is empty\n");
+		return false;
+	}
+	return true;
+}
+
+static json_t *maxseq_json(const cli_job_args *a, const maxseq_row *r)
+{
+	json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:I, s:I}", "model", a->m.name, "platform",
+			      a->p.name, "strategy", r->strategy, "gpus", r->job.gpus, "sp", r->job.sp, "micro_batch",
+			      r->job.micro_batch, "zero_stage", r->job.zero_stage, "nodes", a->p.nodes, "recompute",
+			      config_recompute_names[r->job.recompute], "granule", (json_int_t)r->granule, "max_seq_len",
+			      (json_int_t)r->best);
+	if (r->invalid[0]) {
+		json_object_set_new(j, "invalid", json_string(r->invalid));
+		return j;
+	}
+	json_object_set_new(j, "blocked_by", json_string(r->blocked_by));
+	json_object_set_new(j, "model_states_bytes",
+			    json_real(r->at_limit.params + r->at_limit.grads + r->at_limit.optimizer));
+	json_object_set_new(j, "activation_bytes_at_limit", json_real(r->at_limit.activations));
+	json_object_set_new(j, "unblock", json_string(r->unblock));
+	json_object_set_new(j, "unblock_max_seq_len", json_integer((json_int_t)r->unblock_best));
+	return j;
 }
 
 int cli_cmd_max_seq(int argc, char **argv)
 {
-	static const struct option extra[] = {{"granule", required_argument, NULL, OPT_GRANULE}, {NULL, 0, NULL, 0}};
+	static const struct option extra[] = {{"granule", required_argument, NULL, OPT_GRANULE},
+					      {"strategies", required_argument, NULL, OPT_STRATEGIES},
+					      {NULL, 0, NULL, 0}};
 	cli_job_args a;
 	maxseq_ctx ctx = {.granule = 1024};
+	maxseq_row *rows = NULL;
 	cli_job_init(&a);
 	int rc = parse(argc, argv, &a, extra, maxseq_opt, &ctx, maxseq_help);
 	if (rc >= 0)
-		return rc;
+		goto out;
+	rc = CLI_USAGE;
+	if (a.engine_given)
+		fprintf(stderr, "spsim max-seq: note: --engine is not used: the longest sequence is a memory bound, the "
+				"same for every engine\n");
 	/* The sequence is what we search: check the job with a length every shard count up to
 	 * 16 (and powers of two up to 2^14) divides: 720720 = lcm(1..16). */
 	a.job.seq_len = 720720L * 1024;
+	if (ctx.strategies && !strchr(ctx.strategies, ',') && !strchr(ctx.strategies, ':'))
+		parse_strategy("max-seq", ctx.strategies, &a.job);
 	if (!cli_job_resolve(&a, "max-seq"))
-		return CLI_USAGE;
+		goto out;
 	/* what-ifs change time, not memory (a failed node only moves ranks, which the memory
 	 * check of node groups already follows): refuse them rather than ignore them */
 	for (int i = 0; i < a.whatif.n; i++)
@@ -365,34 +572,93 @@ int cli_cmd_max_seq(int argc, char **argv)
 			config_whatif_format(&a.whatif.item[i], what, sizeof what);
 			fprintf(stderr, "spsim max-seq: --%s changes step time, not memory per GPU, which max-seq "
 					"searches; drop it\n", what);
-			return CLI_USAGE;
+			goto out;
 		}
-	long shards = a.job.strategy == CONFIG_STRATEGY_BASP ? a.job.sp / a.job.micro_batch : a.job.sp;
-	long g = ((ctx.granule + shards - 1) / shards) * shards;
-	long best = workload_max_seq(&a.m, &a.p, &a.job, g);
-	cli_warn_max_position(&a.m, best, "max-seq");
+	rows = calloc(MAXSEQ_MAX_ROWS, sizeof *rows);
+	int n = 0;
+	if (!rows) {
+		rc = CLI_FAIL;
+		goto out;
+	}
+	if (!maxseq_rows(&a, &ctx, rows, &n))
+		goto out;
+	rc = CLI_OK;
+	for (int i = 0; i < n; i++)
+		if (!rows[i].invalid[0])
+			maxseq_eval(&a, ctx.granule, &rows[i]);
+	/* the longest answer against the model's max_position */
+	long longest = 0;
+	for (int i = 0; i < n; i++)
+		if (!rows[i].invalid[0] && rows[i].best > longest)
+			longest = rows[i].best;
+	cli_warn_max_position(&a.m, longest, "max-seq");
 	if (a.format == REPORT_JSON) {
-		json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:I, s:I}", "model", a.m.name,
-				      "platform", a.p.name, "strategy", workload_strategy_name(a.job.strategy), "gpus",
-				      a.job.gpus, "sp", a.job.sp, "micro_batch", a.job.micro_batch, "zero_stage",
-				      a.job.zero_stage, "nodes", a.p.nodes, "recompute",
-				      config_recompute_names[a.job.recompute], "granule",
-				      (json_int_t)g, "max_seq_len", (json_int_t)best);
+		json_t *j;
+		if (n == 1) {
+			j = maxseq_json(&a, &rows[0]);
+		} else {
+			json_t *arr = json_array();
+			for (int i = 0; i < n; i++)
+				json_array_append_new(arr, maxseq_json(&a, &rows[i]));
+			j = json_pack("{s:s, s:s, s:i, s:o}", "model", a.m.name, "platform", a.p.name, "nodes", a.p.nodes,
+				      "rows", arr);
+		}
 		report_json_print(stdout, j);
 		json_decref(j);
 	} else if (a.format == REPORT_CSV) {
-		printf("model,platform,strategy,gpus,sp,micro_batch,zero_stage,recompute,max_seq_len\n");
-		printf("%s,%s,%s,%d,%d,%d,%d,%s,%ld\n", a.m.name, a.p.name, workload_strategy_name(a.job.strategy),
-		       a.job.gpus, a.job.sp, a.job.micro_batch, a.job.zero_stage,
-		       config_recompute_names[a.job.recompute], best);
-	} else {
+		printf("model,platform,strategy,gpus,sp,micro_batch,zero_stage,recompute,max_seq_len,blocked_by,"
+		       "model_states_bytes,unblock,unblock_max_seq_len\n");
+		for (int i = 0; i < n; i++) {
+			const maxseq_row *r = &rows[i];
+			printf("%s,%s,%s,%d,%d,%d,%d,%s,%ld,%s,%.0f,%s,%ld\n", a.m.name, a.p.name, r->strategy, r->job.gpus,
+			       r->job.sp, r->job.micro_batch, r->job.zero_stage, config_recompute_names[r->job.recompute],
+			       r->best, r->invalid[0] ? "invalid" : r->blocked_by,
+			       r->at_limit.params + r->at_limit.grads + r->at_limit.optimizer, r->invalid[0] ? "" : r->unblock,
+			       r->unblock_best);
+		}
+	} else if (n == 1 && !rows[0].invalid[0]) {
+		const maxseq_row *r = &rows[0];
+		char ms[32], cap[32];
 		printf("%s on %s, %s, %d GPUs, SP %d, micro-batch %d, ZeRO-%d, recompute %s\n", a.m.name, a.p.name,
-		       workload_strategy_name(a.job.strategy), a.job.gpus, a.job.sp, a.job.micro_batch, a.job.zero_stage,
-		       config_recompute_names[a.job.recompute]);
-		if (best > 0)
-			printf("longest sequence that fits: %ld tokens (searched in steps of %ld)\n", best, g);
+		       r->strategy, r->job.gpus, r->job.sp, r->job.micro_batch, r->job.zero_stage,
+		       config_recompute_names[r->job.recompute]);
+		report_bytes(r->at_limit.params + r->at_limit.grads + r->at_limit.optimizer, ms, sizeof ms);
+		report_bytes(r->at_limit.capacity, cap, sizeof cap);
+		if (r->best > 0)
+			printf("longest sequence that fits: %ld tokens (searched in steps of %ld)\n", r->best, r->granule);
 		else
-			printf("no sequence of %ld tokens or more fits: model states alone exceed memory\n", g);
+			printf("no sequence of %ld tokens or more fits: model states alone exceed memory\n", r->granule);
+		printf("blocked by: %s (the model states take %s of %s per GPU)", r->blocked_by, ms, cap);
+		if (r->unblock_best > 0)
+			printf("; %s would fit %ld tokens\n", r->unblock, r->unblock_best);
+		else
+			printf("; next: %s\n", r->unblock);
+	} else {
+		printf("%s on %s (%d nodes x %d GPUs), micro-batch %d; longest sequence that fits in memory\n\n", a.m.name,
+		       a.p.name, a.p.nodes, a.p.gpus_per_node, a.job.micro_batch);
+		printf("%-16s %4s %4s %-9s %12s %12s  %-13s %s\n", "strategy", "SP", "ZeRO", "recompute", "max seq",
+		       "states/GPU", "blocked by", "would go further");
+		for (int i = 0; i < n; i++) {
+			const maxseq_row *r = &rows[i];
+			if (r->invalid[0]) {
+				printf("%-16s %4d %4d %-9s %12s  invalid: %s\n", r->strategy, r->job.sp, r->job.zero_stage,
+				       config_recompute_names[r->job.recompute], "-", r->invalid);
+				continue;
+			}
+			char ms[32], further[160];
+			report_bytes(r->at_limit.params + r->at_limit.grads + r->at_limit.optimizer, ms, sizeof ms);
+			if (r->unblock_best > 0)
+				snprintf(further, sizeof further, "%s: %ld", r->unblock, r->unblock_best);
+			else
+				snprintf(further, sizeof further, "%s", r->unblock);
+			printf("%-16s %4d %4d %-9s %12ld %12s  %-13s %s\n", r->strategy, r->job.sp, r->job.zero_stage,
+			       config_recompute_names[r->job.recompute], r->best, ms, r->blocked_by, further);
+		}
 	}
-	return CLI_OK;
+out:
+	free(rows);
+	free(ctx.strategies);
+	free(ctx.zeros);
+	free(ctx.recomputes);
+	return rc;
 }

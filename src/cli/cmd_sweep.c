@@ -20,7 +20,7 @@ static void sweep_help(FILE *f)
 	      "strategies x micro-batch x sequence length x ZeRO x recompute x engine x calibration, and\n"
 	      "platform what-ifs such as nic_bandwidth) and writes one row per point, as points finish, to\n"
 	      "DIR/points.csv and DIR/points.jsonl. The spec format is in docs/planning.md.\n\n"
-	      "  -o, --output DIR         where the rows go (default: the spec's name + '-results')\n"
+	      "  -o, --output DIR         where the rows go (default: the spec's name + '-results'; alias --out)\n"
 	      "  -j, --jobs N             worker processes (default: every CPU this process may use)\n"
 	      "      --resume             continue a sweep: points already in DIR are skipped\n"
 	      "      --retry-failed       with --resume, run again the points recorded with status error\n"
@@ -71,6 +71,7 @@ int cli_cmd_sweep(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, OPT_OUTPUT},
+		{"out", required_argument, NULL, OPT_OUTPUT},
 		{"jobs", required_argument, NULL, OPT_JOBS},
 		{"resume", no_argument, NULL, OPT_RESUME},
 		{"force", no_argument, NULL, OPT_FORCE},
@@ -151,6 +152,17 @@ int cli_cmd_sweep(int argc, char **argv)
 		default_output(spec_path, dir, sizeof dir);
 	so.out_dir = dir;
 	so.log = stderr;
+	/* One process: a bad output directory is a usage error, found before any work. (Under a
+	 * launcher rank 0 finds it when it opens the output, once every rank is up.) */
+	bool launched = false;
+#if SPSIM_HAVE_MPI
+	launched = plan_dist_mpi_launched();
+#endif
+	if (!launched && !plan_output_check(dir, so.mode, &err)) {
+		fprintf(stderr, "spsim sweep: %s\n", err.msg);
+		plan_spec_finish(&spec);
+		return CLI_USAGE;
+	}
 
 	plan_dist dist = {0};
 	bool distributed = false;

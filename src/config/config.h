@@ -367,6 +367,15 @@ extern const char *const config_attn_kernel_names[CONFIG_ATTN_KERNELS];
 /* Directories searched for shipped names, in order: $SPSIM_DATA_DIR, the build tree's
  * source dir (compiled in), the install datadir (compiled in). */
 bool config_find_data(const char *kind, const char *name_or_path, char *out, size_t out_len, config_error *err);
+/* False with "PATH is a directory, expected WHAT file" when path is a directory (what:
+ * "a YAML", "an nccl-tests log"); true otherwise (opening it reports what else is wrong). */
+bool config_check_file(const char *path, const char *what, config_error *err);
+/* The directory part of a file's path ("." when none). */
+void config_dir_of(const char *path, char *out, size_t len);
+/* A value that names a file (has a '/' or ends in .yaml/.yml) and is relative is taken
+ * relative to dir; shipped names and absolute paths are copied as they are. False when
+ * the result does not fit in len. */
+bool config_resolve_relative(const char *dir, const char *value, char *out, size_t len);
 /* Lists shipped names of a kind ("models" or "platforms"), sorted; returns count, fills
  * names (caller frees each and the array). */
 int config_list_data(const char *kind, char ***names);
@@ -383,7 +392,7 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     platform: a100-2x4-ib400
  *     strategy: basp             # ulysses | basp
  *     micro_batch: 4
- *     seq_len: 32768
+ *     seq_len: 32K               # or 32768
  *     zero: 2                    # 0..3
  *     zero_overlap: default      # true | false | default (DeepSpeed's per-stage default)
  *     reduce_bucket: 5e8         # elements; also allgather_bucket, prefetch_bucket

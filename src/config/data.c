@@ -24,6 +24,14 @@ static bool is_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+bool config_check_file(const char *path, const char *what, config_error *err)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return config_fail(err, "%s is a directory, expected %s file", path, what);
+	return true;
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), k = strlen(suffix);
@@ -39,6 +47,29 @@ static void singular(const char *kind, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", (int)n, kind);
 }
 
+void config_dir_of(const char *path, char *out, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(out, len, ".");
+	else if (slash == path)
+		snprintf(out, len, "/");
+	else
+		snprintf(out, len, "%.*s", (int)(slash - path), path);
+}
+
+static bool path_like(const char *s)
+{
+	return strchr(s, '/') || ends_with(s, ".yaml") || ends_with(s, ".yml");
+}
+
+bool config_resolve_relative(const char *dir, const char *value, char *out, size_t len)
+{
+	if (!path_like(value) || value[0] == '/' || strcmp(dir, ".") == 0)
+		return (size_t)snprintf(out, len, "%s", value) < len;
+	return (size_t)snprintf(out, len, "%s/%s", dir, value) < len;
+}
+
 bool config_find_data(const char *kind, const char *name_or_path, char *out, size_t out_len, config_error *err)
 {
 	char what[64];
@@ -46,7 +77,11 @@ bool config_find_data(const char *kind, const char *name_or_path, char *out, siz
 	if (!name_or_path || !*name_or_path)
 		return config_fail(err, "empty %s name, expected a shipped %s name or a path to a .yaml file", what,
 				   what);
-	if (strchr(name_or_path, '/') || ends_with(name_or_path, ".yaml") || ends_with(name_or_path, ".yml")) {
+	if (path_like(name_or_path)) {
+		char desc[80];
+		snprintf(desc, sizeof desc, "a %s .yaml", what);
+		if (!config_check_file(name_or_path, desc, err))
+			return false;
 		if (!is_file(name_or_path))
 			return config_fail(err, "%s: no such file, expected a path to a %s .yaml file", name_or_path,
 					   what);

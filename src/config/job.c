@@ -53,7 +53,21 @@ static const char *const job_keys[] = {
 	"attention_kernel", "impl",         "memory_reserve",   "what_if",          NULL,
 };
 
-static bool job_read(const yt_doc *doc, config_job *job, char *model, char *platform, char *calibration,
+/* A token count as the CLI and sweep specs take it: 32768 or 32K (K = 1024, M = 2^20). */
+static bool read_tokens(const yt_node *map, const char *key, long *out, config_error *err)
+{
+	const yt_node *n = yt_find(map, key);
+	if (!n)
+		return true;
+	if (n->kind != YT_SCALAR || !config_parse_tokens(n->value, out))
+		return yt_fail(err, n, "'%s' expects a positive token count such as 16384 or 16K, got %s%.200s%s", key,
+			       n->kind == YT_SCALAR ? "'" : "",
+			       n->kind == YT_SCALAR ? n->value : n->kind == YT_MAP ? "a mapping" : "a sequence",
+			       n->kind == YT_SCALAR ? "'" : "");
+	return true;
+}
+
+static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, char *model, char *platform, char *calibration,
 		     int *nodes, config_error *err)
 {
 	static const char *const dtypes[] = {"bf16"};
@@ -68,7 +82,7 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	if (!yt_enum(t, "strategy", false, config_strategy_names, 2, &strategy, NULL, err) ||
 	    !yt_posint(t, "gpus", false, &job->gpus, NULL, err) || !yt_posint(t, "sp", false, &job->sp, NULL, err) ||
 	    !yt_posint(t, "micro_batch", false, &job->micro_batch, NULL, err) ||
-	    !yt_int(t, "seq_len", false, 1, LONG_MAX, &job->seq_len, NULL, err) ||
+	    !read_tokens(t, "seq_len", &job->seq_len, err) ||
 	    !yt_posint(t, "grad_accum", false, &job->grad_accum, NULL, err) ||
 	    !yt_int(t, "zero", false, 0, 3, &zero, NULL, err) ||
 	    !yt_enum(t, "recompute", false, config_recompute_names, 2, &recompute, NULL, err) ||
@@ -118,6 +132,18 @@ static bool job_read(const yt_doc *doc, config_job *job, char *model, char *plat
 	    !yt_string(t, "calibration", false, cal, sizeof cal, NULL, err) ||
 	    !yt_posint(t, "nodes", false, &n, NULL, err))
 		return false;
+	/* Paths are relative to the job file's directory (shipped names stay names). */
+	char dir[CONFIG_PATH_MAX];
+	config_dir_of(doc_path, dir, sizeof dir);
+	char *const fields[] = {m, pl, cal};
+	for (int i = 0; i < 3; i++) {
+		char resolved[CONFIG_PATH_MAX];
+		if (fields[i][0] && !config_resolve_relative(dir, fields[i], resolved, sizeof resolved))
+			return yt_fail(err, yt_find(t, i == 0 ? "model" : i == 1 ? "platform" : "calibration"),
+				       "path too long once joined to the job file's directory '%s'", dir);
+		if (fields[i][0])
+			memcpy(fields[i], resolved, CONFIG_PATH_MAX);
+	}
 	/* Outputs change only once the whole file is known to be valid. */
 	if (model && m[0])
 		memcpy(model, m, sizeof m);
@@ -137,7 +163,7 @@ bool config_load_job(const char *path, config_job *job, char *model, char *platf
 	if (!yt_load(path, &doc, err))
 		return false;
 	config_job j = *job;
-	bool ok = job_read(doc, &j, model, platform, calibration, nodes, err);
+	bool ok = job_read(doc, path, &j, model, platform, calibration, nodes, err);
 	yt_free(doc);
 	if (ok)
 		*job = j;

@@ -23,6 +23,21 @@ double config_platform_nic_bw(const config_platform *p)
 	return p->inter.nic_bandwidth * p->eff.inter_link;
 }
 
+/* GPU memory is binary: an "80GB" H100 has 80 GiB (NVIDIA's datasheets write GB for
+ * GiB). A decimal unit is taken literally (80GB = 74.5 GiB), which is almost never what
+ * was meant, so it is said on stderr, pointing at the value. */
+static void warn_decimal_memory(const yt_node *n, double bytes)
+{
+	size_t k = n && n->kind == YT_SCALAR ? strlen(n->value) : 0;
+	while (k > 0 && (n->value[k - 1] == ' ' || n->value[k - 1] == '\t'))
+		k--;
+	if (k < 3 || n->value[k - 1] != 'B' || strchr("kKMGT", n->value[k - 2]) == NULL)
+		return;
+	fprintf(stderr, "spsim: %s:%d:%d: warning: memory '%s' is a decimal size (%.4g GiB); GPU memory is sold in "
+			"binary units (an 80GB GPU has 80 GiB): write %.*siB if that is meant\n",
+		n->file, n->line, n->col, n->value, bytes / (1024.0 * 1024 * 1024), (int)(k - 1), n->value);
+}
+
 /* SM counts and architectures of known GPUs, matched by the start of gpu.name
  * (case-insensitive). Sources: NVIDIA A100 Tensor Core GPU Architecture whitepaper (108 SMs
  * enabled on A100, SXM4 and PCIe alike); NVIDIA H100 Tensor Core GPU Architecture
@@ -76,6 +91,7 @@ bool config_read_gpu(const yt_node *t, config_gpu *gpu, config_error *err)
 			       gpu->name);
 	gpu->sms = (int)sms;
 	gpu->arch = (config_gpu_arch)arch;
+	warn_decimal_memory(yt_find(g, "memory"), gpu->memory_bytes);
 	return true;
 }
 
@@ -126,9 +142,16 @@ static bool read_inter(const yt_node *t, config_platform *p, config_error *err)
 		return false;
 	p->inter.topology = (config_topology)topo;
 	bool fat = p->inter.topology == CONFIG_TOPO_FAT_TREE;
-	/* Only a fat-tree has leaves; elsewhere nodes_per_leaf stays 0 and oversubscription 1. */
+	/* Only a fat-tree has leaves; elsewhere nodes_per_leaf stays 0 and oversubscription 1,
+	 * and either key is an error rather than a setting silently ignored. */
 	p->inter.nodes_per_leaf = 0;
 	p->inter.oversubscription = 1.0;
+	for (const char *const *k = keys + 4; !fat && *k; k++)
+		if (yt_find(in, *k))
+			return yt_fail(err, yt_find(in, *k),
+				       "'%s' applies only to topology fat-tree (the one with leaf switches), "
+				       "not to topology %s; remove it or use topology: fat-tree",
+				       *k, config_topology_names[topo]);
 	return yt_posint(in, "nodes_per_leaf", fat, &p->inter.nodes_per_leaf, NULL, err) &&
 	       yt_double(in, "oversubscription", fat, 1.0, false, INFINITY, &p->inter.oversubscription, NULL, err);
 }

@@ -24,7 +24,7 @@ static const char *const kind_noun[] = {
 static const char *const kind_example[] = {
 	[CONFIG_UNIT_BANDWIDTH] = "400Gbps or 50GB/s",
 	[CONFIG_UNIT_TIME] = "2us or 1.5ms",
-	[CONFIG_UNIT_SIZE] = "40GiB or 80GB",
+	[CONFIG_UNIT_SIZE] = "40GiB or 512MiB",
 	[CONFIG_UNIT_FLOPS] = "312TFLOPS or 989TFLOP/s",
 };
 

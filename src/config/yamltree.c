@@ -239,6 +239,8 @@ out:
 bool yt_load(const char *path, yt_doc **out, config_error *err)
 {
 	*out = NULL;
+	if (!config_check_file(path, "a YAML", err))
+		return false;
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		char buf[256];

@@ -1,6 +1,8 @@
 /* The analytic engine: closed-form op costs (collectives.c) scheduled by the op program's
- * max-plus rules (schedule.c). No contention between concurrent activities: two streams
- * that run at once each get their full bandwidth (docs/model.md says what that misses). */
+ * rules (schedule.c). Concurrent streams share the links they both load (linkload.c: what
+ * each op puts on the NIC, NVLink, PCIe and leaf uplinks; docs/model.md §5): with all
+ * communication on one stream the schedule is the max-plus recurrence, otherwise a fluid
+ * simulation with max-min sharing. */
 #include <stdlib.h>
 
 #include "engine/analytic.h"
@@ -76,12 +78,20 @@ static bool analytic_run(const engine_input *in, engine_result *out, config_erro
 	double **dur;
 	if (!engine_analytic_durations(in->platform, in->plan, &dur, err))
 		return false;
+	/* Link loads only where two streams carry communication: otherwise nothing shares. */
+	engine_op_load **load = NULL;
+	if (engine_schedule_streams_share(&in->plan->program) &&
+	    !engine_analytic_loads(in->platform, in->plan, &load, err)) {
+		engine_durations_free(dur, in->plan->program.n_micro + in->plan->program.n_step);
+		return false;
+	}
 	bool ok;
 	*out = (engine_result){.engine = "analytic"};
 	if (in->opt.trace_path)
-		ok = engine_trace_schedule(in, dur, out, err);
+		ok = engine_trace_schedule_shared(in, dur, load, out, err);
 	else
-		ok = engine_schedule_run(&in->plan->program, dur, out, NULL, NULL, err);
+		ok = engine_schedule_run_shared(&in->plan->program, dur, load, out, NULL, NULL, err);
+	free(load);
 	engine_durations_free(dur, in->plan->program.n_micro + in->plan->program.n_step);
 	if (ok)
 		engine_result_finish(in, out);
@@ -90,7 +100,7 @@ static bool analytic_run(const engine_input *in, engine_result *out, config_erro
 
 const engine_ops engine_analytic = {
 	.name = "analytic",
-	.summary = "closed-form alpha-beta costs, no contention (microseconds per configuration)",
+	.summary = "closed-form alpha-beta costs, streams share links (microseconds per configuration)",
 	.run = analytic_run,
 };
 
@@ -113,6 +123,12 @@ static void trace_visit(void *ctx, const workload_block *blk, int it, int micro,
 
 bool engine_trace_schedule(const engine_input *in, double *const *dur, engine_result *out, config_error *err)
 {
+	return engine_trace_schedule_shared(in, dur, NULL, out, err);
+}
+
+bool engine_trace_schedule_shared(const engine_input *in, double *const *dur, engine_op_load *const *load,
+				  engine_result *out, config_error *err)
+{
 	trace_ctx c = {.t = report_trace_create()};
 	if (!c.t)
 		return config_fail(err, "out of memory");
@@ -122,7 +138,7 @@ bool engine_trace_schedule(const engine_input *in, double *const *dur, engine_re
 		snprintf(name, sizeof name, "gpu 0 %s", report_trace_tid_name(k));
 		report_trace_thread(c.t, 0, k, name);
 	}
-	bool ok = engine_schedule_run(&in->plan->program, dur, out, trace_visit, &c, err) &&
+	bool ok = engine_schedule_run_shared(&in->plan->program, dur, load, out, trace_visit, &c, err) &&
 		  report_trace_write(c.t, in->opt.trace_path, err);
 	report_trace_destroy(c.t);
 	return ok;

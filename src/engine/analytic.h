@@ -2,6 +2,7 @@
 #define SPSIM_ENGINE_ANALYTIC_H
 
 #include "engine/engine.h"
+#include "engine/schedule.h"
 
 extern const engine_ops engine_analytic;
 
@@ -12,5 +13,8 @@ bool engine_analytic_durations(const config_platform *p, const workload_plan *pl
 void engine_durations_free(double **dur, int n);
 /* Runs the schedule and writes a Chrome/Perfetto trace of rank 0's streams. */
 bool engine_trace_schedule(const engine_input *in, double *const *dur, engine_result *out, config_error *err);
+/* The same with shared links (load as engine_analytic_loads, NULL for none). */
+bool engine_trace_schedule_shared(const engine_input *in, double *const *dur, engine_op_load *const *load,
+				  engine_result *out, config_error *err);
 
 #endif

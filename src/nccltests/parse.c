@@ -682,6 +682,8 @@ bool nccltests_parse_text(const char *name, const char *text, const nccltests_pa
 
 bool nccltests_parse_file(const char *path, const nccltests_parse_opts *opts, nccltests_log *out, config_error *err)
 {
+	if (!config_check_file(path, "an nccl-tests log", err))
+		return false;
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return config_fail(err, "%s: cannot open: %s", path, strerror(errno));

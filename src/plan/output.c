@@ -120,11 +120,27 @@ static bool rewrite(plan_output *o, const json_t *rows, config_error *err)
 	return true;
 }
 
+bool plan_output_check(const char *dir, plan_output_mode mode, config_error *err)
+{
+	struct stat st;
+	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+		return config_fail(err, "%s exists and is not a directory, expected an output directory", dir);
+	char j[CONFIG_PATH_MAX + 16], c[CONFIG_PATH_MAX + 16];
+	snprintf(j, sizeof j, "%s/points.jsonl", dir);
+	snprintf(c, sizeof c, "%s/points.csv", dir);
+	if (mode == PLAN_OUTPUT_NEW && (file_size(j) > 0 || file_size(c) > 0))
+		return config_fail(err,
+				   "%s already holds sweep output (points.jsonl, points.csv); pass --resume to continue "
+				   "that sweep or --force to discard it and start again",
+				   dir);
+	return true;
+}
+
 bool plan_output_open(const char *dir, plan_output_mode mode, bool retry_failed, plan_output **out,
 		      config_error *err)
 {
 	*out = NULL;
-	if (!mkdir_p(dir, err))
+	if (!plan_output_check(dir, mode, err) || !mkdir_p(dir, err))
 		return false;
 	plan_output *o = calloc(1, sizeof *o);
 	if (!o)
@@ -134,14 +150,6 @@ bool plan_output_open(const char *dir, plan_output_mode mode, bool retry_failed,
 	o->done = json_object();
 	long sj = file_size(o->jsonl), sc = file_size(o->csv);
 	bool exists = sj > 0 || sc > 0;
-	if (exists && mode == PLAN_OUTPUT_NEW) {
-		json_decref(o->done);
-		free(o);
-		return config_fail(err,
-				   "%s already holds sweep output (points.jsonl, points.csv); pass --resume to continue "
-				   "that sweep or --force to discard it and start again",
-				   dir);
-	}
 	json_t *rows = json_array();
 	if (exists && mode == PLAN_OUTPUT_RESUME) {
 		json_decref(rows);

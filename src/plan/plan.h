@@ -162,6 +162,10 @@ bool plan_engine_isolated(const char *engine);
 /* A row: one JSON object per point, the same fields in the JSON-lines file and (in this
  * order) the CSV columns. Quantities are SI: seconds, bytes, bytes/s. */
 extern const char *const plan_row_columns[]; /* NULL-terminated */
+/* The CSV header names of those fields, with units where the key has none
+ * (gpu_memory_bytes, mem_peak_bytes, nic_bandwidth_bytes_per_s, inter_latency_s). run,
+ * compare and sweep all write this one column set. */
+extern const char *const plan_row_csv_columns[];
 json_t *plan_row_new(long index, const char *key);
 /* Fills the point description (model ... label) from a job; calibration may be NULL. */
 void plan_row_set_job(json_t *row, const config_model *m, const config_platform *p, const config_job *job,
@@ -189,6 +193,9 @@ typedef enum plan_output_mode {
 
 typedef struct plan_output plan_output;
 
+/* Whether DIR can take a sweep's output in this mode: not a file, and (PLAN_OUTPUT_NEW)
+ * holding no earlier sweep's rows. A bad answer is a usage error (checked before work). */
+bool plan_output_check(const char *dir, plan_output_mode mode, config_error *err);
 /* retry_failed (resume only): rows with status "error" are dropped, so they run again. */
 bool plan_output_open(const char *dir, plan_output_mode mode, bool retry_failed, plan_output **out,
 		      config_error *err);
@@ -204,8 +211,10 @@ bool plan_rows_load(const char *dir, json_t **rows, config_error *err);
 /* --------------------------------------------------------------- progress --- */
 typedef struct plan_progress {
 	FILE *f;
+	const char *unit; /* what is counted ("points", "SimGrid runs"); NULL: points */
 	bool tty, quiet;
 	long total, done, failed;
+	long done_printed; /* done at the last line printed (logs) */
 	double t0, last_print;
 	int last_decile;
 	int width;
@@ -369,6 +378,10 @@ void plan_explain(const plan_query *q, const plan_candidate *c, const plan_candi
  * sets verified and tokens_per_s, and leaves re-ranking to the caller. */
 bool plan_verify(const plan_query *q, plan_candidate *c, long n, const char *engine, const engine_options *opt,
 		 int jobs, double timeout_s, config_error *err);
+/* The same, counting each finished re-run in prog (started by the caller over every
+ * re-run it will make; NULL: silent). */
+bool plan_verify_progress(const plan_query *q, plan_candidate *c, long n, const char *engine,
+			  const engine_options *opt, int jobs, double timeout_s, plan_progress *prog, config_error *err);
 /* A candidate as a row (for JSON output and figures). */
 json_t *plan_candidate_json(const plan_query *q, const plan_candidate *c);
 

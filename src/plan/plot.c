@@ -20,6 +20,41 @@
 #define W_PX 960
 #define H_PX 640
 
+/* Colours: each strategy label has one colour in every figure; limits (capacity, the
+ * baseline) are neutral grey; series of one strategy differ by dash and marker shape, so
+ * no two series look alike however many there are. */
+#define LIMIT_GREY "#555555"
+#define BASELINE_GREY "#999999"
+static const struct {
+	const char *label, *rgb;
+} strategy_colours[] = {
+	{"ulysses", "#1f77b4"},	       /* blue */
+	{"basp", "#ff7f0e"},	       /* orange */
+	{"basp-unequal", "#2ca02c"},   /* green */
+	{"basp-extra-step", "#9467bd"}, /* purple */
+	{"ulysses:sp=N/B", "#8c564b"},  /* brown */
+};
+/* Other labels (ulysses:sp=4, ...) take a colour from the rest of the palette by a hash of
+ * the label, so a label keeps its colour from figure to figure. */
+static const char *const other_colours[] = {"#e377c2", "#17becf", "#bcbd22", "#d62728", "#393b79", "#637939",
+					    "#843c39", "#7b4173", "#3182bd", "#e6550d"};
+
+static const char *strategy_colour(const char *label)
+{
+	for (size_t i = 0; i < sizeof strategy_colours / sizeof *strategy_colours; i++)
+		if (strcmp(label, strategy_colours[i].label) == 0)
+			return strategy_colours[i].rgb;
+	unsigned long h = 5381;
+	for (const char *c = label; *c; c++)
+		h = h * 33 + (unsigned char)*c;
+	return other_colours[h % (sizeof other_colours / sizeof *other_colours)];
+}
+
+/* Marker shapes as gnuplot point types, (filled, open) pairs: circle, square, triangle,
+ * diamond, inverted triangle. Open markers are the configurations that do not fit. */
+static const int marker_shapes[][2] = {{7, 6}, {5, 4}, {9, 8}, {13, 12}, {11, 10}};
+#define N_SHAPES 5
+
 /* The fields that describe a configuration (apart from the strategy label). */
 static const char *const dims[] = {
 	"model", "platform", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
@@ -282,7 +317,7 @@ static bool fig_open(fig *f, const char *dir, const char *name, config_error *er
 		"set output '%s.svg'\n"
 		"set encoding utf8\n"
 		"set grid lc rgb '#dddddd'\n"
-		"set key below noenhanced\n"
+		"set key below noenhanced height 1.5\n" /* room between the x label and the key */
 		"set border 3\n"
 		"set tics nomirror\n"
 		"set linetype 1 lc rgb '#1f77b4' lw 2\nset linetype 2 lc rgb '#d62728' lw 2\n"
@@ -575,7 +610,8 @@ static bool curve_figure(const curve_spec *cs, const rowset *all, const char *ba
 	/* Group rows into series (first-appearance order), points sorted by x. */
 	json_t *index = json_object();
 	int n_series = 0;
-	char titles[MAX_SERIES * 4][256];
+	char titles[MAX_SERIES * 4][256], colour[MAX_SERIES * 4][8];
+	int style[MAX_SERIES * 4];
 	pt *pts = malloc((size_t)(s.n ? s.n : 1) * sizeof *pts);
 	int *ser = malloc((size_t)(s.n ? s.n : 1) * sizeof *ser);
 	double ymax = 0, ymin = INFINITY;
@@ -589,6 +625,11 @@ static bool curve_figure(const curve_spec *cs, const rowset *all, const char *ba
 			if (n_series >= MAX_SERIES * 4)
 				continue;
 			series_title(r, v, with_label, titles[n_series], sizeof titles[n_series]);
+			snprintf(colour[n_series], sizeof colour[n_series], "%s", strategy_colour(plan_row_str(r, "label")));
+			/* the how-many-th series of this strategy: its dash and marker */
+			style[n_series] = 0;
+			for (int q = 0; q < n_series; q++)
+				style[n_series] += strcmp(colour[q], colour[n_series]) == 0;
 			json_object_set_new(index, k, id = json_integer(n_series++));
 		}
 		ser[i] = (int)json_integer_value(id);
@@ -630,13 +671,28 @@ static bool curve_figure(const curve_spec *cs, const rowset *all, const char *ba
 			}
 		qsort(buf, (size_t)m, sizeof *buf, by_x);
 		fprintf(f.dat, "# %s\n", titles[k]);
+		const int *shape = marker_shapes[(style[k] + style[k] / N_SHAPES) % N_SHAPES];
 		for (long j = 0; j < m; j++) {
-			fprintf(f.dat, "%.10g %.10g %d\n", buf[j].x, buf[j].y, buf[j].fits ? 7 : 6);
+			fprintf(f.dat, "%.10g %.10g %d\n", buf[j].x, buf[j].y, buf[j].fits ? shape[0] : shape[1]);
 			f.any_nofit |= !buf[j].fits;
 		}
 		fprintf(f.dat, "\n\n");
 	}
 	free(buf);
+	/* Series of one strategy: its colour from darker to lighter, so that they stay told
+	 * apart by hue family (the strategy), shade, dash and marker together. */
+	char shaded[MAX_SERIES * 4][8];
+	for (int k = 0; k < n_series; k++) {
+		int same = 0;
+		for (int q = 0; q < n_series; q++)
+			same += strcmp(colour[q], colour[k]) == 0;
+		double t = same > 1 ? -0.35 + 0.75 * style[k] / (same - 1) : 0; /* < 0 darker, > 0 lighter */
+		long rgb = strtol(colour[k] + 1, NULL, 16);
+		int ch[3] = {(int)(rgb >> 16 & 255), (int)(rgb >> 8 & 255), (int)(rgb & 255)};
+		for (int c = 0; c < 3; c++)
+			ch[c] = (int)lround(t < 0 ? ch[c] * (1 + t) : ch[c] + (255 - ch[c]) * t);
+		snprintf(shaded[k], sizeof shaded[k], "#%02x%02x%02x", ch[0] & 255, ch[1] & 255, ch[2] & 255);
+	}
 	/* Script. */
 	fig_title(&f, title, cs->title);
 	fprintf(f.gp, "set xlabel \"%s\"\nset ylabel \"%s\"\n", cs->xlabel, cs->ylabel);
@@ -688,18 +744,18 @@ static bool curve_figure(const curve_spec *cs, const rowset *all, const char *ba
 	fprintf(f.gp, "plot ");
 	bool first = true;
 	if (cs->y == Y_SPEEDUP) {
-		fprintf(f.gp, "1 with lines dt 2 lc rgb '#888888' title \"%s (baseline)\"", baseline);
+		fprintf(f.gp, "1 with lines dt 3 lw 2 lc rgb '" BASELINE_GREY "' title \"%s (baseline)\"", baseline);
 		first = false;
 	}
 	for (int j = 0; j < nc; j++) {
-		fprintf(f.gp, "%s%.10g with lines dt 2 lw 2 lc rgb '#cc0000' title \"capacity %.4g GiB\"", first ? "" : ", ",
-			caps[j], caps[j]);
+		fprintf(f.gp, "%s%.10g with lines dt 2 lw 2 lc rgb '" LIMIT_GREY "' title \"capacity %.4g GiB\"",
+			first ? "" : ", ", caps[j], caps[j]);
 		first = false;
 	}
 	for (int k = 0; k < n_series; k++) {
 		fprintf(f.gp, "%s\\\n  '%s.dat' index %d using 1:2:3 with linespoints pt variable ps 1.3 lw 2 dt %d "
-			      "title \"%s\"",
-			first ? "" : ", ", cs->name, k, 1 + k % 5, titles[k]);
+			      "lc rgb '%s' title \"%s\"",
+			first ? "" : ", ", cs->name, k, 1 + style[k] % 5, shaded[k], titles[k]);
 		first = false;
 	}
 	fprintf(f.gp, "\n");
@@ -768,7 +824,7 @@ static bool bar_figure(const char *name, const char *what, bar_mode mode, const 
 	if (!same_tokens && mode == BARS_BREAKDOWN)
 		append(f.subtitle, sizeof f.subtitle, "per million tokens (the strategies train different tokens per step)");
 	/* Data: x position, segments or value, tick label. */
-	fprintf(f.dat, "# x\tcompute\tcompute+sp\tstep\ttokens_per_s\tlabel\tlabel_index\n");
+	fprintf(f.dat, "# x\tcompute\tcompute+sp\tstep\ttokens_per_s\tlabel\tlabel_index\tcolour\tfits\n");
 	double ymax = 0;
 	char (*gtext)[256] = calloc((size_t)(ng ? ng : 1), sizeof *gtext);
 	for (long i = 0; gtext && i < s.n; i++) {
@@ -795,8 +851,10 @@ static bool bar_figure(const char *name, const char *what, bar_mode mode, const 
 		double top = mode == BARS_BREAKDOWN ? c + sp + z : tps;
 		if (top > ymax)
 			ymax = top;
-		fprintf(f.dat, "%g\t%.10g\t%.10g\t%.10g\t%.10g\t\"%s\"\t%d\n", x, c, c + sp, c + sp + z, tps,
-			plan_row_str(r, "label"), 1 + (int)json_integer_value(li));
+		fprintf(f.dat, "%g\t%.10g\t%.10g\t%.10g\t%.10g\t\"%s\"\t%d\t%ld\t%d\n", x, c, c + sp, c + sp + z, tps,
+			plan_row_str(r, "label"), 1 + (int)json_integer_value(li),
+			strtol(strategy_colour(plan_row_str(r, "label")) + 1, NULL, 16), json_is_true(json_object_get(r, "fits")));
+		f.any_nofit |= !json_is_true(json_object_get(r, "fits"));
 	}
 	json_decref(labels);
 	json_decref(groups);
@@ -817,11 +875,20 @@ static bool bar_figure(const char *name, const char *what, bar_mode mode, const 
 				fprintf(f.gp, "set label \"%s\" at first %g, graph -0.2 center font ',11' noenhanced\n", gtext[g],
 					g * (nl + 1) + (nl - 1) / 2.0);
 		fprintf(f.gp, "set ylabel \"%s\"\n", same_tokens ? "time per optimizer step (s)" : "time per million tokens (s)");
+		/* Each bar in its strategy's colour; the parts of the step by fill: compute solid,
+		 * the SP all-to-all hatched, exposed ZeRO communication pale. */
 		fprintf(f.gp,
-			"plot '%s.dat' using 1:4:xtic(6) with boxes lc rgb '#55A868' title \"ZeRO comm (exposed)\", \\\n"
-			"     '' using 1:3 with boxes lc rgb '#DD8452' title \"SP all-to-all\", \\\n"
-			"     '' using 1:2 with boxes lc rgb '#4C72B0' title \"compute\"\n",
+			"plot '%s.dat' using 1:4:8:xtic(6) with boxes fs solid 0.3 lc rgb variable notitle, \\\n"
+			"     '' using 1:3:8 with boxes fs pattern 4 lc rgb variable notitle, \\\n"
+			"     '' using 1:2:8 with boxes fs solid 0.9 lc rgb variable notitle, \\\n"
+			"     keyentry with boxes fs solid 0.9 lc rgb '#777777' title \"compute\", \\\n"
+			"     keyentry with boxes fs pattern 4 lc rgb '#777777' title \"SP all-to-all\", \\\n"
+			"     keyentry with boxes fs solid 0.3 lc rgb '#777777' title \"ZeRO comm (exposed)\"",
 			name);
+		if (f.any_nofit)
+			fprintf(f.gp, ", \\\n     '' using 1:($9 == 0 ? $4 : 1/0):(\"no fit\") with labels offset 0,0.7 "
+				      "font ',9' tc rgb '" LIMIT_GREY "' notitle");
+		fprintf(f.gp, "\n");
 	} else {
 		/* A tic per group; colours (and the key) tell the strategies apart. */
 		fprintf(f.gp, "set ylabel \"tokens/s\"\nset format y '%%.0s%%c'\nset bmargin 8\nset xtics rotate by -20 "
@@ -830,8 +897,11 @@ static bool bar_figure(const char *name, const char *what, bar_mode mode, const 
 			fprintf(f.gp, "%s\"%s\" %g", g ? ", " : "", gtext[g], g * (nl + 1) + (nl - 1) / 2.0);
 		fprintf(f.gp, ")\nplot ");
 		for (int l = 0; l < nl; l++)
-			fprintf(f.gp, "%s'%s.dat' using ($7 == %d ? $1 : 1/0):5 with boxes lt %d title \"%s\"", l ? ", " : "",
-				name, l + 1, l + 1, lname[l]);
+			fprintf(f.gp, "%s'%s.dat' using ($7 == %d ? $1 : 1/0):5 with boxes lc rgb '%s' title \"%s\"",
+				l ? ", " : "", name, l + 1, strategy_colour(lname[l]), lname[l]);
+		if (f.any_nofit)
+			fprintf(f.gp, ", '' using 1:($9 == 0 ? $5 : 1/0):(\"no fit\") with labels offset 0,0.7 font ',9' "
+				      "tc rgb '" LIMIT_GREY "' notitle");
 		fprintf(f.gp, "\n");
 	}
 	free(gtext);

@@ -52,16 +52,19 @@ static void draw(plan_progress *p, bool final)
 		for (int i = 0; i < p->width; i++)
 			bar[i] = i < fill ? '#' : '.';
 		bar[p->width] = '\0';
-		fprintf(p->f, "\r[%s] %ld/%ld %3d%%  %.1f/s  %s %s", bar, p->done, p->total, pct, rate,
-			final ? "elapsed" : "ETA", final ? hms(el, a, sizeof a) : hms(eta, b, sizeof b));
+		fprintf(p->f, "\r[%s] %ld/%ld%s%s %3d%%  %.2g/s  %s %s", bar, p->done, p->total, p->unit ? " " : "",
+			p->unit ? p->unit : "", pct, rate, final ? "elapsed" : "ETA",
+			final ? hms(el, a, sizeof a) : hms(eta, b, sizeof b));
 		if (p->failed)
 			fprintf(p->f, "  %ld failed", p->failed);
 		fputs("\033[K", p->f); /* clear what a longer previous line left */
 		if (final)
 			fputc('\n', p->f);
 	} else {
-		fprintf(p->f, "progress: %ld/%ld points (%d%%), %ld failed, %.1f points/s, %s %s\n", p->done, p->total,
-			pct, p->failed, rate, final ? "elapsed" : "ETA", final ? hms(el, a, sizeof a) : hms(eta, b, sizeof b));
+		const char *unit = p->unit ? p->unit : "points";
+		fprintf(p->f, "progress: %ld/%ld %s (%d%%), %ld failed, %.2g %s/s, %s %s\n", p->done, p->total, unit,
+			pct, p->failed, rate, unit, final ? "elapsed" : "ETA",
+			final ? hms(el, a, sizeof a) : hms(eta, b, sizeof b));
 	}
 	fflush(p->f);
 	p->last_print = t;
@@ -85,7 +88,10 @@ void plan_progress_update(plan_progress *p, long done, long failed)
 		return;
 	int decile = p->total ? (int)(10 * done / p->total) : 10;
 	double since = t - (p->last_print < 0 ? p->t0 : p->last_print);
-	if ((decile > p->last_decile && since >= 2) || since >= 30) {
+	/* a handful of long tasks (plan's re-runs, compare's runs): a line each */
+	bool each = p->total <= 20 && done > p->done_printed;
+	if (each || (decile > p->last_decile && since >= 2) || since >= 30) {
+		p->done_printed = done;
 		p->last_decile = decile;
 		draw(p, false);
 	}

@@ -23,6 +23,23 @@ const char *const plan_row_columns[] = {
 	"tokens_per_s", "mfu", "hfu", "wall_s", NULL,
 };
 
+/* The CSV header: the row's key with its unit where the key has none (SI base units:
+ * bytes, seconds, bytes per second), in plan_row_columns' order. */
+const char *const plan_row_csv_columns[] = {
+	"index", "point", "status", "error",
+	"engine", "model", "platform", "nodes", "gpus_per_node", "nics", "nic_bandwidth_bytes_per_s",
+	"intra_bandwidth_bytes_per_s", "inter_latency_s", "gpu_memory_bytes", "calibration", "gpus", "label", "strategy",
+	"sp", "micro_batch", "group_size", "dp_replicas", "seq_len", "zero_stage", "recompute", "grad_accum", "a2a",
+	"basp_uneven", "parts", "tokens_per_gpu",
+	"step_time_s", "compute_s", "gemm_s", "attention_s", "memory_bound_s", "optimizer_s", "sp_comm_s",
+	"sp_comm_exposed_s", "zero_comm_s", "zero_comm_exposed_s",
+	"sp_bytes", "sp_bytes_off_gpu", "zero_bytes",
+	"mem_params_bytes", "mem_grads_bytes", "mem_optimizer_bytes", "mem_activations_bytes", "mem_logits_bytes",
+	"mem_buffers_bytes", "mem_reserve_bytes", "mem_peak_bytes", "mem_capacity_bytes", "fits",
+	"tokens_per_s", "mfu", "hfu", "wall_s", NULL,
+};
+_Static_assert(sizeof plan_row_csv_columns == sizeof plan_row_columns, "one CSV name per row key");
+
 json_t *plan_row_new(long index, const char *key)
 {
 	return json_pack("{s:I, s:s, s:s, s:n}", "index", (json_int_t)index, "point", key ? key : "", "status", "ok",
@@ -170,8 +187,8 @@ static void csv_string(FILE *f, const char *s)
 
 void plan_row_csv_header(FILE *f)
 {
-	for (int i = 0; plan_row_columns[i]; i++)
-		fprintf(f, "%s%s", i ? "," : "", plan_row_columns[i]);
+	for (int i = 0; plan_row_csv_columns[i]; i++)
+		fprintf(f, "%s%s", i ? "," : "", plan_row_csv_columns[i]);
 	fputc('\n', f);
 }
 

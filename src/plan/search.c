@@ -239,13 +239,26 @@ long plan_merge(plan_candidate *c, long n)
 			j--;
 		if (j >= 0 && plan_same_layout(&c[j], &c[i])) {
 			plan_candidate *k = &c[j];
-			k->variant_mask |= 1u << variant_index(c[i].variant);
+			const plan_candidate *alias = &c[i];
+			plan_candidate former;
+			/* A row is named the way a user configures the layout: a BASP layout (groups
+			 * of K GPUs, one sequence each) reached as Ulysses SP K over replicas is
+			 * listed as basp, with the Ulysses spelling among the other names. */
+			if (variant_index(k->variant) == 0 && variant_index(c[i].variant) > 0) {
+				former = *k;
+				*k = c[i];
+				k->order = former.order;
+				k->variant_mask = former.variant_mask;
+				memcpy(k->also, former.also, sizeof k->also);
+				alias = &former;
+			}
+			k->variant_mask |= 1u << variant_index(alias->variant) | 1u << variant_index(c[i].variant);
 			size_t u = strlen(k->also);
 			if (u + 48 < sizeof k->also)
 				snprintf(k->also + u, sizeof k->also - u, "%s%s SP %d B=%d%s%s", u ? ", " : "",
-					 c[i].variant->name, c[i].job.sp, c[i].job.micro_batch,
-					 c[i].job.a2a != k->job.a2a ? " a2a " : "",
-					 c[i].job.a2a != k->job.a2a ? plan_a2a_name(c[i].job.a2a) : "");
+					 alias->variant->name, alias->job.sp, alias->job.micro_batch,
+					 alias->job.a2a != k->job.a2a ? " a2a " : "",
+					 alias->job.a2a != k->job.a2a ? plan_a2a_name(alias->job.a2a) : "");
 			continue;
 		}
 		c[m] = c[i];
@@ -373,6 +386,7 @@ typedef struct verify_ctx {
 	plan_candidate *c;
 	const char *engine;
 	const engine_options *opt;
+	plan_progress *prog; /* NULL: none */
 } verify_ctx;
 
 static json_t *verify_eval(void *ctx, long i)
@@ -406,11 +420,21 @@ static json_t *verify_failed(void *ctx, long i, const char *why)
 	return row;
 }
 
+static void verify_tick(void *ctx)
+{
+	verify_ctx *v = ctx;
+	if (v->prog)
+		plan_progress_update(v->prog, v->prog->done, v->prog->failed);
+}
+
 static void verify_done(void *ctx, long i, const json_t *row)
 {
 	verify_ctx *v = ctx;
 	plan_candidate *c = &v->c[i];
-	if (strcmp(plan_row_str(row, "status"), "ok") != 0) {
+	bool ok = strcmp(plan_row_str(row, "status"), "ok") == 0;
+	if (v->prog)
+		plan_progress_update(v->prog, v->prog->done + 1, v->prog->failed + !ok);
+	if (!ok) {
 		snprintf(c->verify_error, sizeof c->verify_error, "%s", plan_row_str(row, "error"));
 		return;
 	}
@@ -444,16 +468,23 @@ static bool always(void *ctx, long i)
 bool plan_verify(const plan_query *q, plan_candidate *c, long n, const char *engine, const engine_options *opt,
 		 int jobs, double timeout_s, config_error *err)
 {
+	return plan_verify_progress(q, c, n, engine, opt, jobs, timeout_s, NULL, err);
+}
+
+bool plan_verify_progress(const plan_query *q, plan_candidate *c, long n, const char *engine,
+			  const engine_options *opt, int jobs, double timeout_s, plan_progress *prog, config_error *err)
+{
 	if (!engine_find(engine))
 		return config_fail(err, "engine '%s' is not built into this spsim", engine);
-	verify_ctx v = {.q = q, .c = c, .engine = engine_find(engine)->name, .opt = opt};
+	verify_ctx v = {.q = q, .c = c, .engine = engine_find(engine)->name, .opt = opt, .prog = prog};
 	long *tasks = malloc((size_t)(n > 0 ? n : 1) * sizeof *tasks);
 	if (!tasks)
 		return config_fail(err, "out of memory");
 	for (long i = 0; i < n; i++)
 		tasks[i] = i;
-	plan_pool_ops ops = {.ctx = &v, .eval = verify_eval, .isolated = always, .failed = verify_failed, .done = verify_done};
-	plan_pool_opts po = {.jobs = jobs, .timeout_s = timeout_s};
+	plan_pool_ops ops = {.ctx = &v, .eval = verify_eval, .isolated = always, .failed = verify_failed,
+			     .done = verify_done, .tick = verify_tick};
+	plan_pool_opts po = {.jobs = jobs, .timeout_s = timeout_s, .tick_s = 0.5};
 	bool ok = plan_pool_run(tasks, n, &po, &ops, err);
 	free(tasks);
 	return ok;

@@ -45,32 +45,6 @@ static const char *const spec_keys[] = {
 
 #define MAX_POINTS 100000000L
 
-/* The directory part of path ("." when none), for resolving relative names. */
-static void dir_of(const char *path, char *out, size_t len)
-{
-	const char *slash = strrchr(path, '/');
-	if (!slash)
-		snprintf(out, len, ".");
-	else if (slash == path)
-		snprintf(out, len, "/");
-	else
-		snprintf(out, len, "%.*s", (int)(slash - path), path);
-}
-
-static bool path_like(const char *s)
-{
-	size_t n = strlen(s);
-	return strchr(s, '/') || (n > 5 && strcmp(s + n - 5, ".yaml") == 0) || (n > 4 && strcmp(s + n - 4, ".yml") == 0);
-}
-
-/* A relative path in the spec is relative to the spec's directory. */
-static bool resolve(const char *dir, const char *v, char *out, size_t len)
-{
-	if (!path_like(v) || v[0] == '/' || strcmp(dir, ".") == 0)
-		return (size_t)snprintf(out, len, "%s", v) < len;
-	return (size_t)snprintf(out, len, "%s/%s", dir, v) < len;
-}
-
 static bool parse_long(const char *s, long *out)
 {
 	char *end;
@@ -125,7 +99,7 @@ static bool parse_item(loader *L, plan_axis a, const yt_node *it, size_t i, plan
 	case PLAN_AXIS_MODEL:
 	case PLAN_AXIS_PLATFORM: {
 		char path[CONFIG_PATH_MAX];
-		if (!resolve(L->dir, t, path, sizeof path))
+		if (!config_resolve_relative(L->dir, t, path, sizeof path))
 			return yt_fail(L->err, it, "'%s' path too long", key);
 		bool ok = a == PLAN_AXIS_MODEL ? config_load_model(path, &L->s->models[i], &sub)
 					       : config_load_platform(path, &L->s->platforms[i], &sub);
@@ -139,7 +113,7 @@ static bool parse_item(loader *L, plan_axis a, const yt_node *it, size_t i, plan
 		if (strcmp(t, "none") == 0)
 			return true;
 		char path[CONFIG_PATH_MAX];
-		if (!resolve(L->dir, t, path, sizeof path) || !config_load_calibration(path, c, &sub))
+		if (!config_resolve_relative(L->dir, t, path, sizeof path) || !config_load_calibration(path, c, &sub))
 			return yt_fail(L->err, it, "calibration '%s' cannot be used: %s", t,
 				       path[0] ? sub.msg : "path too long");
 		return true;
@@ -334,7 +308,7 @@ bool plan_spec_load(const char *path, plan_spec *out, config_error *err)
 	if (!yt_load(path, &doc, err))
 		return false;
 	loader L = {.s = s, .err = err};
-	dir_of(path, L.dir, sizeof L.dir);
+	config_dir_of(path, L.dir, sizeof L.dir);
 	const yt_node *t;
 	bool ok = yt_top(doc, "sweep", &t, err) && yt_check_keys(t, spec_keys, err) &&
 		  yt_string(t, "name", false, s->name, sizeof s->name, NULL, err) &&

@@ -115,6 +115,8 @@ json_t *report_run_json(const report_run *r)
 					      "groups", pt->plan.layout.n_groups, "ranks", pt->ranks, "tokens_per_gpu",
 					      (json_int_t)pt->plan.layout.tokens_per_rank, "heads_per_gpu",
 					      pt->plan.layout.heads_per_rank, "memory_peak_bytes", pt->plan.memory.peak);
+			if (c->kind == WL_COMPOSE_PARALLEL)
+				json_object_set_new(e, "padding_tokens", json_integer((json_int_t)(pt->job.seq_len - r->job->seq_len)));
 			if (c->kind == WL_COMPOSE_PARALLEL && r->part_results)
 				json_object_set_new(e, "step_time_s", json_real(r->part_results[i].step_time));
 			else
@@ -171,8 +173,12 @@ void report_run_table(FILE *f, const report_run *r)
 		fprintf(f, "unequal BASP groups (the slowest sets the step):\n");
 		for (int i = 0; i < r->composite->n_parts; i++) {
 			const workload_part *pt = &r->composite->parts[i];
-			fprintf(f, "  %d groups of %d GPUs: %ld tokens, %d heads per GPU, step %s, peak %s\n",
-				pt->plan.layout.n_groups, pt->plan.layout.group_size, pt->plan.layout.tokens_per_rank,
+			char pad[96] = "";
+			if (pt->job.seq_len > r->job->seq_len)
+				snprintf(pad, sizeof pad, " (sequence padded by %ld to %ld)", pt->job.seq_len - r->job->seq_len,
+					 pt->job.seq_len);
+			fprintf(f, "  %d groups of %d GPUs: %ld tokens%s, %d heads per GPU, step %s, peak %s\n",
+				pt->plan.layout.n_groups, pt->plan.layout.group_size, pt->plan.layout.tokens_per_rank, pad,
 				pt->plan.layout.heads_per_rank,
 				report_time(r->part_results ? r->part_results[i].step_time : 0, a, sizeof a),
 				report_bytes(pt->plan.memory.peak, b2, sizeof b2));
@@ -220,30 +226,6 @@ void report_run_table(FILE *f, const report_run *r)
 	}
 }
 
-static const char *const csv_cols =
-	"label,engine,model,platform,nodes,strategy,gpus,sp,micro_batch,group_size,seq_len,zero_stage,recompute,"
-	"grad_accum,step_time_s,compute_s,sp_comm_s,sp_comm_exposed_s,zero_comm_s,zero_comm_exposed_s,"
-	"mem_params,mem_grads,mem_optimizer,mem_activations,mem_logits,mem_buffers,mem_peak,mem_capacity,fits,"
-	"tokens_per_s,mfu,mem_reserve,hfu";
-
-void report_csv_header(FILE *f) { fprintf(f, "%s\n", csv_cols); }
-
-void report_csv_row(FILE *f, const report_run *r)
-{
-	const config_job *j = r->job;
-	const engine_breakdown *b = &r->result->breakdown;
-	const workload_memory *m = run_memory(r);
-	/* names are [a-z0-9.-] (validated by the loaders), so no field needs quoting */
-	fprintf(f, "%s,%s,%s,%s,%d,%s,%d,%d,%d,%d,%ld,%d,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,", r->label ? r->label : "",
-		r->result->engine, r->model->name, r->platform->name, r->platform->nodes,
-		workload_strategy_name(j->strategy), j->gpus, j->sp, j->micro_batch, r->plan->layout.group_size,
-		j->seq_len, j->zero_stage, config_recompute_names[j->recompute], j->grad_accum, r->result->step_time, b->compute,
-		b->sp_comm, b->sp_comm_exposed, b->zero_comm, b->zero_comm_exposed);
-	fprintf(f, "%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%s,%.6g,%.6g,%.0f,%.6g\n", m->params, m->grads,
-		m->optimizer, m->activations, m->logits, m->buffers, m->peak, m->capacity, m->fits ? "true" : "false",
-		r->result->tokens_per_s, r->result->mfu, m->reserve, r->result->hfu);
-}
-
 json_t *report_compare_json(const report_run *runs, int n)
 {
 	json_t *arr = json_array(), *sp = json_object(), *spc = json_object();
@@ -253,11 +235,14 @@ json_t *report_compare_json(const report_run *runs, int n)
 		/* Throughput ratio: equals the step-time ratio when both runs train the same
 		 * tokens per step, and stays fair when they do not (ulysses:sp=N/B). */
 		double s = runs[0].result->tokens_per_s > 0 ? runs[i].result->tokens_per_s / runs[0].result->tokens_per_s : 0;
-		json_object_set_new(sp, key, json_real(s));
 		double c = runs[i].result->breakdown.sp_comm > 0
 				   ? runs[0].result->breakdown.sp_comm / runs[i].result->breakdown.sp_comm
 				   : 0;
-		json_object_set_new(spc, key, json_real(c));
+		/* A speedup between configurations that cannot run says nothing: null when this
+		 * run or the baseline does not fit in GPU memory. */
+		bool both_fit = run_memory(&runs[i])->fits && run_memory(&runs[0])->fits;
+		json_object_set_new(sp, key, both_fit ? json_real(s) : json_null());
+		json_object_set_new(spc, key, both_fit ? json_real(c) : json_null());
 	}
 	return json_pack("{s:o, s:s, s:o, s:o}", "runs", arr, "baseline",
 			 runs[0].label ? runs[0].label : workload_strategy_name(runs[0].job->strategy), "speedup", sp,
@@ -302,11 +287,24 @@ void report_compare_table(FILE *f, const report_run *runs, int n)
 	ROW("  activations", report_bytes(run_memory(r)->activations, buf, sizeof buf));
 	ROW("  reserve", report_bytes(run_memory(r)->reserve, buf, sizeof buf));
 	ROW("fits", run_memory(r)->fits ? "yes" : "NO");
+	/* No speedup where this run or the baseline does not fit: it could not train. */
+#define NOFIT(r) (!run_memory(r)->fits ? "- (no fit)" : !run_memory(r0)->fits ? "- (base no fit)" : NULL)
 	ROW("speedup (tokens/s)",
-	    (snprintf(buf, sizeof buf, "%.2fx", r->result->tokens_per_s / r0->result->tokens_per_s), buf));
+	    NOFIT(r) ? NOFIT(r)
+		     : (snprintf(buf, sizeof buf, "%.2fx", r->result->tokens_per_s / r0->result->tokens_per_s), buf));
 	ROW("speedup (all-to-all)",
-	    (r->result->breakdown.sp_comm > 0
-		     ? (snprintf(buf, sizeof buf, "%.2fx", r0->result->breakdown.sp_comm / r->result->breakdown.sp_comm), buf)
-		     : "no all-to-all"));
+	    NOFIT(r) ? NOFIT(r)
+	    : r->result->breakdown.sp_comm > 0
+		    ? (snprintf(buf, sizeof buf, "%.2fx", r0->result->breakdown.sp_comm / r->result->breakdown.sp_comm), buf)
+		    : "no all-to-all");
+#undef NOFIT
 #undef ROW
+	bool all_fit = true;
+	for (int i = 0; i < n; i++)
+		all_fit = all_fit && run_memory(&runs[i])->fits;
+	if (!all_fit)
+		fprintf(f, "\nspeedups are shown only between configurations that fit in GPU memory (%s per GPU); "
+			   "to fit, try%s%s a shorter --seq-len or more GPUs\n",
+			report_bytes(run_memory(r0)->capacity, buf, sizeof buf), r0->job->zero_stage < 3 ? " --zero 3," : "",
+			r0->job->recompute == CONFIG_RECOMPUTE_NONE ? " --recompute full," : "");
 }

@@ -1,4 +1,4 @@
-/* report: one run or a comparison as a table, JSON or CSV. */
+/* report: one run or a comparison as a table or JSON (CSV rows: plan/rows.c). */
 #ifndef SPSIM_REPORT_REPORT_H
 #define SPSIM_REPORT_REPORT_H
 
@@ -26,8 +26,6 @@ typedef struct report_run {
 bool report_format_parse(const char *s, report_format *out);
 json_t *report_run_json(const report_run *r);
 void report_run_table(FILE *f, const report_run *r);
-void report_csv_header(FILE *f);
-void report_csv_row(FILE *f, const report_run *r);
 /* runs[0] is the baseline of the speedups. */
 json_t *report_compare_json(const report_run *runs, int n);
 void report_compare_table(FILE *f, const report_run *runs, int n);

@@ -93,6 +93,11 @@ static bool merge(workload_composite *c, config_error *err)
 	return true;
 }
 
+long workload_padded_seq_len(long seq_len, int group_size)
+{
+	return (seq_len + group_size - 1) / group_size * group_size;
+}
+
 bool workload_compose(const config_model *m, const config_platform *p, const config_job *job,
 		      workload_composite *c, config_error *err)
 {
@@ -117,10 +122,14 @@ bool workload_compose(const config_model *m, const config_platform *p, const con
 				continue;
 			workload_part *pt = &c->parts[c->n_parts];
 			pt->job = *job;
+			/* The sequence padded to a multiple of the group size: its padding tokens are
+			 * computed, stored and exchanged like the others (the part's plan is built on
+			 * the padded length; tokens/s counts the real ones, engine_result_finish). */
+			pt->job.seq_len = workload_padded_seq_len(job->seq_len, sizes[i]);
 			pt->ranks = counts[i] * sizes[i] * domains;
-			workload_layout l = unequal_layout(m, job, sizes[i], counts[i] * domains);
+			workload_layout l = unequal_layout(m, &pt->job, sizes[i], counts[i] * domains);
 			l.straddle_per_node = straddle(p->gpus_per_node, N, domains, sizes, counts, sizes[i]);
-			if (!workload_plan_make_layout(m, p, job, &l, &pt->plan, err)) {
+			if (!workload_plan_make_layout(m, p, &pt->job, &l, &pt->plan, err)) {
 				workload_compose_finish(c);
 				return false;
 			}

@@ -32,16 +32,13 @@ static bool check_heads(const config_model *m, int P, const char *what, config_e
 }
 
 /* Unequal groups: heads are split as evenly as possible (ceil(a/K) on the busiest rank),
- * an extension of DeepSpeed's even split (docs/model.md); the sequence must split evenly
- * within both group sizes. */
+ * an extension of DeepSpeed's even split (docs/model.md). A sequence that does not split
+ * evenly over a group is padded to the next multiple of its size, as sequence-parallel
+ * implementations pad to a multiple of the SP degree; the padded tokens are costed
+ * (workload_compose). */
 static bool check_unequal(const config_model *m, const config_job *job, config_error *err)
 {
 	int q = job->sp / job->micro_batch;
-	long S = job->seq_len;
-	if (S % q != 0 || S % (q + 1) != 0)
-		return config_fail(err,
-				   "--seq-len %ld must split evenly over both BASP group sizes %d and %d (unequal groups); use a multiple of %d",
-				   S, q, q + 1, q * (q + 1));
 	if (q > m->heads)
 		return config_fail(err, "BASP groups of %d GPUs exceed the %d attention heads of '%s'", q, m->heads,
 				   m->name);

@@ -182,6 +182,9 @@ typedef struct workload_composite {
 	workload_plan merged; /* SEQUENTIAL: all parts' micro-steps then one optimizer step */
 } workload_composite;
 
+/* A sequence padded to a multiple of the group size (unequal BASP groups whose size does
+ * not divide it); parts[i].job.seq_len holds it, the padding is that minus job->seq_len. */
+long workload_padded_seq_len(long seq_len, int group_size);
 /* Builds the composite of a checked job (workload_check passed). */
 bool workload_compose(const config_model *m, const config_platform *p, const config_job *job,
 		      workload_composite *out, config_error *err);

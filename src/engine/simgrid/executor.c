@@ -733,8 +733,8 @@ static void run_job(void *ctx, void *buf)
 	m->ok = engine_simgrid_run_with(ctx, NULL, &m->r, NULL, &m->err);
 }
 
-/* engine_simgrid.run: one simulation in a child process; the child writes the trace. */
-static bool simgrid_run_op(const engine_input *in, engine_result *out, config_error *err)
+/* One simulation in a child process; the child writes the trace. */
+static bool run_child(const engine_input *in, engine_result *out, config_error *err)
 {
 	run_msg m;
 	if (!in_child(run_job, (void *)in, &m, sizeof m, err))
@@ -747,6 +747,118 @@ static bool simgrid_run_op(const engine_input *in, engine_result *out, config_er
 	*out = m.r;
 	out->engine = "simgrid";
 	return true;
+}
+
+/* ------------------------------------------- identical micro-steps, once --- */
+/* Gradient accumulation repeats one micro-step G times with nothing between them but
+ * the streams' own order, so once the schedule settles (ZeRO traffic of one micro-step
+ * overlapping the next the same way each time), every further period of P micro-steps
+ * adds the same time to every total (P = 1, or 2 when contention alternates between two
+ * micro-step schedules, as ZeRO-3's gathers do). The step is simulated with a, a+P and a+2P
+ * micro-steps (a = 2, 4, 8, ..., aligned so that G - a is a whole number of periods); when both differences
+ * agree on every total, the schedule repeats and the G-micro-step totals are those of a+2P
+ * plus (G - a - 2P) / P periods. The result is the full simulation's up to rounding (the
+ * tests compare both); cost no longer grows with G. A trace needs every micro-step, so it
+ * runs the full program, and so does SPSIM_SIMGRID_FULL=1 (docs/simgrid.md). */
+#define SGX_PERIODIC_FIELDS 12
+#define SGX_MAX_PERIOD 2
+#define SGX_EXTRAPOLATE_FROM 17 /* micro-steps */
+
+static void periodic_fields(const engine_result *r, int g, double *f)
+{
+	const engine_breakdown *b = &r->breakdown;
+	const double v[SGX_PERIODIC_FIELDS] = {r->step_time, b->compute, b->gemm, b->attention, b->memory_bound,
+					       b->optimizer, b->sp_comm, b->sp_comm_exposed, b->zero_comm,
+					       b->zero_comm_exposed, r->fwd_time * g, r->bwd_time * g};
+	memcpy(f, v, sizeof v);
+}
+
+/* The totals of a g-micro-step step, simulated once per g (memo holds up to 64 g). */
+typedef struct micro_memo {
+	int g[64];
+	double f[64][SGX_PERIODIC_FIELDS];
+	int n;
+} micro_memo;
+
+static bool totals_at(const engine_input *in, int g, micro_memo *mm, const double **f, config_error *err)
+{
+	for (int i = 0; i < mm->n; i++)
+		if (mm->g[i] == g) {
+			*f = mm->f[i];
+			return true;
+		}
+	if (mm->n == 64)
+		return config_fail(err, "internal: too many partial simulations");
+	workload_plan plan = *in->plan; /* shares the blocks: only the count changes */
+	plan.program.grad_accum = g;
+	engine_input cut = *in;
+	cut.plan = &plan;
+	engine_result r;
+	if (!run_child(&cut, &r, err))
+		return false;
+	mm->g[mm->n] = g;
+	periodic_fields(&r, g, mm->f[mm->n]);
+	*f = mm->f[mm->n++];
+	return true;
+}
+
+/* Extrapolates when the schedule repeats; *done false: simulate the full program. */
+static bool extrapolate(const engine_input *in, engine_result *out, bool *done, config_error *err)
+{
+	int G = in->plan->program.grad_accum;
+	micro_memo *mm = calloc(1, sizeof *mm);
+	if (!mm)
+		return config_fail(err, "out of memory");
+	*done = false;
+	bool ok = true;
+	/* A schedule that repeats every micro-step also repeats every two: one window of
+	 * period 2 covers both (a, a+2, a+4: 12 to 15 micro-steps in all when it settles at
+	 * once, hence worth it from SGX_EXTRAPOLATE_FROM micro-steps on). */
+	for (int g = 2; ok && !*done && g + 2 * SGX_MAX_PERIOD < G; g *= 2)
+		for (int P = SGX_MAX_PERIOD; ok && !*done && P <= SGX_MAX_PERIOD; P++) {
+			int a = g + (G - g) % P;
+			if (a + 2 * P >= G)
+				continue;
+			const double *f0, *f1, *f2;
+			ok = totals_at(in, a, mm, &f0, err) && totals_at(in, a + P, mm, &f1, err) &&
+			     totals_at(in, a + 2 * P, mm, &f2, err);
+			bool periodic = ok;
+			for (int i = 0; periodic && i < SGX_PERIODIC_FIELDS; i++) {
+				double d1 = f1[i] - f0[i], d2 = f2[i] - f1[i];
+				periodic = fabs(d2 - d1) <= 1e-9 * fabs(f2[i]) + 1e-15;
+			}
+			if (!periodic)
+				continue;
+			double v[SGX_PERIODIC_FIELDS], k = (double)((G - a - 2 * P) / P);
+			for (int i = 0; i < SGX_PERIODIC_FIELDS; i++)
+				v[i] = f2[i] + k * (f2[i] - f1[i]);
+			*out = (engine_result){.engine = "simgrid", .step_time = v[0]};
+			engine_breakdown *b = &out->breakdown;
+			b->compute = v[1], b->gemm = v[2], b->attention = v[3], b->memory_bound = v[4];
+			b->optimizer = v[5], b->sp_comm = v[6], b->sp_comm_exposed = v[7], b->zero_comm = v[8];
+			b->zero_comm_exposed = v[9];
+			out->fwd_time = v[10] / G;
+			out->bwd_time = v[11] / G;
+			engine_result_finish(in, out); /* tokens/s and MFU of the whole step */
+			*done = true;
+		}
+	free(mm);
+	return ok;
+}
+
+/* engine_simgrid.run */
+static bool simgrid_run_op(const engine_input *in, engine_result *out, config_error *err)
+{
+	/* background traffic has its own period, so micro-steps need not repeat: run it whole */
+	if (!in->opt.trace_path && in->plan->program.grad_accum >= SGX_EXTRAPOLATE_FROM &&
+	    getenv("SPSIM_SIMGRID_FULL") == NULL && sgx_background_last_node(in->opt.whatif) < 0) {
+		bool done;
+		if (!extrapolate(in, out, &done, err))
+			return false;
+		if (done)
+			return true;
+	}
+	return run_child(in, out, err);
 }
 
 /* ------------------------------------------------------- collective timer --- */
