@@ -662,16 +662,32 @@ START_TEST(compare_shows_each_what_if_beside_the_baseline)
 	ck_assert_ptr_nonnull(f);
 	double step[3] = {0};
 	char labels[3][64] = {{0}};
-	int rows = -1;
+	int rows = -1, col_label = -1, col_step = -1;
 	while (fgets(line, sizeof line, f)) {
-		if (rows++ < 0)
-			continue; /* header */
+		char *save = NULL;
+		int col = 0;
+		if (rows++ < 0) { /* header: find the columns by name */
+			for (char *tok = strtok_r(line, ",\n", &save); tok; tok = strtok_r(NULL, ",\n", &save), col++) {
+				if (strcmp(tok, "label") == 0)
+					col_label = col;
+				if (strcmp(tok, "step_time_s") == 0)
+					col_step = col;
+			}
+			ck_assert(col_label >= 0 && col_step >= 0);
+			continue;
+		}
 		ck_assert_int_lt(rows, 4);
-		char *save = NULL, *tok = strtok_r(line, ",", &save);
-		snprintf(labels[rows - 1], sizeof labels[0], "%s", tok);
-		for (int k = 1; k < 15; k++) /* step_time_s is the 15th column */
-			tok = strtok_r(NULL, ",", &save);
-		step[rows - 1] = atof(tok);
+		/* fields may be empty (strtok would skip them) */
+		for (char *tok = line; tok; col++) {
+			char *comma = strchr(tok, ',');
+			if (comma)
+				*comma = '\0';
+			if (col == col_label)
+				snprintf(labels[rows - 1], sizeof labels[0], "%.63s", tok);
+			if (col == col_step)
+				step[rows - 1] = atof(tok);
+			tok = comma ? comma + 1 : NULL;
+		}
 	}
 	ck_assert_int_eq(pclose(f), 0);
 	ck_assert_int_eq(rows, 3);
