@@ -402,6 +402,7 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     impl: hf                   # hf | megatron: what each layer saves for backward
  *     memory_reserve: 2GiB       # a size or 0: CUDA context, NCCL, allocator (default derived)
  *     attention_kernel: cudnn    # flash-attn-2 | flash-attn-3 | cudnn (default: the platform's)
+ *     what_if: {slow_gpu: ["3:2"]}  # asymmetric what-ifs, read by config_load_whatif
  *
  * Keys absent from the file keep their value in *job (call config_job_defaults first),
  * so CLI flags can be applied on top afterwards. String keys it does not store in
