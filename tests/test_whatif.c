@@ -656,7 +656,7 @@ START_TEST(compare_shows_each_what_if_beside_the_baseline)
 	char cmd[1024], line[4096];
 	snprintf(cmd, sizeof cmd,
 		 "'%s' compare --model llama-3.2-1b --platform dgx-h100 --nodes 2 --gpus 8 --seq-len 4K --sp 8 "
-		 "--what-if slow-gpu=3:2 --what-if degrade=nic:0:2 --format csv 2>&1",
+		 "--what-if slow-gpu=3:2 --what-if degrade=nic:0:2 --format csv 2>/dev/null",
 		 getenv("SPSIM_EXE"));
 	FILE *f = popen(cmd, "r");
 	ck_assert_ptr_nonnull(f);
