@@ -34,8 +34,8 @@ bool config_read_node_groups(const yt_node *t, config_platform *p, config_error 
 		ng->gpu = p->gpu;
 		if (g->kind != YT_MAP)
 			return yt_fail(err, g, "'node_groups' entries must be mappings with keys nodes, nics, gpu");
-		if (!yt_check_keys(g, keys, err) || !yt_posint(g, "nodes", true, &ng->nodes, NULL, err) ||
-		    !yt_posint(g, "nics", false, &ng->nics, NULL, err) ||
+		if (!yt_check_keys(g, keys, err) || !yt_range_int(g, CONFIG_R_NODES, true, &ng->nodes, NULL, err) ||
+		    !yt_range_int(g, CONFIG_R_NICS, false, &ng->nics, NULL, err) ||
 		    (yt_find(g, "gpu") && !config_read_gpu(g, &ng->gpu, err)))
 			return false;
 		if (ng->nodes > (1 << 20) - total)
