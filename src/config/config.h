@@ -353,7 +353,7 @@ typedef struct config_job {
 	int attention_kernel;        /* config_attn_kernel, or -1: the platform's attention_kernel */
 } config_job;
 
-/* DeepSpeed defaults (modeling.md "ZeRO as DeepSpeed actually runs it"). seq_len is
+/* DeepSpeed defaults (docs/sources.md [DS-zero-config], [DS-sp-comm]). seq_len is
  * left 0 (not set): callers must supply one. */
 void config_job_defaults(config_job *job);
 /* Effective settings after DeepSpeed's defaults: overlap_comm (-1 -> on only for stage 3)

@@ -2,14 +2,14 @@
  *
  * Sources for what is emitted:
  * - attention all-to-alls: DeepSpeed sequence/layer.py (DistributedAttention): Q, K, V
- *   scattered separately, output gathered back; backward mirrors; modeling.md.
+ *   scattered separately, output gathered back; backward mirrors; docs/sources.md [DS-ulysses].
  * - FLOPs: Megatron's per-token accounting for projections and MLP (2·m·n·k per GEMM,
  *   backward = 2x forward); FlashAttention's 4·S²·a·d forward, halved when causal, backward
- *   2.5x forward (flash_attn benchmarks); modeling.md "FLOPs". Every compute op also carries
+ *   2.5x forward (docs/sources.md [FA-bench]). Every compute op also carries
  *   its shape (GEMM m x n x k, attention lengths, heads and kernel, copy runs): the engines
  *   time it by shape (engine/compute.c).
  * - ZeRO: DeepSpeed runtime/zero/stage_1_and_2.py and stage3.py as summarised in
- *   modeling.md "ZeRO as DeepSpeed actually runs it". */
+ *   docs/sources.md [DS-zero-stages], defaults [DS-zero-config]. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,7 +216,7 @@ static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
 	memop(b, blk, "input_norm_bwd", ph, 4.0 * d->h_bytes);
 }
 
-/* Gradients are communicated in fp32 when SP > 1 (DeepSpeed default; modeling.md). */
+/* Gradients are communicated in fp32 when SP > 1 (DeepSpeed default; docs/sources.md [DS-sp-comm]). */
 double workload_grad_comm_bytes(const config_job *job, const workload_layout *l)
 {
 	return config_job_fp32_grad_comm(job, l->sp) ? FP32 : BF16;
@@ -261,7 +261,7 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	builder b = {.m = m, .job = job, .p = p, .l = l};
 	layer_dims d = dims_of(m, l);
 	const int L = m->layers, W = l->world, Z = job->zero_stage;
-	/* DeepSpeed's overlap_comm: on for stage 3 only unless the job says (modeling.md) */
+	/* DeepSpeed's overlap_comm: on for stage 3 only unless the job says ([DS-zero-config]) */
 	const bool overlap = config_job_zero_overlap(job);
 	const workload_stream zs = overlap ? WL_STREAM_ZERO : WL_STREAM_MAIN;
 	const workload_stream ps = overlap ? WL_STREAM_PREFETCH : WL_STREAM_MAIN;
@@ -270,7 +270,7 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	const double all_params = config_model_params(m);
 	const double embed_params = (double)m->vocab * m->hidden;
 	const double head_params = m->tied_embeddings ? 0.0 : embed_params;
-	/* Stage 3 keeps parameters under 1e5 elements unpartitioned (modeling.md); the
+	/* Stage 3 keeps parameters under 1e5 elements unpartitioned ([DS-zero-config]); the
 	 * norms are, the embedding and head are not. */
 	const double outer_params = all_params - L * layer_params; /* embeddings, head, final norm */
 
