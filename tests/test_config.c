@@ -350,13 +350,15 @@ START_TEST(model_errors)
 {
 	expect_error(MODEL, "model_unknown_key.yaml",
 		     "4:3: unknown key 'hiden' in 'model', expected one of: name, layers, hidden, heads, kv_heads, "
-		     "head_dim, ffn, vocab, tied_embeddings, qkv_bias, mlp, norm, max_position");
+		     "head_dim, ffn, vocab, tied_embeddings, qkv_bias, mlp, norm, max_position, position");
 	/* A missing key is reported at the mapping that lacks it (its first key, line 2). */
 	expect_error(MODEL, "model_missing_key.yaml", "2:3: missing required key 'hidden' in 'model'");
 	expect_error(MODEL, "model_wrong_type.yaml", "3:11: 'layers' must be an integer from 1 to 4096, got 'abc'");
 	expect_error(MODEL, "model_negative.yaml", "3:11: 'layers' must be an integer from 1 to 4096, got '-2'");
 	expect_error(MODEL, "model_empty_value.yaml", "8:7: 'ffn' must be an integer from 1 to 524288, got nothing");
 	expect_error(MODEL, "model_bad_enum.yaml", "13:9: 'norm' must be one of: rmsnorm, layernorm, got 'batchnorm'");
+	expect_error(MODEL, "model_bad_position.yaml",
+		     "13:13: 'position' must be one of: rope, alibi, learned, got 'sinusoidal'");
 	expect_error(MODEL, "model_bad_bool.yaml", "11:13: 'qkv_bias' must be true or false, got 'maybe'");
 	expect_error(MODEL, "model_kv_heads.yaml",
 		     "6:13: 'kv_heads' (3) does not divide 'heads' (4), expected a divisor of 4");
@@ -1042,7 +1044,7 @@ START_TEST(job_errors)
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
 		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
-		     "attention_kernel, impl, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree");
+		     "attention_kernel, impl, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if");
 	expect_error(JOB, "job_bad_inner.yaml", "3:15: 'basp_inner' must be one of: ulysses, ring, usp, got 'tree'");
 	expect_error(JOB, "job_bad_split.yaml", "3:13: 'cp_split' must be one of: zigzag, naive, got 'spiral'");
 	expect_error(JOB, "job_bad_impl.yaml", "3:9: 'impl' must be one of: hf, megatron, got 'deepspeed'");

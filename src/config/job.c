@@ -52,7 +52,7 @@ static const char *const job_keys[] = {
 	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
 	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",
 	"attention_kernel", "impl",         "memory_reserve",   "basp_inner",     "cp_split",
-	"ulysses_degree", "ring_degree", NULL,
+	"ulysses_degree", "ring_degree", "what_if", NULL,
 };
 
 static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, char *model, char *platform, char *calibration,
