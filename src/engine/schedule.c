@@ -243,6 +243,12 @@ typedef struct fl_slot {
 	double *ends; /* [iteration][op], NAN until the op instance has ended */
 } fl_slot;
 
+enum { FL_MEMO = 64 };
+typedef struct fl_memo {
+	int key[WL_STREAM_COUNT]; /* per stream: 1 + the index of its active communication op, 0 if none */
+	double rate[WL_STREAM_COUNT];
+} fl_memo;
+
 typedef struct fl {
 	const workload_program *prog;
 	double *const *dur;
@@ -277,6 +283,7 @@ typedef struct fl {
 	/* (time, work done) of each non-main stream at every event since the last snapshot */
 	int nlog[WL_STREAM_COUNT];
 	double *logt[WL_STREAM_COUNT], *logp[WL_STREAM_COUNT]; /* FL_LOG each */
+	fl_memo memo[FL_MEMO]; /* fl_rates by active set (all-zero keys never match: n >= 2) */
 } fl;
 
 static const workload_block *fl_block(const fl *f, int g, int *b, int *micro)
@@ -416,6 +423,22 @@ static void fl_rates(fl *f)
 	f->dirty = false;
 	if (n < 2)
 		return;
+	/* The rates depend only on which ops are active: memoised by that set (an iterated
+	 * block meets the same few sets again and again). */
+	int key[WL_STREAM_COUNT] = {0};
+	unsigned h = 0;
+	for (int i = 0; i < n; i++) {
+		const fl_stream *s = &f->st[a[i]];
+		key[a[i]] = f->off[s->b] + s->j + 1;
+	}
+	for (int k = 0; k < WL_STREAM_COUNT; k++)
+		h = h * 2654435761u + (unsigned)key[k];
+	fl_memo *me = &f->memo[(h >> 7) % FL_MEMO];
+	if (!memcmp(me->key, key, sizeof key)) {
+		for (int i = 0; i < n; i++)
+			f->st[a[i]].rate = me->rate[a[i]];
+		return;
+	}
 	const engine_op_load *ld[WL_STREAM_COUNT];
 	double w[WL_STREAM_COUNT], T[WL_STREAM_COUNT], x[WL_STREAM_COUNT] = {0};
 	bool frozen[WL_STREAM_COUNT] = {false};
@@ -465,8 +488,9 @@ static void fl_rates(fl *f)
 			}
 		}
 	}
+	memcpy(me->key, key, sizeof key);
 	for (int i = 0; i < n; i++)
-		f->st[a[i]].rate = fmin(1.0, x[i]);
+		f->st[a[i]].rate = me->rate[a[i]] = fmin(1.0, x[i]);
 }
 
 /* Releases a barrier once every stream waits at it. */
