@@ -157,7 +157,7 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	expect(o, 2, "--gpus expects an integer");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16Q", NULL);
-	expect(o, 2, "--seq-len expects a positive token count");
+	expect(o, 2, "--seq-len expects a token count from 1 to 4294967296");
 	free(o);
 	o = spsim("run", REF, NULL);
 	expect(o, 2, "--seq-len is required");
@@ -694,7 +694,7 @@ START_TEST(job_file_takes_token_units_and_relative_paths)
 	/* a bad token count is located */
 	job = tmp_write(sub, "bad.yaml", "job:\n  model: llama-3.2-1b\n  seq_len: 32KB\n");
 	o = spsim("run", "--job", job, "--platform", "dgx-h100", NULL);
-	expect(o, 2, "bad.yaml:3:12: 'seq_len' expects a positive token count such as 16384 or 16K, got '32KB'");
+	expect(o, 2, "bad.yaml:3:12: 'seq_len' must be a token count from 1 to 4294967296 (K and M suffixes: 16K = 16384), got '32KB'");
 	free(o);
 }
 END_TEST

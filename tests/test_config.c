@@ -353,9 +353,9 @@ START_TEST(model_errors)
 		     "head_dim, ffn, vocab, tied_embeddings, qkv_bias, mlp, norm, max_position");
 	/* A missing key is reported at the mapping that lacks it (its first key, line 2). */
 	expect_error(MODEL, "model_missing_key.yaml", "2:3: missing required key 'hidden' in 'model'");
-	expect_error(MODEL, "model_wrong_type.yaml", "3:11: 'layers' must be a positive integer, got 'abc'");
-	expect_error(MODEL, "model_negative.yaml", "3:11: 'layers' must be a positive integer, got '-2'");
-	expect_error(MODEL, "model_empty_value.yaml", "8:7: 'ffn' must be a positive integer, got nothing");
+	expect_error(MODEL, "model_wrong_type.yaml", "3:11: 'layers' must be an integer from 1 to 4096, got 'abc'");
+	expect_error(MODEL, "model_negative.yaml", "3:11: 'layers' must be an integer from 1 to 4096, got '-2'");
+	expect_error(MODEL, "model_empty_value.yaml", "8:7: 'ffn' must be an integer from 1 to 524288, got nothing");
 	expect_error(MODEL, "model_bad_enum.yaml", "13:9: 'norm' must be one of: rmsnorm, layernorm, got 'batchnorm'");
 	expect_error(MODEL, "model_bad_bool.yaml", "11:13: 'qkv_bias' must be true or false, got 'maybe'");
 	expect_error(MODEL, "model_kv_heads.yaml",
@@ -501,13 +501,13 @@ START_TEST(platform_errors)
 	expect_error(PLATFORM, "platform_no_unit.yaml",
 		     "12:16: 'bandwidth': '100' has no unit, expected a bandwidth such as 400Gbps or 50GB/s");
 	expect_error(PLATFORM, "platform_negative.yaml",
-		     "8:13: 'memory': '-16GiB' must be positive, expected a size such as 40GiB or 512MiB");
-	expect_error(PLATFORM, "platform_out_of_range.yaml", "20:11: 'gemm' must be a number in (0, 1], got '1.5'");
+		     "8:13: 'memory' must be a size from 1 MB to 1 PB, got '-16GiB'");
+	expect_error(PLATFORM, "platform_out_of_range.yaml", "20:11: 'gemm' must be a number from 0.001 to 1, got '1.5'");
 	expect_error(PLATFORM, "platform_zero_efficiency.yaml",
-		     "24:17: 'inter_link' must be a number in (0, 1], got '0'");
+		     "24:17: 'inter_link' must be a number from 0.001 to 1, got '0'");
 	expect_error(PLATFORM, "platform_bad_enum.yaml",
 		     "18:15: 'topology' must be one of: single-switch, fat-tree, rail-optimized, got 'torus'");
-	expect_error(PLATFORM, "platform_zero_nodes.yaml", "3:10: 'nodes' must be a positive integer, got '0'");
+	expect_error(PLATFORM, "platform_zero_nodes.yaml", "3:10: 'nodes' must be an integer from 1 to 1048576, got '0'");
 	expect_error(PLATFORM, "platform_gpu_not_map.yaml", "5:8: 'gpu' must be a mapping, got 'A100'");
 	expect_error(PLATFORM, "platform_mesh_no_pair.yaml",
 		     "11:5: missing required key 'pair_bandwidth' in 'intra_node'");
@@ -517,7 +517,7 @@ START_TEST(platform_errors)
 		     "fabric nvswitch");
 	expect_error(PLATFORM, "platform_fat_tree_no_leaf.yaml",
 		     "15:5: missing required key 'nodes_per_leaf' in 'inter_node'");
-	expect_error(PLATFORM, "platform_oversub.yaml", "20:23: 'oversubscription' must be a number >= 1, got '0.5'");
+	expect_error(PLATFORM, "platform_oversub.yaml", "20:23: 'oversubscription' must be a number from 1 to 1024, got '0.5'");
 	expect_error(PLATFORM, "platform_bad_reserve.yaml",
 		     "21:19: 'memory_reserve': '-1GiB' must be positive, expected a size such as 40GiB or 512MiB, or 0");
 	expect_error(PLATFORM, "platform_duplicate.yaml",
@@ -922,12 +922,12 @@ START_TEST(calibration_files)
 	ck_assert_str_eq(c.source, "nccl-tests");
 	ck_assert(c.has_inter_bw && !c.has_inter_latency && !c.has_intra_bw);
 	assert_close(c.inter_bw, 46e9, 1e-15);
-	expect_error(CALIBRATION, "calibration_bad_eff.yaml", "3:11: 'gemm' must be a number in (0, 1], got '0'");
+	expect_error(CALIBRATION, "calibration_bad_eff.yaml", "3:11: 'gemm' must be a number from 0.001 to 1, got '0'");
 	expect_error(CALIBRATION, "calibration_bad_overhead.yaml",
 		     "2:24: 'collective_overhead': '6 parsecs' has an unknown unit 'parsecs', expected a time such as 2us "
 		     "or 1.5ms");
 	expect_error(PLATFORM, "platform_negative_overhead.yaml",
-		     "27:24: 'collective_overhead': '-6us' must be positive, expected a time such as 2us or 1.5ms");
+		     "27:24: 'collective_overhead' must be a time from 0 to 1 s, got '-6us'");
 	expect_error(CALIBRATION, "calibration_unknown_key.yaml",
 		     "2:30: unknown key 'bw' in 'intra_node', expected one of: latency, bandwidth");
 	expect_error(CALIBRATION, "model_ok.yaml",
@@ -1047,7 +1047,7 @@ START_TEST(job_errors)
 	expect_error(JOB, "job_bad_reserve.yaml",
 		     "3:19: 'memory_reserve': '2 apples' has an unknown unit 'apples', expected a size such as 40GiB "
 		     "or 512MiB, or 0");
-	expect_error(JOB, "job_bad_seq.yaml", "2:12: 'seq_len' expects a positive token count such as 16384 or 16K, got '32KB'");
+	expect_error(JOB, "job_bad_seq.yaml", "2:12: 'seq_len' must be a token count from 1 to 4294967296 (K and M suffixes: 16K = 16384), got '32KB'");
 	expect_error(JOB, "model_ok.yaml", "1:1: unknown key 'model' at the top level, expected one of: job");
 }
 END_TEST
@@ -1064,7 +1064,7 @@ START_TEST(job_error_leaves_outputs)
 	int nodes = -1;
 	config_error e;
 	ck_assert(!config_load_job(path, &j, model, NULL, NULL, &nodes, &e));
-	ck_assert(strstr(e.msg, ":3:16: 'micro_batch' must be a positive integer, got '0'") != NULL);
+	ck_assert(strstr(e.msg, ":3:16: 'micro_batch' must be an integer from 1 to 1048576, got '0'") != NULL);
 	ck_assert_str_eq(model, "keep");
 	ck_assert_int_eq(nodes, -1);
 	ck_assert_mem_eq(&j, &before, sizeof j);

@@ -235,14 +235,14 @@ END_TEST
 /* ----------------------------------------------------------------- GEMM --- */
 START_TEST(gemm_tile_and_wave_quantization_by_hand)
 {
-	config_platform p = shipped("dgx-h100"); /* 132 SMs, plateau 0.65 */
+	config_platform p = shipped("dgx-h100"); /* 132 SMs, plateau 0.81 */
 	/* m = 128, n = 132 x 128: 132 tiles of 128x128, one full wave: no loss. */
 	ck_assert_close(engine_gemm_shape_eff(&p, 128, 132 * 128, 4096), 1.0, 1e-12);
 	/* n = 133 x 128: 133 tiles (128x128), two waves, 133/264. 256x128 tiles waste half of
 	 * each (m = 128); 128x256 tiles: 67 tiles of which the last is half empty, one wave of
 	 * 67 on 132 SMs: 133·128/(67·256) x 67/132 = 133/264 as well. */
 	ck_assert_close(engine_gemm_shape_eff(&p, 128, 133 * 128, 4096), 133.0 / 264.0, 1e-12);
-	ck_assert_close(engine_gemm_eff(&p, 128, 133 * 128, 4096), 0.65 * 133.0 / 264.0, 1e-12);
+	ck_assert_close(engine_gemm_eff(&p, 128, 133 * 128, 4096), 0.81 * 133.0 / 264.0, 1e-12);
 }
 END_TEST
 
@@ -257,7 +257,7 @@ START_TEST(gemm_large_vs_small_shape)
 	ck_assert_close(engine_gemm_shape_eff(&p, 512, 128, 4096), 64.0 / 108.0, 1e-12);
 	/* a shapeless op keeps the plateau */
 	workload_op op = {.kind = WL_OP_COMPUTE, .kernel = WL_KERNEL_GEMM, .flops = 1e12};
-	ck_assert_close(engine_compute_time(&p, &op), 1e12 / (312e12 * 0.70), 1e-12);
+	ck_assert_close(engine_compute_time(&p, &op), 1e12 / (312e12 * 0.86), 1e-12);
 }
 END_TEST
 
@@ -274,8 +274,37 @@ START_TEST(gemm_backward_is_two_gradient_gemms)
 	op.shape.gemm.m = 512;
 	op.shape.gemm.n = 128;
 	op.shape.gemm.k = 4096;
-	double rate = 312e12 * 0.70 * 64.0 / 108.0;
-	ck_assert_close(engine_compute_time(&p, &op), op.flops / rate, 1e-12);
+	double rate = 312e12 * 0.86 * 64.0 / 108.0;
+	/* two kernels, two fills: dX keeps the first of its equal tiles, 256x128 (64 x 384 + 256
+	 * x 128 elements of 2 bytes = 114688 B), dW its 128x128 (64 x 256 + 128 x 128: 65536 B);
+	 * each SM moves them at 1555 GB/s x 0.80 / 108 */
+	double fill = (114688.0 + 65536.0) * 108 / (1555e9 * 0.80);
+	ck_assert_close(engine_compute_time(&p, &op), op.flops / rate + fill, 1e-12);
+}
+END_TEST
+
+START_TEST(gemm_pipeline_fill_by_hand)
+{
+	config_platform p = shipped("dgx-h100"); /* 132 SMs, 3350 GB/s, efficiency.memory 0.80 */
+	/* 128 x (132·128) x 4096: 256x128 tiles waste half (1/2); 128x256: 66 tiles, split-K 2,
+	 * one full wave (1.0); 128x128: 132 tiles, one full wave (1.0, not better: the first
+	 * stays). Fill of a 128x256 tile: one 64-deep stage of A and B, (128 + 256) x 64, and
+	 * the 128 x 256 output, bf16: 2 x (24576 + 32768) = 114688 B per SM at 3350e9 x 0.8 /
+	 * 132 B/s: 5.65 us. */
+	double fill = 114688.0 * 132 / (3350e9 * 0.80);
+	ck_assert_close(engine_gemm_fill_time(&p, 128, 132 * 128, 4096), fill, 1e-12);
+	workload_op op = {.kind = WL_OP_COMPUTE, .kernel = WL_KERNEL_GEMM, .flops = 2.0 * 128 * 132 * 128 * 4096};
+	op.shape.gemm.m = 128;
+	op.shape.gemm.n = 132 * 128;
+	op.shape.gemm.k = 4096;
+	ck_assert_close(engine_compute_time(&p, &op), op.flops / (989e12 * 0.81) + fill, 1e-12);
+	/* the fill does not grow with K: a GEMM 4x deeper adds 4x the main loop, not the fill */
+	op.shape.gemm.k = 4 * 4096;
+	op.flops *= 4;
+	ck_assert_close(engine_compute_time(&p, &op), op.flops / (989e12 * 0.81) + fill, 1e-12);
+	/* a calibration's measured efficiency.gemm holds the whole kernel: no fill on top */
+	p.eff.gemm_measured = true;
+	ck_assert_double_eq(engine_gemm_fill_time(&p, 128, 132 * 128, 4096), 0);
 }
 END_TEST
 
@@ -445,7 +474,7 @@ START_TEST(calibration_points_validated_and_round_trip)
 	ck_assert_ptr_null(config_attn_kernel_unusable(&a, CONFIG_ATTN_CUDNN));
 	/* a measured efficiency.gemm replaces the shape model: the small GEMM that keeps 64/108
 	 * of the plateau uncalibrated runs at the measured 0.5 */
-	ck_assert_close(engine_gemm_eff(&a, 512, 128, 4096), 0.70 * 64.0 / 108.0, 1e-12);
+	ck_assert_close(engine_gemm_eff(&a, 512, 128, 4096), 0.86 * 64.0 / 108.0, 1e-12);
 	config_calibration g = {.has_gemm = true, .gemm = 0.5};
 	config_apply_calibration(&a, &g);
 	ck_assert_double_eq(engine_gemm_eff(&a, 512, 128, 4096), 0.5);
@@ -543,6 +572,7 @@ int main(void)
 	tcase_add_test(tc, gemm_tile_and_wave_quantization_by_hand);
 	tcase_add_test(tc, gemm_large_vs_small_shape);
 	tcase_add_test(tc, gemm_backward_is_two_gradient_gemms);
+	tcase_add_test(tc, gemm_pipeline_fill_by_hand);
 	tcase_add_test(tc, program_carries_shapes_and_layout_copies_by_hand);
 	tcase_add_test(tc, platform_keys_validated);
 	tcase_add_test(tc, calibration_points_validated_and_round_trip);

@@ -140,15 +140,6 @@ bool cli_parse_int(const char *flag, const char *s, long min, long max, long *ou
 	return true;
 }
 
-bool cli_parse_tokens(const char *flag, const char *s, long *out)
-{
-	if (!config_parse_tokens(s, out)) {
-		fprintf(stderr, "spsim: %s expects a positive token count such as 16384 or 16K, got '%s'\n", flag, s);
-		return false;
-	}
-	return true;
-}
-
 bool cli_parse_double(const char *flag, const char *s, double lo, double hi, double *out)
 {
 	char *end;
@@ -159,6 +150,37 @@ bool cli_parse_double(const char *flag, const char *s, double lo, double hi, dou
 		return false;
 	}
 	*out = v;
+	return true;
+}
+
+bool cli_parse_range(config_range_id id, const char *arg, double *out)
+{
+	const config_range *r = config_range_get(id);
+	config_error err;
+	if (!config_range_parse(id, r->flag, arg, out, &err)) {
+		char e[160];
+		fprintf(stderr, "spsim: %s expects %s, got '%s'\n", r->flag, config_range_expect(id, e, sizeof e), arg);
+		return false;
+	}
+	return true;
+}
+
+/* An INT or TOKENS row into an int or long (the table's bounds fit them). */
+static bool range_int(config_range_id id, const char *arg, int *out)
+{
+	double d;
+	if (!cli_parse_range(id, arg, &d))
+		return false;
+	*out = (int)d;
+	return true;
+}
+
+bool cli_parse_range_long(config_range_id id, const char *arg, long *out)
+{
+	double d;
+	if (!cli_parse_range(id, arg, &d))
+		return false;
+	*out = (long)d;
 	return true;
 }
 
@@ -189,7 +211,6 @@ static bool copy_arg(char *dst, const char *flag, const char *s)
 
 int cli_job_option(cli_job_args *a, int id, const char *arg)
 {
-	long v;
 	double d;
 	config_job *j = &a->job;
 	switch (id) {
@@ -198,43 +219,37 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 	case CLI_OPT_CALIBRATION: return copy_arg(a->calibration, "--calibration", arg) ? 1 : -1;
 	case CLI_OPT_JOB: return copy_arg(a->job_file, "--job", arg) ? 1 : -1;
 	case CLI_OPT_NODES:
-		if (!cli_parse_int("--nodes", arg, 1, 1 << 20, &v))
+		if (!range_int(CONFIG_R_NODES, arg, &a->nodes))
 			return -1;
-		a->nodes = (int)v;
 		return 1;
 	case CLI_OPT_GPUS:
-		if (!cli_parse_int("--gpus", arg, 1, 1 << 24, &v))
+		if (!range_int(CONFIG_R_GPUS, arg, &j->gpus))
 			return -1;
-		j->gpus = (int)v;
 		a->set |= SET(S_GPUS);
 		return 1;
 	case CLI_OPT_SP:
-		if (!cli_parse_int("--sp", arg, 1, 1 << 24, &v))
+		if (!range_int(CONFIG_R_SP, arg, &j->sp))
 			return -1;
-		j->sp = (int)v;
 		a->set |= SET(S_SP);
 		return 1;
 	case CLI_OPT_MICRO_BATCH:
-		if (!cli_parse_int("--micro-batch", arg, 1, 1 << 20, &v))
+		if (!range_int(CONFIG_R_MICRO_BATCH, arg, &j->micro_batch))
 			return -1;
-		j->micro_batch = (int)v;
 		a->set |= SET(S_MB);
 		return 1;
 	case CLI_OPT_SEQ_LEN:
-		if (!cli_parse_tokens("--seq-len", arg, &j->seq_len))
+		if (!cli_parse_range_long(CONFIG_R_SEQ_LEN, arg, &j->seq_len))
 			return -1;
 		a->set |= SET(S_SEQ);
 		return 1;
 	case CLI_OPT_GRAD_ACCUM:
-		if (!cli_parse_int("--grad-accum", arg, 1, 1 << 20, &v))
+		if (!range_int(CONFIG_R_GRAD_ACCUM, arg, &j->grad_accum))
 			return -1;
-		j->grad_accum = (int)v;
 		a->set |= SET(S_GA);
 		return 1;
 	case CLI_OPT_ZERO:
-		if (!cli_parse_int("--zero", arg, 0, 3, &v))
+		if (!range_int(CONFIG_R_ZERO, arg, &j->zero_stage))
 			return -1;
-		j->zero_stage = (int)v;
 		a->set |= SET(S_ZERO);
 		return 1;
 	case CLI_OPT_STRATEGY:
@@ -284,10 +299,10 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 	case CLI_OPT_REDUCE_BUCKET:
 	case CLI_OPT_ALLGATHER_BUCKET:
 	case CLI_OPT_PREFETCH_BUCKET: {
-		const char *flag = id == CLI_OPT_REDUCE_BUCKET	  ? "--reduce-bucket"
-				   : id == CLI_OPT_ALLGATHER_BUCKET ? "--allgather-bucket"
-								    : "--prefetch-bucket";
-		if (!cli_parse_double(flag, arg, 1, 1e15, &d))
+		config_range_id r = id == CLI_OPT_REDUCE_BUCKET	   ? CONFIG_R_REDUCE_BUCKET
+				     : id == CLI_OPT_ALLGATHER_BUCKET ? CONFIG_R_ALLGATHER_BUCKET
+								      : CONFIG_R_PREFETCH_BUCKET;
+		if (!cli_parse_range(r, arg, &d))
 			return -1;
 		if (id == CLI_OPT_REDUCE_BUCKET)
 			j->reduce_bucket_elems = d, a->set |= SET(S_RB);

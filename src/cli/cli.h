@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "config/config.h"
+#include "config/ranges.h"
 #include "engine/engine.h"
 #include "report/report.h"
 
@@ -92,9 +93,11 @@ void cli_warn_max_position(const config_model *m, long seq_len, const char *cmd)
 
 /* Strict number parsing for flags: prints "--flag expects ..., got 'x'" on failure. */
 bool cli_parse_int(const char *flag, const char *s, long min, long max, long *out);
-/* Token counts accept K and M suffixes (x1024, x1048576): 16K = 16384. */
-bool cli_parse_tokens(const char *flag, const char *s, long *out);
 bool cli_parse_double(const char *flag, const char *s, double lo, double hi, double *out);
+/* A flag of the range table (config/ranges.h): parsed and checked as the YAML keys are;
+ * prints "FLAG expects EXPECT, got 'x'" on failure. */
+bool cli_parse_range(config_range_id id, const char *arg, double *out);
+bool cli_parse_range_long(config_range_id id, const char *arg, long *out);
 
 /* One simulated job: its composite (one part unless BASP with N % B != 0), the plan
  * whose result is reported, the result, and per-part results of unequal groups. */

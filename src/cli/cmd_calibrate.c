@@ -107,12 +107,12 @@ static int parse_args(int argc, char **argv, cal_args *a)
 			a->po.coll_set = true;
 			break;
 		case OPT_GPUS_PER_NODE:
-			if (!cli_parse_int("--gpus-per-node", optarg, 1, 1 << 16, &v))
+			if (!cli_parse_range_long(CONFIG_R_GPUS_PER_NODE, optarg, &v))
 				return CLI_USAGE;
 			a->po.gpus_per_node = (int)v;
 			break;
 		case OPT_LOG_NODES:
-			if (!cli_parse_int("--nodes", optarg, 1, 1 << 20, &v))
+			if (!cli_parse_range_long(CONFIG_R_NODES, optarg, &v))
 				return CLI_USAGE;
 			a->po.nodes = (int)v;
 			break;

@@ -97,6 +97,9 @@ static void usage(FILE *f)
 	      f);
 }
 
+/* Sizes of one sweep: nccl-tests' -b 8 -e 8G -f 2 gives 31. */
+#define MAX_SIZES 10000
+
 typedef struct coll_args {
 	cli_job_args job; /* platform, nodes, calibration, engine, format, placement */
 	bool coll_set;
@@ -116,8 +119,10 @@ typedef struct coll_args {
 
 static bool parse_size_flag(const char *flag, const char *s, double *out)
 {
-	if (!nccltests_parse_size(s, out)) {
-		fprintf(stderr, "spsim collective: %s expects a size in bytes (e.g. 8, 64K, 1M, 8G), got '%s'\n", flag, s);
+	if (!nccltests_parse_size(s, out) || !config_range_ok(CONFIG_R_COLL_BYTES, *out)) {
+		char e[160];
+		fprintf(stderr, "spsim collective: %s expects %s in bytes (e.g. 8, 64K, 1M, 8G), got '%s'\n", flag,
+			config_range_expect(CONFIG_R_COLL_BYTES, e, sizeof e), s);
 		return false;
 	}
 	return true;
@@ -181,7 +186,7 @@ static int parse_args(int argc, char **argv, coll_args *a)
 		case OPT_ALG: a->alg_name = optarg; break;
 		case OPT_COMPARE: a->compare = optarg; break;
 		case OPT_GPUS_PER_NODE:
-			if (!cli_parse_int("--gpus-per-node", optarg, 1, 1 << 16, &v))
+			if (!cli_parse_range_long(CONFIG_R_GPUS_PER_NODE, optarg, &v))
 				return CLI_USAGE;
 			a->log_gpn = (int)v;
 			break;
@@ -220,6 +225,14 @@ static int parse_args(int argc, char **argv, coll_args *a)
 				"sendrecv, broadcast; see spsim collective --help)\n");
 		return CLI_USAGE;
 	}
+	/* The size loop below must end: bounded sizes, each step growing them. */
+	double steps = a->step_factor > 1 ? floor(log(fmax(a->max_bytes, 1) / fmax(a->min_bytes, 1)) / log(a->step_factor))
+					  : floor((a->max_bytes - a->min_bytes) / a->step_bytes);
+	if (a->min_bytes <= a->max_bytes && steps + 1 > MAX_SIZES) {
+		fprintf(stderr, "spsim collective: -b/-e with %s give %.0f sizes, expected at most %d; use a larger -f or -i\n",
+			a->step_factor > 1 ? "-f" : "-i", steps + 1, MAX_SIZES);
+		return CLI_USAGE;
+	}
 	if (a->min_bytes > a->max_bytes) {
 		fprintf(stderr, "spsim collective: -b %.0f is larger than -e %.0f\n", a->min_bytes, a->max_bytes);
 		return CLI_USAGE;
@@ -250,6 +263,10 @@ static bool load_platform(coll_args *a, config_platform *p)
 		}
 		config_apply_calibration(p, &a->job.cal);
 		a->job.has_cal = true;
+	}
+	if (!config_platform_check(p, &err)) {
+		fprintf(stderr, "spsim: %s\n", err.msg);
+		return false;
 	}
 	return true;
 }
@@ -379,7 +396,7 @@ static int predict(coll_args *a)
 			sizes = bigger;
 		}
 		sizes[n++] = nccltests_round_size(a->coll, b, ts, P);
-		if (n > 1000000 || b == 0)
+		if (n >= MAX_SIZES || b == 0)
 			break;
 	}
 	double *times = sizes ? malloc((size_t)(n ? n : 1) * sizeof *times) : NULL;

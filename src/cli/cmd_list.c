@@ -179,7 +179,7 @@ int cli_cmd_platform(int argc, char **argv)
 		if (strcmp(argv[i], "--xml") == 0)
 			xml = true;
 		else if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc) {
-			if (!cli_parse_int("--nodes", argv[++i], 1, 1 << 20, &nodes))
+			if (!cli_parse_range_long(CONFIG_R_NODES, argv[++i], &nodes))
 				return CLI_USAGE;
 		} else if (strcmp(argv[i], "--calibration") == 0 && i + 1 < argc)
 			cal = argv[++i];
@@ -214,6 +214,10 @@ int cli_cmd_platform(int argc, char **argv)
 			return CLI_USAGE;
 		}
 		config_apply_calibration(&p, &c);
+	}
+	if (!config_platform_check(&p, &err)) {
+		fprintf(stderr, "spsim: %s\n", err.msg);
+		return CLI_USAGE;
 	}
 	if (xml) {
 #if HAVE_XML

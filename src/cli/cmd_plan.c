@@ -111,7 +111,7 @@ static bool add_budget(plan_args *a, char *s)
 		fprintf(stderr, "spsim plan: at most %d GPU budgets\n", MAX_BUDGETS);
 		return false;
 	}
-	if (!cli_parse_int("--gpus", s, 1, 1 << 20, &v))
+	if (!cli_parse_range_long(CONFIG_R_GPUS, s, &v))
 		return false;
 	a->budgets[a->n_budgets++] = (int)v;
 	return true;
@@ -407,8 +407,8 @@ int cli_cmd_plan(int argc, char **argv)
 			break;
 		case OPT_PLATFORM: ok = each_item(copy, add_platform, &a); break;
 		case OPT_GPUS: ok = each_item(copy, add_budget, &a); break;
-		case OPT_SEQ: ok = cli_parse_tokens("--seq-len", optarg, &a.seq); break;
-		case OPT_BATCH: ok = cli_parse_tokens("--global-batch", optarg, &a.batch); break;
+		case OPT_SEQ: ok = cli_parse_range_long(CONFIG_R_SEQ_LEN, optarg, &a.seq); break;
+		case OPT_BATCH: ok = cli_parse_range_long(CONFIG_R_GLOBAL_BATCH, optarg, &a.batch); break;
 		case OPT_PRICE: a.price = copy; break;
 		case OPT_TOP:
 			ok = cli_parse_int("--top", optarg, 1, 1000, &v);

@@ -351,7 +351,7 @@ static int maxseq_opt(void *ctx, int id, const char *arg)
 {
 	maxseq_ctx *c = ctx;
 	switch (id) {
-	case OPT_GRANULE: return cli_parse_tokens("--granule", arg, &c->granule) ? 1 : -1;
+	case OPT_GRANULE: return cli_parse_range_long(CONFIG_R_GRANULE, arg, &c->granule) ? 1 : -1;
 	case OPT_STRATEGIES:
 	case CLI_OPT_STRATEGY: return maxseq_keep(&c->strategies, arg);
 	case CLI_OPT_ZERO: return maxseq_keep(&c->zeros, arg);

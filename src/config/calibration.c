@@ -15,8 +15,8 @@ static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *
 		return false;
 	if (!l)
 		return true;
-	return yt_check_keys(l, keys, err) && yt_quantity(l, "latency", false, CONFIG_UNIT_TIME, lat, has_lat, err) &&
-	       yt_quantity(l, "bandwidth", false, CONFIG_UNIT_BANDWIDTH, bw, has_bw, err);
+	return yt_check_keys(l, keys, err) && yt_range(l, CONFIG_R_CAL_LATENCY, false, lat, has_lat, err) &&
+	       yt_range(l, CONFIG_R_CAL_BANDWIDTH, false, bw, has_bw, err);
 }
 
 /* attention_points: a sequence of mappings (format in config.h). Validate mode writes
@@ -46,14 +46,14 @@ static bool read_points(const yt_node *t, config_calibration *c, config_error *e
 					       "tflops}", i + 1);
 		if (!yt_check_keys(m, keys, err) || !yt_string(m, "kernel", true, p->kernel, sizeof p->kernel, NULL, err) ||
 		    !yt_string(m, "seq", true, text, sizeof text, NULL, err) ||
-		    !yt_posint(m, "head_dim", true, &p->head_dim, NULL, err) ||
-		    !yt_posint(m, "heads", false, &p->heads, NULL, err) ||
-		    !yt_posint(m, "kv_heads", false, &p->kv_heads, NULL, err) ||
+		    !yt_range_int(m, CONFIG_R_HEAD_DIM, true, &p->head_dim, NULL, err) ||
+		    !yt_range_int(m, CONFIG_R_HEADS, false, &p->heads, NULL, err) ||
+		    !yt_range_int(m, CONFIG_R_KV_HEADS, false, &p->kv_heads, NULL, err) ||
 		    !yt_enum(m, "direction", true, dirs, 2, &dir, NULL, err) ||
 		    !yt_bool(m, "causal", false, &causal, NULL, err) ||
-		    !yt_double(m, "tflops", true, 0, true, 1e6, &p->tflops, NULL, err) ||
-		    !yt_double(m, "p10", false, 0, true, 1e6, &p->p10, &has_p10, err) ||
-		    !yt_double(m, "p90", false, 0, true, 1e6, &p->p90, &has_p90, err))
+		    !yt_range(m, CONFIG_R_POINT_TFLOPS, true, &p->tflops, NULL, err) ||
+		    !yt_range(m, CONFIG_R_POINT_P10, false, &p->p10, &has_p10, err) ||
+		    !yt_range(m, CONFIG_R_POINT_P90, false, &p->p90, &has_p90, err))
 			return false;
 		if (!config_parse_tokens(text, &p->seq))
 			return yt_fail(err, yt_find(m, "seq"),
@@ -109,24 +109,15 @@ static bool calibration_read(const yt_doc *doc, config_calibration *c, config_er
 	if (!yt_enum(t, "collectives", false, coll_modes, 2, &mode, NULL, err))
 		return false;
 	c->links_only = mode == 1;
-	/* a measured overhead of zero is legitimate: accept 0 as well as a time */
-	const yt_node *ov = yt_find(t, "collective_overhead");
-	if (ov) {
-		double d;
-		if (yt_double(t, "collective_overhead", false, 0, false, 0, &d, NULL, NULL) && d == 0) {
-			c->has_overhead = true;
-			c->overhead = 0;
-		} else if (!yt_quantity(t, "collective_overhead", false, CONFIG_UNIT_TIME, &c->overhead,
-					&c->has_overhead, err)) {
-			return false;
-		}
-	}
+	/* a measured overhead of zero is legitimate: the range holds 0 as well as a time */
+	if (!yt_range(t, CONFIG_R_COLL_OVERHEAD, false, &c->overhead, &c->has_overhead, err))
+		return false;
 	if (!e)
 		return true;
 	return yt_check_keys(e, eff_keys, err) &&
-	       yt_double(e, "gemm", false, 0, true, 1, &c->gemm, &c->has_gemm, err) &&
-	       yt_double(e, "attention", false, 0, true, 1, &c->attention, &c->has_attention, err) &&
-	       yt_double(e, "memory", false, 0, true, 1, &c->memory, &c->has_memory, err);
+	       yt_range(e, CONFIG_R_EFF_GEMM, false, &c->gemm, &c->has_gemm, err) &&
+	       yt_range(e, CONFIG_R_EFF_ATTENTION, false, &c->attention, &c->has_attention, err) &&
+	       yt_range(e, CONFIG_R_EFF_MEMORY, false, &c->memory, &c->has_memory, err);
 }
 
 bool config_load_calibration(const char *path, config_calibration *out, config_error *err)

@@ -45,7 +45,8 @@ char *config_format_quantity(double value, config_unit_kind kind, char *buf, siz
 /* A memory size as config_parse_quantity reads it, or "0" (nothing). */
 bool config_parse_size_or_zero(const char *text, double *out, config_error *err);
 
-/* Token counts: "16384", "16K" (x1024), "1M" (x1048576); positive. False when malformed. */
+/* Token counts: "16384", "16K" (x1024), "1M" (x1048576), within the seq_len range of
+ * config/ranges.h. False when malformed or out of range. */
 bool config_parse_tokens(const char *text, long *out);
 
 /* ---------------------------------------------------------------- models ---- */
@@ -69,6 +70,8 @@ typedef struct config_model {
 	config_norm norm;
 } config_model;
 
+/* Every dimension against the range table (config/ranges.h). */
+bool config_model_check(const config_model *m, config_error *err);
 /* Total parameter count (embeddings, attention, MLP, norms, biases, untied head). */
 double config_model_params(const config_model *m);
 /* Parameters of one transformer layer. */
@@ -187,7 +190,15 @@ bool config_attn_kernel_has_curve(config_attn_kernel k, config_gpu_arch arch);
  * override. */
 const char *config_attn_kernel_unusable(const config_platform *p, config_attn_kernel k);
 
-static inline int config_platform_gpus(const config_platform *p) { return p->nodes * p->gpus_per_node; }
+/* nodes x gpus_per_node; config_platform_check guarantees it fits (<= 2^24). */
+static inline int config_platform_gpus(const config_platform *p)
+{
+	int n;
+	return __builtin_mul_overflow(p->nodes, p->gpus_per_node, &n) ? -1 : n;
+}
+/* Every field against the range table (config/ranges.h) and nodes x gpus_per_node within
+ * the GPU count's range, after any override (--nodes, sweep axes, calibration). */
+bool config_platform_check(const config_platform *p, config_error *err);
 /* Effective (efficiency-scaled) bandwidths used by the engines, bytes/s. */
 double config_platform_intra_bw(const config_platform *p);      /* per GPU per direction */
 double config_platform_intra_pair_bw(const config_platform *p); /* per pair (mesh) */
@@ -327,6 +338,8 @@ void config_job_defaults(config_job *job);
 /* Effective settings after DeepSpeed's defaults: overlap_comm (-1 -> on only for stage 3)
  * and fp32 gradient communication (unset -> on when sp > 1). */
 bool config_job_zero_overlap(const config_job *job);
+/* Every number of the job against the range table (gpus and sp may be 0: "all"). */
+bool config_job_check(const config_job *job, config_error *err);
 bool config_job_fp32_grad_comm(const config_job *job, int sp);
 /* The attention kernel a job runs: its own choice, else the platform's. */
 config_attn_kernel config_job_attention_kernel(const config_job *job, const config_platform *p);

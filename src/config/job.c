@@ -1,5 +1,6 @@
 /* Jobs: what to run (strategy, GPUs, batch, sequence, ZeRO) with DeepSpeed's defaults. */
 #include "config/config.h"
+#include "config/ranges.h"
 #include "config/yamltree.h"
 
 #include <limits.h>
@@ -53,20 +54,6 @@ static const char *const job_keys[] = {
 	"attention_kernel", "impl",         "memory_reserve",   NULL,
 };
 
-/* A token count as the CLI and sweep specs take it: 32768 or 32K (K = 1024, M = 2^20). */
-static bool read_tokens(const yt_node *map, const char *key, long *out, config_error *err)
-{
-	const yt_node *n = yt_find(map, key);
-	if (!n)
-		return true;
-	if (n->kind != YT_SCALAR || !config_parse_tokens(n->value, out))
-		return yt_fail(err, n, "'%s' expects a positive token count such as 16384 or 16K, got %s%.200s%s", key,
-			       n->kind == YT_SCALAR ? "'" : "",
-			       n->kind == YT_SCALAR ? n->value : n->kind == YT_MAP ? "a mapping" : "a sequence",
-			       n->kind == YT_SCALAR ? "'" : "");
-	return true;
-}
-
 static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, char *model, char *platform, char *calibration,
 		     int *nodes, config_error *err)
 {
@@ -80,11 +67,12 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 	bool has_fp32 = false, has_reserve = false;
 	double reserve = 0;
 	if (!yt_enum(t, "strategy", false, config_strategy_names, 2, &strategy, NULL, err) ||
-	    !yt_posint(t, "gpus", false, &job->gpus, NULL, err) || !yt_posint(t, "sp", false, &job->sp, NULL, err) ||
-	    !yt_posint(t, "micro_batch", false, &job->micro_batch, NULL, err) ||
-	    !read_tokens(t, "seq_len", &job->seq_len, err) ||
-	    !yt_posint(t, "grad_accum", false, &job->grad_accum, NULL, err) ||
-	    !yt_int(t, "zero", false, 0, 3, &zero, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_GPUS, false, &job->gpus, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_SP, false, &job->sp, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_MICRO_BATCH, false, &job->micro_batch, NULL, err) ||
+	    !yt_range_long(t, CONFIG_R_SEQ_LEN, false, &job->seq_len, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_GRAD_ACCUM, false, &job->grad_accum, NULL, err) ||
+	    !yt_range_long(t, CONFIG_R_ZERO, false, &zero, NULL, err) ||
 	    !yt_enum(t, "recompute", false, config_recompute_names, 2, &recompute, NULL, err) ||
 	    !yt_enum(t, "dtype", false, dtypes, 1, &dtype, NULL, err) ||
 	    !yt_enum(t, "a2a", false, config_a2a_names, 3, &a2a, NULL, err) ||
@@ -92,9 +80,9 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 	    !yt_enum(t, "attention_kernel", false, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &attn, NULL, err) ||
 	    !yt_enum(t, "impl", false, config_impl_names, 2, &impl, NULL, err) ||
 	    !yt_size_or_zero(t, "memory_reserve", &reserve, &has_reserve, err) ||
-	    !yt_double(t, "reduce_bucket", false, 0, true, INFINITY, &job->reduce_bucket_elems, NULL, err) ||
-	    !yt_double(t, "allgather_bucket", false, 0, true, INFINITY, &job->allgather_bucket_elems, NULL, err) ||
-	    !yt_double(t, "prefetch_bucket", false, 0, true, INFINITY, &job->prefetch_bucket_elems, NULL, err) ||
+	    !yt_range(t, CONFIG_R_REDUCE_BUCKET, false, &job->reduce_bucket_elems, NULL, err) ||
+	    !yt_range(t, CONFIG_R_ALLGATHER_BUCKET, false, &job->allgather_bucket_elems, NULL, err) ||
+	    !yt_range(t, CONFIG_R_PREFETCH_BUCKET, false, &job->prefetch_bucket_elems, NULL, err) ||
 	    !yt_bool(t, "fp32_grad_comm", false, &job->fp32_grad_comm, &has_fp32, err))
 		return false;
 	job->strategy = (config_strategy)strategy;
@@ -130,7 +118,7 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 	if (!yt_string(t, "model", false, m, sizeof m, NULL, err) ||
 	    !yt_string(t, "platform", false, pl, sizeof pl, NULL, err) ||
 	    !yt_string(t, "calibration", false, cal, sizeof cal, NULL, err) ||
-	    !yt_posint(t, "nodes", false, &n, NULL, err))
+	    !yt_range_int(t, CONFIG_R_NODES, false, &n, NULL, err))
 		return false;
 	/* Paths are relative to the job file's directory (shipped names stay names). */
 	char dir[CONFIG_PATH_MAX];
@@ -168,4 +156,20 @@ bool config_load_job(const char *path, config_job *job, char *model, char *platf
 	if (ok)
 		*job = j;
 	return ok;
+}
+
+bool config_job_check(const config_job *job, config_error *err)
+{
+	const config_range_value v[] = {
+		{CONFIG_R_GPUS, job->gpus ? job->gpus : 1},
+		{CONFIG_R_SP, job->sp ? job->sp : 1},
+		{CONFIG_R_MICRO_BATCH, job->micro_batch},
+		{CONFIG_R_SEQ_LEN, (double)job->seq_len},
+		{CONFIG_R_GRAD_ACCUM, job->grad_accum},
+		{CONFIG_R_ZERO, job->zero_stage},
+		{CONFIG_R_REDUCE_BUCKET, job->reduce_bucket_elems},
+		{CONFIG_R_ALLGATHER_BUCKET, job->allgather_bucket_elems},
+		{CONFIG_R_PREFETCH_BUCKET, job->prefetch_bucket_elems},
+	};
+	return config_range_check_all("job", NULL, v, sizeof v / sizeof v[0], err);
 }

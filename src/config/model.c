@@ -1,5 +1,6 @@
 /* Model definitions (models/<name>.yaml) and their parameter counts. */
 #include "config/config.h"
+#include "config/ranges.h"
 #include "config/yamltree.h"
 
 #include <stdio.h>
@@ -42,14 +43,14 @@ static bool model_read(const yt_doc *doc, config_model *m, config_error *err)
 	bool has_kv = false, has_d = false;
 	int mlp = CONFIG_MLP_SWIGLU, norm = CONFIG_NORM_RMSNORM;
 	if (!yt_string(t, "name", true, m->name, sizeof m->name, NULL, err) ||
-	    !yt_posint(t, "layers", true, &m->layers, NULL, err) ||
-	    !yt_posint(t, "hidden", true, &m->hidden, NULL, err) ||
-	    !yt_posint(t, "heads", true, &m->heads, NULL, err) ||
-	    !yt_posint(t, "kv_heads", false, &m->kv_heads, &has_kv, err) ||
-	    !yt_posint(t, "head_dim", false, &m->head_dim, &has_d, err) ||
-	    !yt_posint(t, "ffn", true, &m->ffn, NULL, err) ||
-	    !yt_posint(t, "vocab", true, &m->vocab, NULL, err) ||
-	    !yt_posint(t, "max_position", true, &m->max_position, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_LAYERS, true, &m->layers, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_HIDDEN, true, &m->hidden, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_HEADS, true, &m->heads, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_KV_HEADS, false, &m->kv_heads, &has_kv, err) ||
+	    !yt_range_int(t, CONFIG_R_HEAD_DIM, false, &m->head_dim, &has_d, err) ||
+	    !yt_range_int(t, CONFIG_R_FFN, true, &m->ffn, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_VOCAB, true, &m->vocab, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_MAX_POSITION, true, &m->max_position, NULL, err) ||
 	    !yt_bool(t, "tied_embeddings", false, &m->tied_embeddings, NULL, err) ||
 	    !yt_bool(t, "qkv_bias", false, &m->qkv_bias, NULL, err) ||
 	    !yt_enum(t, "mlp", false, mlps, 1, &mlp, NULL, err) ||
@@ -89,4 +90,14 @@ bool config_load_model(const char *name_or_path, config_model *out, config_error
 	if (ok)
 		*out = m;
 	return ok;
+}
+
+bool config_model_check(const config_model *m, config_error *err)
+{
+	const config_range_value v[] = {
+		{CONFIG_R_LAYERS, m->layers},   {CONFIG_R_HIDDEN, m->hidden}, {CONFIG_R_HEADS, m->heads},
+		{CONFIG_R_KV_HEADS, m->kv_heads}, {CONFIG_R_HEAD_DIM, m->head_dim}, {CONFIG_R_FFN, m->ffn},
+		{CONFIG_R_VOCAB, m->vocab},     {CONFIG_R_MAX_POSITION, m->max_position},
+	};
+	return config_range_check_all("model", m->name, v, sizeof v / sizeof v[0], err);
 }

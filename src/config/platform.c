@@ -1,6 +1,7 @@
 /* Platform definitions (platforms/<name>.yaml): GPUs, intra-node fabric, network,
  * achievable-efficiency defaults. */
 #include "config/config.h"
+#include "config/ranges.h"
 #include "config/yamltree.h"
 
 #include <math.h>
@@ -70,9 +71,9 @@ static bool read_gpu(const yt_node *t, config_platform *p, config_error *err)
 	const yt_node *g;
 	if (!yt_map(t, "gpu", true, &g, err) || !yt_check_keys(g, keys, err) ||
 	    !yt_string(g, "name", true, p->gpu.name, sizeof p->gpu.name, NULL, err) ||
-	    !yt_quantity(g, "peak_bf16", true, CONFIG_UNIT_FLOPS, &p->gpu.peak_flops, NULL, err) ||
-	    !yt_quantity(g, "memory", true, CONFIG_UNIT_SIZE, &p->gpu.memory_bytes, NULL, err) ||
-	    !yt_quantity(g, "hbm_bandwidth", true, CONFIG_UNIT_BANDWIDTH, &p->gpu.hbm_bandwidth, NULL, err))
+	    !yt_range(g, CONFIG_R_PEAK_FLOPS, true, &p->gpu.peak_flops, NULL, err) ||
+	    !yt_range(g, CONFIG_R_GPU_MEMORY, true, &p->gpu.memory_bytes, NULL, err) ||
+	    !yt_range(g, CONFIG_R_HBM_BANDWIDTH, true, &p->gpu.hbm_bandwidth, NULL, err))
 		return false;
 	/* A GPU spsim knows gets its SM count and architecture by name; any other must give both. */
 	const struct gpu_known *k = gpu_lookup(p->gpu.name);
@@ -81,7 +82,7 @@ static bool read_gpu(const yt_node *t, config_platform *p, config_error *err)
 		p->gpu.sms = k->sms;
 	long sms = p->gpu.sms;
 	bool has_sms = false, has_arch = false;
-	if (!yt_int(g, "sms", false, 1, 100000, &sms, &has_sms, err) ||
+	if (!yt_range_long(g, CONFIG_R_SMS, false, &sms, &has_sms, err) ||
 	    !yt_enum(g, "arch", false, config_gpu_arch_names, 2, &arch, &has_arch, err))
 		return false;
 	if (!k && (!has_sms || !has_arch))
@@ -103,14 +104,14 @@ static bool read_intra(const yt_node *t, config_platform *p, config_error *err)
 	bool has_bw = false, has_pair = false;
 	if (!yt_map(t, "intra_node", true, &in, err) || !yt_check_keys(in, keys, err) ||
 	    !yt_enum(in, "fabric", true, config_fabric_names, 3, &fabric, NULL, err) ||
-	    !yt_quantity(in, "latency", true, CONFIG_UNIT_TIME, &p->intra.latency, NULL, err))
+	    !yt_range(in, CONFIG_R_INTRA_LATENCY, true, &p->intra.latency, NULL, err))
 		return false;
 	p->intra.fabric = (config_fabric)fabric;
 	bool mesh = p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH;
 	/* A mesh is described by its pair links; a switch or PCIe by the per-GPU link. */
-	if (!yt_quantity(in, "pair_bandwidth", mesh, CONFIG_UNIT_BANDWIDTH, &p->intra.pair_bandwidth, &has_pair,
+	if (!yt_range(in, CONFIG_R_PAIR_BANDWIDTH, mesh, &p->intra.pair_bandwidth, &has_pair,
 			 err) ||
-	    !yt_quantity(in, "bandwidth", !mesh, CONFIG_UNIT_BANDWIDTH, &p->intra.bandwidth, &has_bw, err))
+	    !yt_range(in, CONFIG_R_INTRA_BANDWIDTH, !mesh, &p->intra.bandwidth, &has_bw, err))
 		return false;
 	if (!mesh && has_pair)
 		return yt_fail(err, yt_find(in, "pair_bandwidth"),
@@ -135,9 +136,9 @@ static bool read_inter(const yt_node *t, config_platform *p, config_error *err)
 	const yt_node *in;
 	int topo = 0;
 	if (!yt_map(t, "inter_node", true, &in, err) || !yt_check_keys(in, keys, err) ||
-	    !yt_posint(in, "nics", true, &p->inter.nics_per_node, NULL, err) ||
-	    !yt_quantity(in, "nic_bandwidth", true, CONFIG_UNIT_BANDWIDTH, &p->inter.nic_bandwidth, NULL, err) ||
-	    !yt_quantity(in, "latency", true, CONFIG_UNIT_TIME, &p->inter.latency, NULL, err) ||
+	    !yt_range_int(in, CONFIG_R_NICS, true, &p->inter.nics_per_node, NULL, err) ||
+	    !yt_range(in, CONFIG_R_NIC_BANDWIDTH, true, &p->inter.nic_bandwidth, NULL, err) ||
+	    !yt_range(in, CONFIG_R_INTER_LATENCY, true, &p->inter.latency, NULL, err) ||
 	    !yt_enum(in, "topology", true, config_topology_names, 3, &topo, NULL, err))
 		return false;
 	p->inter.topology = (config_topology)topo;
@@ -152,8 +153,8 @@ static bool read_inter(const yt_node *t, config_platform *p, config_error *err)
 				       "'%s' applies only to topology fat-tree (the one with leaf switches), "
 				       "not to topology %s; remove it or use topology: fat-tree",
 				       *k, config_topology_names[topo]);
-	return yt_posint(in, "nodes_per_leaf", fat, &p->inter.nodes_per_leaf, NULL, err) &&
-	       yt_double(in, "oversubscription", fat, 1.0, false, INFINITY, &p->inter.oversubscription, NULL, err);
+	return yt_range_int(in, CONFIG_R_NODES_PER_LEAF, fat, &p->inter.nodes_per_leaf, NULL, err) &&
+	       yt_range(in, CONFIG_R_OVERSUBSCRIPTION, fat, &p->inter.oversubscription, NULL, err);
 }
 
 static bool read_eff(const yt_node *t, config_platform *p, config_error *err)
@@ -163,11 +164,11 @@ static bool read_eff(const yt_node *t, config_platform *p, config_error *err)
 	/* attention is optional: absent, attention follows the kernel curves (engine/compute.c). */
 	p->eff.attention = 0;
 	return yt_map(t, "efficiency", true, &e, err) && yt_check_keys(e, keys, err) &&
-	       yt_double(e, "gemm", true, 0, true, 1, &p->eff.gemm, NULL, err) &&
-	       yt_double(e, "attention", false, 0, true, 1, &p->eff.attention, NULL, err) &&
-	       yt_double(e, "memory", true, 0, true, 1, &p->eff.memory, NULL, err) &&
-	       yt_double(e, "intra_link", true, 0, true, 1, &p->eff.intra_link, NULL, err) &&
-	       yt_double(e, "inter_link", true, 0, true, 1, &p->eff.inter_link, NULL, err);
+	       yt_range(e, CONFIG_R_EFF_GEMM, true, &p->eff.gemm, NULL, err) &&
+	       yt_range(e, CONFIG_R_EFF_ATTENTION, false, &p->eff.attention, NULL, err) &&
+	       yt_range(e, CONFIG_R_EFF_MEMORY, true, &p->eff.memory, NULL, err) &&
+	       yt_range(e, CONFIG_R_EFF_INTRA_LINK, true, &p->eff.intra_link, NULL, err) &&
+	       yt_range(e, CONFIG_R_EFF_INTER_LINK, true, &p->eff.inter_link, NULL, err);
 }
 
 /* Optional `nccl:` section. Defaults: the compute capability of the GPU's architecture
@@ -189,8 +190,8 @@ static bool read_nccl(const yt_node *t, config_platform *p, config_error *err)
 		return false;
 	if (!n)
 		return true;
-	if (!yt_check_keys(n, keys, err) || !yt_int(n, "compute_capability", false, 70, 100, &cc, &found, err) ||
-	    !yt_int(n, "channels", false, 1, 64, &ch, NULL, err) || !yt_bool(n, "nvls", false, &p->nccl.nvls, NULL, err))
+	if (!yt_check_keys(n, keys, err) || !yt_range_long(n, CONFIG_R_NCCL_CC, false, &cc, &found, err) ||
+	    !yt_range_long(n, CONFIG_R_NCCL_CHANNELS, false, &ch, NULL, err) || !yt_bool(n, "nvls", false, &p->nccl.nvls, NULL, err))
 		return false;
 	if (found && cc != 70 && cc != 80 && cc != 90 && cc != 100)
 		return yt_fail(err, yt_find(n, "compute_capability"),
@@ -252,11 +253,11 @@ static bool platform_read(const yt_doc *doc, config_platform *p, config_error *e
 	const yt_node *t;
 	return yt_top(doc, "platform", &t, err) && yt_check_keys(t, keys, err) &&
 	       yt_string(t, "name", true, p->name, sizeof p->name, NULL, err) &&
-	       yt_posint(t, "nodes", true, &p->nodes, NULL, err) &&
-	       yt_posint(t, "gpus_per_node", true, &p->gpus_per_node, NULL, err) && read_gpu(t, p, err) &&
+	       yt_range_int(t, CONFIG_R_NODES, true, &p->nodes, NULL, err) &&
+	       yt_range_int(t, CONFIG_R_GPUS_PER_NODE, true, &p->gpus_per_node, NULL, err) && read_gpu(t, p, err) &&
 	       read_intra(t, p, err) && read_inter(t, p, err) && read_eff(t, p, err) &&
 	       read_attn_kernel(t, p, err) &&
-	       yt_quantity(t, "collective_overhead", false, CONFIG_UNIT_TIME, &p->coll_overhead, NULL, err) &&
+	       yt_range(t, CONFIG_R_COLL_OVERHEAD, false, &p->coll_overhead, NULL, err) &&
 	       yt_size_or_zero(t, "memory_reserve", &p->memory_reserve, &p->has_memory_reserve, err) &&
 	       read_nccl(t, p, err);
 }
@@ -275,4 +276,38 @@ bool config_load_platform(const char *name_or_path, config_platform *out, config
 	if (ok)
 		*out = p;
 	return ok;
+}
+
+bool config_platform_check(const config_platform *p, config_error *err)
+{
+	bool fat = p->inter.topology == CONFIG_TOPO_FAT_TREE;
+	const config_range_value v[] = {
+		{CONFIG_R_NODES, p->nodes},
+		{CONFIG_R_GPUS_PER_NODE, p->gpus_per_node},
+		{CONFIG_R_SMS, p->gpu.sms > 0 ? p->gpu.sms : 1},
+		{CONFIG_R_PEAK_FLOPS, p->gpu.peak_flops},
+		{CONFIG_R_GPU_MEMORY, p->gpu.memory_bytes},
+		{CONFIG_R_HBM_BANDWIDTH, p->gpu.hbm_bandwidth},
+		{CONFIG_R_INTRA_BANDWIDTH, p->intra.bandwidth},
+		{CONFIG_R_PAIR_BANDWIDTH, p->intra.pair_bandwidth},
+		{CONFIG_R_INTRA_LATENCY, p->intra.latency},
+		{CONFIG_R_NICS, p->inter.nics_per_node},
+		{CONFIG_R_NIC_BANDWIDTH, p->inter.nic_bandwidth},
+		{CONFIG_R_INTER_LATENCY, p->inter.latency},
+		{CONFIG_R_NODES_PER_LEAF, fat ? p->inter.nodes_per_leaf : 1},
+		{CONFIG_R_OVERSUBSCRIPTION, p->inter.oversubscription},
+		{CONFIG_R_COLL_OVERHEAD, p->coll_overhead},
+		{CONFIG_R_EFF_GEMM, p->eff.gemm},
+		{CONFIG_R_EFF_ATTENTION, p->eff.attention > 0 ? p->eff.attention : 1}, /* 0: by kernel curves */
+		{CONFIG_R_EFF_MEMORY, p->eff.memory},
+		{CONFIG_R_EFF_INTRA_LINK, p->eff.intra_link},
+		{CONFIG_R_EFF_INTER_LINK, p->eff.inter_link},
+	};
+	if (!config_range_check_all("platform", p->name, v, sizeof v / sizeof v[0], err))
+		return false;
+	int gpus = config_platform_gpus(p);
+	if (gpus < 0 || !config_range_ok(CONFIG_R_GPUS, gpus))
+		return config_fail(err, "platform '%s': %d nodes x %d GPUs per node is more than %.0f GPUs; lower the node count",
+				   p->name, p->nodes, p->gpus_per_node, config_range_get(CONFIG_R_GPUS)->hi);
+	return true;
 }

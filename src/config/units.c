@@ -4,6 +4,7 @@
  * 1024; a lowercase "b" counts bits, an uppercase "B" bytes. Values come out in SI base
  * units: bytes/s, seconds, bytes, FLOP/s. */
 #include "config/config.h"
+#include "config/ranges.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -243,16 +244,10 @@ bool config_parse_size_or_zero(const char *text, double *out, config_error *err)
 
 bool config_parse_tokens(const char *text, long *out)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(text, &end, 10);
-	long mul = 1;
-	if (*end == 'K' || *end == 'k')
-		mul = 1024, end++;
-	else if (*end == 'M' || *end == 'm')
-		mul = 1024L * 1024, end++;
-	if (errno || end == text || *end || v <= 0 || v > LONG_MAX / mul)
+	/* one token parser: the range table's (config/ranges.h) */
+	double v;
+	if (!config_range_parse(CONFIG_R_SEQ_LEN, NULL, text, &v, NULL))
 		return false;
-	*out = v * mul;
+	*out = (long)v;
 	return true;
 }

@@ -21,6 +21,7 @@ static void node_free(yt_node *n)
 	}
 	free(n->keys);
 	free(n->items);
+	free(n->hash);
 	free(n->value);
 	free(n);
 }
@@ -102,6 +103,57 @@ static const char *where(const yt_node *map, char *buf, size_t len)
 	return buf;
 }
 
+/* FNV-1a: the duplicate-key set's hash. */
+static size_t key_hash(const char *s)
+{
+	size_t h = (size_t)1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * (size_t)1099511628211ULL;
+	return h;
+}
+
+/* Whether map c already has key k; *first gets its index. */
+static bool key_seen(const yt_node *c, const char *k, size_t *first)
+{
+	if (!c->hcap)
+		return false;
+	for (size_t i = key_hash(k) & (c->hcap - 1);; i = (i + 1) & (c->hcap - 1)) {
+		size_t e = c->hash[i];
+		if (!e)
+			return false;
+		if (strcmp(c->keys[e - 1]->value, k) == 0) {
+			*first = e - 1;
+			return true;
+		}
+	}
+}
+
+static void key_insert(size_t *hash, size_t hcap, const char *k, size_t idx)
+{
+	size_t i = key_hash(k) & (hcap - 1);
+	while (hash[i])
+		i = (i + 1) & (hcap - 1);
+	hash[i] = idx + 1;
+}
+
+/* Adds key index idx of map c to its set, growing it to keep it at most half full. */
+static bool key_add(yt_node *c, size_t idx)
+{
+	if (2 * (idx + 1) > c->hcap) {
+		size_t cap = c->hcap ? 2 * c->hcap : 16;
+		size_t *h = calloc(cap, sizeof *h);
+		if (!h)
+			return false;
+		for (size_t i = 0; i < idx; i++)
+			key_insert(h, cap, c->keys[i]->value, i);
+		free(c->hash);
+		c->hash = h;
+		c->hcap = cap;
+	}
+	key_insert(c->hash, c->hcap, c->keys[idx]->value, idx);
+	return true;
+}
+
 /* Places a freshly parsed node into the tree. Takes ownership of n in all cases. */
 static bool attach(yt_doc *doc, yt_node **stack, size_t depth, yt_node *n, config_error *err)
 {
@@ -135,16 +187,16 @@ static bool attach(yt_doc *doc, yt_node **stack, size_t depth, yt_node *n, confi
 		node_free(n);
 		return r;
 	}
-	for (size_t i = 0; i < c->n; i++) {
-		if (strcmp(c->keys[i]->value, n->value) == 0) {
-			bool r = yt_fail(err, n, "duplicate key '%s' %s (first at line %d), expected each key once",
-					 n->value, where(c, w, sizeof w), c->keys[i]->line);
-			node_free(n);
-			return r;
-		}
-	}
-	if (!node_push(c, n, NULL)) {
+	size_t first;
+	if (key_seen(c, n->value, &first)) {
+		bool r = yt_fail(err, n, "duplicate key '%s' %s (first at line %d), expected each key once", n->value,
+				 where(c, w, sizeof w), c->keys[first]->line);
 		node_free(n);
+		return r;
+	}
+	if (!node_push(c, n, NULL) || !key_add(c, c->n - 1)) {
+		if (c->n == 0 || c->keys[c->n - 1] != n)
+			node_free(n);
 		return config_fail(err, "%s: out of memory", doc->file);
 	}
 	return true;
@@ -214,6 +266,12 @@ static bool parse(yaml_parser_t *parser, yt_doc *doc, config_error *err)
 		}
 		if (!n)
 			continue;
+		if (push && depth >= YT_MAX_DEPTH) {
+			yt_fail(err, n, "nesting deeper than %d levels, expected at most %d (no spsim file needs more than 4)",
+				YT_MAX_DEPTH, YT_MAX_DEPTH);
+			node_free(n);
+			goto out;
+		}
 		if (!attach(doc, stack, depth, n, err))
 			goto out;
 		if (push) {
@@ -248,22 +306,49 @@ bool yt_load(const char *path, yt_doc **out, config_error *err)
 			snprintf(buf, sizeof buf, "error %d", errno);
 		return config_fail(err, "%s: cannot open: %s, expected a readable YAML file", path, buf);
 	}
+	/* The whole file, refused when larger than any config, before libyaml reads it. */
+	size_t size = 0, cap = 4096;
+	unsigned char *text = malloc(cap);
+	while (text && size <= YT_MAX_BYTES) {
+		size += fread(text + size, 1, cap - size, f);
+		if (size < cap || size > YT_MAX_BYTES)
+			break;
+		unsigned char *bigger = realloc(text, 2 * cap);
+		if (!bigger) {
+			free(text);
+			text = NULL;
+			break;
+		}
+		text = bigger;
+		cap *= 2;
+	}
+	bool read_err = text && ferror(f);
+	fclose(f);
+	if (!text)
+		return config_fail(err, "%s: out of memory", path);
+	if (read_err || size > YT_MAX_BYTES) {
+		free(text);
+		if (read_err)
+			return config_fail(err, "%s: cannot read, expected a readable YAML file", path);
+		return config_fail(err, "%s: the file is larger than %ld bytes, expected a YAML file of at most %ld bytes",
+				   path, YT_MAX_BYTES, YT_MAX_BYTES);
+	}
 	yt_doc *doc = calloc(1, sizeof *doc);
 	if (!doc || !(doc->file = dup_str(path))) {
 		free(doc);
-		fclose(f);
+		free(text);
 		return config_fail(err, "%s: out of memory", path);
 	}
 	yaml_parser_t parser;
 	if (!yaml_parser_initialize(&parser)) {
 		yt_free(doc);
-		fclose(f);
+		free(text);
 		return config_fail(err, "%s: cannot initialise the YAML parser", path);
 	}
-	yaml_parser_set_input_file(&parser, f);
+	yaml_parser_set_input_string(&parser, text, size);
 	bool ok = parse(&parser, doc, err);
 	yaml_parser_delete(&parser);
-	fclose(f);
+	free(text);
 	if (!ok) {
 		yt_free(doc);
 		return false;
@@ -565,5 +650,50 @@ bool yt_string(const yt_node *map, const char *key, bool required, char *out, si
 	if (n >= len)
 		return yt_fail(err, v, "'%s' is %zu characters long, expected at most %zu", key, n, len - 1);
 	memcpy(out, v->value, n + 1);
+	return true;
+}
+
+bool yt_range(const yt_node *map, config_range_id id, bool required, double *out, bool *found, config_error *err)
+{
+	const char *key = config_range_get(id)->key;
+	const yt_node *v;
+	if (!lookup(map, key, required, &v, found, err))
+		return false;
+	if (!v)
+		return true;
+	config_error re;
+	if (v->kind != YT_SCALAR || v->value[0] == '\0') {
+		char b[256], e[160];
+		return yt_fail(err, v, "'%s' must be %s, got %s", key, config_range_expect(id, e, sizeof e),
+			       got(v, b, sizeof b));
+	}
+	if (!config_range_parse(id, key, v->value, out, &re))
+		return yt_fail(err, v, "%s", re.msg);
+	return true;
+}
+
+bool yt_range_long(const yt_node *map, config_range_id id, bool required, long *out, bool *found, config_error *err)
+{
+	double d = 0;
+	bool f = false;
+	if (!yt_range(map, id, required, &d, &f, err))
+		return false;
+	if (found)
+		*found = f;
+	if (f)
+		*out = (long)d; /* whole and within the table's bounds, which fit a long */
+	return true;
+}
+
+bool yt_range_int(const yt_node *map, config_range_id id, bool required, int *out, bool *found, config_error *err)
+{
+	long l = 0;
+	bool f = false;
+	if (!yt_range_long(map, id, required, &l, &f, err))
+		return false;
+	if (found)
+		*found = f;
+	if (f)
+		*out = (int)l; /* every INT row's bounds fit an int */
 	return true;
 }

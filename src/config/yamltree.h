@@ -5,6 +5,12 @@
 #define SPSIM_CONFIG_YAMLTREE_H
 
 #include "config/config.h"
+#include "config/ranges.h"
+
+/* Limits checked before libyaml sees a file (its cost grows faster than linearly with
+ * nesting): no config file is near them (the largest shipped one is a few KB). */
+#define YT_MAX_BYTES (1L << 20)
+#define YT_MAX_DEPTH 64
 
 typedef enum yt_kind { YT_SCALAR, YT_MAP, YT_SEQ } yt_kind;
 
@@ -18,6 +24,9 @@ struct yt_node {
 	/* map: keys[i] (scalars) -> items[i]; sequence: items[i] */
 	yt_node **keys, **items;
 	size_t n, cap;
+	/* map: open-addressing set of key indices + 1 (0 = empty), hcap slots, for a linear
+	 * duplicate-key check */
+	size_t *hash, hcap;
 };
 
 typedef struct yt_doc {
@@ -25,7 +34,7 @@ typedef struct yt_doc {
 	yt_node *root; /* NULL for an empty document */
 } yt_doc;
 
-/* Loads path; on failure err holds "path:line:col: ..." (or "path: ...") and *out is NULL. */
+/* Loads path (at most YT_MAX_BYTES, nesting at most YT_MAX_DEPTH); on failure err holds "path:line:col: ..." (or "path: ...") and *out is NULL. */
 bool yt_load(const char *path, yt_doc **out, config_error *err);
 void yt_free(yt_doc *doc);
 
@@ -62,5 +71,12 @@ bool yt_quantity(const yt_node *map, const char *key, bool required, config_unit
 bool yt_size_or_zero(const yt_node *map, const char *key, double *out, bool *found, config_error *err);
 bool yt_string(const yt_node *map, const char *key, bool required, char *out, size_t len, bool *found,
 	       config_error *err);
+
+/* Numbers from the range table (config/ranges.h): the key is the row's, the value is
+ * parsed and checked by config_range_parse. */
+bool yt_range(const yt_node *map, config_range_id id, bool required, double *out, bool *found, config_error *err);
+bool yt_range_int(const yt_node *map, config_range_id id, bool required, int *out, bool *found, config_error *err);
+bool yt_range_long(const yt_node *map, config_range_id id, bool required, long *out, bool *found,
+		   config_error *err);
 
 #endif

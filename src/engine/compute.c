@@ -32,6 +32,10 @@
 
 /* ------------------------------------------------------------------ GEMM --- */
 #define KSPLIT_MIN 256 /* documented choice: 4 main-loop steps of a 64-deep K tile per split */
+/* K depth of one main-loop stage of cuBLAS/CUTLASS bf16 tensor-core kernels (CUTLASS
+ * default_gemm_configuration.h, OpClassTensorOp bf16 on Sm80: ThreadblockShape<128, 256, 64>;
+ * the Sm90 collective builders use 64-deep bf16 K tiles as well). */
+#define GEMM_STAGE_K 64.0
 
 /* ceil and fmax are library calls on baseline x86-64 (no SSE4.1 rounding), and the
  * analytic engine evaluates these for every op of ~10^5 configurations a second: ceil of a
@@ -49,7 +53,10 @@ static double wave_eff(double units, int sms)
 	return units / (pceil(units / sms) * sms);
 }
 
-static double gemm_shape_eff(double m, double n, double k, double sms)
+/* Quantization share of the chosen tile; *fill: the bytes one CTA of that tile must move
+ * before its first MMA (one 64-deep K stage of its A and B tiles, bf16) and after its last
+ * (its bf16 output tile). */
+static double gemm_shape_eff(double m, double n, double k, double sms, double *fill)
 {
 	/* tile sides and their reciprocals (powers of two: the products are exact) */
 	static const double tiles[][4] = {{256, 128, 1.0 / 256, 1.0 / 128},
@@ -66,8 +73,10 @@ static double gemm_shape_eff(double m, double n, double k, double sms)
 		}
 		/* tile x wave = (m·n / padded) x (units / (waves·SMs)) */
 		double e = sms > 0 ? m * n * units / (padded * pceil(units / sms) * sms) : m * n / padded;
-		if (e > best)
+		if (e > best) {
 			best = e;
+			*fill = 2.0 * (GEMM_STAGE_K * (tiles[i][0] + tiles[i][1]) + tiles[i][0] * tiles[i][1]);
+		}
 	}
 	return best;
 }
@@ -75,21 +84,31 @@ static double gemm_shape_eff(double m, double n, double k, double sms)
 /* A plan holds a handful of GEMM shapes and a sweep revisits them configuration after
  * configuration: a small direct-mapped cache per thread keeps the analytic engine's rate. */
 #define GEMM_CACHE 256
+static double gemm_shape(const config_platform *p, double m, double n, double k, double *fill);
 double engine_gemm_shape_eff(const config_platform *p, double m, double n, double k)
 {
+	double fill;
+	return gemm_shape(p, m, n, k, &fill);
+}
+
+static double gemm_shape(const config_platform *p, double m, double n, double k, double *fill)
+{
 	static _Thread_local struct {
-		double m, n, k, sms, eff;
+		double m, n, k, sms, eff, fill;
 	} cache[GEMM_CACHE];
+	*fill = 0;
 	if (m < 1 || n < 1 || k < 1)
 		return 1.0;
 	const double sms = p->gpu.sms;
 	unsigned long h = (unsigned long)m * 0x9E3779B1u ^ (unsigned long)n * 0x85EBCA77u ^
 			  (unsigned long)k * 0xC2B2AE3Du ^ (unsigned long)sms * 0x27D4EB2Fu;
 	h = (h ^ (h >> 15)) % GEMM_CACHE;
-	if (cache[h].m == m && cache[h].n == n && cache[h].k == k && cache[h].sms == sms)
+	if (cache[h].m == m && cache[h].n == n && cache[h].k == k && cache[h].sms == sms) {
+		*fill = cache[h].fill;
 		return cache[h].eff;
-	double e = gemm_shape_eff(m, n, k, sms);
-	cache[h].m = m, cache[h].n = n, cache[h].k = k, cache[h].sms = sms, cache[h].eff = e;
+	}
+	double e = gemm_shape_eff(m, n, k, sms, fill);
+	cache[h].m = m, cache[h].n = n, cache[h].k = k, cache[h].sms = sms, cache[h].eff = e, cache[h].fill = *fill;
 	return e;
 }
 
@@ -98,6 +117,39 @@ double engine_gemm_eff(const config_platform *p, double m, double n, double k)
 	if (p->eff.gemm_measured) /* a calibration's measured efficiency holds its own quantization */
 		return p->eff.gemm;
 	return p->eff.gemm * engine_gemm_shape_eff(p, m, n, k);
+}
+
+/* Seconds per byte of a GEMM's fill: each SM's share of the HBM bandwidth; 0 when there is
+ * no fill to cost (see engine_gemm_fill_time). */
+static double fill_s_per_byte(const config_platform *p)
+{
+	if (p->eff.gemm_measured || p->gpu.sms <= 0 || p->gpu.hbm_bandwidth <= 0 || p->eff.memory <= 0)
+		return 0;
+	return p->gpu.sms / (p->gpu.hbm_bandwidth * p->eff.memory);
+}
+
+/* One GEMM kernel: FLOP time at the quantized plateau plus its fill, one shape lookup. */
+static double gemm_kernel_time(const config_platform *p, double flops, double m, double n, double k)
+{
+	if (p->eff.gemm_measured)
+		return flops / (p->gpu.peak_flops * p->eff.gemm);
+	double fill;
+	double eff = p->eff.gemm * gemm_shape(p, m, n, k, &fill);
+	return flops / (p->gpu.peak_flops * eff) + fill * fill_s_per_byte(p);
+}
+
+/* Pipeline fill and drain of a GEMM kernel (CUTLASS "Efficient GEMM in CUDA",
+ * media/docs/efficient_gemm.md, "Pipelining"; NVIDIA DU-09799-001 section 2): every CTA
+ * loads its first K stage of A and B before its first MMA and stores its output tile after
+ * its last; the main loop overlaps the loads of later stages with MMAs, but the first
+ * wave's loads and the last wave's stores have nothing to overlap with. All SMs do them at
+ * once, so each moves its bytes at its share of the HBM bandwidth (hbm_bandwidth x
+ * efficiency.memory / SMs): once per kernel, whatever its number of waves. */
+double engine_gemm_fill_time(const config_platform *p, double m, double n, double k)
+{
+	double fill;
+	gemm_shape(p, m, n, k, &fill);
+	return fill * fill_s_per_byte(p);
 }
 
 /* ------------------------------------------------------------- attention --- */
@@ -324,13 +376,11 @@ double engine_copy_eff(const config_platform *p, double run_bytes)
 static double gemm_time(const config_platform *p, const workload_op *op)
 {
 	double m = op->shape.gemm.m, n = op->shape.gemm.n, k = op->shape.gemm.k;
-	double peak = p->gpu.peak_flops;
 	if (op->phase != WL_PHASE_BWD)
-		return op->flops / (peak * engine_gemm_eff(p, m, n, k));
+		return gemm_kernel_time(p, op->flops, m, n, k);
 	/* backward: activation gradient (m x k, reducing n) and weight gradient (n x k,
-	 * reducing m), half the FLOPs each */
-	return 0.5 * op->flops / (peak * engine_gemm_eff(p, m, k, n)) +
-	       0.5 * op->flops / (peak * engine_gemm_eff(p, n, k, m));
+	 * reducing m), half the FLOPs each, two kernels */
+	return gemm_kernel_time(p, 0.5 * op->flops, m, k, n) + gemm_kernel_time(p, 0.5 * op->flops, n, k, m);
 }
 
 engine_attn_shape engine_attn_shape_of(const workload_op *op)

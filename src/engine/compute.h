@@ -10,6 +10,10 @@
  * efficiency.gemm. */
 double engine_gemm_shape_eff(const config_platform *p, double m, double n, double k);
 double engine_gemm_eff(const config_platform *p, double m, double n, double k);
+/* Pipeline fill and drain of one m x n x k GEMM kernel, s: the first K stage of the chosen
+ * tile's A and B and its output tile at one SM's share of the HBM bandwidth (0 when a
+ * calibration measured efficiency.gemm). */
+double engine_gemm_fill_time(const config_platform *p, double m, double n, double k);
 
 typedef struct engine_attn_shape {
 	config_attn_kernel kernel;

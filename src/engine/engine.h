@@ -88,6 +88,11 @@ engine_group_shape engine_group_shape_of(const config_platform *p, const workloa
 /* The shape of an op's group: its group kind, or its own SP group size when set. */
 engine_group_shape engine_op_shape(const config_platform *p, const workload_layout *l, const workload_op *op);
 
+/* The invariant every reported result holds: each time, rate and MFU finite and >= 0,
+ * the step time > 0. A result that breaks it is an engine error (message names the
+ * field). engine_run_composite applies it to every run. */
+bool engine_result_check(const engine_result *r, config_error *err);
+
 /* Runs a composite (workload_compose) through an engine: each part of a PARALLEL
  * composite on its own, the slowest setting the step; the merged program of a SEQUENTIAL
  * one; the job of a SINGLE one. Fills out (the step) and, when non-NULL, part_out[i] per

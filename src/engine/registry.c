@@ -1,3 +1,4 @@
+#include <math.h>
 #include <string.h>
 
 #include "spsim_build.h"
@@ -39,6 +40,36 @@ void engine_result_finish(const engine_input *in, engine_result *r)
 	r->mfu_dense = r->step_time > 0 ? in->plan->model_flops_dense_per_step / denom : 0;
 }
 
+bool engine_result_check(const engine_result *r, config_error *err)
+{
+	const engine_breakdown *b = &r->breakdown;
+	const struct {
+		const char *name;
+		double v;
+	} f[] = {
+		{"step time", r->step_time},	 {"tokens/s", r->tokens_per_s},	  {"MFU", r->mfu},
+		{"forward time", r->fwd_time},	 {"backward time", r->bwd_time},  {"compute", b->compute},
+		{"SP all-to-all", b->sp_comm},	 {"exposed SP all-to-all", b->sp_comm_exposed},
+		{"ZeRO communication", b->zero_comm}, {"exposed ZeRO communication", b->zero_comm_exposed},
+		{"GEMM time", b->gemm},		 {"attention time", b->attention}, {"memory-bound time", b->memory_bound},
+		{"optimizer time", b->optimizer},
+	};
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+		if (!isfinite(f[i].v) || f[i].v < 0)
+			return config_fail(err, "internal: the %s engine computed a %s of %g, expected a finite value >= 0",
+					   r->engine ? r->engine : "?", f[i].name, f[i].v);
+	if (!(r->step_time > 0))
+		return config_fail(err, "internal: the %s engine computed a step time of %g s, expected a positive time",
+				   r->engine ? r->engine : "?", r->step_time);
+	return true;
+}
+
+/* One engine run whose result is checked: an engine never hands back a non-finite one. */
+static bool run_checked(const engine_ops *e, const engine_input *in, engine_result *out, config_error *err)
+{
+	return e->run(in, out, err) && engine_result_check(out, err);
+}
+
 bool engine_run_composite(const engine_ops *e, const config_model *m, const config_platform *p, const config_job *job,
 			  const workload_composite *c, engine_options opt, engine_result *out, engine_result *part_out,
 			  const workload_plan **primary, config_error *err)
@@ -47,7 +78,7 @@ bool engine_run_composite(const engine_ops *e, const config_model *m, const conf
 		const workload_plan *plan = c->kind == WL_COMPOSE_SEQUENTIAL ? &c->merged : &c->parts[0].plan;
 		engine_input in = {.model = m, .platform = p, .job = job, .plan = plan, .opt = opt};
 		*primary = plan;
-		return e->run(&in, out, err);
+		return run_checked(e, &in, out, err);
 	}
 	/* Unequal groups run side by side; the slowest part sets the step. Each part is
 	 * simulated over the whole world with its own group size (an engine sees one group
@@ -59,7 +90,7 @@ bool engine_run_composite(const engine_ops *e, const config_model *m, const conf
 		engine_input in = {.model = m, .platform = p, .job = job, .plan = &c->parts[i].plan, .opt = opt};
 		if (i > 0)
 			in.opt.trace_path = NULL; /* one trace: the first part's */
-		if (!e->run(&in, &tmp[i], err))
+		if (!run_checked(e, &in, &tmp[i], err))
 			return false;
 		if (tmp[i].step_time > tmp[slowest].step_time)
 			slowest = i;

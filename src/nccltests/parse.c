@@ -28,6 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "config/ranges.h"
 #include "nccltests/nccltests.h"
 
 #define MAX_TOKENS 48
@@ -243,12 +244,16 @@ static bool parse_row(parse_state *st, char **tok, int n, int line, config_error
 	r.line = line;
 	r.root = -1;
 	double v;
-	if (!all_digits(tok[c->idx_size]) || !parse_num(tok[c->idx_size], &r.size))
-		return config_fail(err, "%s:%d: size '%s' is not a byte count, expected an unsigned integer", st->name, line,
-				   tok[c->idx_size]);
-	if (!all_digits(tok[c->idx_count]) || !parse_num(tok[c->idx_count], &r.count))
-		return config_fail(err, "%s:%d: count '%s' is not an element count, expected an unsigned integer", st->name,
-				   line, tok[c->idx_count]);
+	char e[160];
+	/* sizes and counts within the range table's collective sizes (config/ranges.h) */
+	if (!all_digits(tok[c->idx_size]) || !parse_num(tok[c->idx_size], &r.size) ||
+	    !config_range_ok(CONFIG_R_COLL_BYTES, r.size))
+		return config_fail(err, "%s:%d: size '%s' is not a byte count, expected %s", st->name, line,
+				   tok[c->idx_size], config_range_expect(CONFIG_R_COLL_BYTES, e, sizeof e));
+	if (!all_digits(tok[c->idx_count]) || !parse_num(tok[c->idx_count], &r.count) ||
+	    !config_range_ok(CONFIG_R_COLL_BYTES, r.count))
+		return config_fail(err, "%s:%d: count '%s' is not an element count, expected an integer from 0 to %.0f",
+				   st->name, line, tok[c->idx_count], config_range_get(CONFIG_R_COLL_BYTES)->hi);
 	snprintf(r.type, sizeof r.type, "%s", tok[c->idx_type]);
 	if (nccltests_type_size(r.type) == 0)
 		return config_fail(err, "%s:%d: unknown datatype '%s', expected one of nccl-tests' types (float, half, "
@@ -257,8 +262,9 @@ static bool parse_row(parse_state *st, char **tok, int n, int line, config_error
 		snprintf(r.redop, sizeof r.redop, "%s", tok[c->idx_redop]);
 	if (c->idx_root >= 0) {
 		long root;
-		if (!parse_int(tok[c->idx_root], &root))
-			return config_fail(err, "%s:%d: root '%s' is not an integer", st->name, line, tok[c->idx_root]);
+		if (!parse_int(tok[c->idx_root], &root) || (root != -1 && !config_range_ok(CONFIG_R_LOG_RANK, root)))
+			return config_fail(err, "%s:%d: root '%s' is not a rank number, expected -1 or %s", st->name, line,
+					   tok[c->idx_root], config_range_expect(CONFIG_R_LOG_RANK, e, sizeof e));
 		r.root = (int)root;
 	}
 	for (int g = 0; g < c->groups; g++) {
@@ -300,14 +306,20 @@ static bool parse_row(parse_state *st, char **tok, int n, int line, config_error
 static bool parse_rank_line(parse_state *st, char **tok, int n, int line, config_error *err)
 {
 	long rank;
+	char e[160];
 	if (n < 4 || !parse_int(tok[1], &rank) || rank < 0)
 		return config_fail(err, "%s:%d: rank line without a rank number, expected '#  Rank N Group G Pid P on HOST "
 				   "device D ...'", st->name, line);
+	if (!config_range_ok(CONFIG_R_LOG_RANK, rank))
+		return config_fail(err, "%s:%d: rank %s, expected %s", st->name, line, tok[1],
+				   config_range_expect(CONFIG_R_LOG_RANK, e, sizeof e));
 	const char *host = NULL;
 	long group = 0;
 	for (int i = 2; i + 1 < n; i++) {
-		if (strcmp(tok[i], "Group") == 0 && !parse_int(tok[i + 1], &group))
-			return config_fail(err, "%s:%d: Group '%s' is not an integer", st->name, line, tok[i + 1]);
+		if (strcmp(tok[i], "Group") == 0 &&
+		    (!parse_int(tok[i + 1], &group) || !config_range_ok(CONFIG_R_LOG_RANK, group)))
+			return config_fail(err, "%s:%d: Group '%s' is not a group number, expected %s", st->name, line,
+					   tok[i + 1], config_range_expect(CONFIG_R_LOG_RANK, e, sizeof e));
 		if (strcmp(tok[i], "on") == 0) {
 			/* an empty hostname prints as "on        device": one unnamed host */
 			host = strcmp(tok[i + 1], "device") == 0 ? "" : tok[i + 1];
@@ -363,6 +375,9 @@ static bool parse_comment(parse_state *st, char *body, int line, config_error *e
 	if (strcmp(tok[0], "nThread") == 0 && n >= 4 && strcmp(tok[2], "nGpus") == 0) {
 		long a, b;
 		if (parse_int(tok[1], &a) && parse_int(tok[3], &b)) {
+			if (!config_range_ok(CONFIG_R_GPUS, a) || !config_range_ok(CONFIG_R_GPUS, b))
+				return config_fail(err, "%s:%d: nThread %s nGpus %s, expected counts from 1 to %.0f", st->name,
+						   line, tok[1], tok[3], config_range_get(CONFIG_R_GPUS)->hi);
 			st->log->nthreads = (int)a;
 			st->log->ngpus = (int)b;
 		}

@@ -72,6 +72,13 @@ bool plan_point_job(const plan_spec *s, const plan_point *pt, config_platform *p
 		p.gpu.memory_bytes = num(s, pt, PLAN_AXIS_GPU_MEMORY);
 
 	config_job j = s->base;
+	/* The overridden platform within the ranges before anything is derived from it: the
+	 * parent repeats this when it records a failed point, and must not trap there. */
+	if (!config_platform_check(&p, err)) {
+		*platform = p;
+		*job = j;
+		return false;
+	}
 	j.gpus = s->given[PLAN_AXIS_GPUS] ? (int)num(s, pt, PLAN_AXIS_GPUS) : config_platform_gpus(&p);
 	j.zero_stage = (int)num(s, pt, PLAN_AXIS_ZERO);
 	j.recompute = num(s, pt, PLAN_AXIS_RECOMPUTE) != 0 ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;

@@ -34,6 +34,16 @@ static const char *const axis_keys[PLAN_AXIS_COUNT] = {
 	"micro_batch", "strategy",
 };
 
+/* The range-table row of each numeric axis (0 for the others: they are not numbers). */
+static const config_range_id axis_range[PLAN_AXIS_COUNT] = {
+	[PLAN_AXIS_NODES] = CONFIG_R_NODES,		[PLAN_AXIS_GPUS_PER_NODE] = CONFIG_R_GPUS_PER_NODE,
+	[PLAN_AXIS_NICS] = CONFIG_R_NICS,		[PLAN_AXIS_NIC_BANDWIDTH] = CONFIG_R_NIC_BANDWIDTH,
+	[PLAN_AXIS_INTRA_BANDWIDTH] = CONFIG_R_INTRA_BANDWIDTH, [PLAN_AXIS_INTER_LATENCY] = CONFIG_R_INTER_LATENCY,
+	[PLAN_AXIS_GPU_MEMORY] = CONFIG_R_GPU_MEMORY,	[PLAN_AXIS_GPUS] = CONFIG_R_GPUS,
+	[PLAN_AXIS_ZERO] = CONFIG_R_ZERO,		[PLAN_AXIS_GRAD_ACCUM] = CONFIG_R_GRAD_ACCUM,
+	[PLAN_AXIS_SEQ_LEN] = CONFIG_R_SEQ_LEN,		[PLAN_AXIS_MICRO_BATCH] = CONFIG_R_MICRO_BATCH,
+};
+
 const char *plan_axis_key(plan_axis a) { return a >= 0 && a < PLAN_AXIS_COUNT ? axis_keys[a] : "?"; }
 
 static const char *const spec_keys[] = {
@@ -44,17 +54,6 @@ static const char *const spec_keys[] = {
 };
 
 #define MAX_POINTS 100000000L
-
-static bool parse_long(const char *s, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end)
-		return false;
-	*out = v;
-	return true;
-}
 
 
 typedef struct loader {
@@ -91,7 +90,6 @@ static bool parse_item(loader *L, plan_axis a, const yt_node *it, size_t i, plan
 {
 	const char *key = axis_keys[a], *t = it->value;
 	config_error sub;
-	long l;
 	if (!t[0])
 		return yt_fail(L->err, it, "'%s' has an empty value, expected a value", key);
 	snprintf(val->text, sizeof val->text, "%s", t);
@@ -153,38 +151,23 @@ static bool parse_item(loader *L, plan_axis a, const yt_node *it, size_t i, plan
 			       t);
 	}
 	case PLAN_AXIS_ZERO:
-		if (!parse_long(t, &l) || l < 0 || l > 3)
-			return yt_fail(L->err, it, "'zero' must be a ZeRO stage 0, 1, 2 or 3, got '%.200s'", t);
-		val->num = (double)l;
-		return true;
 	case PLAN_AXIS_SEQ_LEN:
-		if (!config_parse_tokens(t, &l))
-			return yt_fail(L->err, it, "'seq_len' must be a positive token count such as 16384 or 16K, got '%.200s'",
-				       t);
-		val->num = (double)l;
-		snprintf(val->text, sizeof val->text, "%ld", l);
-		return true;
 	case PLAN_AXIS_NODES:
 	case PLAN_AXIS_GPUS_PER_NODE:
 	case PLAN_AXIS_NICS:
 	case PLAN_AXIS_GPUS:
 	case PLAN_AXIS_GRAD_ACCUM:
 	case PLAN_AXIS_MICRO_BATCH:
-		if (!parse_long(t, &l) || l < 1 || l > (1L << 24))
-			return yt_fail(L->err, it, "'%s' must be a positive integer, got '%.200s'", key, t);
-		val->num = (double)l;
-		return true;
 	case PLAN_AXIS_NIC_BANDWIDTH:
 	case PLAN_AXIS_INTRA_BANDWIDTH:
 	case PLAN_AXIS_INTER_LATENCY:
-	case PLAN_AXIS_GPU_MEMORY: {
-		config_unit_kind k = a == PLAN_AXIS_INTER_LATENCY ? CONFIG_UNIT_TIME
-				     : a == PLAN_AXIS_GPU_MEMORY  ? CONFIG_UNIT_SIZE
-								  : CONFIG_UNIT_BANDWIDTH;
-		if (!config_parse_quantity(t, k, &val->num, &sub))
-			return yt_fail(L->err, it, "'%s': %s", key, sub.msg);
+	case PLAN_AXIS_GPU_MEMORY:
+		/* the same ranges as the platform, job and command line (config/ranges.h) */
+		if (!config_range_parse(axis_range[a], key, t, &val->num, &sub))
+			return yt_fail(L->err, it, "%s", sub.msg);
+		if (a == PLAN_AXIS_SEQ_LEN)
+			snprintf(val->text, sizeof val->text, "%.0f", val->num);
 		return true;
-	}
 	case PLAN_AXIS_COUNT: break;
 	}
 	return yt_fail(L->err, it, "internal: axis %d", (int)a);
@@ -275,9 +258,9 @@ static bool read_base(loader *L, const yt_node *t)
 	config_job *b = &L->s->base;
 	config_job_defaults(b);
 	bool has_fp32 = false;
-	if (!yt_double(t, "reduce_bucket", false, 0, true, INFINITY, &b->reduce_bucket_elems, NULL, L->err) ||
-	    !yt_double(t, "allgather_bucket", false, 0, true, INFINITY, &b->allgather_bucket_elems, NULL, L->err) ||
-	    !yt_double(t, "prefetch_bucket", false, 0, true, INFINITY, &b->prefetch_bucket_elems, NULL, L->err) ||
+	if (!yt_range(t, CONFIG_R_REDUCE_BUCKET, false, &b->reduce_bucket_elems, NULL, L->err) ||
+	    !yt_range(t, CONFIG_R_ALLGATHER_BUCKET, false, &b->allgather_bucket_elems, NULL, L->err) ||
+	    !yt_range(t, CONFIG_R_PREFETCH_BUCKET, false, &b->prefetch_bucket_elems, NULL, L->err) ||
 	    !yt_bool(t, "fp32_grad_comm", false, &b->fp32_grad_comm, &has_fp32, L->err))
 		return false;
 	int impl = b->impl;

@@ -1,3 +1,4 @@
+#include <math.h>
 #include <string.h>
 
 #include "report/report.h"
@@ -17,7 +18,15 @@ bool report_format_parse(const char *s, report_format *out)
 
 const char *report_time(double s, char *buf, size_t len)
 {
-	if (s >= 1.0)
+	/* Beyond a million seconds (11.6 days) seconds stop being readable: days, then years
+	 * (of 365.25 days), with 4 significant digits. */
+	if (!isfinite(s))
+		snprintf(buf, len, "not finite");
+	else if (s >= 365.25 * 86400)
+		snprintf(buf, len, "%.4g years", s / (365.25 * 86400));
+	else if (s >= 1e6)
+		snprintf(buf, len, "%.2f days", s / 86400);
+	else if (s >= 1.0)
 		snprintf(buf, len, "%.3f s", s);
 	else if (s >= 1e-3)
 		snprintf(buf, len, "%.2f ms", s * 1e3);

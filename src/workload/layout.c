@@ -88,6 +88,9 @@ int workload_divisor_at_most(int n, int x) { return divisor_at_most(n, x); }
 bool workload_check(const config_model *m, const config_platform *p, config_job *job, config_error *err)
 {
 	char dv[256];
+	/* every number within the range table first: the products below cannot overflow */
+	if (!config_model_check(m, err) || !config_platform_check(p, err))
+		return false;
 	int avail = config_platform_gpus(p);
 	if (job->gpus < 0)
 		return config_fail(err, "--gpus must be a positive number of GPUs, got %d", job->gpus);
@@ -116,6 +119,8 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 		return config_fail(err, "--grad-accum must be a positive number of micro-steps, got %d", job->grad_accum);
 	if (job->zero_stage < 0 || job->zero_stage > 3)
 		return config_fail(err, "--zero must be 0, 1, 2 or 3, got %d", job->zero_stage);
+	if (!config_job_check(job, err))
+		return false;
 	const char *why = config_attn_kernel_unusable(p, config_job_attention_kernel(job, p));
 	if (why)
 		return config_fail(err, "--attention-kernel %s %s; platform '%s' has %s (%s)",
@@ -154,8 +159,11 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 bool workload_layout_make(const config_model *m, const config_job *job, workload_layout *l, config_error *err)
 {
 	int W = job->gpus, N = job->sp, B = job->micro_batch;
-	if (W <= 0 || N <= 0 || W % N != 0)
-		return config_fail(err, "internal: layout needs a checked job (gpus %d, sp %d)", W, N);
+	long tokens; /* B x S: tokens of one SP domain per micro-step */
+	if (W <= 0 || N <= 0 || W % N != 0 || B <= 0 || job->seq_len <= 0 ||
+	    (job->strategy == CONFIG_STRATEGY_BASP && N / B < 1) || !util_mul_long(B, job->seq_len, &tokens))
+		return config_fail(err, "internal: layout needs a checked job (gpus %d, sp %d, micro-batch %d, seq %ld)", W,
+				   N, B, job->seq_len);
 	*l = (workload_layout){.world = W, .sp = N};
 	if (job->strategy == CONFIG_STRATEGY_BASP) {
 		/* B groups of K = N/B contiguous ranks per SP domain; group i takes sequence i. */
@@ -166,7 +174,7 @@ bool workload_layout_make(const config_model *m, const config_job *job, workload
 		/* Every rank of the domain holds S/N tokens of each of the B sequences. */
 		l->group_size = N;
 		l->seqs_per_group = B;
-		l->tokens_per_rank = (long)B * job->seq_len / N;
+		l->tokens_per_rank = tokens / N;
 	}
 	l->n_groups = W / l->group_size;
 	int P = l->group_size;

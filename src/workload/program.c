@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/intmath.h"
 #include "workload/workload.h"
 
 #define BF16 2.0
@@ -226,7 +227,7 @@ static int chunks_of(double elems, double bucket)
 	if (bucket <= 0)
 		return 1;
 	double c = ceil(elems / bucket);
-	return c < 1 ? 1 : (int)c;
+	return c < 1 ? 1 : util_int_of(c);
 }
 
 /* The gradient reduction of `elems` parameters after the block's last op so far, during

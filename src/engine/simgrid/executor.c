@@ -227,6 +227,11 @@ static void walk_block(walker *w, int bidx, int micro)
 		}
 }
 
+/* Stream actors started and finished in this process's one simulation: SimGrid returns
+ * from its run loop on a deadlock too (activities that can never complete), with the
+ * clock stopped early; fewer finished than started means no valid result. */
+static int g_streams_started, g_streams_finished;
+
 static void stream_actor(int argc, char **argv)
 {
 	sgx_actor *A = sg_actor_self_get_data();
@@ -243,6 +248,7 @@ static void stream_actor(int argc, char **argv)
 	double now = simgrid_get_clock();
 	if (now > A->R->acc.end)
 		A->R->acc.end = now;
+	g_streams_finished++;
 }
 
 static void proxy_actor(int argc, char **argv)
@@ -568,6 +574,7 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 			sg_actor_t a = sg_actor_init(name, r->ranks[i].host);
 			sg_actor_set_data(a, A);
 			sg_actor_start(a, stream_actor, 0, NULL);
+			g_streams_started++;
 		}
 	simgrid_run();
 	free(actors);
@@ -577,6 +584,13 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 	}
 	if (r->broken) {
 		config_fail(err, "internal: the symmetry reduction met a flow it cannot map; rerun without it");
+		goto done;
+	}
+	if (g_streams_finished < g_streams_started) {
+		config_fail(err,
+			    "the SimGrid simulation ended with %d of %d GPU streams unfinished at t = %g s (a deadlock: "
+			    "activities that can never complete), so it has no step time",
+			    g_streams_started - g_streams_finished, g_streams_started, simgrid_get_clock());
 		goto done;
 	}
 
