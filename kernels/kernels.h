@@ -72,7 +72,7 @@ size_t kernels_attn_lse_elems(const kernels_attn_shape *s); /* lse (fp32) */
  * D = rowsum(dO∘O)); the CPU reference needs none. */
 size_t kernels_attn_bwd_workspace(const kernels_attn_shape *s);
 
-/* FLOPs by FlashAttention's own accounting (modeling.md "FLOPs"): forward 4·S²·heads·d per
+/* FLOPs by FlashAttention's own accounting (docs/sources.md [FA-bench]): forward 4·S²·heads·d per
  * sequence, halved when causal; backward 2.5x forward. */
 double kernels_attn_fwd_flops(const kernels_attn_shape *s);
 double kernels_attn_bwd_flops(const kernels_attn_shape *s);
@@ -101,7 +101,7 @@ int kernels_cpu_attn_fwd_tiled(const kernels_attn_shape *s, int block_q, int blo
 typedef enum kernels_permute_dir {
 	/* token-sharded [nseq][t][Htok][d] (row stride ld) -> send [P][nseq][t][H/P][d], where
 	 * H = Htok·rep: each token-side head is replicated rep times first (kv heads when
-	 * g < P; modeling.md "Ulysses all-to-alls"). */
+	 * g < P; docs/sources.md [DS-ulysses-hf]). */
 	KERNELS_TOK_PACK,
 	/* receive [P][nseq][t][H/P][d] -> token-sharded [nseq][t][Htok][d] (row stride ld), the
 	 * rep replicas of a head summed (fp32, in replica order) into one: the inverse of

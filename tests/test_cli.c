@@ -1,5 +1,6 @@
 /* cli: the spsim binary as a user meets it: exit codes (0 ok, 2 bad input), messages,
  * output formats, job files, traces. Runs $SPSIM_EXE (set by tests/meson.build). */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -479,7 +480,7 @@ START_TEST(listing_commands)
 	cli_out *o = spsim("models", "--format", "json", NULL);
 	expect(o, 0, NULL);
 	json_t *j = json_loads(o->out, 0, NULL);
-	ck_assert_int_eq(json_array_size(j), 9); /* the nine models of modeling.md */
+	ck_assert_int_eq(json_array_size(j), 9); /* the nine models of docs/sources.md */
 	size_t i;
 	json_t *e;
 	bool seen = false;
@@ -913,6 +914,35 @@ static char *read_all(const char *path)
 	return buf;
 }
 
+/* Every file under dir (recursively, dot entries skipped) is read and must not cite the
+ * notes file that is not in the repository; returns the number of files read. */
+static int assert_no_notes_citation(const char *dir)
+{
+	DIR *d = opendir(dir);
+	ck_assert_msg(d != NULL, "cannot open %s", dir);
+	int files = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[CONFIG_PATH_MAX];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		struct stat st;
+		ck_assert_int_eq(stat(path, &st), 0);
+		if (S_ISDIR(st.st_mode)) {
+			files += assert_no_notes_citation(path);
+		} else if (S_ISREG(st.st_mode)) {
+			char *text = read_all(path);
+			ck_assert_ptr_nonnull(text);
+			ck_assert_msg(!strstr(text, "modeling.md"), "%s cites modeling.md", path);
+			free(text);
+			files++;
+		}
+	}
+	closedir(d);
+	return files;
+}
+
 START_TEST(shipped_files_cite_sources_in_the_repository)
 {
 	/* every [TAG] a shipped model or platform cites is defined in docs/sources.md, and none
@@ -954,6 +984,13 @@ START_TEST(shipped_files_cite_sources_in_the_repository)
 	ck_assert_int_ge(files, 14);
 	ck_assert_int_gt(tags, 30);
 	free(sources);
+	/* nor does any source file or document: each directory holds files, so a walk that
+	 * read nothing (a wrong root) fails too */
+	static const char *const trees[] = {"src", "kernels", "validate", "docs"};
+	for (size_t k = 0; k < sizeof trees / sizeof trees[0]; k++) {
+		snprintf(path, sizeof path, "%s/%s", root, trees[k]);
+		ck_assert_int_gt(assert_no_notes_citation(path), 3);
+	}
 }
 END_TEST
 

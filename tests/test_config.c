@@ -213,7 +213,7 @@ END_TEST
 
 /* -------------------------------------------------------------- models --- */
 
-/* docs/modeling.md "Models (published config.json)": L, h, a, g, d, ffn, V, tied; Qwen has
+/* docs/sources.md "Models" ([HF-*] config.json): L, h, a, g, d, ffn, V, tied; Qwen has
  * Q/K/V biases. max_position from each model's config.json (Qwen2.5-7B: 131072 with YaRN). */
 static const struct {
 	const char *name;
@@ -350,13 +350,15 @@ START_TEST(model_errors)
 {
 	expect_error(MODEL, "model_unknown_key.yaml",
 		     "4:3: unknown key 'hiden' in 'model', expected one of: name, layers, hidden, heads, kv_heads, "
-		     "head_dim, ffn, vocab, tied_embeddings, qkv_bias, mlp, norm, max_position");
+		     "head_dim, ffn, vocab, tied_embeddings, qkv_bias, mlp, norm, max_position, position");
 	/* A missing key is reported at the mapping that lacks it (its first key, line 2). */
 	expect_error(MODEL, "model_missing_key.yaml", "2:3: missing required key 'hidden' in 'model'");
 	expect_error(MODEL, "model_wrong_type.yaml", "3:11: 'layers' must be an integer from 1 to 4096, got 'abc'");
 	expect_error(MODEL, "model_negative.yaml", "3:11: 'layers' must be an integer from 1 to 4096, got '-2'");
 	expect_error(MODEL, "model_empty_value.yaml", "8:7: 'ffn' must be an integer from 1 to 524288, got nothing");
 	expect_error(MODEL, "model_bad_enum.yaml", "13:9: 'norm' must be one of: rmsnorm, layernorm, got 'batchnorm'");
+	expect_error(MODEL, "model_bad_position.yaml",
+		     "13:13: 'position' must be one of: rope, alibi, learned, got 'sinusoidal'");
 	expect_error(MODEL, "model_bad_bool.yaml", "11:13: 'qkv_bias' must be true or false, got 'maybe'");
 	expect_error(MODEL, "model_kv_heads.yaml",
 		     "6:13: 'kv_heads' (3) does not divide 'heads' (4), expected a divisor of 4");
@@ -402,7 +404,7 @@ START_TEST(platform_shipped_loads)
 	ck_assert(p.gpu.peak_flops > 0 && p.gpu.memory_bytes > 0 && p.gpu.hbm_bandwidth > 0);
 	ck_assert(p.intra.bandwidth > 0 && p.intra.pair_bandwidth > 0 && p.intra.latency > 0);
 	ck_assert(p.inter.nic_bandwidth > 0 && p.inter.latency > 0 && p.inter.nics_per_node >= 1);
-	/* Latencies within modeling.md's NCCL per-step ranges: 0.6-4 us NVLink, 3-14 us network. */
+	/* Latencies within NCCL's per-step ranges [NCCL-tuning]: 0.6-4 us NVLink, 3-14 us network. */
 	ck_assert(p.intra.latency >= 0.6e-6 && p.intra.latency <= 4e-6);
 	ck_assert(p.inter.latency >= 3e-6 && p.inter.latency <= 14e-6);
 	double eff[] = {p.eff.gemm, p.eff.memory, p.eff.intra_link, p.eff.inter_link};
@@ -416,7 +418,7 @@ END_TEST
 
 START_TEST(platform_reference_cluster)
 {
-	/* basp.md's reference cluster: 2 nodes x 4 A100 40GB (modeling.md: 312 TFLOP/s, 40 GB,
+	/* basp.md's reference cluster: 2 nodes x 4 A100 40GB ([A100-DS]: 312 TFLOP/s, 40 GB,
 	 * 1555 GB/s), NVLink mesh 100 GB/s per pair, one 400 Gb/s NIC per node. */
 	config_platform p = load_platform("a100-2x4-ib400");
 	ck_assert_int_eq(config_platform_gpus(&p), 8);
@@ -442,7 +444,7 @@ END_TEST
 
 START_TEST(platform_effective_bandwidths_match_nccl)
 {
-	/* modeling.md "What NCCL achieves": 8xA100 NVSwitch all-reduce busbw ~230 GB/s of 300;
+	/* docs/sources.md "What NCCL achieves": 8xA100 NVSwitch all-reduce busbw ~230 GB/s of 300;
 	 * 8xH100 ~370 GB/s of 450; ~46-49 GB/s per NDR NIC. Effective bandwidths within 2%. */
 	config_platform a = load_platform("dgx-a100");
 	ck_assert_int_eq(a.intra.fabric, CONFIG_FABRIC_NVSWITCH);
@@ -942,7 +944,7 @@ END_TEST
 
 START_TEST(job_defaults)
 {
-	/* modeling.md "ZeRO as DeepSpeed actually runs it": stage 1, overlap_comm only for
+	/* DeepSpeed defaults, docs/sources.md [DS-zero-config], [DS-sp-comm]: stage 1, overlap_comm only for
 	 * stage 3, 5e8-element reduce and allgather buckets, 5e7 prefetch, fp32 gradient
 	 * communication when SP > 1. */
 	config_job j;

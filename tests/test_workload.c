@@ -160,6 +160,59 @@ START_TEST(layer_flops_and_bytes_match_hand_derivation)
 }
 END_TEST
 
+START_TEST(elementwise_bytes_by_implementation)
+{
+	/* Ulysses, N = 4, S = 32: t = 8 tokens per GPU, h = 64 (t·h = 512 elements), ffn = 128
+	 * (t·f = 1024), V = 100 (t·V = 800 logits). Bytes per element from the kernel chains of
+	 * modeling_llama.py (hf) and the fused kernels (megatron), program.c elementwise_of:
+	 *               hf RMSNorm          megatron
+	 *   input_norm  36 x 512 = 18432    4 x 512 = 2048
+	 *   norm bwd    84 x 512 = 43008    8 x 512 = 4096
+	 *   resid+norm  (6+36) x 512 = 21504 (2+4) x 512 = 3072
+	 *   swiglu      10 x 1024 = 10240   6 x 1024 = 6144
+	 *   swiglu bwd  18 x 1024 = 18432   10 x 1024 = 10240
+	 *   loss        14 x 800 = 11200    10 x 800 = 8000
+	 *   loss bwd    22 x 800 = 17600    6 x 800 = 4800
+	 * An HF LayerNorm is one F.layer_norm kernel: the fused counts.
+	 * RoPE over q and k, t·(a + g)·d = 8·6·16 = 768 elements: hf 20 x 768 = 15360 forward,
+	 * 30 x 768 = 23040 backward; megatron 4 x 768 = 3072 each way; ALiBi: no op. */
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	static const struct {
+		config_impl impl;
+		config_norm kind;
+		config_position pos;
+		double norm, norm_bwd, resid, glu, glu_bwd, loss, loss_bwd, rope, rope_bwd;
+	} want[] = {
+		{CONFIG_IMPL_HF, CONFIG_NORM_RMSNORM, CONFIG_POSITION_ROPE, 18432, 43008, 21504, 10240, 18432, 11200,
+		 17600, 15360, 23040},
+		{CONFIG_IMPL_MEGATRON, CONFIG_NORM_RMSNORM, CONFIG_POSITION_ROPE, 2048, 4096, 3072, 6144, 10240, 8000,
+		 4800, 3072, 3072},
+		{CONFIG_IMPL_HF, CONFIG_NORM_LAYERNORM, CONFIG_POSITION_ALIBI, 2048, 4096, 5120, 10240, 18432, 11200,
+		 17600, 0, 0},
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		workload_plan plan;
+		j.impl = want[i].impl;
+		m.norm = want[i].kind;
+		m.position = want[i].pos;
+		plan_ok(&m, &j, &plan);
+		ck_assert_close(tu_find(&plan, "layer_fwd", "input_norm")->hbm_bytes, want[i].norm, 1e-12);
+		ck_assert_close(tu_find(&plan, "head", "final_norm")->hbm_bytes, want[i].norm, 1e-12);
+		ck_assert_close(tu_find(&plan, "layer_bwd", "input_norm_bwd")->hbm_bytes, want[i].norm_bwd, 1e-12);
+		ck_assert_close(tu_find(&plan, "layer_fwd", "residual_norm")->hbm_bytes, want[i].resid, 1e-12);
+		ck_assert_close(tu_find(&plan, "layer_fwd", "swiglu")->hbm_bytes, want[i].glu, 1e-12);
+		ck_assert_close(tu_find(&plan, "layer_bwd", "swiglu_bwd")->hbm_bytes, want[i].glu_bwd, 1e-12);
+		ck_assert_close(tu_find(&plan, "head", "loss")->hbm_bytes, want[i].loss, 1e-12);
+		ck_assert_close(tu_find(&plan, "head", "loss_bwd")->hbm_bytes, want[i].loss_bwd, 1e-12);
+		const workload_op *r = tu_find(&plan, "layer_fwd", "rope"), *rb = tu_find(&plan, "layer_bwd", "rope_bwd");
+		ck_assert_close(r ? r->hbm_bytes : 0.0, want[i].rope, 1e-12);
+		ck_assert_close(rb ? rb->hbm_bytes : 0.0, want[i].rope_bwd, 1e-12);
+		workload_plan_finish(&plan);
+	}
+}
+END_TEST
+
 START_TEST(basp_and_ulysses_do_the_same_attention_work)
 {
 	/* N = 4, B = 2, S = 32. Ulysses: B·S/N = 16 tokens, 1 head of 2 sequences;
@@ -600,6 +653,7 @@ int main(void)
 	tcase_add_test(tc, zero_overlap_flag_moves_collectives);
 	tcase_add_test(tc, buckets_split_large_reductions);
 	tcase_add_test(tc, a2a_algorithm_follows_the_job);
+	tcase_add_test(tc, elementwise_bytes_by_implementation);
 	tcase_add_test(tc, basp_uneven_unequal_groups);
 	tcase_add_test(tc, basp_uneven_extra_micro_steps);
 	tcase_add_test(tc, uneven_composites_through_the_engine);

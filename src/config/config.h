@@ -52,6 +52,10 @@ bool config_parse_tokens(const char *text, long *out);
 /* ---------------------------------------------------------------- models ---- */
 typedef enum config_mlp { CONFIG_MLP_SWIGLU } config_mlp;
 typedef enum config_norm { CONFIG_NORM_RMSNORM, CONFIG_NORM_LAYERNORM } config_norm;
+/* How positions enter attention: rotary embeddings applied to q and k (Llama, Qwen),
+ * ALiBi biases inside the attention kernel, or learned absolute embeddings added to the
+ * input (GPT-2, llm-foundry's MPT by default). */
+typedef enum config_position { CONFIG_POSITION_ROPE, CONFIG_POSITION_ALIBI, CONFIG_POSITION_LEARNED } config_position;
 
 typedef struct config_model {
 	char name[CONFIG_NAME_MAX];
@@ -68,6 +72,7 @@ typedef struct config_model {
 	bool qkv_bias;
 	config_mlp mlp;
 	config_norm norm;
+	config_position position; /* model key 'position', default rope */
 } config_model;
 
 /* Every dimension against the range table (config/ranges.h). */
@@ -332,7 +337,7 @@ typedef struct config_job {
 	int attention_kernel;        /* config_attn_kernel, or -1: the platform's attention_kernel */
 } config_job;
 
-/* DeepSpeed defaults (modeling.md "ZeRO as DeepSpeed actually runs it"). seq_len is
+/* DeepSpeed defaults (docs/sources.md [DS-zero-config], [DS-sp-comm]). seq_len is
  * left 0 (not set): callers must supply one. */
 void config_job_defaults(config_job *job);
 /* Effective settings after DeepSpeed's defaults: overlap_comm (-1 -> on only for stage 3)

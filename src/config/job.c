@@ -19,7 +19,7 @@ void config_job_defaults(config_job *job)
 	job->zero_stage = 1;
 	job->recompute = CONFIG_RECOMPUTE_NONE;
 	job->dtype = CONFIG_DTYPE_BF16;
-	/* modeling.md "ZeRO as DeepSpeed actually runs it": overlap_comm defaults to true only
+	/* DeepSpeed defaults (docs/sources.md [DS-zero-config], [DS-sp-comm]): overlap_comm true only
 	 * for stage 3; reduce/allgather buckets 5e8 elements; stage-3 prefetch bucket 5e7;
 	 * gradients communicated in fp32 when SP > 1. */
 	job->zero_overlap = -1;

@@ -30,18 +30,19 @@ double config_model_params(const config_model *m)
 
 static const char *const model_keys[] = {
 	"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab",
-	"tied_embeddings", "qkv_bias", "mlp", "norm", "max_position", NULL,
+	"tied_embeddings", "qkv_bias", "mlp", "norm", "max_position", "position", NULL,
 };
 
 static bool model_read(const yt_doc *doc, config_model *m, config_error *err)
 {
 	static const char *const mlps[] = {"swiglu"};
 	static const char *const norms[] = {"rmsnorm", "layernorm"};
+	static const char *const positions[] = {"rope", "alibi", "learned"};
 	const yt_node *t;
 	if (!yt_top(doc, "model", &t, err) || !yt_check_keys(t, model_keys, err))
 		return false;
 	bool has_kv = false, has_d = false;
-	int mlp = CONFIG_MLP_SWIGLU, norm = CONFIG_NORM_RMSNORM;
+	int mlp = CONFIG_MLP_SWIGLU, norm = CONFIG_NORM_RMSNORM, position = CONFIG_POSITION_ROPE;
 	if (!yt_string(t, "name", true, m->name, sizeof m->name, NULL, err) ||
 	    !yt_range_int(t, CONFIG_R_LAYERS, true, &m->layers, NULL, err) ||
 	    !yt_range_int(t, CONFIG_R_HIDDEN, true, &m->hidden, NULL, err) ||
@@ -54,8 +55,10 @@ static bool model_read(const yt_doc *doc, config_model *m, config_error *err)
 	    !yt_bool(t, "tied_embeddings", false, &m->tied_embeddings, NULL, err) ||
 	    !yt_bool(t, "qkv_bias", false, &m->qkv_bias, NULL, err) ||
 	    !yt_enum(t, "mlp", false, mlps, 1, &mlp, NULL, err) ||
-	    !yt_enum(t, "norm", false, norms, 2, &norm, NULL, err))
+	    !yt_enum(t, "norm", false, norms, 2, &norm, NULL, err) ||
+	    !yt_enum(t, "position", false, positions, 3, &position, NULL, err))
 		return false;
+	m->position = (config_position)position;
 	m->mlp = (config_mlp)mlp;
 	m->norm = (config_norm)norm;
 	/* Hugging Face defaults: num_key_value_heads = num_attention_heads, head_dim = h / a. */

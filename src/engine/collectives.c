@@ -94,7 +94,7 @@ static double intra_ring_bw(const config_platform *p, int r)
 
 /* Inter-node bandwidth per sending GPU when `active` GPUs of a node send at once: each GPU
  * is bound to one NIC (GPU i -> NIC i mod nics; an all-to-all cannot aggregate NICs for
- * one GPU: modeling.md), so ceil(active / nics) GPUs share a NIC. */
+ * one GPU: docs/sources.md [NCCL-topo]), so ceil(active / nics) GPUs share a NIC. */
 static double nic_share_bw(const config_platform *p, int active)
 {
 	int per_nic = util_ceil_div(active > 0 ? active : 1, p->inter.nics_per_node);

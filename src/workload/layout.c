@@ -179,7 +179,7 @@ bool workload_layout_make(const config_model *m, const config_job *job, workload
 	l->n_groups = W / l->group_size;
 	int P = l->group_size;
 	l->heads_per_rank = m->heads / P;
-	/* kv heads: split when g >= P, else replicated so each rank gets one (modeling.md). */
+	/* kv heads: split when g >= P, else replicated so each rank gets one (docs/sources.md [DS-ulysses-hf]). */
 	l->kv_heads_per_rank = m->kv_heads >= P ? m->kv_heads / P : 1;
 	l->kv_replicated = m->kv_heads >= P ? m->kv_heads : P;
 	return true;

@@ -2,14 +2,14 @@
  *
  * Sources for what is emitted:
  * - attention all-to-alls: DeepSpeed sequence/layer.py (DistributedAttention): Q, K, V
- *   scattered separately, output gathered back; backward mirrors; modeling.md.
+ *   scattered separately, output gathered back; backward mirrors; docs/sources.md [DS-ulysses].
  * - FLOPs: Megatron's per-token accounting for projections and MLP (2·m·n·k per GEMM,
  *   backward = 2x forward); FlashAttention's 4·S²·a·d forward, halved when causal, backward
- *   2.5x forward (flash_attn benchmarks); modeling.md "FLOPs". Every compute op also carries
+ *   2.5x forward (docs/sources.md [FA-bench]). Every compute op also carries
  *   its shape (GEMM m x n x k, attention lengths, heads and kernel, copy runs): the engines
  *   time it by shape (engine/compute.c).
  * - ZeRO: DeepSpeed runtime/zero/stage_1_and_2.py and stage3.py as summarised in
- *   modeling.md "ZeRO as DeepSpeed actually runs it". */
+ *   docs/sources.md [DS-zero-stages], defaults [DS-zero-config]. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,7 +155,8 @@ typedef struct layer_dims {
 	double q, kv, o;    /* all-to-all buffers, bytes: Q, each of K and V, O */
 	double q_run, kv_run; /* contiguous runs of the layout copies: one rank's heads x d, bytes */
 	double h_bytes;     /* one [t, h] bf16 activation */
-	double ffn_bytes;   /* one [t, ffn] bf16 activation */
+	double th, tf;      /* elements of one [t, h] and one [t, ffn] activation */
+	double tqk;         /* elements of q and k: t·(a + g)·d */
 } layer_dims;
 
 static layer_dims dims_of(const config_model *m, const workload_layout *l)
@@ -172,8 +173,66 @@ static layer_dims dims_of(const config_model *m, const workload_layout *l)
 	d.q_run = (double)l->heads_per_rank * hd * BF16;
 	d.kv_run = (double)l->kv_replicated / (l->group_size > 0 ? l->group_size : 1) * hd * BF16;
 	d.h_bytes = t * h * BF16;
-	d.ffn_bytes = t * m->ffn * BF16;
+	d.th = t * h;
+	d.tf = t * m->ffn;
+	d.tqk = t * (a + g) * hd;
 	return d;
+}
+
+/* HBM bytes per element of the memory-bound chains around the GEMMs, by implementation.
+ * Megatron (impl megatron) runs each chain as one fused kernel that reads its inputs and
+ * writes its output once (TE/Apex fused RMSNorm/LayerNorm, bias_swiglu_impl, fused RoPE
+ * fused_apply_rotary_pos_emb, fused vocab-parallel cross entropy). Hugging Face eager
+ * (impl hf) runs them as separate PyTorch kernels, each reading and writing its tensor;
+ * counted from transformers/models/llama/modeling_llama.py:
+ * - LlamaRMSNorm.forward, per [t, h] element: to(float32) reads 2 writes 4; pow(2) 4+4;
+ *   mean(-1) reads 4 (writes a [t, 1] column); add eps and rsqrt act on the column;
+ *   hidden * rsqrt 4+4; to(bf16) 4+2; weight * hidden 2+2: 36 bytes in 8 kernels (fused: 2+2).
+ *   Backward (autograd of that chain): weight-mul 2+2 for dx and 2+2+2 for dweight's
+ *   product and 2 for its sum; to(fp32) of the gradient 2+4; the rsqrt-mul 4+4 for dx and
+ *   8+4 plus 4 for the column's product and sum; mean's expand writes 4; pow's 2·x·g
+ *   4+4 and 8+4; the two fp32 gradients added 8+4; to(bf16) 4+2: 84 bytes (fused: read x,
+ *   dy, write dx, with a per-row reduction: 2+2+2 plus the saved rstd, counted as 8).
+ * - LlamaMLP: act_fn(gate_proj(x)) * up_proj(x): silu 2+2, mul 4+2 = 10 bytes per [t, f]
+ *   element (fused: 4+2 = 6); backward: mul's two products 4+2 each, silu_backward 4+2 =
+ *   18 (fused: read gate, up, dout, write dgate, dup = 10).
+ * - The residual add before the second norm is its own kernel, 4+2 (fused into the
+ *   norm: one extra read, 2).
+ * - LlamaForCausalLM's loss (ForCausalLMLoss, transformers/loss/loss_utils.py): logits.float()
+ *   reads 2 writes 4; cross_entropy = log_softmax 4+4 and nll_loss (reads one logit per
+ *   row): 14 bytes per logit. Backward: nll_loss_backward zero-fills 4; log_softmax_backward
+ *   reads output and gradient 8, writes 4; the cast back 4+2: 22. The fused cross entropy
+ *   reads bf16 logits and writes an fp32 copy it re-reads (2+4+4 = 10) and writes the bf16
+ *   gradient from it (4+2 = 6).
+ * - RoPE (model position rope), per element of q and k (t·(a + g)·d, applied before the
+ *   attention call and its all-to-alls): apply_rotary_pos_emb is q * cos 2+2, rotate_half's
+ *   -x2 on half the elements 1+1 and cat 2+2, * sin 2+2, the sum 4+2: 20 bytes in 5
+ *   kernels. Backward: g * cos 2+2, g * sin 2+2, the negation on half 1+1, the two slices'
+ *   gradients zero-filled and copied into full tensors 2 x (2+1+1), two adds accumulating
+ *   the three into dq 2 x (4+2): 30. Fused (Transformer Engine's fused RoPE,
+ *   Megatron-Core apply_rotary_pos_emb with apply_rope_fusion): 2+2 each way. ALiBi and
+ *   learned positions add nothing here (the bias is inside the attention kernel; the
+ *   learned embedding is added with the token embedding). */
+typedef struct elementwise_bytes {
+	double norm_fwd, norm_bwd; /* per [t, h] element */
+	double residual_extra;     /* the residual add before the second norm, per [t, h] element */
+	double glu_fwd, glu_bwd;   /* per [t, f] element */
+	double loss_fwd, loss_bwd; /* per logit */
+	double rope_fwd, rope_bwd; /* per element of q and k; 0 without rotary embeddings */
+} elementwise_bytes;
+
+static elementwise_bytes elementwise_of(const config_model *m, const config_job *job)
+{
+	/* HF's LayerNorm is nn.LayerNorm (one F.layer_norm kernel each way): only its RMSNorm
+	 * is decomposed. */
+	const bool hf = job->impl == CONFIG_IMPL_HF;
+	const bool hf_rms = hf && m->norm == CONFIG_NORM_RMSNORM;
+	const bool rope = m->position == CONFIG_POSITION_ROPE;
+	return (elementwise_bytes){.rope_fwd = !rope ? 0.0 : hf ? 20.0 : 4.0, .rope_bwd = !rope ? 0.0 : hf ? 30.0 : 4.0,
+				   .norm_fwd = hf_rms ? 36.0 : 4.0, .norm_bwd = hf_rms ? 84.0 : 8.0,
+				   .residual_extra = hf ? 6.0 : 2.0, .glu_fwd = hf ? 10.0 : 6.0,
+				   .glu_bwd = hf ? 18.0 : 10.0, .loss_fwd = hf ? 14.0 : 10.0,
+				   .loss_bwd = hf ? 22.0 : 6.0};
 }
 
 /* GEMM shapes (Megatron's per-token accounting, 2·m·n·k FLOPs): q/k/v fused [t, h] x
@@ -182,17 +241,20 @@ static layer_dims dims_of(const config_model *m, const workload_layout *l)
 static void layer_forward(builder *b, workload_block *blk, const layer_dims *d, workload_phase ph)
 {
 	const double ad = (double)b->m->heads * b->m->head_dim;
-	memop(b, blk, "input_norm", ph, 2.0 * d->h_bytes);
+	const elementwise_bytes e = elementwise_of(b->m, b->job);
+	memop(b, blk, "input_norm", ph, e.norm_fwd * d->th);
 	gemm(b, blk, "qkv_proj", ph, d->t, d->qkv_out, d->h);
+	if (e.rope_fwd > 0)
+		memop(b, blk, "rope", ph, e.rope_fwd * d->tqk);
 	sp_a2a(b, blk, "a2a_q_pack", "a2a_q", "a2a_q_unpack", ph, d->q, d->q_run);
 	sp_a2a(b, blk, "a2a_k_pack", "a2a_k", "a2a_k_unpack", ph, d->kv, d->kv_run);
 	sp_a2a(b, blk, "a2a_v_pack", "a2a_v", "a2a_v_unpack", ph, d->kv, d->kv_run);
 	attn(b, blk, "attn_fwd", ph);
 	sp_a2a(b, blk, "a2a_o_pack", "a2a_o", "a2a_o_unpack", ph, d->o, d->q_run);
 	gemm(b, blk, "out_proj", ph, d->t, d->h, ad);
-	memop(b, blk, "residual_norm", ph, 3.0 * d->h_bytes); /* add residual, normalise */
+	memop(b, blk, "residual_norm", ph, (e.residual_extra + e.norm_fwd) * d->th); /* add residual, normalise */
 	gemm(b, blk, "mlp_gate_up", ph, d->t, 2.0 * d->ffn, d->h);
-	memop(b, blk, "swiglu", ph, 3.0 * d->ffn_bytes); /* read gate and up, write product */
+	memop(b, blk, "swiglu", ph, e.glu_fwd * d->tf); /* gate and up in, product out */
 	gemm(b, blk, "mlp_down", ph, d->t, d->h, d->ffn);
 	memop(b, blk, "residual_add", ph, 3.0 * d->h_bytes);
 }
@@ -201,22 +263,25 @@ static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
 {
 	const workload_phase ph = WL_PHASE_BWD;
 	const double ad = (double)b->m->heads * b->m->head_dim;
+	const elementwise_bytes e = elementwise_of(b->m, b->job);
 	/* Backward of a GEMM = activation gradient + weight gradient = 2x forward FLOPs. */
 	gemm(b, blk, "mlp_down_bwd", ph, d->t, d->h, d->ffn);
-	memop(b, blk, "swiglu_bwd", ph, 5.0 * d->ffn_bytes); /* read gate, up, dout; write dgate, dup */
+	memop(b, blk, "swiglu_bwd", ph, e.glu_bwd * d->tf); /* gate, up, dout in; dgate, dup out */
 	gemm(b, blk, "mlp_gate_up_bwd", ph, d->t, 2.0 * d->ffn, d->h);
-	memop(b, blk, "residual_norm_bwd", ph, 4.0 * d->h_bytes);
+	memop(b, blk, "residual_norm_bwd", ph, e.norm_bwd * d->th);
 	gemm(b, blk, "out_proj_bwd", ph, d->t, d->h, ad);
 	sp_a2a(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o, d->q_run);
 	attn(b, blk, "attn_bwd", ph);
 	sp_a2a(b, blk, "a2a_dq_pack", "a2a_dq", "a2a_dq_unpack", ph, d->q, d->q_run);
 	sp_a2a(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv, d->kv_run);
 	sp_a2a(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv, d->kv_run);
+	if (e.rope_bwd > 0)
+		memop(b, blk, "rope_bwd", ph, e.rope_bwd * d->tqk);
 	gemm(b, blk, "qkv_proj_bwd", ph, d->t, d->qkv_out, d->h);
-	memop(b, blk, "input_norm_bwd", ph, 4.0 * d->h_bytes);
+	memop(b, blk, "input_norm_bwd", ph, e.norm_bwd * d->th);
 }
 
-/* Gradients are communicated in fp32 when SP > 1 (DeepSpeed default; modeling.md). */
+/* Gradients are communicated in fp32 when SP > 1 (DeepSpeed default; docs/sources.md [DS-sp-comm]). */
 double workload_grad_comm_bytes(const config_job *job, const workload_layout *l)
 {
 	return config_job_fp32_grad_comm(job, l->sp) ? FP32 : BF16;
@@ -261,7 +326,7 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	builder b = {.m = m, .job = job, .p = p, .l = l};
 	layer_dims d = dims_of(m, l);
 	const int L = m->layers, W = l->world, Z = job->zero_stage;
-	/* DeepSpeed's overlap_comm: on for stage 3 only unless the job says (modeling.md) */
+	/* DeepSpeed's overlap_comm: on for stage 3 only unless the job says ([DS-zero-config]) */
 	const bool overlap = config_job_zero_overlap(job);
 	const workload_stream zs = overlap ? WL_STREAM_ZERO : WL_STREAM_MAIN;
 	const workload_stream ps = overlap ? WL_STREAM_PREFETCH : WL_STREAM_MAIN;
@@ -270,7 +335,7 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	const double all_params = config_model_params(m);
 	const double embed_params = (double)m->vocab * m->hidden;
 	const double head_params = m->tied_embeddings ? 0.0 : embed_params;
-	/* Stage 3 keeps parameters under 1e5 elements unpartitioned (modeling.md); the
+	/* Stage 3 keeps parameters under 1e5 elements unpartitioned ([DS-zero-config]); the
 	 * norms are, the embedding and head are not. */
 	const double outer_params = all_params - L * layer_params; /* embeddings, head, final norm */
 
@@ -298,13 +363,14 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	if (Z == 3 && head_params > 0)
 		zero_op(&b, blk, "zero3_gather_head", WL_PHASE_FWD, WL_COLL_ALLGATHER, WL_STREAM_MAIN,
 			head_params * BF16, chunks_of(head_params, job->allgather_bucket_elems), -1, 0);
-	memop(&b, blk, "final_norm", WL_PHASE_FWD, 2.0 * d.h_bytes);
+	const elementwise_bytes e = elementwise_of(m, job);
+	memop(&b, blk, "final_norm", WL_PHASE_FWD, e.norm_fwd * d.th);
 	gemm(&b, blk, "logits", WL_PHASE_FWD, d.t, m->vocab, m->hidden);
-	/* Cross-entropy in fp32: read bf16 logits, write and re-read an fp32 copy. */
-	memop(&b, blk, "loss", WL_PHASE_FWD, d.t * m->vocab * (BF16 + 2.0 * FP32));
-	memop(&b, blk, "loss_bwd", WL_PHASE_BWD, d.t * m->vocab * (FP32 + BF16));
+	/* Cross-entropy in fp32 (elementwise_of) */
+	memop(&b, blk, "loss", WL_PHASE_FWD, d.t * m->vocab * e.loss_fwd);
+	memop(&b, blk, "loss_bwd", WL_PHASE_BWD, d.t * m->vocab * e.loss_bwd);
 	gemm(&b, blk, "logits_bwd", WL_PHASE_BWD, d.t, m->vocab, m->hidden);
-	memop(&b, blk, "final_norm_bwd", WL_PHASE_BWD, 4.0 * d.h_bytes);
+	memop(&b, blk, "final_norm_bwd", WL_PHASE_BWD, e.norm_bwd * d.th);
 	grad_reduce(&b, blk, "zero_grad_allreduce_head", "zero3_reduce_scatter_head", zs, head_params, gbytes);
 
 	blk = block_new(&b, "layer_bwd", L, false, L - 1, -1);

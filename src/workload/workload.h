@@ -14,7 +14,7 @@
  *     satisfied (prefetch before the block starts).
  *   - A block with barrier set starts only when every stream has drained.
  *   - SP collectives run on the main stream (DeepSpeed's all-to-alls are synchronous and
- *     on the critical path; modeling.md). ZeRO collectives run on the zero stream when
+ *     on the critical path; docs/sources.md [DS-ulysses]). ZeRO collectives run on the zero stream when
  *     overlap is on, otherwise on the main stream.
  * Ranks of one class run identical programs; for Ulysses and divisible BASP every rank is
  * of one class, so programs are built per class, never per GPU. */
@@ -215,7 +215,7 @@ workload_reserve workload_memory_reserve(const config_platform *p, const config_
 long workload_max_seq(const config_model *m, const config_platform *p, const config_job *job, long granule);
 
 /* Bytes per gradient element on the wire: 4 when SP > 1 (DeepSpeed's fp32 reduction
- * with sequence parallelism; modeling.md) unless the job says otherwise. */
+ * with sequence parallelism; docs/sources.md [DS-sp-comm]) unless the job says otherwise. */
 double workload_grad_comm_bytes(const config_job *job, const workload_layout *l);
 
 /* Model FLOPs of one step on this GPU by the published convention (PaLM, arXiv 2204.02311

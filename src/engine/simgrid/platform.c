@@ -12,7 +12,7 @@
  *                    intra route = src link up + dst link down.
  *   nvlink-mesh:     one SPLITDUPLEX link per GPU pair (up = low index to high).
  *   NIC k of a node: SPLITDUPLEX; GPU i is bound to NIC i mod nics (NCCL binds each GPU to
- *                    its nearest NIC; one GPU cannot stripe over several: modeling.md).
+ *                    its nearest NIC, ncclTopoGetLocalNet; one NIC per GPU: [NCCL-topo]).
  *                    On pcie the GPU's own link is crossed too (GPU -> host switch -> NIC).
  *   fat-tree leaf:   uplink of nodes_per_leaf x nics x nic_bw / oversubscription.
  *   switches:        FATPIPE links of unbounded rate (SimGrid forbids empty routes).
