@@ -8,8 +8,11 @@
  * Prints, per size, comment lines with each strategy's result, then
  *   gpus N wall_s X peak_rss_mb Y
  * with X and Y the larger of the two strategies'.
- * Usage: bench/simgrid [MAX_GPUS] [--whole]   (--whole: no symmetry reduction) */
+ * Usage: bench/simgrid [MAX_GPUS] [--whole]   (--whole: no symmetry reduction; each line
+ * then also gives the ratio of its wall time to the symmetric run's, and the largest
+ * relative step-time difference between the two, which must be below 1e-9) */
 #define _DEFAULT_SOURCE /* wait4 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +130,7 @@ int main(int argc, char **argv)
 		int n = sizes[k];
 		if (n > max_gpus)
 			break;
-		double wall_max = 0, rss_max = 0;
+		double wall_max = 0, rss_max = 0, sym_max = 0, diff_max = 0;
 		for (int st = 0; st < 2; st++) {
 			config_strategy s = st ? CONFIG_STRATEGY_ULYSSES : CONFIG_STRATEGY_BASP;
 			outcome o;
@@ -145,8 +148,21 @@ int main(int argc, char **argv)
 				wall_max = wall;
 			if (rss > rss_max)
 				rss_max = rss;
+			outcome so;
+			double swall, srss;
+			if (whole && run_child(n, s, false, &so, &swall, &srss) && so.ok) {
+				double d = fabs(so.step_time - o.step_time) / o.step_time;
+				if (swall > sym_max)
+					sym_max = swall;
+				if (d > diff_max)
+					diff_max = d;
+			}
 		}
-		printf("gpus %d wall_s %.3f peak_rss_mb %.1f\n", n, wall_max, rss_max);
+		if (whole && sym_max > 0)
+			printf("gpus %d wall_s %.3f peak_rss_mb %.1f ratio_to_symmetric %.1f step_rel_diff %.1e\n", n,
+			       wall_max, rss_max, wall_max / sym_max, diff_max);
+		else
+			printf("gpus %d wall_s %.3f peak_rss_mb %.1f\n", n, wall_max, rss_max);
 		fflush(stdout);
 	}
 	return failed;

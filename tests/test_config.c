@@ -1044,7 +1044,7 @@ START_TEST(job_errors)
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
 		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
-		     "attention_kernel, impl, memory_reserve");
+		     "attention_kernel, impl, memory_reserve, what_if");
 	expect_error(JOB, "job_bad_impl.yaml", "3:9: 'impl' must be one of: hf, megatron, got 'deepspeed'");
 	expect_error(JOB, "job_bad_reserve.yaml",
 		     "3:19: 'memory_reserve': '2 apples' has an unknown unit 'apples', expected a size such as 40GiB "

@@ -43,6 +43,11 @@ const struct option cli_job_options[] = {
 	{"attention-kernel", required_argument, NULL, CLI_OPT_ATTENTION_KERNEL},
 	{"impl", required_argument, NULL, CLI_OPT_IMPL},
 	{"memory-reserve", required_argument, NULL, CLI_OPT_MEMORY_RESERVE},
+	{"slow-gpu", required_argument, NULL, CLI_OPT_SLOW_GPU},
+	{"slow-node", required_argument, NULL, CLI_OPT_SLOW_NODE},
+	{"degrade", required_argument, NULL, CLI_OPT_DEGRADE},
+	{"fail-node", required_argument, NULL, CLI_OPT_FAIL_NODE},
+	{"background", required_argument, NULL, CLI_OPT_BACKGROUND},
 	{NULL, 0, NULL, 0},
 };
 
@@ -111,7 +116,15 @@ void cli_job_help(FILE *f)
 	cli_engine_choices(f);
 	fputs("  --format table|json|csv  output format (default table)\n"
 	      "  --trace FILE             write a Chrome/Perfetto trace of the step (open in ui.perfetto.dev)\n"
-	      "  --placement contiguous|strided|random:SEED   rank placement (simgrid engine)\n",
+	      "  --placement contiguous|strided|random:SEED   rank placement (simgrid engine)\n"
+	      "What-ifs (simgrid engine, whole cluster; repeatable; job file key what_if: docs/simgrid.md):\n"
+	      "  --slow-gpu RANK:FACTOR   world rank RANK computes FACTOR (1 to 1000) times slower\n"
+	      "  --slow-node NODE:FACTOR  every GPU of node NODE computes FACTOR times slower\n"
+	      "  --degrade LINK:FACTOR    a link's bandwidth divided by FACTOR: nic:NODE[.I], nvlink:NODE.GPU\n"
+	      "                           (its port), nvlink:NODE.A-B (mesh pair), leaf:L (fat-tree leaf uplink)\n"
+	      "  --fail-node NODE         node lost: the job re-placed on the rest by --placement\n"
+	      "  --background SIZE:PERIOD:A-B  another job on the fabric: a ring all-reduce of SIZE every\n"
+	      "                           PERIOD over nodes A to B, one ring per NIC, e.g. 1GiB:100ms:4-7\n",
 	      f);
 }
 
@@ -392,6 +405,18 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		}
 		return 1;
 	case CLI_OPT_TRACE: a->trace = arg; return 1;
+	case CLI_OPT_SLOW_GPU:
+	case CLI_OPT_SLOW_NODE:
+	case CLI_OPT_DEGRADE:
+	case CLI_OPT_FAIL_NODE:
+	case CLI_OPT_BACKGROUND: {
+		config_error err;
+		if (!config_whatif_add(&a->whatif, (config_whatif_kind)(id - CLI_OPT_SLOW_GPU), arg, &err)) {
+			fprintf(stderr, "spsim: %s\n", err.msg);
+			return -1;
+		}
+		return 1;
+	}
 	case CLI_OPT_PLACEMENT: {
 		config_error err;
 		if (!engine_placement_parse(arg, &a->opt, &err)) {
@@ -445,7 +470,8 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		config_job_defaults(&fromfile);
 		char model[CONFIG_PATH_MAX] = "", platform[CONFIG_PATH_MAX] = "", cal[CONFIG_PATH_MAX] = "";
 		int nodes = 0;
-		if (!config_load_job(a->job_file, &fromfile, model, platform, cal, &nodes, &err)) {
+		if (!config_load_job(a->job_file, &fromfile, model, platform, cal, &nodes, &err) ||
+		    !config_load_whatif(a->job_file, &a->whatif, &err)) {
 			fprintf(stderr, "spsim: %s\n", err.msg);
 			return false;
 		}
@@ -502,6 +528,11 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		fprintf(stderr, "spsim: %s\n", err.msg);
 		return false;
 	}
+	if (a->nodes && a->p.n_node_groups > 0 && a->nodes != a->p.nodes) {
+		fprintf(stderr, "spsim %s: --nodes %d: platform '%s' lists its %d nodes in node_groups; edit the groups "
+				"to change them\n", cmd, a->nodes, a->p.name, a->p.nodes);
+		return false;
+	}
 	if (a->nodes)
 		a->p.nodes = a->nodes;
 	if (a->calibration[0]) {
@@ -526,6 +557,24 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 	if (!workload_check(&a->m, &a->p, &a->job, &err)) {
 		fprintf(stderr, "spsim %s: %s\n", cmd, err.msg);
 		return false;
+	}
+	if (a->whatif.n > 0)
+		a->opt.whatif = &a->whatif;
+	if (a->p.n_node_groups > 0) {
+		if (config_platform_heterogeneous(&a->p) && strcmp(a->engine, "analytic") == 0) {
+			fprintf(stderr, "spsim %s: the analytic engine times one kind of node; platform '%s' mixes node "
+					"groups of different GPUs or NIC counts: use --engine simgrid\n", cmd, a->p.name);
+			return false;
+		}
+		/* the memory check is against the smallest GPU holding a rank */
+		a->p.gpu.memory_bytes = engine_placed_gpu_memory(&a->p, a->job.gpus, &a->opt);
+	}
+	if (a->whatif.n > 0) {
+		if (!config_whatif_check(&a->whatif, &a->p, a->job.gpus, &err) ||
+		    !engine_whatif_supported(a->engine, &a->opt, &err)) {
+			fprintf(stderr, "spsim %s: %s\n", cmd, err.msg);
+			return false;
+		}
 	}
 	/* compare names its strategies itself (--strategies), so only one job's strategy counts */
 	if (a->job.strategy == CONFIG_STRATEGY_ULYSSES && a->job.basp_uneven != CONFIG_BASP_UNEVEN_ERROR &&

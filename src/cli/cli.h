@@ -28,6 +28,7 @@ typedef struct cli_job_args {
 	report_format format;
 	const char *trace;
 	engine_options opt;
+	config_whatif whatif; /* --slow-gpu, --slow-node, --degrade, --fail-node, --background (then the job file's) */
 	/* loaded */
 	config_model m;
 	config_platform p;
@@ -66,6 +67,11 @@ enum {
 	CLI_OPT_IMPL,
 	CLI_OPT_MEMORY_RESERVE,
 	CLI_OPT_ATTENTION_KERNEL,
+	CLI_OPT_SLOW_GPU, /* the four what-ifs, in config_whatif_kind order */
+	CLI_OPT_SLOW_NODE,
+	CLI_OPT_DEGRADE,
+	CLI_OPT_FAIL_NODE,
+	CLI_OPT_BACKGROUND,
 	CLI_OPT_FIRST_FREE, /* commands number their own options from here */
 };
 

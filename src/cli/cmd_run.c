@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "plan/plan.h"
 
-enum { OPT_STRATEGIES = CLI_OPT_FIRST_FREE, OPT_GRANULE, OPT_PLOT, OPT_PROGRESS, OPT_QUIET };
+enum { OPT_STRATEGIES = CLI_OPT_FIRST_FREE, OPT_GRANULE, OPT_PLOT, OPT_PROGRESS, OPT_QUIET, OPT_WHAT_IF };
 
 static void run_help(FILE *f)
 {
@@ -115,6 +115,8 @@ int cli_cmd_run(int argc, char **argv)
 typedef struct compare_ctx {
 	char *strategies;
 	const char *plot; /* --plot DIR */
+	const char *what_if[MAX_STRATEGIES]; /* --what-if SPEC, one column each */
+	int n_what_if;
 	int progress;     /* 1 --progress, 0 --quiet, -1 when stderr is a terminal */
 } compare_ctx;
 
@@ -123,6 +125,14 @@ static int compare_opt(void *ctx, int id, const char *arg)
 	compare_ctx *c = ctx;
 	if (id == OPT_PLOT) {
 		c->plot = arg;
+		return 1;
+	}
+	if (id == OPT_WHAT_IF) {
+		if (c->n_what_if == MAX_STRATEGIES - 1) {
+			fprintf(stderr, "spsim compare: --what-if: at most %d\n", MAX_STRATEGIES - 1);
+			return -1;
+		}
+		c->what_if[c->n_what_if++] = arg;
 		return 1;
 	}
 	if (id == OPT_PROGRESS || id == OPT_QUIET) {
@@ -147,6 +157,10 @@ static void compare_help(FILE *f)
 	      "                           W/4 data-parallel replicas, each taking micro-batch B (basp.md's\n"
 	      "                           'Ulysses with SP = N/B' alternative)\n"
 	      "  --trace FILE             one trace per strategy: FILE with the label before the extension\n"
+	      "  --what-if SPEC           a column beside the baseline (the first strategy) with asymmetric\n"
+	      "                           what-ifs: KIND=VALUE joined by '+', KIND slow-gpu, slow-node, degrade,\n"
+	      "                           fail-node or background, e.g. slow-gpu=3:2+degrade=nic:0:2 (repeatable; simgrid\n"
+	      "                           engine; without --strategies the baseline is the job's strategy)\n"
 	      "  --plot DIR               figures (SVG, PNG; gnuplot) of the comparison and, from the analytic\n"
 	      "                           engine, of speedup and memory around it (docs/planning.md)\n"
 	      "  --progress               runs done, rate and ETA on stderr even when it is not a terminal (on a\n"
@@ -204,6 +218,7 @@ int cli_cmd_compare(int argc, char **argv)
 {
 	static const struct option extra[] = {{"strategies", required_argument, NULL, OPT_STRATEGIES},
 					      {"plot", required_argument, NULL, OPT_PLOT},
+					      {"what-if", required_argument, NULL, OPT_WHAT_IF},
 					      {"progress", no_argument, NULL, OPT_PROGRESS},
 					      {"quiet", no_argument, NULL, OPT_QUIET},
 					      {NULL, 0, NULL, 0}};
@@ -225,7 +240,9 @@ int cli_cmd_compare(int argc, char **argv)
 		free(ctx.strategies);
 		return CLI_USAGE;
 	}
-	char *list = ctx.strategies ? ctx.strategies : strdup("ulysses,basp");
+	char *list = ctx.strategies		? ctx.strategies
+		     : ctx.n_what_if > 0 ? strdup(config_strategy_names[a.job.strategy])
+					  : strdup("ulysses,basp");
 	if (!list)
 		return CLI_FAIL;
 	char *labels[MAX_STRATEGIES];
@@ -264,6 +281,30 @@ int cli_cmd_compare(int argc, char **argv)
 		fprintf(stderr, "spsim compare: --strategies is empty\n");
 		rc = CLI_USAGE;
 	}
+	/* what-if columns: the first strategy's job with the run's what-ifs and the column's */
+	config_whatif *wi = calloc(MAX_STRATEGIES, sizeof *wi);
+	if (!wi)
+		rc = CLI_FAIL;
+	for (int k = 0; rc == CLI_OK && k < ctx.n_what_if; k++) {
+		if (n == MAX_STRATEGIES) {
+			fprintf(stderr, "spsim compare: at most %d strategies and what-ifs together\n", MAX_STRATEGIES);
+			rc = CLI_USAGE;
+			break;
+		}
+		config_error err;
+		wi[n] = a.whatif;
+		engine_options o = a.opt;
+		o.whatif = &wi[n];
+		if (!config_whatif_parse_spec(&wi[n], ctx.what_if[k], &err) ||
+		    !config_whatif_check(&wi[n], &a.p, jobs[0].gpus, &err) || !engine_whatif_supported(a.engine, &o, &err)) {
+			fprintf(stderr, "spsim compare: %s\n", err.msg);
+			rc = CLI_USAGE;
+			break;
+		}
+		jobs[n] = jobs[0];
+		labels[n] = (char *)ctx.what_if[k];
+		n++;
+	}
 	int done = 0;
 	/* SimGrid runs take seconds to minutes each: their count, rate and ETA on a terminal
 	 * (or with --progress); the analytic engine's take microseconds and say nothing. */
@@ -274,6 +315,8 @@ int cli_cmd_compare(int argc, char **argv)
 	prog.unit = "runs";
 	for (int i = 0; rc == CLI_OK && i < n; i++) {
 		cli_job_args ai = a;
+		if (wi && wi[i].n > 0)
+			ai.opt.whatif = &wi[i];
 		if (a.trace) {
 			trace_name(a.trace, labels[i], traces[i], sizeof traces[i]);
 			ai.opt.trace_path = traces[i];
@@ -307,6 +350,7 @@ int cli_cmd_compare(int argc, char **argv)
 	for (int i = 0; i < done; i++)
 		cli_sim_finish(&sims[i]);
 	free(sims);
+	free(wi);
 	free(list);
 	return rc;
 }
@@ -520,6 +564,16 @@ int cli_cmd_max_seq(int argc, char **argv)
 		parse_strategy("max-seq", ctx.strategies, &a.job);
 	if (!cli_job_resolve(&a, "max-seq"))
 		goto out;
+	/* what-ifs change time, not memory (a failed node only moves ranks, which the memory
+	 * check of node groups already follows): refuse them rather than ignore them */
+	for (int i = 0; i < a.whatif.n; i++)
+		if (a.whatif.item[i].kind != CONFIG_WHATIF_FAIL_NODE) {
+			char what[96];
+			config_whatif_format(&a.whatif.item[i], what, sizeof what);
+			fprintf(stderr, "spsim max-seq: --%s changes step time, not memory per GPU, which max-seq "
+					"searches; drop it\n", what);
+			goto out;
+		}
 	rows = calloc(MAXSEQ_MAX_ROWS, sizeof *rows);
 	int n = 0;
 	if (!rows) {

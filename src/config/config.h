@@ -116,19 +116,34 @@ typedef struct config_attn_point {
 } config_attn_point;
 #define CONFIG_MAX_ATTN_POINTS 32
 
+typedef struct config_gpu {
+	char name[CONFIG_NAME_MAX];
+	double peak_flops;   /* dense bf16 FLOP/s */
+	double memory_bytes; /* HBM capacity */
+	double hbm_bandwidth;/* bytes/s */
+	int sms;             /* streaming multiprocessors (`sms:`, default by GPU name) */
+	config_gpu_arch arch;/* `arch:`, default by GPU name */
+} config_gpu;
+
+/* A heterogeneous platform's nodes, in order (`node_groups:`): `nodes` nodes whose GPUs
+ * are `gpu` and which have `nics` NICs (each defaults to the platform's). */
+#define CONFIG_MAX_NODE_GROUPS 8
+typedef struct config_node_group {
+	int nodes;
+	int nics;
+	config_gpu gpu;
+} config_node_group;
+
 typedef struct config_platform {
 	char name[CONFIG_NAME_MAX];
 	char path[CONFIG_PATH_MAX];
 	int nodes;
 	int gpus_per_node;
-	struct {
-		char name[CONFIG_NAME_MAX];
-		double peak_flops;   /* dense bf16 FLOP/s */
-		double memory_bytes; /* HBM capacity */
-		double hbm_bandwidth;/* bytes/s */
-		int sms;             /* streaming multiprocessors (`sms:`, default by GPU name) */
-		config_gpu_arch arch;/* `arch:`, default by GPU name */
-	} gpu;
+	config_gpu gpu;
+	/* node_groups: 0 for a uniform platform; else groups covering nodes 0.. in order (their
+	 * nodes add up to `nodes`). Only the SimGrid engine runs them. */
+	int n_node_groups;
+	config_node_group node_groups[CONFIG_MAX_NODE_GROUPS];
 	/* The attention kernel the platform's software stack runs (`attention_kernel:`);
 	 * a job may override it (config_job.attention_kernel). */
 	config_attn_kernel attention_kernel;
@@ -204,6 +219,12 @@ static inline int config_platform_gpus(const config_platform *p)
 /* Every field against the range table (config/ranges.h) and nodes x gpus_per_node within
  * the GPU count's range, after any override (--nodes, sweep axes, calibration). */
 bool config_platform_check(const config_platform *p, config_error *err);
+/* Node groups (nodegroups.c): the group of node u (-1 without groups or beyond them), the
+ * GPU of node u, its NIC count, and whether the platform mixes node kinds. */
+int config_platform_group_of(const config_platform *p, int node);
+const config_gpu *config_platform_gpu_of(const config_platform *p, int node);
+int config_platform_nics_of(const config_platform *p, int node);
+bool config_platform_heterogeneous(const config_platform *p);
 /* Effective (efficiency-scaled) bandwidths used by the engines, bytes/s. */
 double config_platform_intra_bw(const config_platform *p);      /* per GPU per direction */
 double config_platform_intra_pair_bw(const config_platform *p); /* per pair (mesh) */
@@ -399,6 +420,7 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     impl: hf                   # hf | megatron: what each layer saves for backward
  *     memory_reserve: 2GiB       # a size or 0: CUDA context, NCCL, allocator (default derived)
  *     attention_kernel: cudnn    # flash-attn-2 | flash-attn-3 | cudnn (default: the platform's)
+ *     what_if: {slow_gpu: ["3:2"]}  # asymmetric what-ifs, read by config_load_whatif
  *
  * Keys absent from the file keep their value in *job (call config_job_defaults first),
  * so CLI flags can be applied on top afterwards. String keys it does not store in
@@ -407,6 +429,75 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  * Nothing is written unless the whole file is valid. */
 bool config_load_job(const char *path, config_job *job, char *model, char *platform, char *calibration,
 		     int *nodes, config_error *err);
+
+/* --------------------------------------------------------------- what-ifs --- */
+/* Asymmetric changes to a run (docs/simgrid.md "What-ifs"), given as flags or under the
+ * job's `what_if:` key, each in the flag's syntax:
+ *   slow_gpu  RANK:FACTOR   compute of world rank RANK takes FACTOR times as long
+ *   slow_node NODE:FACTOR   compute of every GPU of node NODE takes FACTOR times as long
+ *   degrade   LINK:FACTOR   a link's bandwidth divided by FACTOR; LINK is nic:NODE (every
+ *                           NIC of the node), nic:NODE.I, nvlink:NODE.GPU (the GPU's port:
+ *                           its NVSwitch or PCIe link, or all its pair links on a mesh),
+ *                           nvlink:NODE.A-B (the pair link of an nvlink-mesh), leaf:L (the
+ *                           uplink of fat-tree leaf L)
+ *   fail_node NODE          the node is lost: the job is placed on the remaining nodes by
+ *                           the placement policy, as if they were the whole platform
+ *   background SIZE:PERIOD:NODES  another job on the shared fabric: a ring all-reduce of
+ *                           SIZE bytes started every PERIOD over nodes A-B (at least two),
+ *                           one ring per NIC, from time 0 until the step ends
+ * FACTOR is a number from 1 to 1000. */
+#define CONFIG_MAX_WHATIF 32
+typedef enum config_whatif_kind {
+	CONFIG_WHATIF_SLOW_GPU,
+	CONFIG_WHATIF_SLOW_NODE,
+	CONFIG_WHATIF_DEGRADE,
+	CONFIG_WHATIF_FAIL_NODE,
+	CONFIG_WHATIF_BACKGROUND,
+} config_whatif_kind;
+#define CONFIG_WHATIF_KINDS 5
+typedef enum config_link_kind { CONFIG_LINK_NIC, CONFIG_LINK_NVLINK, CONFIG_LINK_LEAF } config_link_kind;
+typedef struct config_whatif_item {
+	config_whatif_kind kind;
+	config_link_kind link; /* degrade */
+	int node;              /* slow_node, fail_node, degrade (nic, nvlink); the leaf for leaf */
+	int rank;              /* slow_gpu */
+	int a, b;              /* degrade: nic:N.a, nvlink:N.a[-b]; -1 when not given */
+	double factor;         /* slow_*, degrade; 1 for fail_node */
+	int last;              /* background: nodes node..last */
+	double bytes, period;  /* background: all-reduce size (B) and period (s) */
+} config_whatif_item;
+typedef struct config_whatif {
+	int n;
+	config_whatif_item item[CONFIG_MAX_WHATIF];
+} config_whatif;
+/* Flag spellings ("slow-gpu", "slow-node", "degrade", "fail-node", "background"); the YAML
+ * keys use '_'. */
+extern const char *const config_whatif_flags[CONFIG_WHATIF_KINDS];
+
+/* Parses one what-if in the flag syntax and appends it to w; err names the flag and the
+ * expected form. */
+bool config_whatif_add(config_whatif *w, config_whatif_kind kind, const char *text, config_error *err);
+/* Writes a what-if back in the flag syntax ("degrade nic:0.1:2"). */
+void config_whatif_format(const config_whatif_item *it, char *buf, size_t len);
+/* Checks every what-if against the platform and a job of `world` ranks (0: every GPU):
+ * ranks, nodes, NICs, GPUs, leaves and links exist, and the job still fits once the
+ * failed nodes are gone. */
+bool config_whatif_check(const config_whatif *w, const config_platform *p, int world, config_error *err);
+/* The factor by which compute of rank `rank` on node `node` slows (1: none). */
+double config_whatif_compute_factor(const config_whatif *w, int rank, int node);
+/* The factor by which a link's bandwidth drops (1: none): nic (node, index), nvlink
+ * (node, gpu a, gpu b or -1 for a GPU's own port), leaf (leaf index in node). */
+double config_whatif_link_factor(const config_whatif *w, config_link_kind link, int node, int a, int b);
+/* Nodes failed (distinct) and whether node u is one of them. */
+int config_whatif_failed_nodes(const config_whatif *w, int nodes);
+bool config_whatif_node_failed(const config_whatif *w, int node);
+/* Appends the what-ifs of a `compare --what-if` spec: KIND=VALUE joined by '+', KIND a
+ * flag spelling (slow-gpu, slow-node, degrade, fail-node) or its YAML key, e.g.
+ * "slow-gpu=3:2+degrade=nic:0:2". Nothing is appended unless the whole spec is valid. */
+bool config_whatif_parse_spec(config_whatif *w, const char *spec, config_error *err);
+/* Reads the `what_if:` mapping of a job file (keys slow_gpu, slow_node, degrade,
+ * fail_node; each a string or a list of strings in the flag syntax) and appends to w. */
+bool config_load_whatif(const char *path, config_whatif *w, config_error *err);
 
 /* Writes a calibration in the format above (YAML, quantities with units). */
 #include <stdio.h>

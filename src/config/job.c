@@ -51,7 +51,7 @@ static const char *const job_keys[] = {
 	"grad_accum",    "zero",             "recompute",       "dtype",          "zero_overlap",
 	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
 	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",
-	"attention_kernel", "impl",         "memory_reserve",   NULL,
+	"attention_kernel", "impl",         "memory_reserve",   "what_if",          NULL,
 };
 
 static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, char *model, char *platform, char *calibration,

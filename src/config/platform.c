@@ -65,22 +65,22 @@ static const struct gpu_known *gpu_lookup(const char *name)
 	return NULL;
 }
 
-static bool read_gpu(const yt_node *t, config_platform *p, config_error *err)
+bool config_read_gpu(const yt_node *t, config_gpu *gpu, config_error *err)
 {
 	static const char *const keys[] = {"name", "peak_bf16", "memory", "hbm_bandwidth", "sms", "arch", NULL};
 	const yt_node *g;
 	if (!yt_map(t, "gpu", true, &g, err) || !yt_check_keys(g, keys, err) ||
-	    !yt_string(g, "name", true, p->gpu.name, sizeof p->gpu.name, NULL, err) ||
-	    !yt_range(g, CONFIG_R_PEAK_FLOPS, true, &p->gpu.peak_flops, NULL, err) ||
-	    !yt_range(g, CONFIG_R_GPU_MEMORY, true, &p->gpu.memory_bytes, NULL, err) ||
-	    !yt_range(g, CONFIG_R_HBM_BANDWIDTH, true, &p->gpu.hbm_bandwidth, NULL, err))
+	    !yt_string(g, "name", true, gpu->name, sizeof gpu->name, NULL, err) ||
+	    !yt_range(g, CONFIG_R_PEAK_FLOPS, true, &gpu->peak_flops, NULL, err) ||
+	    !yt_range(g, CONFIG_R_GPU_MEMORY, true, &gpu->memory_bytes, NULL, err) ||
+	    !yt_range(g, CONFIG_R_HBM_BANDWIDTH, true, &gpu->hbm_bandwidth, NULL, err))
 		return false;
 	/* A GPU spsim knows gets its SM count and architecture by name; any other must give both. */
-	const struct gpu_known *k = gpu_lookup(p->gpu.name);
+	const struct gpu_known *k = gpu_lookup(gpu->name);
 	int arch = k ? (int)k->arch : 0;
 	if (k)
-		p->gpu.sms = k->sms;
-	long sms = p->gpu.sms;
+		gpu->sms = k->sms;
+	long sms = gpu->sms;
 	bool has_sms = false, has_arch = false;
 	if (!yt_range_long(g, CONFIG_R_SMS, false, &sms, &has_sms, err) ||
 	    !yt_enum(g, "arch", false, config_gpu_arch_names, 2, &arch, &has_arch, err))
@@ -89,10 +89,10 @@ static bool read_gpu(const yt_node *t, config_platform *p, config_error *err)
 		return yt_fail(err, g,
 			       "gpu '%s' is not one spsim knows (A100, H100, H200): give its 'sms' (streaming "
 			       "multiprocessors, from the datasheet) and 'arch' (ampere or hopper)",
-			       p->gpu.name);
-	p->gpu.sms = (int)sms;
-	p->gpu.arch = (config_gpu_arch)arch;
-	warn_decimal_memory(yt_find(g, "memory"), p->gpu.memory_bytes);
+			       gpu->name);
+	gpu->sms = (int)sms;
+	gpu->arch = (config_gpu_arch)arch;
+	warn_decimal_memory(yt_find(g, "memory"), gpu->memory_bytes);
 	return true;
 }
 
@@ -249,17 +249,17 @@ static bool platform_read(const yt_doc *doc, config_platform *p, config_error *e
 {
 	static const char *const keys[] = {"name",       "nodes",      "gpus_per_node", "gpu",
 					   "intra_node", "inter_node", "efficiency",    "collective_overhead",
-					   "attention_kernel", "memory_reserve", "nccl", NULL};
+					   "attention_kernel", "memory_reserve", "nccl", "node_groups", NULL};
 	const yt_node *t;
 	return yt_top(doc, "platform", &t, err) && yt_check_keys(t, keys, err) &&
 	       yt_string(t, "name", true, p->name, sizeof p->name, NULL, err) &&
 	       yt_range_int(t, CONFIG_R_NODES, true, &p->nodes, NULL, err) &&
-	       yt_range_int(t, CONFIG_R_GPUS_PER_NODE, true, &p->gpus_per_node, NULL, err) && read_gpu(t, p, err) &&
+	       yt_range_int(t, CONFIG_R_GPUS_PER_NODE, true, &p->gpus_per_node, NULL, err) && config_read_gpu(t, &p->gpu, err) &&
 	       read_intra(t, p, err) && read_inter(t, p, err) && read_eff(t, p, err) &&
 	       read_attn_kernel(t, p, err) &&
 	       yt_range(t, CONFIG_R_COLL_OVERHEAD, false, &p->coll_overhead, NULL, err) &&
 	       yt_size_or_zero(t, "memory_reserve", &p->memory_reserve, &p->has_memory_reserve, err) &&
-	       read_nccl(t, p, err);
+	       read_nccl(t, p, err) && config_read_node_groups(t, p, err);
 }
 
 bool config_load_platform(const char *name_or_path, config_platform *out, config_error *err)

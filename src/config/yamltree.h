@@ -72,6 +72,10 @@ bool yt_size_or_zero(const yt_node *map, const char *key, double *out, bool *fou
 bool yt_string(const yt_node *map, const char *key, bool required, char *out, size_t len, bool *found,
 	       config_error *err);
 
+/* platform.c: the `gpu:` mapping under t into *gpu (name, peak_bf16, memory,
+ * hbm_bandwidth, sms, arch). nodegroups.c: the optional `node_groups:` list of t. */
+bool config_read_gpu(const yt_node *t, config_gpu *gpu, config_error *err);
+bool config_read_node_groups(const yt_node *t, config_platform *p, config_error *err);
 /* Numbers from the range table (config/ranges.h): the key is the row's, the value is
  * parsed and checked by config_range_parse. */
 bool yt_range(const yt_node *map, config_range_id id, bool required, double *out, bool *found, config_error *err);

@@ -96,6 +96,12 @@ void engine_durations_free(double **dur, int n)
 
 static bool analytic_run(const engine_input *in, engine_result *out, config_error *err)
 {
+	if (!engine_whatif_supported("analytic", &in->opt, err))
+		return false;
+	if (config_platform_heterogeneous(in->platform))
+		return config_fail(err, "the analytic engine times one kind of node; platform '%s' mixes node groups "
+					"of different GPUs or NIC counts: use --engine simgrid",
+				   in->platform->name);
 	if (in->opt.placement != ENGINE_PLACE_CONTIGUOUS)
 		return config_fail(err, "the analytic engine models contiguous placement only; use --engine simgrid "
 					"for strided or random placement");

@@ -40,6 +40,9 @@ typedef struct engine_options {
 	const char *trace_path;        /* Chrome/Perfetto trace, NULL for none */
 	engine_placement_kind placement;
 	unsigned long placement_seed;
+	/* Asymmetric what-ifs (slow GPUs, degraded links, failed nodes), NULL or empty for
+	 * none; only the SimGrid engine runs them (engine_whatif_unsupported). */
+	const config_whatif *whatif;
 } engine_options;
 
 /* Parses "contiguous", "strided" or "random:SEED" into opt->placement/placement_seed. */
@@ -51,6 +54,21 @@ bool engine_placement_parse(const char *text, engine_options *opt, config_error 
  * Shared by every engine and by `spsim collective`. */
 bool engine_placement_map(const config_platform *p, int world, const engine_options *opt, int *gpu_of_rank,
 			  config_error *err);
+
+/* engine_placement_map on the nodes that remain once opt->whatif's failed nodes are gone
+ * (the policy sees them as the whole platform, node indices renumbered), mapped back to
+ * the platform's GPU indices. Without failed nodes it is engine_placement_map. */
+bool engine_whatif_placement(const config_platform *p, int world, const engine_options *opt, int *gpu_of_rank,
+			     config_error *err);
+/* The memory of the smallest GPU that holds a rank of a `world`-rank job placed by opt on
+ * p (node groups may mix GPUs; the memory check is against it). p->gpu's without groups. */
+double engine_placed_gpu_memory(const config_platform *p, int world, const engine_options *opt);
+/* Whether opt carries any what-if. */
+bool engine_whatif_active(const engine_options *opt);
+/* False, saying why, when `engine` cannot run opt's what-ifs: every what-if breaks the
+ * symmetry the analytic engine's closed form assumes (all ranks of a class alike), so
+ * only the SimGrid engine runs them. */
+bool engine_whatif_supported(const char *engine, const engine_options *opt, config_error *err);
 
 typedef struct engine_input {
 	const config_model *model;

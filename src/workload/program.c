@@ -126,8 +126,18 @@ workload_alg workload_a2a_alg(config_a2a a)
 static void sp_a2a(builder *b, workload_block *blk, const char *pack, const char *name, const char *unpack,
 		   workload_phase ph, double bytes, double run)
 {
-	if (b->l->group_size <= 1)
-		return; /* K = 1: whole sequences per GPU; the one-rank call is not modelled */
+	/* K = 1 (BASP with B = N): DeepSpeed still calls all_to_all_single on the one-rank
+	 * group (deepspeed/sequence/layer.py single_all_to_all has no early return), which
+	 * launches NCCL's kernel and copies the buffer in HBM: the engines cost that call
+	 * (engine/nccl.c, one-rank group). Its permutes only move size-1 dimensions of one
+	 * sequence, which .contiguous() leaves in place: no layout copies. */
+	if (b->l->group_size <= 1) {
+		op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM,
+					     .stream = WL_STREAM_MAIN, .phase = ph, .coll = WL_COLL_ALLTOALL,
+					     .alg = workload_a2a_alg(b->job->a2a), .group = WL_GROUP_SP, .bytes = bytes,
+					     .dep = -1});
+		return;
+	}
 	workload_op copy = {.kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN, .phase = ph,
 			    .kernel = WL_KERNEL_COPY, .hbm_bytes = 2.0 * bytes, .dep = -1};
 	copy.shape.copy.run_bytes = run;

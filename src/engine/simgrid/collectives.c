@@ -245,7 +245,7 @@ oom:
 
 bool sgx_groups_build(sgx_run *r, config_error *err)
 {
-	int nodes_total = (r->W + r->gpn - 1) / r->gpn;
+	int nodes_total = r->nodes; /* every node a rank sits on (failed nodes may leave gaps) */
 	int *slot = malloc((size_t)nodes_total * sizeof *slot);
 	int *m = malloc((size_t)r->W * sizeof *m);
 	if (!slot || !m) {

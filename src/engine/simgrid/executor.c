@@ -196,7 +196,7 @@ static void walk_block(walker *w, int bidx, int micro)
 					flush(w);
 					wait_for(R, me, ds, dseq);
 				}
-				double dur = engine_compute_time(r->p, op);
+				double dur = engine_compute_time(R->plat, op) * R->slow;
 				if (!push(w, bidx, it, micro, op, dur)) {
 					/* no room to defer it: run what is pending, then this op alone */
 					flush(w);
@@ -211,7 +211,7 @@ static void walk_block(walker *w, int bidx, int micro)
 					wait_for(R, me, ds, dseq);
 				double t0 = simgrid_get_clock();
 				if (op->kind == WL_OP_COMPUTE) {
-					double dur = engine_compute_time(r->p, op);
+					double dur = engine_compute_time(R->plat, op) * R->slow;
 					if (dur > 0) {
 						sg_actor_execute(dur * r->p->gpu.peak_flops);
 						r->execs++;
@@ -326,8 +326,8 @@ static void blocks_free(sgx_run *r)
  * the next period landing on its image, the ghosts) gives the same times. */
 static int symmetry_period(const sgx_run *r)
 {
-	if (!r->opt.symmetry)
-		return 0;
+	if (!r->opt.symmetry || engine_whatif_active(&r->in->opt) || config_platform_heterogeneous(r->p))
+		return 0; /* what-ifs and mixed nodes break the symmetry (docs/simgrid.md §9, §10) */
 	int G = r->gpn, W = r->W;
 	if (W % G != 0)
 		return 0;
@@ -412,7 +412,7 @@ static bool write_platform(const sgx_spec *spec, char *path, size_t len, double 
 static void trace_names(sgx_run *r)
 {
 	char name[128];
-	int nodes = (r->W + r->gpn - 1) / r->gpn; /* every node of the system */
+	int nodes = r->nodes; /* every node of the system */
 	int *rank_at = malloc((size_t)nodes * r->gpn * sizeof *rank_at);
 	if (!rank_at)
 		return;
@@ -486,14 +486,30 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 		config_fail(err, "out of memory");
 		goto done;
 	}
-	if (!engine_placement_map(p, r->W, &in->opt, r->gpu_of, err))
+	if (!engine_whatif_placement(p, r->W, &in->opt, r->gpu_of, err))
 		goto done;
+	/* the job's nodes: the first ceil(W / G), or up to the last it uses when failed nodes
+	 * sit among them; whole leaves on a fat-tree, as the platform has them */
 	int nodes = (r->W + r->gpn - 1) / r->gpn;
+	for (int i = 0; i < r->W; i++)
+		if (r->gpu_of[i] / r->gpn + 1 > nodes)
+			nodes = r->gpu_of[i] / r->gpn + 1;
+	if (sgx_background_last_node(in->opt.whatif) + 1 > nodes) /* the neighbour's nodes too */
+		nodes = sgx_background_last_node(in->opt.whatif) + 1;
+	if (nodes > (r->W + r->gpn - 1) / r->gpn && sgx_has_leaves(p, p->nodes)) {
+		int npl = p->inter.nodes_per_leaf;
+		nodes = (nodes + npl - 1) / npl * npl;
+	}
+	r->nodes = nodes;
 	int T = symmetry_period(r);
 	r->quotient = T > 0;
 	r->period_nodes = T;
 	r->Wsim = r->quotient ? T * r->gpn : r->W;
-	sgx_spec spec = {.p = p, .nodes = r->quotient ? T : nodes, .system_nodes = nodes, .wrap = r->quotient};
+	sgx_spec spec = {.p = p,
+			 .nodes = r->quotient ? T : nodes,
+			 .system_nodes = nodes,
+			 .wrap = r->quotient,
+			 .whatif = in->opt.whatif};
 	double xml_bytes = 0;
 	if (!write_platform(&spec, path, sizeof path, &xml_bytes, err))
 		goto done;
@@ -512,6 +528,17 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 		free(links);
 	}
 
+	if (p->n_node_groups > 0) {
+		r->group_plat = malloc((size_t)p->n_node_groups * sizeof *r->group_plat);
+		if (!r->group_plat) {
+			config_fail(err, "out of memory");
+			goto done;
+		}
+		for (int g = 0; g < p->n_node_groups; g++) {
+			r->group_plat[g] = *p;
+			r->group_plat[g].gpu = p->node_groups[g].gpu;
+		}
+	}
 	r->ranks = calloc((size_t)r->Wsim, sizeof *r->ranks);
 	sgx_actor *actors = calloc((size_t)r->Wsim * WL_STREAM_COUNT, sizeof *actors);
 	if (r->quotient)
@@ -540,6 +567,9 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 		R->rank = i;
 		R->node = r->gpu_of[i] / r->gpn;
 		R->local = r->gpu_of[i] % r->gpn;
+		R->slow = config_whatif_compute_factor(in->opt.whatif, i, R->node);
+		int grp = config_platform_group_of(p, R->node);
+		R->plat = grp < 0 ? p : &r->group_plat[grp];
 		sgx_host_name(name, sizeof name, R->node, R->local);
 		R->host = sg_host_by_name(name);
 		if (!R->host) {
@@ -576,6 +606,10 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 			sg_actor_start(a, stream_actor, 0, NULL);
 			g_streams_started++;
 		}
+	if (!sgx_background_start(r, err)) {
+		free(actors);
+		goto done;
+	}
 	simgrid_run();
 	free(actors);
 	if (r->oom) {
@@ -640,6 +674,8 @@ done:
 	free(r->proxy);
 	free(r->mb_key);
 	free(r->mb_val);
+	free(r->bg);
+	free(r->group_plat);
 	free(r);
 	return ok;
 }
@@ -827,8 +863,9 @@ static bool extrapolate(const engine_input *in, engine_result *out, bool *done, 
 /* engine_simgrid.run */
 static bool simgrid_run_op(const engine_input *in, engine_result *out, config_error *err)
 {
+	/* background traffic has its own period, so micro-steps need not repeat: run it whole */
 	if (!in->opt.trace_path && in->plan->program.grad_accum >= SGX_EXTRAPOLATE_FROM &&
-	    getenv("SPSIM_SIMGRID_FULL") == NULL) {
+	    getenv("SPSIM_SIMGRID_FULL") == NULL && sgx_background_last_node(in->opt.whatif) < 0) {
 		bool done;
 		if (!extrapolate(in, out, &done, err))
 			return false;

@@ -16,6 +16,8 @@
  *                    On pcie the GPU's own link is crossed too (GPU -> host switch -> NIC).
  *   fat-tree leaf:   uplink of nodes_per_leaf x nics x nic_bw / oversubscription.
  *   switches:        FATPIPE links of unbounded rate (SimGrid forbids empty routes).
+ * What-ifs (docs/simgrid.md "What-ifs"): a degraded NIC, GPU port, pair link or leaf
+ * uplink has its bandwidth divided by the what-if's factor; nothing else changes.
  * Latencies: intra = 2 x half on the GPU links (or the pair link), inter = 2 x half on the
  * NICs, zero on switches, so every route carries exactly the platform's latency. */
 #include <math.h>
@@ -44,7 +46,14 @@ typedef struct writer {
 	bool pcie, mesh;
 	bool gateways; /* nodes need a gateway (more than one node, or ghosts) */
 	bool oom;
+	const config_whatif *whatif;
 } writer;
+
+/* A link's bandwidth after the degrade what-ifs that name it. */
+static double degraded(const writer *w, double bw, config_link_kind link, int node, int a, int b)
+{
+	return bw / config_whatif_link_factor(w->whatif, link, node, a, b);
+}
 
 static void link_xml(writer *w, const char *indent, const char *id, double bw, double lat, const char *policy)
 {
@@ -63,6 +72,8 @@ static void node_zone(writer *w, int u, const char *ind)
 	fprintf(w->f, "%s<zone id=\"n%d\" routing=\"Full\">\n", ind, u);
 	for (int j = 0; j < w->gpn; j++) {
 		sgx_host_name(a, sizeof a, u, j);
+		/* every host runs at the platform's peak: executions carry time x that peak
+		 * (executor.c), each rank's time from its own node's GPU */
 		fprintf(w->f, "%s  <host id=\"%s\" speed=\"%.17gf\"/>\n", ind, a, p->gpu.peak_flops);
 	}
 	if (w->gateways)
@@ -73,18 +84,24 @@ static void node_zone(writer *w, int u, const char *ind)
 		for (int i = 0; i < w->gpn; i++)
 			for (int j = i + 1; j < w->gpn; j++) {
 				snprintf(a, sizeof a, "n%dg%d_g%d", u, i, j);
-				link_xml(w, in2, a, config_platform_intra_pair_bw(p), p->intra.latency, "SPLITDUPLEX");
+				link_xml(w, in2, a, degraded(w, config_platform_intra_pair_bw(p), CONFIG_LINK_NVLINK, u, i, j),
+					 p->intra.latency, "SPLITDUPLEX");
 			}
 	} else {
 		for (int j = 0; j < w->gpn; j++) {
 			gpu_link_name(a, sizeof a, u, j);
-			link_xml(w, in2, a, config_platform_intra_bw(p), p->intra.latency / 2, "SPLITDUPLEX");
+			link_xml(w, in2, a, degraded(w, config_platform_intra_bw(p), CONFIG_LINK_NVLINK, u, j, -1),
+				 p->intra.latency / 2, "SPLITDUPLEX");
 		}
 	}
+	int nics = w->p->n_node_groups > 0 ? config_platform_nics_of(w->p, u) : w->nics; /* node groups */
+	if (nics < 1)
+		nics = 1;
 	if (w->gateways)
-		for (int k = 0; k < w->nics; k++) {
+		for (int k = 0; k < nics; k++) {
 			nic_name(a, sizeof a, u, k);
-			link_xml(w, in2, a, config_platform_nic_bw(p), p->inter.latency / 2, "SPLITDUPLEX");
+			link_xml(w, in2, a, degraded(w, config_platform_nic_bw(p), CONFIG_LINK_NIC, u, k, -1),
+				 p->inter.latency / 2, "SPLITDUPLEX");
 		}
 	/* intra-node routes, declared once per pair (symmetric: the reverse uses the other
 	 * direction of each SPLITDUPLEX link) */
@@ -111,7 +128,7 @@ static void node_zone(writer *w, int u, const char *ind)
 				gpu_link_name(c, sizeof c, u, j);
 				fprintf(w->f, "<link_ctn id=\"%s\" direction=\"UP\"/>", c);
 			}
-			nic_name(c, sizeof c, u, j % w->nics);
+			nic_name(c, sizeof c, u, j % nics);
 			fprintf(w->f, "<link_ctn id=\"%s\" direction=\"UP\"/></route>\n", c);
 		}
 	fprintf(w->f, "%s</zone>\n", ind);
@@ -248,7 +265,7 @@ static void subtree(writer *w, int first, int count, int leaf_size, int depth, c
 		double bw = p->inter.nodes_per_leaf * p->inter.nics_per_node * config_platform_nic_bw(p) /
 			    p->inter.oversubscription;
 		snprintf(up, sizeof up, "%sup", name);
-		link_xml(w, ind, up, bw, 0, "SPLITDUPLEX");
+		link_xml(w, ind, up, degraded(w, bw, CONFIG_LINK_LEAF, first / leaf_size, -1, -1), 0, "SPLITDUPLEX");
 		uplink = up;
 		up_dir = true;
 	} else if (want_gw) {
@@ -279,7 +296,8 @@ bool sgx_platform_write(const sgx_spec *s, FILE *out, config_error *err)
 		    .nics = p->inter.nics_per_node > 0 ? p->inter.nics_per_node : 1,
 		    .pcie = p->intra.fabric == CONFIG_FABRIC_PCIE,
 		    .mesh = p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH,
-		    .gateways = s->nodes > 1 || s->wrap};
+		    .gateways = s->nodes > 1 || s->wrap,
+		    .whatif = s->whatif};
 	/* The name comes from a user file: keep only characters that cannot end a comment. */
 	char name[CONFIG_NAME_MAX];
 	size_t k = 0;

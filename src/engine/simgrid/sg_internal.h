@@ -16,6 +16,7 @@ typedef struct sgx_spec {
 	int nodes;        /* nodes generated, hosts n0g0 .. */
 	int system_nodes; /* nodes of the system they belong to (leaf structure) */
 	bool wrap;
+	const config_whatif *whatif; /* degraded links (NULL: none) */
 } sgx_spec;
 
 bool sgx_platform_write(const sgx_spec *s, FILE *out, config_error *err);
@@ -63,6 +64,8 @@ typedef struct sgx_rank {
 	int rank;       /* logical world rank (== simulated index) */
 	int node, local;
 	sg_host_t host;
+	double slow;    /* what-if: compute takes this many times as long (1: as the platform says) */
+	const config_platform *plat; /* the platform as its node's GPU sees it (node groups) */
 	long done[WL_STREAM_COUNT];
 	/* a stream actor blocked on another stream of this rank: waits until done[on] > seq */
 	bool waiting[WL_STREAM_COUNT];
@@ -97,6 +100,7 @@ struct sgx_run {
 	const workload_layout *lay;
 	engine_simgrid_options opt;
 	int W, Wsim, gpn;
+	int nodes;          /* nodes of the system the ranks sit on (the generated platform's, unreduced) */
 	int *gpu_of;        /* logical rank -> GPU (node * gpn + local) */
 	bool quotient;
 	int period_nodes;
@@ -119,12 +123,19 @@ struct sgx_run {
 	long flows, execs;
 	bool oom;
 	bool broken; /* the symmetry reduction met a flow it cannot map (internal error) */
+	void *bg;    /* whatif.c: the background traffic's ring edges */
+	config_platform *group_plat; /* per node group: the platform with that group's GPU */
 };
 
 /* executor.c: the in-process run; block_max (n_micro + n_step entries, may be NULL)
  * receives each block's longest op duration over ranks and instances. */
 bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
 			engine_simgrid_stats *stats, double *block_max, config_error *err);
+
+/* whatif.c: the last node background traffic uses (-1: none), and its daemon actors
+ * (after the platform is loaded; r->bg is freed by the caller). */
+int sgx_background_last_node(const config_whatif *w);
+bool sgx_background_start(sgx_run *r, config_error *err);
 
 /* collectives.c */
 bool sgx_groups_build(sgx_run *r, config_error *err);

@@ -1,0 +1,74 @@
+/* What-ifs in the engines: placement around failed nodes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+
+bool engine_whatif_active(const engine_options *opt) { return opt && opt->whatif && opt->whatif->n > 0; }
+
+bool engine_whatif_placement(const config_platform *p, int world, const engine_options *opt, int *gpu_of_rank,
+			     config_error *err)
+{
+	const config_whatif *w = opt ? opt->whatif : NULL;
+	int failed = config_whatif_failed_nodes(w, p->nodes);
+	if (failed == 0)
+		return engine_placement_map(p, world, opt, gpu_of_rank, err);
+	int G = p->gpus_per_node;
+	config_platform *rest = malloc(sizeof *rest);
+	int *alive = malloc((size_t)p->nodes * sizeof *alive);
+	bool ok = rest && alive;
+	if (!ok)
+		config_fail(err, "out of memory");
+	if (ok) {
+		*rest = *p;
+		rest->nodes = p->nodes - failed;
+		int k = 0;
+		for (int u = 0; u < p->nodes; u++)
+			if (!config_whatif_node_failed(w, u))
+				alive[k++] = u;
+		if (world > config_platform_gpus(rest))
+			ok = config_fail(err,
+					 "--fail-node: the job no longer fits: it needs %d GPUs, and %d of %d nodes remain "
+					 "(%d GPUs)",
+					 world, rest->nodes, p->nodes, config_platform_gpus(rest));
+		else
+			ok = engine_placement_map(rest, world, opt, gpu_of_rank, err);
+		for (int r = 0; ok && r < world; r++)
+			gpu_of_rank[r] = alive[gpu_of_rank[r] / G] * G + gpu_of_rank[r] % G;
+	}
+	free(rest);
+	free(alive);
+	return ok;
+}
+
+bool engine_whatif_supported(const char *engine, const engine_options *opt, config_error *err)
+{
+	if (!engine_whatif_active(opt) || strcmp(engine, "simgrid") == 0)
+		return true;
+	char what[96];
+	config_whatif_format(&opt->whatif->item[0], what, sizeof what);
+	return config_fail(err,
+			   "the %s engine cannot run --%s (nor any what-if): it times one rank per class and assumes "
+			   "every rank of a class alike; use --engine simgrid, which simulates the whole cluster",
+			   engine, what);
+}
+
+double engine_placed_gpu_memory(const config_platform *p, int world, const engine_options *opt)
+{
+	if (p->n_node_groups == 0)
+		return p->gpu.memory_bytes;
+	if (world <= 0)
+		world = config_platform_gpus(p);
+	int *gpu_of = malloc((size_t)world * sizeof *gpu_of);
+	double least = p->gpu.memory_bytes;
+	bool any = false;
+	if (gpu_of && engine_whatif_placement(p, world, opt, gpu_of, NULL))
+		for (int r = 0; r < world; r++) {
+			double m = config_platform_gpu_of(p, gpu_of[r] / p->gpus_per_node)->memory_bytes;
+			if (!any || m < least)
+				least = m;
+			any = true;
+		}
+	free(gpu_of);
+	return least;
+}
