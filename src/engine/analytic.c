@@ -38,20 +38,50 @@ bool engine_analytic_durations(const config_platform *p, const workload_plan *pl
 	 * oversubscribed fat-tree a shape sums leaf loads). */
 	const workload_layout *l = &plan->layout;
 	engine_group_shape sp = engine_group_shape_of(p, l, WL_GROUP_SP), world = engine_group_shape_of(p, l, WL_GROUP_WORLD);
+	/* A plan repeats the same few collectives (every layer's all-to-alls, every bucket):
+	 * their times on the two shapes are memoised per plan (comm_time is a function of the
+	 * shape and the op's collective, algorithm, bytes and chunks). */
+	enum { MEMO = 32 };
+	struct {
+		bool world;
+		workload_coll coll;
+		workload_alg alg;
+		int chunks;
+		double bytes, time;
+	} memo[MEMO];
+	int n_memo = 0;
 	for (int b = 0; b < nb; b++) {
 		const workload_block *blk = b < prog->n_micro ? &prog->micro[b] : &prog->step[b - prog->n_micro];
 		dur[b] = row;
 		for (int j = 0; j < blk->n_ops; j++) {
 			const workload_op *op = &blk->ops[j];
-			if (op->kind == WL_OP_COMPUTE)
+			if (op->kind == WL_OP_COMPUTE) {
 				row[j] = engine_compute_time(p, op);
-			else if (op->group == WL_GROUP_WORLD)
-				row[j] = comm_time(p, op, world);
-			else if ((op->group_size > 0 && op->group_size != l->group_size) ||
-				 (l->ring > 1 && op->coll == WL_COLL_SENDRECV))
+				continue;
+			}
+			bool w = op->group == WL_GROUP_WORLD;
+			if (!w && ((op->group_size > 0 && op->group_size != l->group_size) ||
+				   (l->ring > 1 && op->coll == WL_COLL_SENDRECV))) {
 				row[j] = engine_op_time(p, l, op);
-			else
-				row[j] = comm_time(p, op, sp);
+				continue;
+			}
+			int i = 0;
+			while (i < n_memo && !(memo[i].world == w && memo[i].coll == op->coll && memo[i].alg == op->alg &&
+					       memo[i].chunks == op->chunks && memo[i].bytes == op->bytes))
+				i++;
+			if (i < n_memo) {
+				row[j] = memo[i].time;
+				continue;
+			}
+			row[j] = comm_time(p, op, w ? world : sp);
+			if (n_memo < MEMO) {
+				memo[n_memo].world = w;
+				memo[n_memo].coll = op->coll;
+				memo[n_memo].alg = op->alg;
+				memo[n_memo].chunks = op->chunks;
+				memo[n_memo].bytes = op->bytes;
+				memo[n_memo++].time = row[j];
+			}
 		}
 		row += blk->n_ops;
 	}

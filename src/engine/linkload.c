@@ -225,16 +225,43 @@ bool engine_analytic_loads(const config_platform *p, const workload_plan *plan, 
 	engine_op_load *row = (engine_op_load *)(ld + nb);
 	const workload_layout *l = &plan->layout;
 	engine_group_shape sp = engine_group_shape_of(p, l, WL_GROUP_SP), world = engine_group_shape_of(p, l, WL_GROUP_WORLD);
+	/* A plan repeats the same few collectives: the load of one on the SP or world shape is
+	 * a function of its collective, algorithm and bytes, memoised per plan. */
+	enum { MEMO = 32 };
+	struct load_memo {
+		bool world;
+		workload_coll coll;
+		workload_alg alg;
+		double bytes;
+		const engine_op_load *load;
+	} memo[MEMO];
+	int n_memo = 0;
 	for (int b = 0; b < nb; b++) {
 		const workload_block *blk = b < prog->n_micro ? &prog->micro[b] : &prog->step[b - prog->n_micro];
 		ld[b] = row;
 		for (int j = 0; j < blk->n_ops; j++) {
 			const workload_op *op = &blk->ops[j];
-			engine_group_shape s = op->group == WL_GROUP_WORLD ? world
-					       : op->group_size > 0 && op->group_size != l->group_size
-						       ? engine_op_shape(p, l, op)
-						       : sp;
-			engine_op_load_of(p, s, op, &row[j]);
+			bool w = op->group == WL_GROUP_WORLD;
+			if (!w && op->group_size > 0 && op->group_size != l->group_size) {
+				engine_op_load_of(p, engine_op_shape(p, l, op), op, &row[j]);
+				continue;
+			}
+			if (op->kind != WL_OP_COMM) {
+				row[j].n = 0;
+				continue;
+			}
+			int i = 0;
+			while (i < n_memo && !(memo[i].world == w && memo[i].coll == op->coll && memo[i].alg == op->alg &&
+					       memo[i].bytes == op->bytes))
+				i++;
+			if (i < n_memo) {
+				row[j] = *memo[i].load;
+				continue;
+			}
+			engine_op_load_of(p, w ? world : sp, op, &row[j]);
+			if (n_memo < MEMO)
+				memo[n_memo++] = (struct load_memo){.world = w, .coll = op->coll, .alg = op->alg,
+								   .bytes = op->bytes, .load = &row[j]};
 		}
 		row += blk->n_ops;
 	}

@@ -6,6 +6,18 @@
 
 #define MAX_LOOKBACK 8
 
+/* fmax and fmin, inline: libm's are calls, and these run per op instance and per event.
+ * Same results as glibc's, NaN operands included (the other operand is returned). */
+static inline double dmax(double a, double b)
+{
+	return a > b || isnan(b) ? a : b;
+}
+
+static inline double dmin(double a, double b)
+{
+	return a < b || isnan(b) ? a : b;
+}
+
 typedef struct sched {
 	double stream_end[WL_STREAM_COUNT];
 	engine_schedule_visit visit;
@@ -17,7 +29,7 @@ static bool uniform_delta(const double *now, const double *before, int n, double
 	double l = now[0] - before[0];
 	for (int i = 1; i < n; i++) {
 		double d = now[i] - before[i];
-		if (fabs(d - l) > 1e-12 * fmax(1.0, fabs(now[i])))
+		if (fabs(d - l) > 1e-12 * dmax(1.0, fabs(now[i])))
 			return false;
 	}
 	*lambda = l;
@@ -37,7 +49,7 @@ static bool run_block(sched *s, const workload_block *blk, const double *dur, in
 	if (blk->barrier) {
 		double t = 0;
 		for (int k = 0; k < WL_STREAM_COUNT; k++)
-			t = fmax(t, s->stream_end[k]);
+			t = dmax(t, s->stream_end[k]);
 		for (int k = 0; k < WL_STREAM_COUNT; k++)
 			s->stream_end[k] = t;
 	}
@@ -88,7 +100,7 @@ static bool run_block(sched *s, const workload_block *blk, const double *dur, in
 			if (op->dep >= 0) {
 				int it2 = it + op->dep_iter;
 				if (it2 >= 0)
-					start = fmax(start, ends[(size_t)(it2 % D) * n + op->dep]);
+					start = dmax(start, ends[(size_t)(it2 % D) * n + op->dep]);
 			}
 			double end = start + dur[j];
 			row[j] = end;
@@ -109,7 +121,7 @@ static bool run_block(sched *s, const workload_block *blk, const double *dur, in
 		}
 		double lambda;
 		bool uni = have_prev && uniform_delta(state, prev, nstate, &lambda);
-		if (uni && was_uniform && fabs(lambda - prev_lambda) <= 1e-12 * fmax(1.0, fabs(lambda))) {
+		if (uni && was_uniform && fabs(lambda - prev_lambda) <= 1e-12 * dmax(1.0, fabs(lambda))) {
 			int left = blk->repeat - 1 - it;
 			for (int k = 0; k < WL_STREAM_COUNT; k++)
 				if (used[k])
@@ -206,7 +218,7 @@ bool engine_schedule_run(const workload_program *prog, double *const *dur, engin
 			return false;
 	double step = 0;
 	for (int k = 0; k < WL_STREAM_COUNT; k++)
-		step = fmax(step, s.stream_end[k]);
+		step = dmax(step, s.stream_end[k]);
 	for (int b = 0; b < prog->n_micro; b++)
 		account(&prog->micro[b], dur[b], prog->grad_accum, r);
 	for (int b = 0; b < prog->n_step; b++)
@@ -259,6 +271,12 @@ typedef struct fl_slot {
 	double *ends; /* [iteration][op], NAN until the op instance has ended */
 } fl_slot;
 
+enum { FL_MEMO = 64 };
+typedef struct fl_memo {
+	int key[WL_STREAM_COUNT]; /* per stream: 1 + the index of its active communication op, 0 if none */
+	double rate[WL_STREAM_COUNT];
+} fl_memo;
+
 typedef struct fl {
 	const workload_program *prog;
 	double *const *dur;
@@ -293,6 +311,7 @@ typedef struct fl {
 	/* (time, work done) of each non-main stream at every event since the last snapshot */
 	int nlog[WL_STREAM_COUNT];
 	double *logt[WL_STREAM_COUNT], *logp[WL_STREAM_COUNT]; /* FL_LOG each */
+	fl_memo memo[FL_MEMO]; /* fl_rates by active set (all-zero keys never match: n >= 2) */
 } fl;
 
 static const workload_block *fl_block(const fl *f, int g, int *b, int *micro)
@@ -432,6 +451,22 @@ static void fl_rates(fl *f)
 	f->dirty = false;
 	if (n < 2)
 		return;
+	/* The rates depend only on which ops are active: memoised by that set (an iterated
+	 * block meets the same few sets again and again). */
+	int key[WL_STREAM_COUNT] = {0};
+	unsigned h = 0;
+	for (int i = 0; i < n; i++) {
+		const fl_stream *s = &f->st[a[i]];
+		key[a[i]] = f->off[s->b] + s->j + 1;
+	}
+	for (int k = 0; k < WL_STREAM_COUNT; k++)
+		h = h * 2654435761u + (unsigned)key[k];
+	fl_memo *me = &f->memo[(h >> 7) % FL_MEMO];
+	if (!memcmp(me->key, key, sizeof key)) {
+		for (int i = 0; i < n; i++)
+			f->st[a[i]].rate = me->rate[a[i]];
+		return;
+	}
 	const engine_op_load *ld[WL_STREAM_COUNT];
 	double w[WL_STREAM_COUNT], T[WL_STREAM_COUNT], x[WL_STREAM_COUNT] = {0};
 	bool frozen[WL_STREAM_COUNT] = {false};
@@ -459,13 +494,13 @@ static void fl_rates(fl *f)
 		for (int i = 0; i < n; i++) {
 			if (frozen[i])
 				continue;
-			step = fmin(step, (1 - x[i]) / w[i]);
+			step = dmin(step, (1 - x[i]) / w[i]);
 			for (int q = 0; q < ld[i]->n; q++)
 				demand[ld[i]->res[q]] += w[i] * ld[i]->busy[q] / T[i];
 		}
 		for (int u = 0; u < nr; u++)
 			if (demand[res[u]] > 0)
-				step = fmin(step, cap[res[u]] / demand[res[u]]);
+				step = dmin(step, cap[res[u]] / demand[res[u]]);
 		for (int u = 0; u < nr; u++)
 			cap[res[u]] -= step * demand[res[u]];
 		for (int i = 0; i < n; i++) {
@@ -481,8 +516,9 @@ static void fl_rates(fl *f)
 			}
 		}
 	}
+	memcpy(me->key, key, sizeof key);
 	for (int i = 0; i < n; i++)
-		f->st[a[i]].rate = fmin(1.0, x[i]);
+		f->st[a[i]].rate = me->rate[a[i]] = dmin(1.0, x[i]);
 }
 
 /* Releases a barrier once every stream waits at it. */
@@ -628,7 +664,7 @@ static void fl_try_skip(fl *f, int g, int it)
 		reach = s->it - Dk < reach ? s->it - Dk : reach;
 	}
 	D = lo - reach; /* rows [lo - D, hi] */
-	double tol = 1e-12 * fmax(1.0, f->t);
+	double tol = 1e-12 * dmax(1.0, f->t);
 	bool same = f->snap_g == g && f->snap_it == it - 1 && f->snap_lo == lo - 1 && f->snap_hi == hi - 1 &&
 		    f->snap_z == z && fl_same(cur, f->snap, 4 * WL_STREAM_COUNT, tol);
 	int jz = z >= 0 ? f->st[z].j : -1;
@@ -743,7 +779,7 @@ static void fl_try_skip_micro(fl *f, int m)
 		f->ms_cur[q++] = s->k * 8 + s->state;
 		f->ms_cur[q++] = s->state == FL_ACTIVE ? s->rem : 0;
 	}
-	double tol = 1e-12 * fmax(1.0, f->t);
+	double tol = 1e-12 * dmax(1.0, f->t);
 	bool same = f->ms_m == m - 1;
 	for (int i = 0; same && i < q; i++)
 		same = fabs(f->ms_cur[i] - f->ms_prev[i]) <= tol;
@@ -947,10 +983,10 @@ static bool fl_setup(fl *f, config_error *err)
 			double T = f->dur[b][j], w = INFINITY;
 			const engine_op_load *ld = &f->load[b][j];
 			for (int i = 0; i < ld->n; i++)
-				T = fmax(T, ld->busy[i]);
+				T = dmax(T, ld->busy[i]);
 			for (int i = 0; i < ld->n; i++)
 				if (ld->busy[i] > 0)
-					w = fmin(w, ld->flows[i] * T / ld->busy[i]);
+					w = dmin(w, ld->flows[i] * T / ld->busy[i]);
 			f->work[o + j] = T;
 			f->wt[o + j] = w < INFINITY ? w : 1;
 			f->acc[o + j] = 0;
@@ -1053,7 +1089,7 @@ static bool fl_run(fl *f, engine_result *r, config_error *err)
 			if (s->state != FL_ACTIVE)
 				continue;
 			s->rem = k == first ? 0 : s->rem - s->rate * dt;
-			if (s->rem > 1e-15 * fmax(1.0, f->t))
+			if (s->rem > 1e-15 * dmax(1.0, f->t))
 				continue;
 			f->dirty |= s->comm;
 			double busy = s->busy_since;
