@@ -125,6 +125,47 @@ START_TEST(every_row_accepts_its_bounds_and_refuses_beyond)
 }
 END_TEST
 
+/* Every numeric flag reads its row: the message names the flag and the row's range (so the
+ * flag, the job YAML and the sweep spec cannot drift apart). */
+static void flag_reads_row(config_range_id id, const char *flag, const char *cmd)
+{
+	char expect[160], want[256];
+	snprintf(want, sizeof want, "spsim: %s expects %s, got", flag, config_range_expect(id, expect, sizeof expect));
+	expect_exit(2, want, "%s", cmd);
+}
+
+START_TEST(every_numeric_flag_reads_the_table)
+{
+	flag_reads_row(CONFIG_R_COLL_FACTOR, "-f", "collective -f 1");
+	flag_reads_row(CONFIG_R_COLL_GROUP, "-g", "collective -g 0");
+	flag_reads_row(CONFIG_R_COLL_GROUP, "--groups", "collective --groups 16777217");
+	flag_reads_row(CONFIG_R_JOBS, "--jobs", "sweep --jobs 4097 x.yaml");
+	flag_reads_row(CONFIG_R_TIMEOUT, "--point-timeout", "sweep --point-timeout 0 x.yaml");
+	flag_reads_row(CONFIG_R_PLAN_TOP, "--top", "plan --top 1001");
+	flag_reads_row(CONFIG_R_JOBS, "--jobs", "plan -j 0");
+	flag_reads_row(CONFIG_R_TIMEOUT, "--timeout", "plan --timeout 1e10");
+	flag_reads_row(CONFIG_R_PRICE, "--price", "plan --model llama-3.1-8b --platform a100-2x4-ib400 --gpus 8 "
+						  "--seq-len 4K --global-batch 1M --price 1e10");
+	/* What-ifs: the factor's row bounds the flags and the what_if: key alike (both parse
+	 * through config_whatif_add); its upper bound is taken, a hair above is not. */
+	const config_range *f = config_range_get(CONFIG_R_WHATIF_FACTOR);
+	ck_assert_double_eq(f->lo, 1);
+	ck_assert_double_eq(f->hi, 1000); /* the "FACTOR from 1 to 1000" of the messages */
+	config_whatif w = {0};
+	config_error e;
+	ck_assert_msg(config_whatif_add(&w, CONFIG_WHATIF_SLOW_GPU, "3:1000", &e), "%s", e.msg);
+	ck_assert(!config_whatif_add(&w, CONFIG_WHATIF_DEGRADE, "nic:0:1000.5", &e));
+	ck_assert(!config_whatif_add(&w, CONFIG_WHATIF_SLOW_NODE, "0:0x10", &e)); /* hex: not a plain number */
+	/* --background: SIZE and PERIOD were unbounded quantities (1e30 B or 1e-300 s taken) */
+	ck_assert_msg(config_whatif_add(&w, CONFIG_WHATIF_BACKGROUND, "1TB:1us:4-5", &e), "%s", e.msg);
+	ck_assert(!config_whatif_add(&w, CONFIG_WHATIF_BACKGROUND, "1e30B:100ms:4-5", &e));
+	ck_assert_ptr_nonnull(strstr(e.msg, "--background"));
+	ck_assert(!config_whatif_add(&w, CONFIG_WHATIF_BACKGROUND, "1GiB:1e-300s:4-5", &e));
+	ck_assert(!config_whatif_add(&w, CONFIG_WHATIF_BACKGROUND, "1GiB:2e6s:4-5", &e));
+	expect_exit(2, "--background", "run " REF " --engine simgrid --seq-len 4K --background 1e30B:100ms:0-1");
+}
+END_TEST
+
 START_TEST(job_yaml_takes_the_command_line_ranges)
 {
 	/* grad_accum and micro_batch at 2^31 - 1 were accepted by YAML (an hour of simulation);
@@ -395,6 +436,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, every_row_accepts_its_bounds_and_refuses_beyond);
 	tcase_add_test(tc, job_yaml_takes_the_command_line_ranges);
+	tcase_add_test(tc, every_numeric_flag_reads_the_table);
 	tcase_add_test(tc, token_products_cannot_overflow);
 	tcase_add_test(tc, gpu_count_products_are_checked);
 	tcase_add_test(tc, tiny_quantities_are_refused);

@@ -870,6 +870,47 @@ START_TEST(no_speedup_for_what_does_not_fit)
 }
 END_TEST
 
+/* The blocks a `run --progress` line reports in all ("progress: N/N blocks (100%)"). */
+static long run_progress_total(const char *grad_accum, const char *plain_out)
+{
+	cli_out *o = spsim("run", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--engine", "simgrid",
+			   "--seq-len", "4K", "--grad-accum", grad_accum, "--progress", NULL);
+	expect(o, 0, "progress: 1/");
+	if (plain_out) /* progress observes: stdout is the run's without it, byte for byte */
+		ck_assert_str_eq(o->out, plain_out);
+	const char *end = strstr(o->err, " blocks (100%)");
+	ck_assert_msg(end && strstr(end, "elapsed"), "%s", o->err);
+	const char *p = end;
+	while (p > o->err && p[-1] != '/')
+		p--;
+	long n = strtol(p, NULL, 10);
+	free(o);
+	return n;
+}
+
+START_TEST(simgrid_run_progress_on_request_only)
+{
+	/* stderr here is a file, not a terminal: a SimGrid run says nothing unasked */
+	cli_out *o = spsim("run", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--engine", "simgrid",
+			   "--seq-len", "4K", "--grad-accum", "2", NULL);
+	expect(o, 0, NULL);
+	ck_assert_str_eq(o->err, "");
+	/* --progress: blocks of the program walked, with rate and ETA; the program is G
+	 * micro-steps of n_micro blocks and n_step step blocks, so the total grows by the
+	 * same n_micro > 0 per micro-step (G = 1, 2, 3; below the extrapolation threshold) */
+	long t1 = run_progress_total("1", NULL), t2 = run_progress_total("2", o->out), t3 = run_progress_total("3", NULL);
+	ck_assert_int_gt(t2 - t1, 0);
+	ck_assert_int_eq(t3 - t2, t2 - t1);
+	ck_assert_int_gt(t1, t2 - t1); /* and the step blocks on top of one micro-step */
+	free(o);
+	o = spsim("run", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--engine", "simgrid", "--seq-len",
+		  "4K", "--quiet", NULL);
+	expect(o, 0, NULL);
+	ck_assert_str_eq(o->err, "");
+	free(o);
+}
+END_TEST
+
 START_TEST(plan_progress_on_request_only)
 {
 	/* stderr here is a file, not a terminal: nothing unasked; --progress: a line per
@@ -1046,6 +1087,7 @@ int main(void)
 	tcase_add_test(tc, plan_says_why_nothing_was_searched);
 	tcase_add_test(tc, no_speedup_for_what_does_not_fit);
 	tcase_add_test(tc, plan_progress_on_request_only);
+	tcase_add_test(tc, simgrid_run_progress_on_request_only);
 	tcase_add_test(tc, shipped_files_cite_sources_in_the_repository);
 	tcase_add_test(tc, basp_unequal_pads_the_sequence);
 	suite_add_tcase(s, tc);

@@ -57,6 +57,20 @@ run wall comm --transport cpu --ranks 8 --ranks-per-node 4 --max-bytes 64KiB --f
 [ "$(grep -c '"kind": "comm",' "$out/wall/measurements.jsonl")" -eq 24 ] ||
 	fail "comm: want 6 collective/group pairs x 4 sizes logged"
 
+# One vocabulary: the short spellings shared with spsim collective (-b/-e/-f, nccl-tests'
+# own) and -o sweep the same sizes into the same place as --min-bytes/--max-bytes/--factor
+# and --out/--output. 1 KiB to 16 KiB by 4: 1024, 4096, 16384.
+sizes() { grep -o '"bytes": [0-9]*' "$1/measurements.jsonl" | sort -u | tr '\n' ' '; }
+run short comm --transport cpu --ranks 4 --ranks-per-node 2 -b 1KiB -e 16KiB -f 4 --iters 1 --warmup 0 -o "$out/short"
+run long comm --transport cpu --ranks 4 --ranks-per-node 2 --min-bytes 1KiB --max-bytes 16KiB --factor 4 --iters 1 \
+	--warmup 0 --output "$out/long"
+run out comm --transport cpu --ranks 4 --ranks-per-node 2 --min-bytes 1KiB --max-bytes 1KiB --iters 1 --warmup 0 \
+	--out "$out/outdir"
+want='"bytes": 1024 "bytes": 16384 "bytes": 4096 '
+[ "$(sizes "$out/short")" = "$want" ] || fail "-b/-e/-f/-o: sizes $(sizes "$out/short"), want $want"
+[ "$(sizes "$out/long")" = "$want" ] || fail "--min-bytes/--max-bytes/--factor/--output: sizes $(sizes "$out/long")"
+[ "$(sizes "$out/outdir")" = '"bytes": 1024 ' ] || fail "--out: sizes $(sizes "$out/outdir")"
+
 # ---- 3. a mistake: 5 query heads cannot split over 4 ranks
 "$exe" layer --transport cpu --ranks 4 --dims 80,5,5,16 --seq 8 --out "$out/bad" >"$out/bad.txt" 2>&1
 rc=$?

@@ -172,17 +172,21 @@ bool cli_parse_double(const char *flag, const char *s, double lo, double hi, dou
 	return true;
 }
 
-bool cli_parse_range(config_range_id id, const char *arg, double *out)
+bool cli_parse_range_as(config_range_id id, const char *flag, const char *arg, double *out)
 {
 	const config_range *r = config_range_get(id);
 	config_error err;
-	if (!config_range_parse(id, r->flag, arg, out, &err)) {
+	if (!flag)
+		flag = r->flag;
+	if (!config_range_parse(id, flag, arg, out, &err)) {
 		char e[160];
-		fprintf(stderr, "spsim: %s expects %s, got '%s'\n", r->flag, config_range_expect(id, e, sizeof e), arg);
+		fprintf(stderr, "spsim: %s expects %s, got '%s'\n", flag, config_range_expect(id, e, sizeof e), arg);
 		return false;
 	}
 	return true;
 }
+
+bool cli_parse_range(config_range_id id, const char *arg, double *out) { return cli_parse_range_as(id, NULL, arg, out); }
 
 /* An INT or TOKENS row into an int or long (the table's bounds fit them). */
 static bool range_int(config_range_id id, const char *arg, int *out)
@@ -194,13 +198,18 @@ static bool range_int(config_range_id id, const char *arg, int *out)
 	return true;
 }
 
-bool cli_parse_range_long(config_range_id id, const char *arg, long *out)
+bool cli_parse_range_long_as(config_range_id id, const char *flag, const char *arg, long *out)
 {
 	double d;
-	if (!cli_parse_range(id, arg, &d))
+	if (!cli_parse_range_as(id, flag, arg, &d))
 		return false;
 	*out = (long)d;
 	return true;
+}
+
+bool cli_parse_range_long(config_range_id id, const char *arg, long *out)
+{
+	return cli_parse_range_long_as(id, NULL, arg, out);
 }
 
 static bool parse_tristate(const char *flag, const char *s, int *out)

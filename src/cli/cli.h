@@ -106,6 +106,10 @@ bool cli_parse_double(const char *flag, const char *s, double lo, double hi, dou
  * prints "FLAG expects EXPECT, got 'x'" on failure. */
 bool cli_parse_range(config_range_id id, const char *arg, double *out);
 bool cli_parse_range_long(config_range_id id, const char *arg, long *out);
+/* The same for a row read under another spelling of its flag (-g for --groups, -j for
+ * --jobs, --point-timeout for --timeout); flag names it in the message. */
+bool cli_parse_range_as(config_range_id id, const char *flag, const char *arg, double *out);
+bool cli_parse_range_long_as(config_range_id id, const char *flag, const char *arg, long *out);
 
 /* One simulated job: its composite (one part unless BASP with N % B != 0), the plan
  * whose result is reported, the result, and per-part results of unequal groups. */

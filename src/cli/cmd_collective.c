@@ -160,12 +160,12 @@ static int parse_args(int argc, char **argv, coll_args *a)
 			}
 			break;
 		case 'f':
-			if (!cli_parse_int("-f", optarg, 2, 1 << 20, &v))
+			if (!cli_parse_range_long(CONFIG_R_COLL_FACTOR, optarg, &v))
 				return CLI_USAGE;
 			a->step_factor = (double)v;
 			break;
 		case 'g':
-			if (!cli_parse_int("-g", optarg, 1, 1 << 24, &v))
+			if (!cli_parse_range_long_as(CONFIG_R_COLL_GROUP, "-g", optarg, &v))
 				return CLI_USAGE;
 			a->gpus = (int)v;
 			break;
@@ -179,7 +179,7 @@ static int parse_args(int argc, char **argv, coll_args *a)
 			break;
 		case 'o': a->redop = optarg; break;
 		case OPT_GROUPS:
-			if (!cli_parse_int("--groups", optarg, 1, 1 << 24, &v))
+			if (!cli_parse_range_long(CONFIG_R_COLL_GROUP, optarg, &v))
 				return CLI_USAGE;
 			a->group_size = (int)v;
 			break;

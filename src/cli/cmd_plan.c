@@ -203,7 +203,7 @@ static bool parse_prices(const char *text, const config_platform *p, int n, doub
 	bool ok = true;
 	if (!strchr(copy, '=')) {
 		double v;
-		ok = cli_parse_double("--price", copy, 1e-9, 1e9, &v);
+		ok = cli_parse_range(CONFIG_R_PRICE, copy, &v);
 		for (int i = 0; ok && i < n; i++)
 			price[i] = v;
 	} else {
@@ -223,7 +223,7 @@ static bool parse_prices(const char *text, const config_platform *p, int n, doub
 				fprintf(stderr, "spsim plan: --price: '%s' is not one of the --platform names\n", t);
 				ok = false;
 			} else {
-				ok = cli_parse_double("--price", eq + 1, 1e-9, 1e9, &price[k]);
+				ok = cli_parse_range(CONFIG_R_PRICE, eq + 1, &price[k]);
 			}
 		}
 		for (int i = 0; ok && i < n; i++)
@@ -430,7 +430,7 @@ int cli_cmd_plan(int argc, char **argv)
 		case OPT_BATCH: ok = cli_parse_range_long(CONFIG_R_GLOBAL_BATCH, optarg, &a.batch); break;
 		case OPT_PRICE: a.price = copy; break;
 		case OPT_TOP:
-			ok = cli_parse_int("--top", optarg, 1, 1000, &v);
+			ok = cli_parse_range_long(CONFIG_R_PLAN_TOP, optarg, &v);
 			a.top = (int)v;
 			break;
 		case OPT_ZERO: ok = each_item(copy, add_zero, &a); break;
@@ -464,10 +464,10 @@ int cli_cmd_plan(int argc, char **argv)
 		case OPT_PLACEMENT: ok = each_item(copy, add_placement, &a); break;
 		case OPT_CAL: a.calibration = copy; break;
 		case 'j':
-			ok = cli_parse_int("--jobs", optarg, 1, 4096, &v);
+			ok = cli_parse_range_long(CONFIG_R_JOBS, optarg, &v);
 			a.jobs = (int)v;
 			break;
-		case OPT_TIMEOUT: ok = cli_parse_double("--timeout", optarg, 0.001, 1e9, &a.timeout); break;
+		case OPT_TIMEOUT: ok = cli_parse_range(CONFIG_R_TIMEOUT, optarg, &a.timeout); break;
 		case OPT_FORMAT:
 			ok = report_format_parse(optarg, &a.format) && a.format != REPORT_CSV;
 			if (!ok)

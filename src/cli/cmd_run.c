@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -13,9 +14,57 @@ enum { OPT_STRATEGIES = CLI_OPT_FIRST_FREE, OPT_GRANULE, OPT_PLOT, OPT_PROGRESS,
 static void run_help(FILE *f)
 {
 	fputs("usage: spsim run --model NAME --platform NAME --seq-len S [options]\n"
-	      "Simulates one training step and reports step time, its breakdown and memory per GPU.\n\n",
+	      "Simulates one training step and reports step time, its breakdown and memory per GPU.\n\n"
+	      "  --progress               a SimGrid run's blocks simulated, rate and ETA on stderr even when it\n"
+	      "                           is not a terminal (on a terminal a bar once a run passes 1 s)\n"
+	      "  --quiet                  no progress\n",
 	      f);
 	cli_job_help(f);
+}
+
+/* Progress of one SimGrid run (engine_options.progress): the blocks of the program the
+ * first GPU stream has walked. Called inside the simulation, which may be a child process
+ * with its own copy of this state. */
+typedef struct run_progress {
+	int mode; /* 1 --progress: lines in logs; -1: a bar once past 1 s on a terminal; 0 none */
+	bool started;
+	double t0;
+	plan_progress p;
+} run_progress;
+
+static double run_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void run_progress_cb(void *ctx, long done, long total)
+{
+	run_progress *rp = ctx;
+	if (!rp->started) {
+		rp->started = true;
+		rp->t0 = run_now();
+	}
+	if (rp->mode < 0 && run_now() - rp->t0 < 1 && !rp->p.f)
+		return; /* a run under a second says nothing */
+	if (!rp->p.f) {
+		plan_progress_start(&rp->p, stderr, total, false);
+		rp->p.unit = "blocks";
+	}
+	plan_progress_update(&rp->p, done, 0);
+	if (done >= total)
+		plan_progress_end(&rp->p);
+}
+
+static int run_opt(void *ctx, int id, const char *arg)
+{
+	(void)arg;
+	if (id == OPT_PROGRESS || id == OPT_QUIET) {
+		((run_progress *)ctx)->mode = id == OPT_PROGRESS;
+		return 1;
+	}
+	return 0;
 }
 
 /* CSV: the sweep's row columns (docs/planning.md "Rows"), one row per run. */
@@ -88,13 +137,24 @@ static int parse(int argc, char **argv, cli_job_args *a, const struct option *ex
 
 int cli_cmd_run(int argc, char **argv)
 {
+	static const struct option extra[] = {{"progress", no_argument, NULL, OPT_PROGRESS},
+					      {"quiet", no_argument, NULL, OPT_QUIET},
+					      {NULL, 0, NULL, 0}};
 	cli_job_args a;
 	cli_job_init(&a);
-	int rc = parse(argc, argv, &a, NULL, NULL, NULL, run_help);
+	run_progress prog = {.mode = -1};
+	int rc = parse(argc, argv, &a, extra, run_opt, &prog, run_help);
 	if (rc >= 0)
 		return rc;
 	if (!cli_job_resolve(&a, "run"))
 		return CLI_USAGE;
+	/* the planner's convention: --progress lines anywhere, a bar on a terminal, pipes clean */
+	if (prog.mode < 0 && !isatty(fileno(stderr)))
+		prog.mode = 0;
+	if (prog.mode != 0) {
+		a.opt.progress = run_progress_cb;
+		a.opt.progress_ctx = &prog;
+	}
 	cli_sim *sim = malloc(sizeof *sim);
 	if (!sim)
 		return CLI_FAIL;

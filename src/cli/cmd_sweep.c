@@ -94,7 +94,7 @@ int cli_cmd_sweep(int argc, char **argv)
 		switch (c) {
 		case OPT_OUTPUT: out = optarg; break;
 		case OPT_JOBS:
-			if (!cli_parse_int("--jobs", optarg, 1, 4096, &v))
+			if (!cli_parse_range_long(CONFIG_R_JOBS, optarg, &v))
 				return CLI_USAGE;
 			so.jobs = (int)v;
 			break;
@@ -102,7 +102,7 @@ int cli_cmd_sweep(int argc, char **argv)
 		case OPT_FORCE: force = true; break;
 		case OPT_RETRY: so.retry_failed = true; break;
 		case OPT_TIMEOUT:
-			if (!cli_parse_double("--point-timeout", optarg, 0.001, 1e9, &so.timeout_s))
+			if (!cli_parse_range_as(CONFIG_R_TIMEOUT, "--point-timeout", optarg, &so.timeout_s))
 				return CLI_USAGE;
 			break;
 		case OPT_PLOT: plot = optarg; break;

@@ -92,7 +92,32 @@
 	X(COLL_BYTES, "size", "-b/-e/-i", SIZE, 0, 1e12)                                                   \
 	X(GLOBAL_BATCH, "global_batch", "--global-batch", TOKENS, 1, 4503599627370496.0) /* 2^52 */        \
 	/* nccl-tests logs: rank numbers below the --gpus bound */                                        \
-	X(LOG_RANK, "rank", NULL, INT, 0, 16777215)
+	X(LOG_RANK, "rank", NULL, INT, 0, 16777215)                                                        \
+	/* collective -f: nccl-tests' size step factor; 2 is the least that grows the size, 2^20 steps  \
+	 * 1 B to 1 MiB at once (and keeps size x factor far below DBL_MAX) */                          \
+	X(COLL_FACTOR, "factor", "-f", INT, 2, 1048576)                                                    \
+	/* collective -g/--groups: ranks in a group, within the --gpus bound */                          \
+	X(COLL_GROUP, "group_size", "--groups", INT, 1, 16777216)                                          \
+	/* sweep/plan --jobs: worker processes on one host; 4096 is 5x the hardware threads of the      \
+	 * largest two-socket servers (2 x 192 cores x 2 threads) */                                     \
+	X(JOBS, "jobs", "--jobs", INT, 1, 4096)                                                            \
+	/* plan --top: rows shown, each re-run by the verifying engine; past 1000 nobody reads them */   \
+	X(PLAN_TOP, "top", "--top", INT, 1, 1000)                                                          \
+	/* plan --price per GPU-hour: from a billionth of a currency unit to a billion, so cost =       \
+	 * price x GPUs x hours stays finite */                                                          \
+	X(PRICE, "price", "--price", NUMBER, 1e-9, 1e9)                                                    \
+	/* plan --timeout, sweep --point-timeout (seconds): 1 ms is below one process start, 1e9 s is   \
+	 * 30 years */                                                                                   \
+	X(TIMEOUT, "timeout", "--timeout", NUMBER, 0.001, 1e9)                                             \
+	/* what-ifs (--slow-gpu/--slow-node/--degrade and the job's what_if: key): 1 is no change (a    \
+	 * faster part is another platform); 1000x slower is beyond any throttled GPU or degraded link  \
+	 * (thermal throttling halves clocks, a link falling back to a lower rate loses under 100x) */   \
+	X(WHATIF_FACTOR, "factor", NULL, NUMBER, 1, 1000)                                                  \
+	/* --background SIZE: the other job's all-reduce per rank, bounded as collective sizes */        \
+	X(BACKGROUND_SIZE, "size", NULL, SIZE, 1, 1e12)                                                    \
+	/* --background PERIOD: 1 us is below one collective's launch latency (NCCL's ~5 us base       \
+	 * latency, src/graph/tuning.cc); 1e6 s (11 days) is longer than any simulated step */          \
+	X(BACKGROUND_PERIOD, "period", NULL, TIME, 1e-6, 1e6)
 
 typedef enum config_range_id {
 #define CONFIG_RANGE_ENUM(id, ...) CONFIG_R_##id,

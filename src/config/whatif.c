@@ -9,14 +9,13 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/ranges.h"
 #include "config/yamltree.h"
 
 const char *const config_whatif_flags[CONFIG_WHATIF_KINDS] = {"slow-gpu", "slow-node", "degrade", "fail-node",
 							       "background"};
 static const char *const yaml_keys[CONFIG_WHATIF_KINDS + 1] = {"slow_gpu",  "slow_node", "degrade",
 							       "fail_node", "background", NULL};
-
-#define FACTOR_MAX 1000.0
 
 static const char *const expected[CONFIG_WHATIF_KINDS] = {
 	"RANK:FACTOR, e.g. 3:1.5 (world rank 3 computes 1.5x slower; FACTOR from 1 to 1000)",
@@ -42,15 +41,11 @@ static bool read_index(const char **s, int *out)
 	return true;
 }
 
+/* A factor from the ranges table (the flags and the what_if: key read the same row). */
 static bool read_factor(const char *s, double *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < 1 || v > FACTOR_MAX)
-		return false;
-	*out = v;
-	return true;
+	config_error e;
+	return config_range_parse(CONFIG_R_WHATIF_FACTOR, NULL, s, out, &e);
 }
 
 /* "SIZE:PERIOD:A-B" */
@@ -67,8 +62,8 @@ static bool parse_background(const char *text, config_whatif_item *it)
 	*c1 = *c2 = '\0';
 	config_error e;
 	const char *s = c2 + 1;
-	if (!config_parse_quantity(buf, CONFIG_UNIT_SIZE, &it->bytes, &e) ||
-	    !config_parse_quantity(c1 + 1, CONFIG_UNIT_TIME, &it->period, &e) || !read_index(&s, &it->node) ||
+	if (!config_range_parse(CONFIG_R_BACKGROUND_SIZE, NULL, buf, &it->bytes, &e) ||
+	    !config_range_parse(CONFIG_R_BACKGROUND_PERIOD, NULL, c1 + 1, &it->period, &e) || !read_index(&s, &it->node) ||
 	    *s++ != '-' || !read_index(&s, &it->last) || *s || it->last <= it->node)
 		return false;
 	return true;

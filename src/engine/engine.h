@@ -56,6 +56,11 @@ typedef struct engine_options {
 	/* Asymmetric what-ifs (slow GPUs, degraded links, failed nodes), NULL or empty for
 	 * none; only the SimGrid engine runs them (engine_whatif_unsupported). */
 	const config_whatif *whatif;
+	/* Progress of a long run, NULL for none: the SimGrid engine calls it from the
+	 * simulation (which may run in a child process) after each block of the program that
+	 * the first GPU stream has walked, done of total; only observes, never changes a result. */
+	void (*progress)(void *ctx, long done, long total);
+	void *progress_ctx;
 } engine_options;
 
 /* Parses "contiguous", "strided" or "random:SEED" into opt->placement/placement_seed. */

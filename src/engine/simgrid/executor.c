@@ -239,11 +239,24 @@ static void stream_actor(int argc, char **argv)
 	sgx_run *r = A->R->run;
 	walker w = {.R = A->R, .me = A->s};
 	const workload_program *prog = r->prog;
+	/* progress: the first stream actor's blocks walked of the program's (an estimate of the
+	 * whole, as every stream walks the same program) */
+	const engine_options *o = &A->R->run->in->opt;
+	bool tell = o->progress && A->R == &r->ranks[0] && !r->told;
+	if (tell)
+		r->told = true;
+	long done = 0, total = (long)prog->grad_accum * prog->n_micro + prog->n_step;
 	for (int m = 0; m < prog->grad_accum; m++)
-		for (int b = 0; b < prog->n_micro; b++)
+		for (int b = 0; b < prog->n_micro; b++) {
 			walk_block(&w, b, m);
-	for (int b = 0; b < prog->n_step; b++)
+			if (tell)
+				o->progress(o->progress_ctx, ++done, total);
+		}
+	for (int b = 0; b < prog->n_step; b++) {
 		walk_block(&w, prog->n_micro + b, prog->grad_accum);
+		if (tell)
+			o->progress(o->progress_ctx, ++done, total);
+	}
 	flush(&w);
 	free(w.pend);
 	double now = simgrid_get_clock();

@@ -126,6 +126,7 @@ struct sgx_run {
 	long flows, execs;
 	bool oom;
 	bool broken; /* the symmetry reduction met a flow it cannot map (internal error) */
+	bool told;   /* a stream actor reports progress (engine_options.progress) */
 	void *bg;    /* whatif.c: the background traffic's ring edges */
 	config_platform *group_plat; /* per node group: the platform with that group's GPU */
 };
