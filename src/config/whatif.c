@@ -20,8 +20,8 @@ static const char *const yaml_keys[CONFIG_WHATIF_KINDS + 1] = {"slow_gpu",  "slo
 static const char *const expected[CONFIG_WHATIF_KINDS] = {
 	"RANK:FACTOR, e.g. 3:1.5 (world rank 3 computes 1.5x slower; FACTOR from 1 to 1000)",
 	"NODE:FACTOR, e.g. 0:2 (every GPU of node 0 computes 2x slower; FACTOR from 1 to 1000)",
-	"LINK:FACTOR with LINK nic:NODE, nic:NODE.I, nvlink:NODE.GPU, nvlink:NODE.A-B or leaf:L, e.g. nic:0.1:2 "
-	"(FACTOR from 1 to 1000)",
+	("LINK:FACTOR with LINK nic:NODE, nic:NODE.I, nvlink:NODE.GPU, nvlink:NODE.A-B or leaf:L, e.g. nic:0.1:2 "
+	 "(FACTOR from 1 to 1000)"),
 	"NODE, a node index from 0, e.g. 3",
 	"SIZE:PERIOD:NODES, e.g. 1GiB:100ms:4-7 (a ring all-reduce of 1 GiB every 100 ms over nodes 4 to 7)",
 };
