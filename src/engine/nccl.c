@@ -246,6 +246,30 @@ double nccl_model_time(const config_platform *p, workload_coll c, engine_group_s
 	return pair_time(&m, a, pr, latency, algbw);
 }
 
+/* src/include/device.h: NCCL_LL_MAX_NTHREADS 512, NCCL_LL128_MAX_NTHREADS 640,
+ * NCCL_SIMPLE_MAX_NTHREADS 512 (maxThreads of ncclTopoTuneModel); src/include/comm.h
+ * (tuning.cc ncclTopoTuneModel): NCCL_LL_THREAD_THRESHOLD 8, NCCL_LL128_THREAD_THRESHOLD 8,
+ * NCCL_SIMPLE_THREAD_THRESHOLD 64 bytes per thread, ring/LL's multiplied by nRanks. */
+static const int max_threads[NCCL_PROTO_COUNT] = {512, 640, 512};
+static const double thread_threshold[NCCL_PROTO_COUNT] = {8, 8, 64};
+
+int nccl_launch_channels(const config_platform *p, nccl_algo a, nccl_proto pr, int ranks, double bytes)
+{
+	int nc = nccl_channels(p);
+	if (a == NCCL_ALGO_NVLS) /* "NVLS should not need more than 16 channels": no tuning */
+		return nvls_channels;
+	if (a != NCCL_ALGO_RING && a != NCCL_ALGO_TREE)
+		return nc;
+	/* enqueue.cc getAlgoInfo (topoGetAlgoInfo in later releases), "Ring/Tree channel
+	 * tuning": while nBytes < nc x nt x threadThreshold, drop a channel (then halve the
+	 * threads, which only moves messages of a few KiB and is not modelled) */
+	double thr = thread_threshold[pr] * (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL ? ranks : 1);
+	double per_channel = max_threads[pr] * thr;
+	while (nc >= 2 && bytes < nc * per_channel)
+		nc--;
+	return nc;
+}
+
 /* Ring family, spsim's ring: NCCL's choice among (algorithm, protocol). */
 static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
 			   nccl_cost k)
@@ -272,6 +296,15 @@ static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_gro
 				k.scale[0] = k.scale[1] = bw_rs / bw;
 			}
 		}
+	}
+	/* NCCL chooses on the full channel count and then launches fewer channels for a small
+	 * message (nccl_launch_channels); each carries its share of the bandwidth, so the
+	 * chosen pair's wire time grows by the ratio */
+	int full = k.algo == NCCL_ALGO_NVLS ? nvls_channels : nccl_channels(p);
+	int nc = nccl_launch_channels(p, k.algo, k.proto, s.size, bytes);
+	if (nc < full) {
+		k.scale[0] *= (double)full / nc;
+		k.scale[1] *= (double)full / nc;
 	}
 	return k;
 }
