@@ -66,8 +66,10 @@ START_TEST(ring_collectives)
 	 * 10 GB/s = 100 us per step on the wire, 14 steps; NCCL's latency 8.4 + 10 x 3 (network
 	 * overhead) + 4 x 10 us = 78.4 us, x 1.4 (ring plateau): 1.4 ms + 109.76 us. */
 	config_platform q = tu_platform(2, 4, 1);
+	q.nccl.force_algo = NCCL_ALGO_RING + 1; /* the ring itself (NCCL picks its tree here: below) */
 	ck_assert_close(engine_collective_time(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 8e6), 1509.76e-6,
 			1e-12);
+	q.nccl.force_algo = 0;
 	/* Two groups of 8 spanning the same nodes (4 per node each, 8 GPUs per node):
 	 * their rings share the NIC -> 5 GB/s each: 200 us per step, 7 steps, plus
 	 * 8.4 + 6 x 3 + 1 x 10 = 36.4 us. */
@@ -194,7 +196,57 @@ START_TEST(nccl_protocol_switches_where_its_model_does)
 	/* forcing: --alg ring --proto Simple gives the ring's Simple time at any size */
 	p.nccl.force_algo = NCCL_ALGO_RING + 1;
 	p.nccl.force_proto = NCCL_PROTO_SIMPLE + 1;
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1e3), 56e-6 + 1e3 / bw_s, 1e-9);
+	/* ... on the one channel NCCL launches for 1 kB (enqueue.cc channel tuning: 1e3 B <
+	 * nc x 512 threads x 64 B down to nc = 1 of the 5): 5 x the wire time */
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1e3), 56e-6 + 5 * 1e3 / bw_s,
+			1e-9);
+}
+END_TEST
+
+START_TEST(nccl_launches_fewer_channels_for_small_messages)
+{
+	/* enqueue.cc getAlgoInfo: while nBytes < nc x nThreads x threadThreshold NCCL drops a
+	 * channel. Hand platform: 5 channels (100 / 20 GB/s). Ring/LL on 8 ranks: 512 threads
+	 * x 8 B x 8 ranks = 32 KiB per channel: 64 KiB runs on 1 channel (64 KiB < 2 x 32 KiB
+	 * is false: 2 channels), 1 MiB on all 5; ring/Simple 512 x 64 B = 32 KiB; LL128 640 x
+	 * 8 B = 5 KiB; NVLS always 16. */
+	config_platform p = tu_platform(1, 8, 1);
+	double KiB = 1024;
+	ck_assert_int_eq(nccl_launch_channels(&p, NCCL_ALGO_RING, NCCL_PROTO_LL, 8, 64 * KiB), 2);
+	ck_assert_int_eq(nccl_launch_channels(&p, NCCL_ALGO_RING, NCCL_PROTO_LL, 8, 64 * KiB - 1), 1);
+	ck_assert_int_eq(nccl_launch_channels(&p, NCCL_ALGO_RING, NCCL_PROTO_LL, 8, 1024 * KiB), 5);
+	ck_assert_int_eq(nccl_launch_channels(&p, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 8, 96 * KiB), 3);
+	ck_assert_int_eq(nccl_launch_channels(&p, NCCL_ALGO_RING, NCCL_PROTO_LL128, 8, 12 * KiB), 2);
+	ck_assert_int_eq(nccl_launch_channels(&p, NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE, 8, 1), 16);
+	/* 64 KiB all-reduce (ring/LL below 250 kB, nccl_protocol_switches_where_its_model_does):
+	 * latency 9.0706 us + 65536 B / (14.286 GB/s x 2/5 of the channels) = 20.54 us */
+	double want = (6.6 + 14 * 0.6 / 3.4) * 1e-6 + 65536 / (25e9 * 8 / 14 * 2 / 5);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 8, 8), 65536), want, 1e-9);
+}
+END_TEST
+
+START_TEST(two_node_all_reduce_takes_the_tree)
+{
+	/* 2 nodes x 4 GPUs, one 10 GB/s NIC per node, 8 MB all-reduce (hand platform: 100 GB/s
+	 * NVSwitch, 1 us step, 10 us network step, compute capability 80, 5 channels).
+	 * Ring/Simple: 1509.76 us (ring_collectives). NCCL rates its trees on two nodes by
+	 * bwIntra (tuning.cc), each node sending the buffer once over the network: tree bus
+	 * bandwidth min(100, 2 x 10) = 20 GB/s.
+	 *   tree/LL128: bus min(20 x .92 x 120/128, 5 x 20) = 17.25 GB/s, algbw x .5 = 8.625,
+	 *     x treeCorrectionFactor[LL128][log2(8e6/64) = 16] .8 = 6.9 GB/s; latency 14 +
+	 *     2 x (3 x 1.25/3.4 + 1 x 8.5 x 10/14) = 28.35 us: 28.35 + 8e6/6.9e9 = 1187.8 us
+	 *   tree/Simple: algbw 20 x .92 x .5 x .7 = 6.44 GB/s, latency 2 x (3 x 28/3.4 + 28 x
+	 *     10/14) = 89.4 us: 1331.6 us; tree/LL: 20 x .92 / 3.8 x .5 x .7 = 0.85 GB/s. */
+	config_platform p = tu_platform(2, 4, 1);
+	nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 8e6);
+	ck_assert_int_eq(k.algo, NCCL_ALGO_TREE);
+	ck_assert_int_eq(k.proto, NCCL_PROTO_LL128);
+	double lat = 14 + 2 * (3 * 1.25 / 3.4 + 8.5 * 10.0 / 14);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 8e6),
+			lat * 1e-6 + 8e6 / (20e9 * .92 * 120 / 128 * .5 * .8), 1e-9);
+	/* four nodes: a tree node moves a ring's bytes, NCCL uses bwInter: the ring again */
+	config_platform q = tu_platform(4, 4, 1);
+	ck_assert_int_eq(nccl_cost_of(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(16, 4, 4), 8e6).algo, NCCL_ALGO_RING);
 }
 END_TEST
 
@@ -530,6 +582,8 @@ int main(void)
 	tcase_add_test(tc, ring_collectives);
 	tcase_add_test(tc, mesh_uses_every_pair_link);
 	tcase_add_test(tc, nccl_protocol_switches_where_its_model_does);
+	tcase_add_test(tc, nccl_launches_fewer_channels_for_small_messages);
+	tcase_add_test(tc, two_node_all_reduce_takes_the_tree);
 	tcase_add_test(tc, one_rank_alltoall_is_a_launch_and_a_copy);
 	tcase_add_test(tc, p2p_channels_slow_a_mesh_all_to_all);
 	tcase_add_test(tc, ring_channel_exits_skip_nvlink);

@@ -158,6 +158,7 @@ typedef struct model_ctx {
 	workload_coll c;
 	int P, ppn, nodes, ci, ni, li, nsteps, ninter, cc, hwi;
 	double nch, bytes, busbw, lat_intra, lat_inter; /* link latency / NCCL's ring-Simple step */
+	double busbw_tree; /* the bus bandwidth NCCL's trees start from (see ctx_init) */
 } model_ctx;
 
 static void ctx_init(model_ctx *m, const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
@@ -175,6 +176,18 @@ static void ctx_init(model_ctx *m, const config_platform *p, workload_coll c, en
 	m->nch = nccl_channels(p);
 	m->bytes = bytes;
 	m->busbw = busbw_ring;
+	/* ncclTopoTuneModel: "bw = nNodes <= 2 ? graphs[a]->bwIntra : graphs[a]->bwInter". On
+	 * two nodes each node is the root of one of NCCL's two trees and a leaf of the other,
+	 * so it sends (and receives) the buffer once over the network, where a ring sends it
+	 * 2(P-1)/P times: NCCL rates its trees by the intra-node bandwidth there (spsim's
+	 * ring over one node's ranks stands for nChannels x bwIntra), and the network still
+	 * caps them at twice the ring's network-bound bus bandwidth. Beyond two nodes a
+	 * tree node moves as many bytes as a ring's, and NCCL uses bwInter. */
+	m->busbw_tree = busbw_ring;
+	if (m->nodes == 2 && m->ppn > 1) {
+		engine_group_shape node = {.size = m->ppn, .per_node = m->ppn, .active_per_node = s.active_per_node};
+		m->busbw_tree = fmin(engine_ring_busbw(p, node), 2.0 * busbw_ring);
+	}
 	m->nsteps = c == WL_COLL_ALLREDUCE ? 2 * (m->P - 1) : c == WL_COLL_BROADCAST ? m->P : m->P - 1;
 	m->ninter = c == WL_COLL_ALLREDUCE	  ? (m->nodes > 1 ? 2 * m->nodes : 0)
 		    : c == WL_COLL_BROADCAST ? m->nodes
@@ -200,7 +213,7 @@ static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *
 	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL128)
 		bus = fmin(bus * (ppn < 2 ? 0.7 : 0.92), nch * per_ch_ring_ll128[ci][ni] * G);
 	if (a == NCCL_ALGO_TREE)
-		bus = fmin(bus * .92, nch * per_ch_tree[ci][ni] * G);
+		bus = fmin(m->busbw_tree * .92, nch * per_ch_tree[ci][ni] * G);
 	if (a == NCCL_ALGO_TREE && pr == NCCL_PROTO_LL)
 		bus = fmin(bus / 3.8, ll_max_bw[li][ni] * G);
 	if (a == NCCL_ALGO_TREE && pr == NCCL_PROTO_LL128)
