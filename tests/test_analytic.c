@@ -225,6 +225,32 @@ START_TEST(nccl_launches_fewer_channels_for_small_messages)
 }
 END_TEST
 
+START_TEST(transport_message_latency_on_every_network_hop)
+{
+	/* 2 nodes x 4 GPUs, ring/LL all-reduce forced (hand platform: 1 us NVLink step, 10 us
+	 * network step). NCCL's latency (tuning.cc): 6.6 + (14 - 4) intra steps x max(0.6 x
+	 * 1/3.4, 1 us network post overhead) + 4 inter steps x 2.7 x 10/14 = 6.6 + 10 + 7.714 =
+	 * 24.31 us. A TCP transport of 50 us per message (inter_node.message_latency) replaces
+	 * the 1.93 us LL network step: 6.6 + 10 + 4 x 50 = 216.6 us; Simple's 10 us step the
+	 * same way (a transport below NCCL's step changes nothing: 1 us). */
+	config_platform p = tu_platform(2, 4, 1);
+	p.nccl.force_algo = NCCL_ALGO_RING + 1;
+	p.nccl.force_proto = NCCL_PROTO_LL + 1;
+	engine_group_shape s = shape(8, 4, 4);
+	ck_assert_close(nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1e3).latency,
+			(6.6 + 10 + 4 * 2.7 * 10 / 14) * 1e-6, 1e-9);
+	p.inter.message_latency = 50e-6;
+	ck_assert_close(nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1e3).latency, 216.6e-6, 1e-9);
+	p.inter.message_latency = 1e-6;
+	ck_assert_close(nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1e3).latency,
+			(6.6 + 10 + 4 * 2.7 * 10 / 14) * 1e-6, 1e-9);
+	/* one node: no network hop, no transport cost */
+	config_platform q = tu_platform(1, 8, 1);
+	q.inter.message_latency = 50e-6;
+	ck_assert(nccl_cost_of(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 8, 8), 1e3).latency < 20e-6);
+}
+END_TEST
+
 START_TEST(two_node_all_reduce_takes_the_tree)
 {
 	/* 2 nodes x 4 GPUs, one 10 GB/s NIC per node, 8 MB all-reduce (hand platform: 100 GB/s
@@ -584,6 +610,7 @@ int main(void)
 	tcase_add_test(tc, nccl_protocol_switches_where_its_model_does);
 	tcase_add_test(tc, nccl_launches_fewer_channels_for_small_messages);
 	tcase_add_test(tc, two_node_all_reduce_takes_the_tree);
+	tcase_add_test(tc, transport_message_latency_on_every_network_hop);
 	tcase_add_test(tc, one_rank_alltoall_is_a_launch_and_a_copy);
 	tcase_add_test(tc, p2p_channels_slow_a_mesh_all_to_all);
 	tcase_add_test(tc, ring_channel_exits_skip_nvlink);

@@ -224,7 +224,10 @@ static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *
 	double bw = bus * ratio;
 
 	double intra = hw_lat[m->hwi][a][pr] * m->lat_intra;
-	double inter = hw_lat[HW_NET][a][pr] * m->lat_inter;
+	/* a transport with a cost of its own per message (inter_node.message_latency: TCP, no
+	 * RDMA) pays it on every network hop whatever the protocol: NCCL's hwLat network row
+	 * is InfiniBand's, where LL's and LL128's small messages cost less than Simple's */
+	double inter = fmax(hw_lat[HW_NET][a][pr] * m->lat_inter, m->p->inter.message_latency);
 	double lat = base_lat[a][pr] * us;
 	if (a == NCCL_ALGO_RING) {
 		if (c == WL_COLL_BROADCAST) {
@@ -362,7 +365,8 @@ static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int lo
 /* Everything of a platform the cost terms read (a memo key). */
 typedef struct plat_key {
 	int gpn, fabric, nics, topology, npl;
-	double intra_bw, pair_bw, intra_lat, nic_bw, inter_lat, oversub, overhead, hbm, eff_mem, eff_intra, eff_inter;
+	double intra_bw, pair_bw, intra_lat, nic_bw, inter_lat, msg_lat, oversub, overhead, hbm, eff_mem, eff_intra,
+		eff_inter;
 	int cc, channels, nvls, links_only, force_algo, force_proto;
 } plat_key;
 
@@ -379,6 +383,7 @@ static void key_of(const config_platform *p, plat_key *k)
 	k->intra_lat = p->intra.latency;
 	k->nic_bw = p->inter.nic_bandwidth;
 	k->inter_lat = p->inter.latency;
+	k->msg_lat = p->inter.message_latency;
 	k->oversub = p->inter.oversubscription;
 	k->overhead = p->coll_overhead;
 	k->hbm = p->gpu.hbm_bandwidth;
