@@ -34,18 +34,19 @@ START_TEST(alltoall_across_nodes_is_set_by_the_nic)
 {
 	/* P = 8 over 2 nodes of 4, 8 MB: 1 MB per peer; 3 local peers (30 us on NVLink),
 	 * 4 remote peers. One NIC shared by 4 GPUs: 2.5 GB/s each -> 4e6 / 2.5e9 = 1.6 ms,
-	 * plus the network latency 10 us. */
+	 * plus the network latency 10 us and one network post per remote peer (NCCL's 1 us,
+	 * engine/nccl.c p2p_message_latency): 4 us. */
 	config_platform p = tu_platform(2, 4, 1);
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 8e6),
-			10e-6 + 1.6e-3, 1e-12);
+			10e-6 + 4e-6 + 1.6e-3, 1e-12);
 	/* One NIC per GPU: 4e6 / 10e9 = 400 us. */
 	p.inter.nics_per_node = 4;
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 8e6),
-			10e-6 + 400e-6, 1e-12);
+			10e-6 + 4e-6 + 400e-6, 1e-12);
 	/* Efficiency scales the NIC: 0.5 -> 800 us. */
 	p.eff.inter_link = 0.5;
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 8e6),
-			10e-6 + 800e-6, 1e-12);
+			10e-6 + 4e-6 + 800e-6, 1e-12);
 }
 END_TEST
 
@@ -116,7 +117,9 @@ START_TEST(leaf_uplinks_carry_every_crossing_pair)
 	workload_layout l = {.world = 12, .sp = 12, .group_size = 6}; /* two groups on 6 nodes */
 	engine_group_shape s = engine_group_shape_of(&p, &l, WL_GROUP_SP);
 	ck_assert_close(s.leaf_pairs, 16, 1e-12);
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, s, 6e6), 10e-6 + 800e-6, 1e-12);
+	/* + 4 remote peers x 1 us network posts (engine/nccl.c p2p_message_latency) */
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, s, 6e6), 10e-6 + 4e-6 + 800e-6,
+			1e-12);
 }
 END_TEST
 
@@ -251,6 +254,39 @@ START_TEST(transport_message_latency_on_every_network_hop)
 }
 END_TEST
 
+START_TEST(nvls_tree_across_nodes)
+{
+	/* 2 nodes x 4 GPUs (hand platform, 100 GB/s NVSwitch, 1 us step, 10 us network step),
+	 * four 25 GB/s NICs per node, compute capability 90, NVLS declared. Ring bus bandwidth
+	 * min(4 x 25, 100 / (3/4 forwarded)) = 100 GB/s. NVLS-tree (tuning.cc): bus min(node's
+	 * 100, 16 x 20.6, network 100) = 100, algbw x 5/6 = 83.33 GB/s; latency 23 x 1/3.4 +
+	 * 2 x log2(2) x 14 x 10/14 = 26.765 us. The ring gives 57.1 GB/s, the tree (LL128)
+	 * min(100 x 120/128, 5 x 36.7) / 2 = 46.9: NVLS-tree from a few MB on; 1 GB takes
+	 * 26.765 us + 1e9 / 83.33e9. */
+	config_platform p = tu_platform(2, 4, 4);
+	p.inter.nic_bandwidth = 25e9;
+	p.nccl.compute_capability = 90;
+	p.nccl.nvls = true;
+	nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 1e9);
+	ck_assert_int_eq(k.algo, NCCL_ALGO_NVLS);
+	double lat = 23 / 3.4 + 2 * 14 * 10.0 / 14;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 1e9),
+			lat * 1e-6 + 1e9 / (100e9 * 5 / 6), 1e-9);
+	/* all-gather has no NVLS across nodes (it needs CollNet): the ring */
+	ck_assert_int_eq(nccl_cost_of(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 1e9).algo, NCCL_ALGO_RING);
+	/* 4 nodes: the network side halves (bwInter / 2): 50 x 5/6 = 41.67 GB/s, below the
+	 * ring's 100 x 16/30 = 53.3: the ring; forced, 2 log2(4) network hops */
+	config_platform q = tu_platform(4, 4, 4);
+	q.inter.nic_bandwidth = 25e9;
+	q.nccl.compute_capability = 90;
+	q.nccl.nvls = true;
+	ck_assert_int_eq(nccl_cost_of(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(16, 4, 4), 1e9).algo, NCCL_ALGO_RING);
+	q.nccl.force_algo = NCCL_ALGO_NVLS + 1;
+	ck_assert_close(engine_collective_time(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(16, 4, 4), 1e9),
+			(23 / 3.4 + 4 * 10) * 1e-6 + 1e9 / (50e9 * 5 / 6), 1e-9);
+}
+END_TEST
+
 START_TEST(two_node_all_reduce_takes_the_tree)
 {
 	/* 2 nodes x 4 GPUs, one 10 GB/s NIC per node, 8 MB all-reduce (hand platform: 100 GB/s
@@ -333,12 +369,15 @@ START_TEST(hierarchical_alltoall_moves_the_same_inter_node_bytes)
 	 * 1 MB per GPU over its NIC (800 us) and 7 local ones over NVLink in parallel;
 	 * hierarchical first exchanges inside the node (1 + 7·2e6/100e9 = 141 us), then 8 MB
 	 * between the two nodes per GPU (10 + 8e6/10e9 = 810 us), then inside again (141 us).
-	 * Same NIC bytes: in alpha-beta terms the hierarchy only adds the NVLink phases. */
+	 * Same NIC bytes: in alpha-beta terms the hierarchy only adds the NVLink phases. Each
+	 * network message is posted by the GPU's proxy (1 us, tuning.cc getNetOverhead):
+	 * direct posts 8 (8 us), hierarchical 1 (1 us); direct's 15 peers
+	 * take 2 rounds of the 8 p2p channels (pow2Up(5)), a second 10 us network latency. */
 	config_platform p = tu_platform(2, 8, 8);
 	double direct = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(16, 8, 8), 16e6);
 	double hier = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_HIERARCHICAL, shape(16, 8, 8), 16e6);
-	ck_assert_close(direct, 10e-6 + 800e-6, 1e-12);
-	ck_assert_close(hier, 2 * (1e-6 + 7 * 2e6 / 100e9) + 10e-6 + 8e6 / 10e9, 1e-12);
+	ck_assert_close(direct, 2 * 10e-6 + 8e-6 + 800e-6, 1e-12);
+	ck_assert_close(hier, 1e-6 + 2 * (1e-6 + 7 * 2e6 / 100e9) + 10e-6 + 8e6 / 10e9, 1e-12);
 }
 END_TEST
 
@@ -347,11 +386,12 @@ START_TEST(fat_tree_oversubscription_slows_cross_leaf_traffic)
 	/* 4 nodes, 2 per leaf, 2:1 oversubscribed. A group over all 4 nodes sends 2/3 of its
 	 * inter-node bytes beyond its leaf, at half rate: time x (2/3)·2 = 4/3. */
 	config_platform p = tu_platform(4, 1, 1);
-	double flat = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 1, 1), 4e6) - 10e-6;
+	/* the fixed terms: 10 us latency, 3 remote peers x 1 us network posts */
+	double flat = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 1, 1), 4e6) - 13e-6;
 	p.inter.topology = CONFIG_TOPO_FAT_TREE;
 	p.inter.nodes_per_leaf = 2;
 	p.inter.oversubscription = 2;
-	double tree = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 1, 1), 4e6) - 10e-6;
+	double tree = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 1, 1), 4e6) - 13e-6;
 	ck_assert_close(tree / flat, 4.0 / 3.0, 1e-9);
 }
 END_TEST
@@ -610,6 +650,7 @@ int main(void)
 	tcase_add_test(tc, nccl_protocol_switches_where_its_model_does);
 	tcase_add_test(tc, nccl_launches_fewer_channels_for_small_messages);
 	tcase_add_test(tc, two_node_all_reduce_takes_the_tree);
+	tcase_add_test(tc, nvls_tree_across_nodes);
 	tcase_add_test(tc, transport_message_latency_on_every_network_hop);
 	tcase_add_test(tc, one_rank_alltoall_is_a_launch_and_a_copy);
 	tcase_add_test(tc, p2p_channels_slow_a_mesh_all_to_all);

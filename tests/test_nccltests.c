@@ -1231,7 +1231,7 @@ START_TEST(test_cli_alg_and_proto)
 		const char *args, *msg;
 	} bad[] = {
 		{"collective allgather --platform dgx-a100 --alg tree", "--alg tree applies only to all-reduce"},
-		{"collective allreduce --platform dgx-a100 --alg nvls", "--alg nvls needs a one-node platform"},
+		{"collective allreduce --platform dgx-a100 --alg nvls", "--alg nvls needs a platform declaring nccl: {nvls: true}"},
 		{"collective allreduce --platform dgx-h100 --alg nvls --proto LL", "NVLS runs only the Simple protocol"},
 		{"collective allreduce --platform a100-pcie --proto LL128", "NCCL enables LL128 only on NVLink"},
 		{"collective alltoall --platform dgx-a100 --proto LL128", "p2p path (all-to-all, send/recv) runs LL or Simple"},

@@ -43,6 +43,9 @@ static const double p2p_nvl_chunk = 524288;
 /* NCCL_NVLS_NCHANNELS default: NVLS runs 16 channels (src/transport/nvls.cc), each at
  * most one NVLink's bandwidth (the NVLS graph's bwIntra). */
 static const int nvls_channels = 16;
+/* tuning.cc hwLat[NET][NVLS_TREE][Simple]: 14 us per network hop of NVLS-tree (the
+ * NVLS row of hw_lat holds NVLS's own 18). */
+static const double nvls_tree_net_lat_us = 14.0;
 /* NCCL_MAX_P2P_NCHANNELS default (MAXCHANNELS, src/include/device.h). */
 static const int p2p_max_channels = 32;
 
@@ -138,9 +141,11 @@ static bool pair_enabled(const config_platform *p, workload_coll c, int nodes, n
 		break;
 	case NCCL_ALGO_RING: break;
 	case NCCL_ALGO_NVLS:
-		/* Simple only; all-reduce, all-gather, reduce-scatter; one node unless CollNet
-		 * is supported, which spsim's platforms never declare */
-		if (!p->nccl.nvls || pr != NCCL_PROTO_SIMPLE || nodes > 1 || c == WL_COLL_BROADCAST)
+		/* Simple only; all-reduce, all-gather, reduce-scatter on one node; across nodes
+		 * NCCL runs NVLS-tree (NVLS in the node, a tree between nodes), all-reduce only,
+		 * since NVLS itself needs CollNet there, which spsim's platforms never declare */
+		if (!p->nccl.nvls || pr != NCCL_PROTO_SIMPLE || c == WL_COLL_BROADCAST ||
+		    (nodes > 1 && c != WL_COLL_ALLREDUCE))
 			return false;
 		break;
 	default: return false;
@@ -158,7 +163,8 @@ typedef struct model_ctx {
 	workload_coll c;
 	int P, ppn, nodes, ci, ni, li, nsteps, ninter, cc, hwi;
 	double nch, bytes, busbw, lat_intra, lat_inter; /* link latency / NCCL's ring-Simple step */
-	double busbw_tree; /* the bus bandwidth NCCL's trees start from (see ctx_init) */
+	double busbw_tree;  /* the bus bandwidth NCCL's trees start from (see ctx_init) */
+	double busbw_intra; /* one node's ring bus bandwidth (the group's ranks on it) */
 } model_ctx;
 
 static void ctx_init(model_ctx *m, const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
@@ -183,11 +189,12 @@ static void ctx_init(model_ctx *m, const config_platform *p, workload_coll c, en
 	 * ring over one node's ranks stands for nChannels x bwIntra), and the network still
 	 * caps them at twice the ring's network-bound bus bandwidth. Beyond two nodes a
 	 * tree node moves as many bytes as a ring's, and NCCL uses bwInter. */
-	m->busbw_tree = busbw_ring;
-	if (m->nodes == 2 && m->ppn > 1) {
+	m->busbw_intra = busbw_ring;
+	if (m->nodes > 1 && m->ppn > 1) {
 		engine_group_shape node = {.size = m->ppn, .per_node = m->ppn, .active_per_node = s.active_per_node};
-		m->busbw_tree = fmin(engine_ring_busbw(p, node), 2.0 * busbw_ring);
+		m->busbw_intra = engine_ring_busbw(p, node);
 	}
+	m->busbw_tree = m->nodes == 2 ? fmin(m->busbw_intra, 2.0 * busbw_ring) : busbw_ring;
 	m->nsteps = c == WL_COLL_ALLREDUCE ? 2 * (m->P - 1) : c == WL_COLL_BROADCAST ? m->P : m->P - 1;
 	m->ninter = c == WL_COLL_ALLREDUCE	  ? (m->nodes > 1 ? 2 * m->nodes : 0)
 		    : c == WL_COLL_BROADCAST ? m->nodes
@@ -218,8 +225,15 @@ static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *
 		bus = fmin(bus / 3.8, ll_max_bw[li][ni] * G);
 	if (a == NCCL_ALGO_TREE && pr == NCCL_PROTO_LL128)
 		bus = fmin(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * per_ch_tree_ll128[ci][ni] * G);
-	if (a == NCCL_ALGO_NVLS)
-		bus = fmin(bus, nvls_channels * nvlink_bw(m->cc));
+	if (a == NCCL_ALGO_NVLS) {
+		/* one node: NVLS at min(busBw, 16 channels x one NVLink). Across nodes NVLS-tree:
+		 * tuning.cc "bw = min(bwIntra, nNodes <= 2 ? bwInter : bwInter/2)": the node's
+		 * NVLS, and the network at the ring's bus bandwidth (halved beyond two nodes,
+		 * where a tree node relays a child's data too) */
+		bus = fmin(m->busbw_intra, nvls_channels * nvlink_bw(m->cc));
+		if (nodes > 1)
+			bus = fmin(bus, nodes <= 2 ? m->busbw : m->busbw / 2);
+	}
 	double ratio = a == NCCL_ALGO_RING ? (double)P / nsteps : a == NCCL_ALGO_NVLS ? 5.0 / 6.0 : 0.5;
 	double bw = bus * ratio;
 
@@ -241,8 +255,11 @@ static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *
 		int ls = log2i(m->bytes / 64);
 		if (ls >= 0 && ls < 23)
 			bw *= tree_correction[pr][ls];
-	} else { /* NVLS */
-		lat = intra + (nodes > 1 ? inter : 0);
+	} else if (nodes == 1) { /* NVLS */
+		lat = intra;
+	} else { /* NVLS-tree: baseLat 0 + intraLat + 2 log2(nodes) x interLat */
+		double net = fmax(nvls_tree_net_lat_us * m->lat_inter, m->p->inter.message_latency);
+		lat = intra + 2 * log2i(nodes) * net;
 	}
 	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_SIMPLE && nodes > 1 && c == WL_COLL_ALLREDUCE &&
 	    m->bytes / (nch * P) >= 64)
@@ -325,13 +342,43 @@ static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_gro
 	return k;
 }
 
-/* All-to-all (direct) and send/recv through NCCL's p2p path. m: bytes to each peer. */
-static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int local, double m, nccl_cost k)
+/* p2p channels: pow2Up(ring channels), at most NCCL_MAX_P2P_NCHANNELS
+ * (src/graph/connect.cc ncclTopoComputeP2pChannels). */
+static int p2p_channels(const config_platform *p)
+{
+	return pow2_up(nccl_channels(p) < p2p_max_channels ? nccl_channels(p) : p2p_max_channels);
+}
+
+/* The per-message terms of a p2p exchange with `peers` peers per GPU, `remote` of them on
+ * other nodes (k.latency, on top of the one link latency its flows pay):
+ * - every network message is posted by the GPU's proxy thread, one after the other:
+ *   getNetOverhead (tuning.cc: 1 us per post on x86 Intel; "inter-node rings still have
+ *   to launch nsteps * net overhead", where the ring model also triples it for Simple),
+ *   so a GPU with r remote peers pays r posts of 1 us;
+ * - peers are served in rounds on the p2p channels, each at least one channel
+ *   (src/enqueue.cc scheduleP2pTasksToPlan, ncclP2pChannelBaseForRound): more peers than
+ *   channels serialise, each wave paying the farthest link's message latency;
+ * - a transport with a cost of its own per message (inter_node.message_latency) pays it
+ *   instead of the link latency. */
+static double p2p_message_latency(const config_platform *p, int peers, int remote)
+{
+	int ch = p2p_channels(p);
+	int waves = peers > ch ? (peers + ch - 1) / ch : 1;
+	double link = remote > 0 ? p->inter.latency : p->intra.latency;
+	double msg = remote > 0 ? fmax(p->inter.latency, p->inter.message_latency) : link;
+	return waves * msg - link + remote * net_overhead_us * 1e-6;
+}
+
+/* All-to-all (direct) and send/recv through NCCL's p2p path. m: bytes to each peer;
+ * peers and remote: peers per GPU, those on other nodes. */
+static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int local, int peers, int remote, double m,
+			  nccl_cost k)
 {
 	k.algo = NCCL_ALGO_P2P;
 	k.link_latency = true;
 	bool ll = p->nccl.force_proto ? p->nccl.force_proto == NCCL_PROTO_LL + 1 : m <= p2p_ll_threshold;
 	k.proto = ll ? NCCL_PROTO_LL : NCCL_PROTO_SIMPLE;
+	k.latency = p2p_message_latency(p, peers, remote);
 	/* LL moves 8-byte lines of 4 data bytes and a 4-byte flag (src/device/prims_ll.h) */
 	double proto = ll ? 2.0 : 1.0;
 	k.scale[0] = k.scale[1] = proto;
@@ -345,7 +392,7 @@ static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int lo
 	 * moving at most one NVLink's bandwidth. */
 	int cc = cc_of(p);
 	double link = nvlink_bw(cc);
-	int p2p_ch = pow2_up(nccl_channels(p) < p2p_max_channels ? nccl_channels(p) : p2p_max_channels);
+	int p2p_ch = p2p_channels(p);
 	long links = lround(floor(config_platform_intra_pair_bw(p) / link));
 	int per_peer_max = pow2_up((int)(2 * (links > 1 ? links : 1)) < p2p_ch ? (int)(2 * (links > 1 ? links : 1)) : p2p_ch);
 	int nmin = per_peer_max;
@@ -463,10 +510,23 @@ static nccl_cost cost_of(const config_platform *p, workload_coll c, workload_alg
 		return ring_cost(p, c, s, bytes, k);
 	}
 	if (c == WL_COLL_ALLTOALL && alg == WL_ALG_DIRECT)
-		return p2p_cost(p, s, s.per_node - 1, bytes / s.size, k);
-	if (c == WL_COLL_SENDRECV)
-		return p2p_cost(p, s, s.per_node >= 2 ? 1 : 0, bytes, k);
-	return k; /* pairwise, hierarchical: spsim's compositions, link latencies, scale 1 */
+		return p2p_cost(p, s, s.per_node - 1, s.size - 1, s.size - s.per_node, bytes / s.size, k);
+	if (c == WL_COLL_SENDRECV) {
+		bool intra = s.per_node >= 2 && s.size <= s.per_node; /* as the engines route it */
+		return p2p_cost(p, s, s.per_node >= 2 ? 1 : 0, 1, intra ? 0 : 1, bytes, k);
+	}
+	/* pairwise, hierarchical: spsim's compositions of NCCL calls, link latencies, scale 1;
+	 * an all-to-all still posts one network message per remote peer of each of its
+	 * exchanges (p2p_message_latency): pairwise one peer at a time, hierarchical's
+	 * inter-node phase nodes - 1 peers */
+	if (c == WL_COLL_ALLTOALL && s.size > s.per_node && s.per_node >= 1) {
+		int remote = s.size - s.per_node, nodes = s.size / s.per_node;
+		if (alg == WL_ALG_PAIRWISE)
+			k.latency = remote * p2p_message_latency(p, 1, 1);
+		else if (alg == WL_ALG_HIERARCHICAL)
+			k.latency = p2p_message_latency(p, nodes - 1, nodes - 1);
+	}
+	return k;
 }
 
 bool nccl_force_check(const config_platform *p, workload_coll c, int force_algo, int force_proto, char *why,
@@ -485,9 +545,9 @@ bool nccl_force_check(const config_platform *p, workload_coll c, int force_algo,
 			snprintf(why, len, "--alg tree applies only to all-reduce (NCCL's trees), expected ring here");
 			return false;
 		}
-		if (a == NCCL_ALGO_NVLS && (!p->nccl.nvls || c == WL_COLL_BROADCAST || p->nodes > 1)) {
-			snprintf(why, len, "--alg nvls needs a one-node platform declaring nccl: {nvls: true} and "
-				 "all-reduce, all-gather or reduce-scatter");
+		if (a == NCCL_ALGO_NVLS && (!p->nccl.nvls || c == WL_COLL_BROADCAST || (p->nodes > 1 && c != WL_COLL_ALLREDUCE))) {
+			snprintf(why, len, "--alg nvls needs a platform declaring nccl: {nvls: true} and all-reduce, "
+				 "all-gather or reduce-scatter on one node (across nodes NVLS-tree: all-reduce only)");
 			return false;
 		}
 		if (a == NCCL_ALGO_NVLS && force_proto && force_proto != NCCL_PROTO_SIMPLE + 1) {
