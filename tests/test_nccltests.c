@@ -153,6 +153,31 @@ static double t_model(double S, const double *prm)
 	return t;
 }
 
+/* The same on both link classes: prm = {collective, nodes, GPUs per node, intra latency,
+ * intra bandwidth, inter latency, inter bandwidth} (an inter-node log made on the intra-node
+ * links the calibration fits alongside: NCCL's p2p channels follow them). */
+static double t_model_both(double S, const double *prm)
+{
+	config_platform p;
+	nccltests_generic_platform(&p, (int)prm[1], (int)prm[2]);
+	config_calibration cal = {.has_overhead = true,
+				  .has_intra_latency = true,
+				  .has_intra_bw = true,
+				  .intra_latency = prm[3],
+				  .intra_bw = prm[4],
+				  .has_inter_latency = true,
+				  .has_inter_bw = true,
+				  .inter_latency = prm[5],
+				  .inter_bw = prm[6]};
+	config_apply_calibration(&p, &cal);
+	workload_coll c = (workload_coll)prm[0];
+	nccltests_setup st = {.platform = &p, .coll = c, .alg = nccltests_default_alg(c), .gpus = (int)(prm[1] * prm[2]),
+			      .group_size = (int)(prm[1] * prm[2])};
+	double t;
+	ck_assert(nccltests_predict_time(&st, S, &t, &(config_error){""}));
+	return t;
+}
+
 /* Largest |relative error| of a calibration's predictions against a log's rows >= lo. */
 static double max_error(const nccltests_log *log, const config_platform *base, const config_calibration *cal,
 			double lo)
@@ -668,10 +693,12 @@ END_TEST
 START_TEST(test_calibrate_inter_from_fixtures)
 {
 	/* intra-node from the 1x8 all-reduce, inter-node from the 2x8 all-to-all:
-	 * t = L_inter + (16 - 8)(S/16) / B_nic with L_inter = 12 us, B_nic = 46 GB/s (one NIC per
-	 * GPU on the generic platform; the NIC, not NVLink, is the bottleneck: 8/16/46 > 7/16/230).
-	 * NCCL's p2p path pays the link latency once, as this log does: both come back within
-	 * 1% from the sizes >= 1 MiB (the launch is the generic platform's 0) */
+	 * t = 12 us + (16 - 8)(S/16) / B_nic, B_nic = 46 GB/s (one NIC per GPU on the generic
+	 * platform; the NIC, not NVLink, is the bottleneck: 8/16/46 > 7/16/230). NCCL's p2p
+	 * path pays the link latency once (15 peers fit the 16 p2p channels of a 230 GB/s
+	 * NVSwitch) and one 1 us network post per remote peer (engine/nccl.c
+	 * p2p_message_latency): the 12 us intercept is L_inter + launch + 8 us, and both come
+	 * back within 1% from the sizes >= 1 MiB (the launch is the generic platform's 0) */
 	nccltests_log logs[2];
 	parse_fixture("a2a-2x8.log", NULL, &logs[0]);
 	parse_fixture("all_reduce_perf.1x8.log", NULL, &logs[1]);
@@ -681,7 +708,7 @@ START_TEST(test_calibrate_inter_from_fixtures)
 	calibrate(logs, 2, &o, &cal, &rep);
 	assert_close(cal.intra_bw, 230e9, 0.02);
 	/* latency and launch are both paid once per call: their sum is the log's intercept */
-	assert_close(cal.inter_latency + cal.overhead, 12e-6, 0.01);
+	assert_close(cal.inter_latency + cal.overhead + 8e-6, 12e-6, 0.01);
 	assert_close(cal.inter_bw, 46e9, 0.01);
 	ck_assert(rep.inter.fitted && rep.inter.n_logs == 1);
 	/* the multi-node log alone needs the intra-node links from a platform */
@@ -717,9 +744,11 @@ START_TEST(test_calibrate_generated_logs_recover_parameters)
 	assert_close(cal.intra_latency, 4e-6, 1e-3);
 	assert_close(cal.intra_bw, 80e9, 1e-3);
 	ck_assert_int_eq(rep.intra.n_logs, 2);
-	/* three nodes of 4 with one NIC per GPU: L = 9 us, B = 22 GB/s */
-	double inter[] = {WL_COLL_ALLTOALL, 3, 4, 1, 9 * US, 22 * GBs};
-	char *t3 = make_log(WL_COLL_ALLTOALL, 3, 4, t_model, inter, 1024, 1024 * MiB);
+	/* three nodes of 4 with one NIC per GPU: L = 9 us, B = 22 GB/s, on the same NVLink
+	 * (its 80 GB/s set NCCL's p2p channels: 11 peers in 3 rounds of 4, each a network
+	 * latency, engine/nccl.c p2p_message_latency) */
+	double inter[] = {WL_COLL_ALLTOALL, 3, 4, 4 * US, 80 * GBs, 9 * US, 22 * GBs};
+	char *t3 = make_log(WL_COLL_ALLTOALL, 3, 4, t_model_both, inter, 1024, 1024 * MiB);
 	nccltests_log all[3] = {logs[0], logs[1]};
 	parse_text(t3, NULL, &all[2]);
 	calibrate(all, 3, &o, &cal, &rep);
@@ -1058,6 +1087,7 @@ START_TEST(test_sendrecv_shape)
 	config_platform p;
 	nccltests_generic_platform(&p, 2, 8);
 	nccltests_setup s = {.platform = &p, .coll = WL_COLL_SENDRECV, .alg = WL_ALG_DIRECT, .gpus = 16, .group_size = 16};
+	/* (and the proxy's one 1 us network post, engine/nccl.c p2p_message_latency) */
 	engine_group_shape *sh;
 	int n;
 	ck_assert(nccltests_shapes(&s, &sh, &n, &(config_error){""}));
@@ -1068,7 +1098,7 @@ START_TEST(test_sendrecv_shape)
 	free(sh);
 	double t;
 	ck_assert(nccltests_predict_time(&s, 1e8, &t, &(config_error){""}));
-	assert_close(t, 5e-6 + 1e8 / 25e9, 1e-12);
+	assert_close(t, 5e-6 + 1e-6 + 1e8 / 25e9, 1e-12);
 	/* inside one node: an NVSwitch hop */
 	s.gpus = s.group_size = 8;
 	ck_assert(nccltests_predict_time(&s, 1e8, &t, &(config_error){""}));
