@@ -128,12 +128,25 @@ static double t_ring_allreduce(double S, const double *prm)
 	return 2 * (P - 1) * (L + S / P / B);
 }
 
+/* spsim's prediction of collective prm[0] on prm[1] nodes x prm[2] GPUs of the generic
+ * platform with cal applied. */
+static double t_calibrated(double S, const double *prm, const config_calibration *cal)
+{
+	config_platform p;
+	nccltests_generic_platform(&p, (int)prm[1], (int)prm[2]);
+	config_apply_calibration(&p, cal);
+	workload_coll c = (workload_coll)prm[0];
+	nccltests_setup st = {.platform = &p, .coll = c, .alg = nccltests_default_alg(c), .gpus = (int)(prm[1] * prm[2]),
+			      .group_size = (int)(prm[1] * prm[2])};
+	double t;
+	ck_assert(nccltests_predict_time(&st, S, &t, &(config_error){""}));
+	return t;
+}
+
 /* spsim's own model on the generic platform of nodes x gpn with link class `inter`
  * calibrated to (L, B): prm = {coll, nodes, gpn, inter, L, B}; one group of all ranks. */
 static double t_model(double S, const double *prm)
 {
-	config_platform p;
-	nccltests_generic_platform(&p, (int)prm[1], (int)prm[2]);
 	config_calibration cal = {.has_overhead = true};
 	if (prm[3] > 0) {
 		cal.has_inter_latency = cal.has_inter_bw = true;
@@ -144,13 +157,7 @@ static double t_model(double S, const double *prm)
 		cal.intra_latency = prm[4];
 		cal.intra_bw = prm[5];
 	}
-	config_apply_calibration(&p, &cal);
-	workload_coll c = (workload_coll)prm[0];
-	nccltests_setup st = {.platform = &p, .coll = c, .alg = nccltests_default_alg(c), .gpus = (int)(prm[1] * prm[2]),
-			      .group_size = (int)(prm[1] * prm[2])};
-	double t;
-	ck_assert(nccltests_predict_time(&st, S, &t, &(config_error){""}));
-	return t;
+	return t_calibrated(S, prm, &cal);
 }
 
 /* The same on both link classes: prm = {collective, nodes, GPUs per node, intra latency,
@@ -158,8 +165,6 @@ static double t_model(double S, const double *prm)
  * links the calibration fits alongside: NCCL's p2p channels follow them). */
 static double t_model_both(double S, const double *prm)
 {
-	config_platform p;
-	nccltests_generic_platform(&p, (int)prm[1], (int)prm[2]);
 	config_calibration cal = {.has_overhead = true,
 				  .has_intra_latency = true,
 				  .has_intra_bw = true,
@@ -169,13 +174,7 @@ static double t_model_both(double S, const double *prm)
 				  .has_inter_bw = true,
 				  .inter_latency = prm[5],
 				  .inter_bw = prm[6]};
-	config_apply_calibration(&p, &cal);
-	workload_coll c = (workload_coll)prm[0];
-	nccltests_setup st = {.platform = &p, .coll = c, .alg = nccltests_default_alg(c), .gpus = (int)(prm[1] * prm[2]),
-			      .group_size = (int)(prm[1] * prm[2])};
-	double t;
-	ck_assert(nccltests_predict_time(&st, S, &t, &(config_error){""}));
-	return t;
+	return t_calibrated(S, prm, &cal);
 }
 
 /* Largest |relative error| of a calibration's predictions against a log's rows >= lo. */
