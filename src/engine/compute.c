@@ -126,7 +126,7 @@ static gemm_plan gemm_plan_make(double m, double n, double k, double sms, double
 
 /* A plan holds a handful of GEMM shapes and a sweep revisits them configuration after
  * configuration: a small direct-mapped cache per thread keeps the analytic engine's rate. */
-#define GEMM_CACHE 256
+#define GEMM_CACHE 512
 static gemm_plan gemm_plan_of(const config_platform *p, double m, double n, double k)
 {
 	static _Thread_local struct {
