@@ -98,9 +98,16 @@ typedef enum config_topology {
 /* GPU architectures with kernel-efficiency data (engine/compute.c). */
 typedef enum config_gpu_arch { CONFIG_ARCH_AMPERE, CONFIG_ARCH_HOPPER } config_gpu_arch;
 /* Attention kernel families (engine/compute.c): FlashAttention-2, FlashAttention-3
- * (Hopper only), cuDNN's fused attention. */
-typedef enum config_attn_kernel { CONFIG_ATTN_FA2, CONFIG_ATTN_FA3, CONFIG_ATTN_CUDNN } config_attn_kernel;
-#define CONFIG_ATTN_KERNELS 3
+ * (Hopper only), cuDNN's fused attention, and the Triton FlashAttention kernel
+ * (flash_attn_triton.py as llm-foundry's `attn_impl: triton` runs it), which does not skip
+ * the tiles a causal mask removes. */
+typedef enum config_attn_kernel {
+	CONFIG_ATTN_FA2,
+	CONFIG_ATTN_FA3,
+	CONFIG_ATTN_CUDNN,
+	CONFIG_ATTN_TRITON
+} config_attn_kernel;
+#define CONFIG_ATTN_KERNELS 4
 
 /* A measured attention throughput (calibration `attention_points`): `flops` FLOP/s of one
  * kernel family at sequence length `seq` and head dimension `head_dim`, forward or
