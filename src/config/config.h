@@ -266,8 +266,8 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  * file efficiency.gemm is the plateau of the GEMM model, which tile and wave quantization
  * scale down; efficiency.attention there is the same fixed override.)
  *
- * attention_points: kernel is the family measured (flash-attn-2 | flash-attn-3 | cudnn,
- * or another name such as validate's wmma-fallback, kept in the file but not applied);
+ * attention_points: kernel is the family measured (flash-attn-2 | flash-attn-3 | cudnn |
+ * flash-attn-triton, or another name such as validate's wmma-fallback, kept in the file but not applied);
  * seq the sequence length the kernel saw (16K allowed); head_dim; heads/kv_heads the query
  * and kv heads it held (optional); direction fwd | bwd; causal true | false (default true);
  * tflops the median rate in 1e12 FLOP/s counted as FlashAttention's benchmarks count them
@@ -462,7 +462,8 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     basp_uneven: error         # error | unequal | extra-step
  *     impl: hf                   # hf | megatron: what each layer saves for backward
  *     memory_reserve: 2GiB       # a size or 0: CUDA context, NCCL, allocator (default derived)
- *     attention_kernel: cudnn    # flash-attn-2 | flash-attn-3 | cudnn (default: the platform's)
+ *     attention_kernel: cudnn    # flash-attn-2 | flash-attn-3 | cudnn | flash-attn-triton
+ *                                # (default: the platform's)
  *     what_if: {slow_gpu: ["3:2"]}  # asymmetric what-ifs, read by config_load_whatif
  *
  * Keys absent from the file keep their value in *job (call config_job_defaults first),
