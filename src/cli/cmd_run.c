@@ -276,9 +276,10 @@ int cli_cmd_compare(int argc, char **argv)
 		free(ctx.strategies);
 		return rc;
 	}
-	if (cli_job_given(&a, CLI_OPT_STRATEGY)) {
-		fprintf(stderr, "spsim compare: --strategy names one job's strategy; compare runs the list given by "
-				"--strategies (e.g. --strategies ulysses,basp)\n");
+	if (cli_job_given(&a, CLI_OPT_STRATEGY) || cli_job_given(&a, CLI_OPT_CP_COMM_TYPE)) {
+		fprintf(stderr, "spsim compare: --%s names one job's strategy; compare runs the list given by "
+				"--strategies (e.g. --strategies ulysses,basp,ring,ring:comm=all_gather,usp)\n",
+			cli_job_given(&a, CLI_OPT_STRATEGY) ? "strategy" : "cp-comm-type");
 		free(ctx.strategies);
 		return CLI_USAGE;
 	}
@@ -518,8 +519,9 @@ static void maxseq_eval(const cli_job_args *a, long granule, maxseq_row *r)
 /* Expands the lists into rows; false (message printed) on a bad item. */
 static bool maxseq_rows(const cli_job_args *a, const maxseq_ctx *c, maxseq_row *rows, int *n)
 {
-	char strategies[512], zeros[64], recomputes[64];
-	snprintf(strategies, sizeof strategies, "%s", c->strategies ? c->strategies : workload_strategy_name(a->job.strategy));
+	char strategies[512], zeros[64], recomputes[64], label[64];
+	snprintf(strategies, sizeof strategies, "%s",
+		 c->strategies ? c->strategies : config_strategy_label(&a->job, label, sizeof label));
 	snprintf(zeros, sizeof zeros, "%s", c->zeros ? c->zeros : "");
 	snprintf(recomputes, sizeof recomputes, "%s", c->recomputes ? c->recomputes : "");
 	if (!zeros[0])
@@ -609,6 +611,11 @@ int cli_cmd_max_seq(int argc, char **argv)
 	/* The sequence is what we search: check the job with a length every shard count up to
 	 * 16 (and powers of two up to 2^14) divides: 720720 = lcm(1..16). */
 	a.job.seq_len = 720720L * 1024;
+	if (ctx.strategies && cli_job_given(&a, CLI_OPT_CP_COMM_TYPE)) {
+		fprintf(stderr, "spsim max-seq: --cp-comm-type names one strategy and --strategy lists them; give the "
+				"list alone (e.g. --strategy ring,ring:comm=all_gather,ulysses,usp)\n");
+		goto out;
+	}
 	if (ctx.strategies && !strchr(ctx.strategies, ',') && !strchr(ctx.strategies, ':'))
 		parse_strategy("max-seq", ctx.strategies, &a.job);
 	if (!cli_job_resolve(&a, "max-seq"))

@@ -32,13 +32,29 @@ static bool set_ring(config_job *job, int alt)
 {
 	job->basp_inner = CONFIG_STRATEGY_ULYSSES;
 	job->cp_split = CONFIG_CP_SPLIT_ZIGZAG;
+	job->cp_comm = CONFIG_CP_COMM_P2P;
 	return alt == 0 && job->sp <= PLAN_MAX_RING;
 }
 static bool set_inner_ring(config_job *job, int alt)
 {
 	job->basp_inner = CONFIG_STRATEGY_RING;
 	job->cp_split = CONFIG_CP_SPLIT_ZIGZAG;
+	job->cp_comm = CONFIG_CP_COMM_P2P;
 	return alt == 0 && job->micro_batch > 0 && job->sp / job->micro_batch <= PLAN_MAX_RING;
+}
+/* All-gather context parallelism (Megatron-Core cp_comm_type all_gather): a fixed
+ * handful of ops per layer whatever R, so no ring-length cap. */
+static bool set_ring_allgather(config_job *job, int alt)
+{
+	set_ring(job, 0);
+	job->cp_comm = CONFIG_CP_COMM_ALL_GATHER;
+	return alt == 0;
+}
+static bool set_inner_ring_allgather(config_job *job, int alt)
+{
+	set_inner_ring(job, 0);
+	job->cp_comm = CONFIG_CP_COMM_ALL_GATHER;
+	return alt == 0;
 }
 
 /* USP: every Ulysses degree strictly between 1 and the SP size (its edges are Ulysses
@@ -47,6 +63,7 @@ static bool set_usp(config_job *job, int alt)
 {
 	job->basp_inner = CONFIG_STRATEGY_ULYSSES;
 	job->cp_split = CONFIG_CP_SPLIT_ZIGZAG;
+	job->cp_comm = CONFIG_CP_COMM_P2P;
 	for (int u = 2, k = 0; u < job->sp; u++)
 		if (job->sp % u == 0 && job->sp / u <= PLAN_MAX_RING && k++ == alt) {
 			job->ulysses_degree = u;
@@ -67,6 +84,10 @@ const plan_variant plan_variants[] = {
 	 "ring attention (context parallelism, zigzag): KV blocks passed around N GPUs", true},
 	{"basp-ring", CONFIG_STRATEGY_BASP, basp_is_ulysses, set_inner_ring,
 	 "BASP over ring attention (basp:inner=ring): B rings of K = N/B GPUs, one sequence each", true},
+	{"ring-allgather", CONFIG_STRATEGY_RING, NULL, set_ring_allgather,
+	 "ring attention with all-gathered KV (ring:comm=all_gather, Megatron-Core cp_comm_type all_gather)", true},
+	{"basp-ring-allgather", CONFIG_STRATEGY_BASP, basp_is_ulysses, set_inner_ring_allgather,
+	 "BASP over all-gather context parallelism (basp:inner=ring:comm=all_gather)", true},
 	{"usp", CONFIG_STRATEGY_USP, NULL, set_usp,
 	 "USP: Ulysses over U GPUs inside rings of R = N/U, every U strictly between 1 and N", true},
 	{NULL, 0, NULL, NULL, NULL},
@@ -132,6 +153,17 @@ bool plan_strategy_parse(const char *text, plan_strategy *out, config_error *err
 			snprintf(name, sizeof name, "basp-ring");
 		else if (!(vn == 7 && strncmp(v, "ulysses", 7) == 0))
 			return config_fail(err, "strategy '%s': expected basp:inner=ulysses or basp:inner=ring", text);
+		colon = next;
+	}
+	/* ring:comm=p2p|all_gather (and basp:inner=ring:comm=...): the ring rows */
+	if ((strcmp(name, "ring") == 0 || strcmp(name, "basp-ring") == 0) && colon &&
+	    strncmp(colon + 1, "comm=", 5) == 0) {
+		const char *v = colon + 6, *next = strchr(v, ':');
+		size_t vn = next ? (size_t)(next - v) : strlen(v);
+		if (vn == 10 && strncmp(v, "all_gather", 10) == 0)
+			strcat(name, "-allgather");
+		else if (!(vn == 3 && strncmp(v, "p2p", 3) == 0))
+			return config_fail(err, "strategy '%s': expected comm=p2p or comm=all_gather", text);
 		colon = next;
 	}
 	s.variant = plan_variant_find(name);
