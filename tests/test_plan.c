@@ -312,6 +312,20 @@ START_TEST(strategy_labels)
 	ck_assert(!plan_strategy_parse("ulysses:dp=2", &st, &e));
 	ck_assert(!plan_strategy_parse("megatron", &st, &e));
 	ck_assert_ptr_nonnull(strstr(e.msg, "unknown strategy 'megatron'"));
+	/* ring:comm=all_gather and basp:inner=ring:comm=all_gather are the all-gather rows */
+	ck_assert(plan_strategy_parse("ring:comm=all_gather", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_str_eq(st.variant->name, "ring-allgather");
+	ck_assert(config_job_all_gather(&job));
+	ck_assert(plan_strategy_parse("basp:inner=ring:comm=all_gather:sp=4", &st, &e) &&
+		  plan_strategy_apply(&st, &job, &e));
+	ck_assert_str_eq(st.variant->name, "basp-ring-allgather");
+	ck_assert_int_eq(job.sp, 4);
+	ck_assert(config_job_all_gather(&job));
+	ck_assert(plan_strategy_parse("ring:comm=p2p", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_str_eq(st.variant->name, "ring");
+	ck_assert(!config_job_all_gather(&job));
+	ck_assert(!plan_strategy_parse("ring:comm=a2a", &st, &e));
+	ck_assert_ptr_nonnull(strstr(e.msg, "expected comm=p2p or comm=all_gather"));
 }
 END_TEST
 
@@ -853,6 +867,7 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 		config_strategy s;
 		config_basp_uneven u;
 		config_strategy inner;
+		config_cp_comm comm;
 	} kinds[] = {{CONFIG_STRATEGY_ULYSSES, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES},
 		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES},
 		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_UNEQUAL, CONFIG_STRATEGY_ULYSSES},
@@ -860,6 +875,9 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 		     /* ring attention and BASP over it: no all-to-all, one run each (direct) */
 		     {CONFIG_STRATEGY_RING, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES},
 		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_RING},
+		     /* the same with all-gathered KV (no ring-length cap) */
+		     {CONFIG_STRATEGY_RING, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES, CONFIG_CP_COMM_ALL_GATHER},
+		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_RING, CONFIG_CP_COMM_ALL_GATHER},
 		     /* USP: every U strictly between 1 and N (below) */
 		     {CONFIG_STRATEGY_USP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES}};
 	for (int pi = 0; pi < np; pi++)
@@ -878,9 +896,10 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 									if (usp ? U < 2 || N % U : U != 0)
 										continue; /* USP: 1 < U < N, U | N */
 									/* rings of at most PLAN_MAX_RING ranks */
-									if ((kinds[k].s == CONFIG_STRATEGY_RING && N > PLAN_MAX_RING) ||
+									bool p2p = kinds[k].comm == CONFIG_CP_COMM_P2P;
+									if ((kinds[k].s == CONFIG_STRATEGY_RING && p2p && N > PLAN_MAX_RING) ||
 									    (usp && N / U > PLAN_MAX_RING) ||
-									    (kinds[k].inner == CONFIG_STRATEGY_RING && N / B > PLAN_MAX_RING))
+									    (kinds[k].inner == CONFIG_STRATEGY_RING && p2p && N / B > PLAN_MAX_RING))
 										continue;
 									if (W % N || seqs % ((long)(W / N) * B))
 										continue;
@@ -900,6 +919,7 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 									job.grad_accum = (int)(seqs / ((long)(W / N) * B));
 									job.seq_len = seq, job.strategy = kinds[k].s, job.basp_uneven = kinds[k].u;
 									job.basp_inner = kinds[k].inner;
+									job.cp_comm = kinds[k].comm;
 									if (usp)
 										job.ulysses_degree = U, job.ring_degree = N / U;
 									job.zero_stage = z, job.a2a = (config_a2a)a;

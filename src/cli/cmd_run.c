@@ -692,12 +692,16 @@ int cli_cmd_max_seq(int argc, char **argv)
 	} else {
 		printf("%s on %s (%d nodes x %d GPUs), micro-batch %d; longest sequence that fits in memory\n\n", a.m.name,
 		       a.p.name, a.p.nodes, a.p.gpus_per_node, a.job.micro_batch);
-		printf("%-16s %4s %4s %-9s %12s %12s  %-13s %s\n", "strategy", "SP", "ZeRO", "recompute", "max seq",
+		int w = 16; /* the strategy column: as wide as its longest spec */
+		for (int i = 0; i < n; i++)
+			if ((int)strlen(rows[i].strategy) > w)
+				w = (int)strlen(rows[i].strategy);
+		printf("%-*s %4s %4s %-9s %12s %12s  %-13s %s\n", w, "strategy", "SP", "ZeRO", "recompute", "max seq",
 		       "states/GPU", "blocked by", "would go further");
 		for (int i = 0; i < n; i++) {
 			const maxseq_row *r = &rows[i];
 			if (r->invalid[0]) {
-				printf("%-16s %4d %4d %-9s %12s  invalid: %s\n", r->strategy, r->job.sp, r->job.zero_stage,
+				printf("%-*s %4d %4d %-9s %12s  invalid: %s\n", w, r->strategy, r->job.sp, r->job.zero_stage,
 				       config_recompute_names[r->job.recompute], "-", r->invalid);
 				continue;
 			}
@@ -707,7 +711,7 @@ int cli_cmd_max_seq(int argc, char **argv)
 				snprintf(further, sizeof further, "%s: %ld", r->unblock, r->unblock_best);
 			else
 				snprintf(further, sizeof further, "%s", r->unblock);
-			printf("%-16s %4d %4d %-9s %12ld %12s  %-13s %s\n", r->strategy, r->job.sp, r->job.zero_stage,
+			printf("%-*s %4d %4d %-9s %12ld %12s  %-13s %s\n", w, r->strategy, r->job.sp, r->job.zero_stage,
 			       config_recompute_names[r->job.recompute], r->best, ms, r->blocked_by, further);
 		}
 	}
