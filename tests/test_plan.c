@@ -324,6 +324,17 @@ START_TEST(strategy_labels)
 	ck_assert(plan_strategy_parse("ring:comm=p2p", &st, &e) && plan_strategy_apply(&st, &job, &e));
 	ck_assert_str_eq(st.variant->name, "ring");
 	ck_assert(!config_job_all_gather(&job));
+	/* USP's degrees in a sweep: given, or derived by the job check (0 here) */
+	job.micro_batch = 2;
+	ck_assert(plan_strategy_parse("basp:inner=usp:u=2:r=2", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_str_eq(st.variant->name, "basp-usp");
+	ck_assert_int_eq(job.basp_inner, CONFIG_STRATEGY_USP);
+	ck_assert_int_eq(job.ulysses_degree, 2);
+	ck_assert_int_eq(job.ring_degree, 2);
+	ck_assert(plan_strategy_parse("usp:sp=8", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_int_eq(job.ulysses_degree, 0);
+	ck_assert(!plan_strategy_parse("ring:u=2", &st, &e)); /* degrees are USP's */
+	ck_assert_ptr_nonnull(strstr(e.msg, "expected ring:sp=N"));
 	ck_assert(!plan_strategy_parse("ring:comm=a2a", &st, &e));
 	ck_assert_ptr_nonnull(strstr(e.msg, "expected comm=p2p or comm=all_gather"));
 }
@@ -878,8 +889,9 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 		     /* the same with all-gathered KV (no ring-length cap) */
 		     {CONFIG_STRATEGY_RING, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES, CONFIG_CP_COMM_ALL_GATHER},
 		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_RING, CONFIG_CP_COMM_ALL_GATHER},
-		     /* USP: every U strictly between 1 and N (below) */
-		     {CONFIG_STRATEGY_USP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES}};
+		     /* USP: every U strictly between 1 and N (below); BASP over it, 1 < U < K */
+		     {CONFIG_STRATEGY_USP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES},
+		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_USP}};
 	for (int pi = 0; pi < np; pi++)
 		for (int bi = 0; bi < nb; bi++) {
 			config_platform p = plats[pi];
@@ -892,13 +904,16 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 							for (int r = 0; r < 2; r++)
 								for (int a = 0; a < 3; a++)
 								for (int U = 0; U < N; U++) {
-									bool usp = kinds[k].s == CONFIG_STRATEGY_USP;
-									if (usp ? U < 2 || N % U : U != 0)
-										continue; /* USP: 1 < U < N, U | N */
+									bool usp = kinds[k].s == CONFIG_STRATEGY_USP ||
+										   kinds[k].inner == CONFIG_STRATEGY_USP;
+									/* the USP group: N, or K = N/B for BASP over USP */
+									int P = kinds[k].s == CONFIG_STRATEGY_USP ? N : N % B ? 0 : N / B;
+									if (usp ? U < 2 || P == 0 || U >= P || P % U : U != 0)
+										continue; /* USP: 1 < U < P, U | P */
 									/* rings of at most PLAN_MAX_RING ranks */
 									bool p2p = kinds[k].comm == CONFIG_CP_COMM_P2P;
 									if ((kinds[k].s == CONFIG_STRATEGY_RING && p2p && N > PLAN_MAX_RING) ||
-									    (usp && N / U > PLAN_MAX_RING) ||
+									    (usp && P / U > PLAN_MAX_RING) ||
 									    (kinds[k].inner == CONFIG_STRATEGY_RING && p2p && N / B > PLAN_MAX_RING))
 										continue;
 									if (W % N || seqs % ((long)(W / N) * B))
@@ -908,7 +923,7 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 										continue; /* that is Ulysses */
 									if (basp && (kinds[k].u != CONFIG_BASP_UNEVEN_ERROR) != (N % B != 0))
 										continue; /* each BASP job once */
-									int group = basp ? (N + B - 1) / B : usp ? U : N;
+									int group = usp ? U : basp ? (N + B - 1) / B : N;
 									bool ring = kinds[k].s == CONFIG_STRATEGY_RING ||
 										    kinds[k].inner == CONFIG_STRATEGY_RING;
 									if (a > 0 && (group <= p.gpus_per_node || ring))
@@ -921,7 +936,7 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 									job.basp_inner = kinds[k].inner;
 									job.cp_comm = kinds[k].comm;
 									if (usp)
-										job.ulysses_degree = U, job.ring_degree = N / U;
+										job.ulysses_degree = U, job.ring_degree = P / U;
 									job.zero_stage = z, job.a2a = (config_a2a)a;
 									job.recompute = r ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
 									engine_result res;
