@@ -340,6 +340,38 @@ START_TEST(strategy_labels)
 }
 END_TEST
 
+/* The strategies study (examples/strategies.yaml) names every strategy of the family in
+ * sweep spellings: each point is a valid job, the degrees as the spec says (USP 4 x 2 on one
+ * 8-GPU node, 4 x 4 on two; BASP over USP 2 x 2 and 2 x 4 in its groups of N/2). */
+START_TEST(strategies_study_points_are_valid_jobs)
+{
+	char path[CONFIG_PATH_MAX];
+	snprintf(path, sizeof path, "%s/examples/strategies.yaml", getenv("SPSIM_DATA_DIR"));
+	plan_spec s;
+	config_error e = {""};
+	ck_assert_msg(plan_spec_load(path, &s, &e), "%s", e.msg);
+	ck_assert_int_eq(s.n[PLAN_AXIS_STRATEGY], 8);
+	int usp = 0, ag = 0;
+	for (long i = 0; i < s.n_points; i++) {
+		plan_point pt;
+		plan_point_at(&s, i, &pt);
+		config_platform p;
+		config_job j;
+		ck_assert_msg(plan_point_job(&s, &pt, &p, &j, &e), "point %ld: %s", i, e.msg);
+		if (config_job_usp(&j)) {
+			int P = j.strategy == CONFIG_STRATEGY_BASP ? j.sp / j.micro_batch : j.sp;
+			ck_assert_int_eq(j.ulysses_degree, j.strategy == CONFIG_STRATEGY_BASP ? 2 : 4);
+			ck_assert_int_eq(j.ulysses_degree * j.ring_degree, P);
+			usp++;
+		}
+		ag += config_job_all_gather(&j);
+	}
+	ck_assert_int_eq(usp, 2 * 6); /* two USP strategies on six hardware variants */
+	ck_assert_int_eq(ag, 2 * 6);
+	plan_spec_finish(&s);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ pool --- */
 typedef struct pool_t {
 	long *seen; /* times each task came back */
@@ -1507,6 +1539,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, grid_indices_and_keys);
 	tcase_add_test(t, point_applies_overrides_and_calibration);
 	tcase_add_test(t, strategy_labels);
+	tcase_add_test(t, strategies_study_points_are_valid_jobs);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("pool");
