@@ -1087,6 +1087,7 @@ START_TEST(cp_comm_type_flag)
 		{"--cp-comm-type", "p2p", "--ring-degree", "8", "apply to USP only"},
 		{"--cp-comm-type", "a2a", "--ring-degree", "2", "apply to USP only"},
 		{"--cp-comm-type", "a2a+p2p", "--ulysses-degree", "3", "valid U x R: {1x8, 2x4, 4x2, 8x1}"},
+		{"--cp-comm-type", "a2a+p2p", "--ring-degree", "3", "valid U x R: {1x8, 2x4, 4x2, 8x1}"},
 		{"--strategy", "ring:comm=all_gather:split=naive", NULL, NULL, "zigzag split only"},
 		{"--strategy", "usp:comm=all_gather", NULL, NULL, "comm= applies only to ring attention"},
 		{"--strategy", "ring:comm=ag", NULL, NULL, "expected comm=p2p or comm=all_gather"},

@@ -288,8 +288,9 @@ int cli_cmd_compare(int argc, char **argv)
 		free(ctx.strategies);
 		return CLI_USAGE;
 	}
+	char job_label[64]; /* the job's whole spec: basp:inner=ring:comm=all_gather, usp:u=4:r=2 */
 	char *list = ctx.strategies		? ctx.strategies
-		     : ctx.n_what_if > 0 ? strdup(config_strategy_names[a.job.strategy])
+		     : ctx.n_what_if > 0 ? strdup(config_strategy_label(&a.job, job_label, sizeof job_label))
 					  : strdup("ulysses,basp");
 	if (!list)
 		return CLI_FAIL;
