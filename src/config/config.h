@@ -345,8 +345,8 @@ typedef enum config_cp_split { CONFIG_CP_SPLIT_ZIGZAG, CONFIG_CP_SPLIT_NAIVE } c
 typedef enum config_cp_comm { CONFIG_CP_COMM_P2P, CONFIG_CP_COMM_ALL_GATHER } config_cp_comm;
 /* Megatron-Core's --cp-comm-type values, each one of spsim's strategies for the SP group
  * (config_job_apply_cp_comm_type): p2p = ring, all_gather = ring:comm=all_gather, a2a =
- * ulysses, a2a+p2p = usp (TransformerEngine's hierarchical AttnFuncWithCPAndQKVOA2A over
- * the inner group inside AttnFuncWithCPAndKVP2P over the outer one). */
+ * ulysses, a2a+p2p = usp (TransformerEngine's AttnFuncWithCPAndKVP2P on a two-level group:
+ * all-to-alls, flash_attn_a2a_communicate, over the inner group, the ring over the outer). */
 typedef enum config_cp_comm_type {
 	CONFIG_CP_TYPE_P2P,
 	CONFIG_CP_TYPE_ALL_GATHER,
