@@ -119,10 +119,37 @@ static bool run_child(int gpus, config_strategy st, bool whole, outcome *o, doub
 	return got == sizeof *o && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/* --against FILE: step times recorded by an earlier run of this benchmark (its "# gpus"
+ * lines, each under a header naming its ZeRO stage), to hold a change of the engine to. */
+typedef struct recorded {
+	int zero, gpus;
+	char strategy[16];
+	double step;
+} recorded;
+
+static int load_record(const char *path, recorded *rec, int cap)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	char line[1024];
+	int n = 0, zero = 2;
+	while (fgets(line, sizeof line, f)) {
+		const char *z = strstr(line, "ZeRO-");
+		if (strncmp(line, "# llama", 7) == 0 && z)
+			zero = atoi(z + 5);
+		recorded r = {.zero = zero};
+		if (n < cap && sscanf(line, "# gpus %d %15s step %lf", &r.gpus, r.strategy, &r.step) == 3)
+			rec[n++] = r;
+	}
+	fclose(f);
+	return n;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses] "
-			"[--zero 0-3] [--cap SECONDS] [--no-repeat]\n");
+			"[--zero 0-3] [--cap SECONDS] [--no-repeat] [--against RECORD]\n");
 	return 2;
 }
 
@@ -134,9 +161,18 @@ int main(int argc, char **argv)
 	bool whole = false;
 	int only = -1;    /* -1: both strategies */
 	double cap = 600; /* a size whose slower run took longer (CPU s) ends the series */
+	static recorded rec[256];
+	int n_rec = 0;
+	double rec_diff = -1;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--whole") == 0) {
 			whole = true;
+		} else if (strcmp(argv[i], "--against") == 0 && i + 1 < argc) {
+			n_rec = load_record(argv[++i], rec, 256);
+			if (n_rec < 0) {
+				fprintf(stderr, "bench/simgrid: --against %s: cannot read the record\n", argv[i]);
+				return 2;
+			}
 		} else if (strcmp(argv[i], "--no-repeat") == 0) {
 			g_repeat = false;
 		} else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
@@ -190,6 +226,15 @@ int main(int argc, char **argv)
 			       n, workload_strategy_name(s), o.step_time, o.sp_comm, o.zero_comm, o.stats.simulated_ranks,
 			       o.stats.period_nodes ? " (one period)" : "", o.stats.flows, o.stats.executions,
 			       o.stats.xml_bytes / 1e6, wall, cpu, rss);
+			for (int j = 0; j < n_rec; j++)
+				if (rec[j].zero == g_zero && rec[j].gpus == n &&
+				    strcmp(rec[j].strategy, workload_strategy_name(s)) == 0) {
+					double d = fabs(o.step_time - rec[j].step) / rec[j].step;
+					printf("# gpus %d %-7s recorded step %.9f s, relative difference %.1e\n", n,
+					       workload_strategy_name(s), rec[j].step, d);
+					if (d > rec_diff)
+						rec_diff = d;
+				}
 			if (wall > wall_max)
 				wall_max = wall;
 			if (cpu > cpu_max)
@@ -219,5 +264,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	return failed;
+	if (n_rec > 0)
+		printf("# largest relative difference to the record: %.1e\n", rec_diff);
+	return failed || rec_diff > 1e-9;
 }

@@ -964,52 +964,59 @@ static bool step_totals(xrun *x, int g, double *v, config_error *err)
 static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool *done, config_error *err)
 {
 	*done = false;
-	/* A schedule that repeats every iteration also repeats every two: the window of
-	 * period 1 is tried first (fewest iterations), then that of period 2. */
+	/* A schedule that repeats every iteration also repeats every two. Micro-steps: from
+	 * each start a, the window of period 1, then that of period 2. Layers (whose windows
+	 * are cheap but many): every window of period 1 first, then those of period 2, within
+	 * the budget below. */
+	int n_a = 0;
 	for (int a0 = micro ? 2 : 1; a0 + 2 < full; a0 *= 2)
-		for (int P = 1; P <= SGX_MAX_PERIOD; P++) {
-			int a = a0 + (full - a0) % P;
-			if (a + 2 * P >= full)
+		n_a++;
+	for (int w = 0; w < n_a * SGX_MAX_PERIOD; w++) {
+		int ia = micro ? w / SGX_MAX_PERIOD : w % n_a;
+		int P = micro ? w % SGX_MAX_PERIOD + 1 : w / n_a + 1;
+		int a0 = (micro ? 2 : 1) << ia;
+		int a = a0 + (full - a0) % P;
+		if (a + 2 * P >= full)
+			continue;
+		if (!micro) {
+			/* windows cost at most max(L/2, 10) layer iterations per micro-step
+			 * count: a schedule that does not repeat costs at most that more than
+			 * the full run */
+			long need = 0;
+			for (int k = 0; k < 3; k++)
+				need += memo_has(x, other, a + k * P) ? 0 : a + k * P;
+			if (x->spent + need > (full / 2 > SGX_LAYER_BUDGET ? full / 2 : SGX_LAYER_BUDGET))
 				continue;
-			if (!micro) {
-				/* windows cost at most max(L/2, 10) layer iterations per micro-step
-				 * count: a schedule that does not repeat costs at most that more than
-				 * the full run */
-				long need = 0;
-				for (int k = 0; k < 3; k++)
-					need += memo_has(x, other, a + k * P) ? 0 : a + k * P;
-				if (x->spent + need > (full / 2 > SGX_LAYER_BUDGET ? full / 2 : SGX_LAYER_BUDGET))
-					continue;
-				x->spent += need;
-			}
-			double f[3][SGX_PERIODIC_FIELDS];
-			for (int k = 0; k < 3; k++) {
-				int n = a + k * P;
-				bool ok;
-				if (micro) {
-					ok = step_totals(x, n, f[k], err);
-				} else {
-					const double *t;
-					ok = totals_at(x, other, n, &t, err);
-					if (ok)
-						memcpy(f[k], t, sizeof f[k]);
-				}
-				if (!ok)
-					return false;
-			}
-			bool periodic = true;
-			for (int i = 0; periodic && i < SGX_PERIODIC_FIELDS; i++) {
-				double d1 = f[1][i] - f[0][i], d2 = f[2][i] - f[1][i];
-				periodic = fabs(d2 - d1) <= 1e-9 * fabs(f[2][i]) + 1e-15;
-			}
-			if (!periodic)
-				continue;
-			double k = (double)((full - a - 2 * P) / P);
-			for (int i = 0; i < SGX_PERIODIC_FIELDS; i++)
-				v[i] = f[2][i] + k * (f[2][i] - f[1][i]);
-			*done = true;
-			return true;
+			x->spent += need;
 		}
+		double f[3][SGX_PERIODIC_FIELDS];
+		for (int k = 0; k < 3; k++) {
+			int n = a + k * P;
+			bool ok;
+			if (micro) {
+				ok = step_totals(x, n, f[k], err);
+			} else {
+				const double *t;
+				ok = totals_at(x, other, n, &t, err);
+				if (ok)
+					memcpy(f[k], t, sizeof f[k]);
+			}
+			if (!ok)
+				return false;
+		}
+		bool periodic = true;
+		for (int i = 0; periodic && i < SGX_PERIODIC_FIELDS; i++) {
+			double d1 = f[1][i] - f[0][i], d2 = f[2][i] - f[1][i];
+			periodic = fabs(d2 - d1) <= 1e-9 * fabs(f[2][i]) + 1e-15;
+		}
+		if (!periodic)
+			continue;
+		double k = (double)((full - a - 2 * P) / P);
+		for (int i = 0; i < SGX_PERIODIC_FIELDS; i++)
+			v[i] = f[2][i] + k * (f[2][i] - f[1][i]);
+		*done = true;
+		return true;
+	}
 	return true;
 }
 
