@@ -1,17 +1,25 @@
-/* bench/simgrid: wall time and peak memory of the SimGrid engine simulating one full
- * training step (32 layers forward and backward, ZeRO-2 reductions, optimizer and the
+/* bench/simgrid: wall time, CPU time and peak memory of the SimGrid engine simulating one
+ * full training step (32 layers forward and backward, ZeRO reductions, optimizer and the
  * parameter all-gather) of Llama-3.1-8B on dgx-h100 nodes, for BASP and Ulysses with an
- * SP domain of 8 and data parallelism beyond it. Each simulation runs in its own process
- * (SimGrid initialises once per process); its wall time covers loading, the op program,
- * platform generation and the simulation.
+ * SP domain of 8 and data parallelism beyond it. Each size runs in its own process, through
+ * engine_simgrid_run_opt (what `spsim run` does: identical layers and micro-steps
+ * extrapolated, docs/simgrid.md §5.4); its times cover loading, the op program, platform
+ * generation and every simulation it takes. CPU time (user + system, the child's and its
+ * children's) is the figure to compare on a shared machine; wall time counts other load.
  *
  * Prints, per size, comment lines with each strategy's result, then
- *   gpus N wall_s X peak_rss_mb Y
- * with X and Y the larger of the two strategies'.
- * Usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses] [--zero 0-3]
- *   [--cap CPU_SECONDS]   (--whole: no symmetry reduction; each line
- * then also gives the ratio of its wall time to the symmetric run's, and the largest
- * relative step-time difference between the two, which must be below 1e-9) */
+ *   gpus N wall_s X cpu_s C peak_rss_mb Y
+ * with X, C and Y the larger of the strategies'.
+ * Usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses]
+ *          [--zero 0-3] [--cap CPU_SECONDS] [--no-repeat] [--against RECORD]
+ *   --whole      no symmetry reduction; each line then also gives the ratio of its CPU time
+ *                to the symmetric run's and the largest relative step-time difference
+ *                between the two (below 1e-9)
+ *   --cap S      a size whose slower run took more than S CPU seconds (default 600) ends the
+ *                series; the sizes left are listed as skipped
+ *   --no-repeat  simulate every layer and micro-step (the full program)
+ *   --against F  compare each step time with a record of an earlier run (its "# gpus" lines,
+ *                e.g. bench/simgrid-record.txt) and fail past 1e-9 relative */
 #define _DEFAULT_SOURCE /* wait4 */
 #include <math.h>
 #include <stdio.h>
