@@ -272,7 +272,9 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	if (n_rec > 0)
+	if (rec_diff >= 0)
 		printf("# largest relative difference to the record: %.1e\n", rec_diff);
+	else if (n_rec > 0)
+		printf("# no size and strategy of this run is in the record\n");
 	return failed || rec_diff > 1e-9;
 }
