@@ -1100,30 +1100,36 @@ START_TEST(identical_layers_extrapolate_exactly)
 	 * whole system (no symmetry) on 2 nodes sharing one 400G NIC per 4 GPUs; ZeRO-2 with
 	 * BASP and with Ulysses, ZeRO-1 with a straggler and a
 	 * degraded NIC (ranks out of step), and 20 micro-steps (layers reduced inside the
-	 * micro-step extrapolation); and one that does not repeat (ZeRO-3 with Ulysses on the
-	 * shared NIC), which falls back to the full run within the search's budget. */
+	 * micro-step extrapolation); 32 H100s (dgx-h100, a NIC per GPU) with ZeRO-2 and Ulysses,
+	 * ZeRO-1 and BASP; and one that does not repeat (ZeRO-3 with Ulysses on the shared
+	 * NIC), which falls back to the full run within the search's budget. */
 	config_model m;
-	config_platform p;
+	config_platform small, dgx;
 	config_error err;
-	ck_assert(config_load_model("llama-3.2-1b", &m, &err) && config_load_platform("a100-2x4-ib400", &p, &err));
+	ck_assert(config_load_model("llama-3.2-1b", &m, &err) && config_load_platform("a100-2x4-ib400", &small, &err) &&
+		  config_load_platform("dgx-h100", &dgx, &err));
+	dgx.nodes = 4;
 	static const struct {
 		config_strategy st;
 		int sp, zero, ga;
-		bool whatif;
+		bool whatif, dgx;
 	} cases[] = {
-		{CONFIG_STRATEGY_BASP, 8, 2, 1, false},
-		{CONFIG_STRATEGY_ULYSSES, 4, 2, 1, false},
-		{CONFIG_STRATEGY_BASP, 8, 1, 1, true},
-		{CONFIG_STRATEGY_BASP, 8, 2, 20, false},
-		{CONFIG_STRATEGY_ULYSSES, 4, 3, 1, false}, /* does not repeat: the full run */
+		{CONFIG_STRATEGY_BASP, 8, 2, 1, false, false},
+		{CONFIG_STRATEGY_ULYSSES, 4, 2, 1, false, false},
+		{CONFIG_STRATEGY_BASP, 8, 1, 1, true, false},
+		{CONFIG_STRATEGY_BASP, 8, 2, 20, false, false},
+		{CONFIG_STRATEGY_ULYSSES, 4, 3, 1, false, false}, /* does not repeat: the full run */
+		{CONFIG_STRATEGY_ULYSSES, 8, 2, 1, false, true}, /* 32 H100s, one NIC per GPU */
+		{CONFIG_STRATEGY_BASP, 8, 1, 1, false, true},
 	};
 	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-		config_job job = tu_job(cases[c].st, 8, cases[c].sp, 2, 4096, cases[c].zero);
+		const config_platform *pp = cases[c].dgx ? &dgx : &small;
+		config_job job = tu_job(cases[c].st, cases[c].dgx ? 32 : 8, cases[c].sp, 2, 4096, cases[c].zero);
 		job.grad_accum = cases[c].ga;
-		ck_assert_msg(workload_check(&m, &p, &job, &err), "%s", err.msg);
+		ck_assert_msg(workload_check(&m, pp, &job, &err), "%s", err.msg);
 		workload_plan plan;
-		ck_assert(workload_plan_make(&m, &p, &job, &plan, &err));
-		engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
+		ck_assert(workload_plan_make(&m, pp, &job, &plan, &err));
+		engine_input in = {.model = &m, .platform = pp, .job = &job, .plan = &plan};
 		config_whatif w = {0};
 		if (cases[c].whatif) {
 			ck_assert(config_whatif_add(&w, CONFIG_WHATIF_SLOW_GPU, "5:1.5", &err));
@@ -1142,9 +1148,9 @@ START_TEST(identical_layers_extrapolate_exactly)
 		if (c == 4) {
 			/* ZeRO-3's gathers and Ulysses' all-to-alls share the NIC, and their phase drifts
 			 * from layer to layer: the search gives up within its budget of
-			 * max(L/2, 10) = 10 layer iterations (here (1, 2, 3) and (2, 3, 4)), then runs
-			 * all 16: at most 26/16 of the full run's executions (the non-layer blocks add
-			 * a few) */
+			 * max(L/2, 10) = 10 layer iterations (windows 1-2-3 and 2-3-4: runs of 1, 2, 3
+			 * and 4 layers), then runs all 16. Executions: 5 x those outside the layers +
+			 * 26 x a layer's, against 1 x + 16 x for the full run: under 2x */
 			ck_assert_msg(sf.executions > su.executions && sf.executions < 2 * su.executions,
 				      "%ld executions (full: %ld)", sf.executions, su.executions);
 			workload_plan_finish(&plan);
