@@ -154,7 +154,10 @@ static void ring(const config_platform *p, engine_op_load *l, engine_group_shape
 	}
 	/* Across nodes: C = min(nics, r) channels of edge_bytes / C, each leaving the node
 	 * from a different GPU; a GPU forwards over NVLink every channel it is not the exit
-	 * of (the busiest: all C when C < r, C - 1 when every GPU is an exit). */
+	 * of (the busiest: all C when C < r, C - 1 when every GPU is an exit): a channel enters
+	 * through one NIC, visits every GPU of the node and leaves through another (NVIDIA/nccl
+	 * issue #915, src/graph/search.cc ncclTopoGetNetDev; docs/sources.md [NCCL-ring]). The
+	 * NIC path itself does not cross the NVSwitch port (GPU -> PCIe -> NIC: [DGX-H100-UG]). */
 	int nics = p->inter.nics_per_node;
 	int C = nics < r ? nics : r;
 	if (C < 1)
