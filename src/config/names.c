@@ -10,7 +10,7 @@
 
 const char *const config_strategy_names[4] = {"ulysses", "basp", "ring", "usp"};
 const char *const config_cp_split_names[2] = {"zigzag", "naive"};
-const char *const config_recompute_names[2] = {"none", "full"};
+const char *const config_recompute_names[CONFIG_RECOMPUTES] = {"none", "full", "selective"};
 const char *const config_a2a_names[3] = {"direct", "pairwise", "hierarchical"};
 const char *const config_basp_uneven_names[3] = {"error", "unequal", "extra-step"};
 const char *const config_fabric_names[3] = {"nvswitch", "nvlink-mesh", "pcie"};

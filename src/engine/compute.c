@@ -394,8 +394,20 @@ engine_attn_shape engine_attn_shape_of(const workload_op *op)
 				   .causal = op->shape.attn.causal};
 }
 
+/* The gap between back-to-back kernels on a busy stream, seconds: the GPU's dispatch of
+ * the next queued launch. NVIDIA's "Getting Started with CUDA Graphs" (Developer Blog,
+ * 2019) times a chain of ~2.9 us kernels at ~3.8 us each when launched without
+ * synchronisation: ~1 us per launch beyond the kernel. A tiled op pays it per extra
+ * kernel (its launches are queued ahead, so the host's own launch cost is hidden). */
+#define ENGINE_KERNEL_GAP 1e-6
+
 double engine_compute_time(const config_platform *p, const workload_op *op)
 {
+	/* A copy to or from host memory: the host link's latency and bandwidth (platform
+	 * host_link; workload_check refuses offload without one). */
+	if (op->kernel == WL_KERNEL_HOST_COPY)
+		return p->host.bandwidth > 0 ? p->host.latency + op->bytes / p->host.bandwidth : 0.0;
+	double launches = op->extra_launches > 0 ? op->extra_launches * ENGINE_KERNEL_GAP : 0.0;
 	double t_flops = 0, t_mem = 0;
 	if (op->flops > 0) {
 		if (op->kernel == WL_KERNEL_ATTENTION) {
@@ -419,5 +431,5 @@ double engine_compute_time(const config_platform *p, const workload_op *op)
 		double eff = op->kernel == WL_KERNEL_COPY ? engine_copy_eff(p, op->shape.copy.run_bytes) : p->eff.memory;
 		t_mem = op->hbm_bytes / (p->gpu.hbm_bandwidth * eff);
 	}
-	return t_flops > t_mem ? t_flops : t_mem; /* roofline */
+	return (t_flops > t_mem ? t_flops : t_mem) + launches; /* roofline */
 }
