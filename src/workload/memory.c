@@ -122,12 +122,14 @@ static double logits_bytes(const config_model *m, const config_job *job, const w
  *   communicator. The all-to-all uses NCCL's p2p path: per peer a send and a receive
  *   Simple buffer on each of 2 channels (NCCL_NCHANNELS_PER_NET_PEER default 2).
  * - fragmentation: PyTorch's caching allocator splits cached blocks and cannot move them;
- *   with ZeRO-3, recompute (selective, full, TiledMLP's per-tile recompute) or offloading
- *   the allocations turn irregular (GMLake names recomputation and offloading), and a stitching allocator
+ *   with ZeRO-3, full recompute or offloading the allocations turn irregular (GMLake names
+ *   recomputation and offloading), and a stitching allocator
  *   removes 15% (up to 33%) fragmentation on average over eight LLMs on A100-80GB (GMLake,
  *   arXiv 2401.08156, abstract): at least that share of the caching allocator's memory was
  *   unusable; plain training's allocation pattern is regular and even (ibid., motivation)
- *   and is not charged. Applied to the dynamic memory (activations, logits,
+ *   and is not charged; nor are selective recompute and tiling, which re-allocate one
+ *   tensor of one size per layer (the attention output, one tile) in the same order every
+ *   layer. Applied to the dynamic memory (activations, logits,
  *   buffers): model states are allocated once, in flat buffers. */
 #define RESERVE_CONTEXT (512.0 * MIB)
 #define RESERVE_CUBLAS (32.0 * MIB)
@@ -155,8 +157,7 @@ workload_reserve workload_memory_reserve(const config_platform *p, const config_
 				: l->group_size - 1;
 	if (peers > 0)
 		r.nccl += peers * NCCL_P2P_CHANNELS_PER_PEER * 2.0 * 4.0 * MIB;
-	if (job->zero_stage == 3 || job->recompute != CONFIG_RECOMPUTE_NONE || job->offload_activations ||
-	    job->tile_mlp > 1)
+	if (job->zero_stage == 3 || job->recompute == CONFIG_RECOMPUTE_FULL || job->offload_activations)
 		r.fragmentation = FRAGMENTATION_IRREGULAR * dynamic;
 	r.total = r.context + r.cublas + r.nccl + r.fragmentation;
 	return r;
