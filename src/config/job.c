@@ -181,8 +181,6 @@ bool config_job_check(const config_job *job, config_error *err)
 		{CONFIG_R_SEQ_LEN, (double)job->seq_len},
 		{CONFIG_R_GRAD_ACCUM, job->grad_accum},
 		{CONFIG_R_ZERO, job->zero_stage},
-		{CONFIG_R_TILE_MLP, job->tile_mlp},
-		{CONFIG_R_TILE_LOGITS, job->tile_logits},
 		{CONFIG_R_REDUCE_BUCKET, job->reduce_bucket_elems},
 		{CONFIG_R_ALLGATHER_BUCKET, job->allgather_bucket_elems},
 		{CONFIG_R_PREFETCH_BUCKET, job->prefetch_bucket_elems},

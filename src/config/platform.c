@@ -320,12 +320,16 @@ bool config_platform_check(const config_platform *p, config_error *err)
 		{CONFIG_R_EFF_MEMORY, p->eff.memory},
 		{CONFIG_R_EFF_INTRA_LINK, p->eff.intra_link},
 		{CONFIG_R_EFF_INTER_LINK, p->eff.inter_link},
-		/* host link: absent (0) or in range */
-		{CONFIG_R_HOST_BANDWIDTH, p->host.bandwidth > 0 ? p->host.bandwidth : 1e9},
-		{CONFIG_R_HOST_LATENCY, p->host.bandwidth > 0 ? p->host.latency : 1e-6},
-		{CONFIG_R_HOST_MEMORY, p->host.bandwidth > 0 ? p->host.memory : 1e9},
 	};
 	if (!config_range_check_all("platform", p->name, v, sizeof v / sizeof v[0], err))
+		return false;
+	/* the host link: absent (bandwidth 0) or every value in range */
+	const config_range_value host[] = {
+		{CONFIG_R_HOST_BANDWIDTH, p->host.bandwidth},
+		{CONFIG_R_HOST_LATENCY, p->host.latency},
+		{CONFIG_R_HOST_MEMORY, p->host.memory},
+	};
+	if (p->host.bandwidth != 0 && !config_range_check_all("platform", p->name, host, 3, err))
 		return false;
 	int gpus = config_platform_gpus(p);
 	if (gpus < 0 || !config_range_ok(CONFIG_R_GPUS, gpus))

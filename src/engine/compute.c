@@ -403,11 +403,6 @@ engine_attn_shape engine_attn_shape_of(const workload_op *op)
 
 double engine_compute_time(const config_platform *p, const workload_op *op)
 {
-	/* A copy to or from host memory: the host link's latency and bandwidth (platform
-	 * host_link; workload_check refuses offload without one). */
-	if (op->kernel == WL_KERNEL_HOST_COPY)
-		return p->host.bandwidth > 0 ? p->host.latency + op->bytes / p->host.bandwidth : 0.0;
-	double launches = op->extra_launches > 0 ? op->extra_launches * ENGINE_KERNEL_GAP : 0.0;
 	double t_flops = 0, t_mem = 0;
 	if (op->flops > 0) {
 		if (op->kernel == WL_KERNEL_ATTENTION) {
@@ -431,5 +426,12 @@ double engine_compute_time(const config_platform *p, const workload_op *op)
 		double eff = op->kernel == WL_KERNEL_COPY ? engine_copy_eff(p, op->shape.copy.run_bytes) : p->eff.memory;
 		t_mem = op->hbm_bytes / (p->gpu.hbm_bandwidth * eff);
 	}
-	return (t_flops > t_mem ? t_flops : t_mem) + launches; /* roofline */
+	double t = t_flops > t_mem ? t_flops : t_mem; /* roofline */
+	if (t > 0)
+		return t + op->extra_launches * ENGINE_KERNEL_GAP; /* 0 extra: t exactly */
+	/* A copy to or from host memory (no FLOPs, no HBM pass): the host link's latency and
+	 * bandwidth (platform host_link; workload_check refuses offload without one). */
+	if (op->kernel == WL_KERNEL_HOST_COPY && p->host.bandwidth > 0)
+		return p->host.latency + op->bytes / p->host.bandwidth;
+	return 0.0;
 }

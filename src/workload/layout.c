@@ -2,6 +2,7 @@
  * Parallelism", "DeepSpeed-Ulysses"). */
 #include <stdio.h>
 
+#include "config/ranges.h"
 #include "workload/workload.h"
 #include "util/intmath.h"
 
@@ -151,7 +152,9 @@ bool workload_check_techniques(const config_platform *p, const config_job *job, 
 	long t = job->sp > 0 ? (long)((double)job->micro_batch * (double)job->seq_len / job->sp) : 0;
 	const struct { const char *flag; int n; } tiles[] = {{"--tile-mlp", job->tile_mlp}, {"--tile-logits", job->tile_logits}};
 	for (int i = 0; i < 2; i++)
-		if (tiles[i].n < 1 || (t > 0 && tiles[i].n > t))
+		if (tiles[i].n != 1 && !config_range_check(i ? CONFIG_R_TILE_LOGITS : CONFIG_R_TILE_MLP, NULL, tiles[i].n, err))
+			return false;
+		else if (tiles[i].n < 1 || (t > 0 && tiles[i].n > t))
 			return config_fail(err,
 					   "%s %d: each GPU holds %ld tokens per micro-step, and a tile needs at least one; use a tile count from 1 to %ld",
 					   tiles[i].flag, tiles[i].n, t, t > 0 ? t : 1);

@@ -96,11 +96,12 @@ typedef struct workload_op {
 	workload_phase phase;
 	/* compute */
 	workload_kernel kernel;
+	/* Kernels the op launches beyond its first (a tiled op runs one set per tile): each
+	 * costs the launch gap between back-to-back kernels (engine_compute_time). Placed
+	 * here, it fills the padding before `flops`: the op stays the same size. */
+	int extra_launches;
 	double flops;     /* FLOPs on this GPU */
 	double hbm_bytes; /* HBM bytes moved (memory-bound kernels) */
-	/* Kernels the op launches beyond its first (a tiled op runs one set per tile): each
-	 * costs the launch gap between back-to-back kernels (engine_compute_time). */
-	int extra_launches;
 	/* The kernel's shape, which sets its efficiency (engine/compute.c); all zero when
 	 * unknown (the op then runs at the platform's plateau efficiency). */
 	union {
