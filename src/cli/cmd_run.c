@@ -814,6 +814,21 @@ int cli_cmd_max_seq(int argc, char **argv)
 	a.job.seq_len = 720720L * 1024;
 	if (ctx.strategies && !strchr(ctx.strategies, ',') && !strchr(ctx.strategies, ':'))
 		parse_strategy("max-seq", ctx.strategies, &a.job);
+	else if (ctx.strategies) {
+		/* A list: its first item, when a plain ulysses, basp or ring, stands for the job in
+		 * the check below (ring first lets a list reach GPU counts that Ulysses' heads do
+		 * not divide: its rows then say why they are invalid); each row is checked on its
+		 * own. USP and NAME:key=value items would leave their degrees and sizes in the job
+		 * every row starts from, so they do not stand in. */
+		size_t n = strcspn(ctx.strategies, ",");
+		char first[16];
+		if (n < sizeof first) {
+			memcpy(first, ctx.strategies, n);
+			first[n] = '\0';
+			if (strcmp(first, "ulysses") == 0 || strcmp(first, "basp") == 0 || strcmp(first, "ring") == 0)
+				parse_strategy("max-seq", first, &a.job);
+		}
+	}
 	if (!cli_job_resolve(&a, "max-seq"))
 		goto out;
 	/* what-ifs change time, not memory (a failed node only moves ranks, which the memory
