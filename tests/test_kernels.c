@@ -173,6 +173,33 @@ START_TEST(attention_backward_slower_than_forward)
 }
 END_TEST
 
+START_TEST(attention_triton_computes_the_masked_half)
+{
+	/* flash-attn-triton (engine/compute.c: flash-attention issue #142, the Triton kernel as
+	 * long with a causal mask as without) is FlashAttention-2's non-causal curve on the same
+	 * GPU: without a mask the two rates are equal; with one, the op's FLOPs count the
+	 * unmasked half while the kernel does the whole S^2, so its rate is half the dense one,
+	 * i.e. below FlashAttention-2's causal rate by causal / (dense / 2): on the H100 bars,
+	 * 16K forward, 335 causal against 370 / 2 = 185. Both GPUs, both directions, 1K-64K. */
+	const char *names[] = {"a100-2x4-ib400", "dgx-h100"};
+	for (int n = 0; n < 2; n++) {
+		config_platform p = shipped(names[n]);
+		ck_assert_ptr_null(config_attn_kernel_unusable(&p, CONFIG_ATTN_TRITON));
+		for (int bwd = 0; bwd < 2; bwd++)
+			for (double S = 1024; S <= 65536; S *= 4) {
+				double dense = tflops(&p, bench_shape(CONFIG_ATTN_FA2, S, bwd, 0));
+				ck_assert_double_eq_tol(tflops(&p, bench_shape(CONFIG_ATTN_TRITON, S, bwd, 0)), dense, 1e-9);
+				ck_assert_double_eq_tol(tflops(&p, bench_shape(CONFIG_ATTN_TRITON, S, bwd, 1)), 0.5 * dense,
+							1e-9);
+				ck_assert_double_lt(tflops(&p, bench_shape(CONFIG_ATTN_TRITON, S, bwd, 1)),
+						    tflops(&p, bench_shape(CONFIG_ATTN_FA2, S, bwd, 1)));
+			}
+	}
+	config_platform h = shipped("dgx-h100");
+	ck_assert_double_eq_tol(tflops(&h, bench_shape(CONFIG_ATTN_TRITON, 16384, 0, 1)), 370.0 / 2, 1e-6);
+}
+END_TEST
+
 START_TEST(attention_wave_quantization_by_hand)
 {
 	/* 132 SMs. One 128-token query tile per sequence and head: 132 blocks fill one wave,
@@ -375,7 +402,7 @@ START_TEST(platform_keys_validated)
 	expect_platform_error(A100_GPU "    sms: many\n", "", ":10:10: 'sms' must be an integer");
 	expect_platform_error(A100_GPU "    arch: volta\n", "", ":10:11: 'arch' must be one of: ampere, hopper, got 'volta'");
 	expect_platform_error(A100_GPU, "  attention_kernel: flash-attn-9\n",
-			      ":12:21: 'attention_kernel' must be one of: flash-attn-2, flash-attn-3, cudnn");
+			      ":12:21: 'attention_kernel' must be one of: flash-attn-2, flash-attn-3, cudnn, flash-attn-triton");
 	expect_platform_error(A100_GPU, "  attention_kernel: flash-attn-3\n",
 			      ":12:21: 'attention_kernel' flash-attn-3 runs only on hopper GPUs");
 	expect_platform_error(A100_GPU, "  attention_kernel: cudnn\n",
@@ -518,7 +545,7 @@ START_TEST(cli_flag_job_key_and_report)
 	char args[512];
 	snprintf(args, sizeof args, "%s --attention-kernel flash-attn-9", base);
 	ck_assert_int_eq(run_spsim(args, out, sizeof out, err, sizeof err), 2);
-	ck_assert_msg(strstr(err, "--attention-kernel expects flash-attn-2, flash-attn-3 or cudnn, got 'flash-attn-9'"),
+	ck_assert_msg(strstr(err, "--attention-kernel expects flash-attn-2, flash-attn-3, cudnn or flash-attn-triton, got 'flash-attn-9'"),
 		      "%s", err);
 	ck_assert_int_eq(run_spsim("run --model llama-3.1-8b --platform dgx-a100 --seq-len 16K --attention-kernel "
 				   "flash-attn-3",
@@ -553,8 +580,9 @@ START_TEST(cli_flag_job_key_and_report)
 	write_tmp(job, sizeof job, "job:\n  attention_kernel: xformers\n");
 	snprintf(args, sizeof args, "%s --job %s", base, job);
 	ck_assert_int_eq(run_spsim(args, out, sizeof out, err, sizeof err), 2);
-	ck_assert_msg(strstr(err, ":2:21: 'attention_kernel' must be one of: flash-attn-2, flash-attn-3, cudnn"), "%s",
-		      err);
+	ck_assert_msg(strstr(err, ":2:21: 'attention_kernel' must be one of: flash-attn-2, flash-attn-3, cudnn, "
+				  "flash-attn-triton"),
+		      "%s", err);
 	unlink(job);
 }
 END_TEST
@@ -566,6 +594,7 @@ int main(void)
 	tcase_add_test(tc, attention_follows_the_published_h100_bars);
 	tcase_add_test(tc, attention_monotone_in_length_where_the_source_is);
 	tcase_add_test(tc, attention_backward_slower_than_forward);
+	tcase_add_test(tc, attention_triton_computes_the_masked_half);
 	tcase_add_test(tc, attention_wave_quantization_by_hand);
 	tcase_add_test(tc, attention_scalar_override_and_kernel_choice);
 	tcase_add_test(tc, attention_points_interpolate_log_linearly);

@@ -118,9 +118,10 @@ void cli_job_help(FILE *f)
 	      "                           unequal: groups of floor(N/B) and ceil(N/B) GPUs side by side;\n"
 	      "                           extra-step: equal groups, the remaining sequences in more\n"
 	      "                           micro-steps (default error)\n"
-	      "  --attention-kernel flash-attn-2|flash-attn-3|cudnn  attention kernel family whose measured\n"
-	      "                           efficiency curves time attention (default: the platform's\n"
-	      "                           attention_kernel; flash-attn-3 needs a hopper GPU)\n"
+	      "  --attention-kernel flash-attn-2|flash-attn-3|cudnn|flash-attn-triton  attention kernel\n"
+	      "                           family whose measured efficiency curves time attention (default:\n"
+	      "                           the platform's attention_kernel; flash-attn-3 needs a hopper GPU;\n"
+	      "                           flash-attn-triton computes the masked half of causal attention)\n"
 	      "  --impl hf|megatron       what each layer saves for backward: hf = DeepSpeed + Hugging Face\n"
 	      "                           eager modules (unfused SwiGLU, fp32 norm copies, fp32 loss), megatron =\n"
 	      "                           fused kernels (default hf)\n"
@@ -407,7 +408,8 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 			if (strcmp(arg, config_attn_kernel_names[i]) == 0)
 				k = i;
 		if (k < 0) {
-			fprintf(stderr, "spsim: --attention-kernel expects flash-attn-2, flash-attn-3 or cudnn, got '%s'\n",
+			fprintf(stderr, "spsim: --attention-kernel expects flash-attn-2, flash-attn-3, cudnn or flash-attn-triton, "
+				"got '%s'\n",
 				arg);
 			return -1;
 		}

@@ -98,9 +98,16 @@ typedef enum config_topology {
 /* GPU architectures with kernel-efficiency data (engine/compute.c). */
 typedef enum config_gpu_arch { CONFIG_ARCH_AMPERE, CONFIG_ARCH_HOPPER } config_gpu_arch;
 /* Attention kernel families (engine/compute.c): FlashAttention-2, FlashAttention-3
- * (Hopper only), cuDNN's fused attention. */
-typedef enum config_attn_kernel { CONFIG_ATTN_FA2, CONFIG_ATTN_FA3, CONFIG_ATTN_CUDNN } config_attn_kernel;
-#define CONFIG_ATTN_KERNELS 3
+ * (Hopper only), cuDNN's fused attention, and the Triton FlashAttention kernel
+ * (flash_attn_triton.py as llm-foundry's `attn_impl: triton` runs it), which does not skip
+ * the tiles a causal mask removes. */
+typedef enum config_attn_kernel {
+	CONFIG_ATTN_FA2,
+	CONFIG_ATTN_FA3,
+	CONFIG_ATTN_CUDNN,
+	CONFIG_ATTN_TRITON
+} config_attn_kernel;
+#define CONFIG_ATTN_KERNELS 4
 
 /* A measured attention throughput (calibration `attention_points`): `flops` FLOP/s of one
  * kernel family at sequence length `seq` and head dimension `head_dim`, forward or
@@ -268,8 +275,8 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  * file efficiency.gemm is the plateau of the GEMM model, which tile and wave quantization
  * scale down; efficiency.attention there is the same fixed override.)
  *
- * attention_points: kernel is the family measured (flash-attn-2 | flash-attn-3 | cudnn,
- * or another name such as validate's wmma-fallback, kept in the file but not applied);
+ * attention_points: kernel is the family measured (flash-attn-2 | flash-attn-3 | cudnn |
+ * flash-attn-triton, or another name such as validate's wmma-fallback, kept in the file but not applied);
  * seq the sequence length the kernel saw (16K allowed); head_dim; heads/kv_heads the query
  * and kv heads it held (optional); direction fwd | bwd; causal true | false (default true);
  * tflops the median rate in 1e12 FLOP/s counted as FlashAttention's benchmarks count them
@@ -481,7 +488,8 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     basp_uneven: error         # error | unequal | extra-step
  *     impl: hf                   # hf | megatron: what each layer saves for backward
  *     memory_reserve: 2GiB       # a size or 0: CUDA context, NCCL, allocator (default derived)
- *     attention_kernel: cudnn    # flash-attn-2 | flash-attn-3 | cudnn (default: the platform's)
+ *     attention_kernel: cudnn    # flash-attn-2 | flash-attn-3 | cudnn | flash-attn-triton
+ *                                # (default: the platform's)
  *     what_if: {slow_gpu: ["3:2"]}  # asymmetric what-ifs, read by config_load_whatif
  *
  * Keys absent from the file keep their value in *job (call config_job_defaults first),

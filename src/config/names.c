@@ -16,7 +16,8 @@ const char *const config_basp_uneven_names[3] = {"error", "unequal", "extra-step
 const char *const config_fabric_names[3] = {"nvswitch", "nvlink-mesh", "pcie"};
 const char *const config_topology_names[3] = {"single-switch", "fat-tree", "rail-optimized"};
 const char *const config_gpu_arch_names[2] = {"ampere", "hopper"};
-const char *const config_attn_kernel_names[CONFIG_ATTN_KERNELS] = {"flash-attn-2", "flash-attn-3", "cudnn"};
+const char *const config_attn_kernel_names[CONFIG_ATTN_KERNELS] = {"flash-attn-2", "flash-attn-3", "cudnn",
+								     "flash-attn-triton"};
 const char *const config_impl_names[2] = {"hf", "megatron"};
 
 bool config_job_usp(const config_job *job)

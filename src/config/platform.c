@@ -209,8 +209,9 @@ static bool read_nccl(const yt_node *t, config_platform *p, config_error *err)
 bool config_attn_kernel_has_curve(config_attn_kernel k, config_gpu_arch arch)
 {
 	/* engine/compute.c: every family on Hopper (arXiv 2407.08608), FlashAttention-2 on Ampere
-	 * (arXiv 2307.08691) */
-	return arch == CONFIG_ARCH_HOPPER || k == CONFIG_ATTN_FA2;
+	 * (arXiv 2307.08691); the Triton kernel is timed on FlashAttention-2's non-causal curve
+	 * of the same GPU */
+	return arch == CONFIG_ARCH_HOPPER || k == CONFIG_ATTN_FA2 || k == CONFIG_ATTN_TRITON;
 }
 
 const char *config_attn_kernel_unusable(const config_platform *p, config_attn_kernel k)
@@ -238,9 +239,10 @@ static bool read_attn_kernel(const yt_node *t, config_platform *p, config_error 
 	const char *why = config_attn_kernel_unusable(p, (config_attn_kernel)k);
 	if (why)
 		return yt_fail(err, yt_find(t, "attention_kernel"),
-			       "'attention_kernel' %s %s; this platform's gpu is %s (%s), expected flash-attn-2%s",
+			       "'attention_kernel' %s %s; this platform's gpu is %s (%s), expected %s",
 			       config_attn_kernel_names[k], why, p->gpu.name, config_gpu_arch_names[p->gpu.arch],
-			       p->gpu.arch == CONFIG_ARCH_HOPPER ? ", flash-attn-3 or cudnn" : "");
+			       p->gpu.arch == CONFIG_ARCH_HOPPER ? "flash-attn-2, flash-attn-3, cudnn or flash-attn-triton"
+								       : "flash-attn-2 or flash-attn-triton");
 	p->attention_kernel = (config_attn_kernel)k;
 	return true;
 }

@@ -211,6 +211,20 @@ static const attn_curve hopper_curves[] = {
 #define A100_FA2_BWD (0.63 * 312.0)
 #define A100_SMS 108
 
+/* The Triton FlashAttention kernel (flash-attention's flash_attn/flash_attn_triton.py, which
+ * requires triton 2.0.0.dev20221202 and which llm-foundry runs for `attn_impl: triton`
+ * through its triton-pre-mlir package, llmfoundry/models/layers/attention.py
+ * triton_flash_attn_fn) takes as long with a causal mask as without one on that compiler:
+ * Dao-AILab/flash-attention issue #142 measures its forward at 4096 tokens (batch 8, 12
+ * heads, head dim 64) at 1.862 ms causal and 1.761 ms not, where the CUDA kernel halves
+ * (4.945 -> 2.873 ms). So a causal op costs the dense S^2 work: the family is timed on the
+ * non-causal curve of FlashAttention-2 on the same GPU, at half the rate for a causal op
+ * (whose FLOPs count only the unmasked half). Its own rate per dense FLOP at head dim 128
+ * is not published as text; FlashAttention-2's is an upper bound (arXiv 2307.08691,
+ * Figures 4-6, finds FlashAttention-2 faster than the Triton kernel), so this family is,
+ * if anything, optimistic. */
+#define TRITON_CAUSAL_SHARE 0.5
+
 static const attn_curve *curve_find(int kernel, int hd_log2, int bwd, int causal)
 {
 	for (size_t i = 0; i < sizeof hopper_curves / sizeof hopper_curves[0]; i++) {
@@ -284,6 +298,10 @@ static void curve_at(int kernel, config_gpu_arch arch, int hl, int bwd, int caus
 	int sms = HOPPER_SMS;
 	int k = kernel;
 	double scale = 1.0;
+	if (kernel == CONFIG_ATTN_TRITON) { /* FlashAttention-2's dense curve (see above) */
+		k = CONFIG_ATTN_FA2;
+		causal = 0;
+	}
 	if (arch == CONFIG_ARCH_AMPERE) {
 		/* only FlashAttention-2 has a published Ampere rate (see above) */
 		double n1, n2;
@@ -348,6 +366,8 @@ double engine_attention_rate(const config_platform *p, const engine_attn_shape *
 	double f = hl - h0;
 	double r = (1 - f) * curve_rate_hl(s->kernel, p->gpu.arch, h0, s->bwd, s->causal, T) +
 		   (f > 0 ? f * curve_rate_hl(s->kernel, p->gpu.arch, h0 + 1, s->bwd, s->causal, T) : 0);
+	if (s->kernel == CONFIG_ATTN_TRITON && s->causal)
+		r *= TRITON_CAUSAL_SHARE; /* the masked half is computed too */
 	return r * wave;
 }
 

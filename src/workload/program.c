@@ -142,7 +142,13 @@ static void sp_a2a(builder *b, workload_block *blk, const char *pack, const char
 	 * group (deepspeed/sequence/layer.py single_all_to_all has no early return), which
 	 * launches NCCL's kernel and copies the buffer in HBM: the engines cost that call
 	 * (engine/nccl.c, one-rank group). Its permutes only move size-1 dimensions of one
-	 * sequence, which .contiguous() leaves in place: no layout copies. */
+	 * sequence, which .contiguous() leaves in place: no layout copies. An SP domain of one
+	 * GPU (--sp 1, plain data parallelism) has no distributed attention at all: Megatron-
+	 * DeepSpeed wraps attention in DistributedAttention only when the sequence-parallel world
+	 * size exceeds 1 (megatron/model/transformer.py, ParallelAttention:
+	 * enable_ds_sequence_parallel), so it emits nothing. */
+	if (b->job->sp <= 1)
+		return;
 	if (b->l->group_size <= 1) {
 		op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM,
 					     .stream = WL_STREAM_MAIN, .phase = ph, .coll = WL_COLL_ALLTOALL,
