@@ -63,8 +63,9 @@ int report_trace_tid(int rank_in_node, const workload_op *op)
 
 const char *report_trace_tid_name(int tid_kind)
 {
-	static const char *const names[REPORT_TRACE_TIDS_PER_GPU] = {"compute", "sp comm", "zero comm",
-								      "zero prefetch"};
+	/* the side streams' tracks also carry activation offload's host copies (their slots) */
+	static const char *const names[REPORT_TRACE_TIDS_PER_GPU] = {"compute", "sp comm", "zero comm / host copies",
+								      "zero prefetch / host copies"};
 	return names[tid_kind % REPORT_TRACE_TIDS_PER_GPU];
 }
 
