@@ -15,6 +15,7 @@
  *   and the all-to-all send/receive buffers.
  * - reserve: see workload_memory_reserve below. */
 #include <math.h>
+#include <string.h>
 
 #include "workload/workload.h"
 
@@ -141,7 +142,9 @@ static double logits_bytes(const config_model *m, const config_job *job, const w
 workload_reserve workload_memory_reserve(const config_platform *p, const config_job *job, const workload_layout *l,
 					 double dynamic)
 {
-	workload_reserve r = {0};
+	/* memset, not = {0}: the padding too, so that equal reserves compare equal bytewise */
+	workload_reserve r;
+	memset(&r, 0, sizeof r);
 	if (job->memory_reserve_set || p->has_memory_reserve) {
 		r.declared = true;
 		r.total = job->memory_reserve_set ? job->memory_reserve : p->memory_reserve;
@@ -168,7 +171,7 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 {
 	const double psi = config_model_params(m), W = l->world;
 	const int Z = job->zero_stage;
-	*out = (workload_memory){0};
+	memset(out, 0, sizeof *out); /* padding included (results are compared bytewise) */
 	out->params = Z == 3 ? BF16 * psi / W : BF16 * psi;
 	out->grads = Z >= 2 ? BF16 * psi / W : BF16 * psi;
 	out->optimizer = Z >= 1 ? 12.0 * psi / W : 12.0 * psi;
