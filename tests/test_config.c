@@ -1035,6 +1035,28 @@ START_TEST(job_minimal_file)
 }
 END_TEST
 
+/* cp_comm_type: Megatron-Core's name for what the SP group runs; with strategy basp it
+ * is the inner strategy, alone it is the strategy (a2a+p2p = usp, its degrees kept). */
+START_TEST(job_cp_comm_type)
+{
+	char path[CONFIG_PATH_MAX];
+	config_job j;
+	config_error e = {""};
+	fixture(path, sizeof path, "job_cp_comm.yaml");
+	config_job_defaults(&j);
+	ck_assert_msg(config_load_job(path, &j, NULL, NULL, NULL, NULL, &e), "%s", e.msg);
+	ck_assert_int_eq(j.strategy, CONFIG_STRATEGY_BASP);
+	ck_assert_int_eq(j.basp_inner, CONFIG_STRATEGY_RING);
+	ck_assert_int_eq(j.cp_comm, CONFIG_CP_COMM_ALL_GATHER);
+	fixture(path, sizeof path, "job_cp_comm_usp.yaml");
+	config_job_defaults(&j);
+	ck_assert_msg(config_load_job(path, &j, NULL, NULL, NULL, NULL, &e), "%s", e.msg);
+	ck_assert_int_eq(j.strategy, CONFIG_STRATEGY_USP);
+	ck_assert_int_eq(j.ulysses_degree, 4);
+	ck_assert_int_eq(j.cp_comm, CONFIG_CP_COMM_P2P);
+}
+END_TEST
+
 START_TEST(job_errors)
 {
 	expect_error(JOB, "job_bad_zero.yaml", "3:9: 'zero' must be an integer from 0 to 3, got '5'");
@@ -1044,9 +1066,14 @@ START_TEST(job_errors)
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
 		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
-		     "attention_kernel, impl, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, offload_activations, tile_mlp, tile_logits");
+		     "attention_kernel, impl, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, cp_comm_type, offload_activations, tile_mlp, tile_logits");
 	expect_error(JOB, "job_bad_inner.yaml", "3:15: 'basp_inner' must be one of: ulysses, ring, usp, got 'tree'");
 	expect_error(JOB, "job_bad_split.yaml", "3:13: 'cp_split' must be one of: zigzag, naive, got 'spiral'");
+	expect_error(JOB, "job_bad_cp_comm.yaml",
+		     "3:17: 'cp_comm_type' must be one of: p2p, all_gather, a2a, a2a+p2p, got 'ring'");
+	expect_error(JOB, "job_cp_comm_conflict.yaml",
+		     "3:17: cp_comm_type p2p is strategy ring, but the strategy given is ulysses; give one of them, or basp "
+		     "with cp_comm_type p2p for BASP over it");
 	expect_error(JOB, "job_bad_impl.yaml", "3:9: 'impl' must be one of: hf, megatron, got 'deepspeed'");
 	expect_error(JOB, "job_bad_reserve.yaml",
 		     "3:19: 'memory_reserve': '2 apples' has an unknown unit 'apples', expected a size such as 40GiB "
@@ -1141,6 +1168,7 @@ static Suite *config_suite(void)
 	tcase_add_test(t, job_full_file);
 	tcase_add_test(t, job_minimal_file);
 	tcase_add_test(t, job_errors);
+	tcase_add_test(t, job_cp_comm_type);
 	tcase_add_test(t, calibration_gpu_kernel_and_attention_points);
 	tcase_add_test(t, job_error_leaves_outputs);
 	tcase_add_test(t, error_null_is_allowed);

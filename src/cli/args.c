@@ -11,7 +11,7 @@
 
 #define SET(bit) (1u << (bit))
 enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A,
-       S_UNEVEN, S_ATTN, S_IMPL, S_RESERVE, S_UDEG, S_RDEG, S_OFFLOAD, S_TILE_MLP, S_TILE_LOGITS };
+       S_UNEVEN, S_ATTN, S_IMPL, S_RESERVE, S_UDEG, S_RDEG, S_CPCOMM, S_OFFLOAD, S_TILE_MLP, S_TILE_LOGITS };
 
 const struct option cli_job_options[] = {
 	{"model", required_argument, NULL, CLI_OPT_MODEL},
@@ -41,6 +41,7 @@ const struct option cli_job_options[] = {
 	{"a2a", required_argument, NULL, CLI_OPT_A2A},
 	{"ulysses-degree", required_argument, NULL, CLI_OPT_ULYSSES_DEGREE},
 	{"ring-degree", required_argument, NULL, CLI_OPT_RING_DEGREE},
+	{"cp-comm-type", required_argument, NULL, CLI_OPT_CP_COMM_TYPE},
 	{"basp-uneven", required_argument, NULL, CLI_OPT_BASP_UNEVEN},
 	{"attention-kernel", required_argument, NULL, CLI_OPT_ATTENTION_KERNEL},
 	{"impl", required_argument, NULL, CLI_OPT_IMPL},
@@ -91,7 +92,10 @@ void cli_job_help(FILE *f)
 	      "  --gpus W                 world size (default: every GPU of the platform)\n"
 	      "  --strategy ulysses|basp|ring|usp  sequence parallelism (default ulysses); ring attention\n"
 	      "                           (context parallelism) as ring[:split=zigzag|naive], USP as\n"
-	      "                           usp[:u=U:r=R], BASP over them as basp:inner=ring|usp[:u=U:r=R]\n"
+	      "                           usp[:u=U:r=R], BASP over them as basp:inner=ring|usp[:u=U:r=R];\n"
+	      "                           ring:comm=all_gather gathers K and V instead of passing them\n"
+	      "  --cp-comm-type p2p|all_gather|a2a|a2a+p2p  Megatron-Core's context-parallel types: ring,\n"
+	      "                           ring:comm=all_gather, ulysses, usp (with --strategy basp: its inner)\n"
 	      "  --sp N                   SP domain size (default W; W/N data-parallel replicas)\n"
 	      "  --micro-batch B          sequences per SP domain per micro-step (default 1)\n"
 	      "  --seq-len S              tokens per sequence; K and M suffixes: 16K = 16384 (required)\n"
@@ -152,6 +156,7 @@ void cli_job_init(cli_job_args *a)
 	a->engine = engine_registry[0]->name;
 	a->format = REPORT_TABLE;
 	a->opt.placement = ENGINE_PLACE_CONTIGUOUS;
+	a->cp_comm_type = -1;
 }
 
 bool cli_parse_int(const char *flag, const char *s, long min, long max, long *out)
@@ -376,6 +381,14 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		a->set |= u ? SET(S_UDEG) : SET(S_RDEG);
 		return 1;
 	}
+	case CLI_OPT_CP_COMM_TYPE:
+		a->cp_comm_type = config_cp_comm_type_parse(arg);
+		if (a->cp_comm_type < 0) {
+			fprintf(stderr, "spsim: --cp-comm-type expects p2p, all_gather, a2a or a2a+p2p, got '%s'\n", arg);
+			return -1;
+		}
+		a->set |= SET(S_CPCOMM);
+		return 1;
 	case CLI_OPT_A2A:
 		if (strcmp(arg, "direct") == 0)
 			j->a2a = CONFIG_A2A_DIRECT;
@@ -506,6 +519,7 @@ bool cli_job_given(const cli_job_args *a, int opt_id)
 {
 	switch (opt_id) {
 	case CLI_OPT_STRATEGY: return a->set & SET(S_STRATEGY);
+	case CLI_OPT_CP_COMM_TYPE: return a->set & SET(S_CPCOMM);
 	case CLI_OPT_SEQ_LEN: return a->set & SET(S_SEQ);
 	case CLI_OPT_BASP_UNEVEN: return a->set & SET(S_UNEVEN);
 	case CLI_OPT_ENGINE: return a->engine_given;
@@ -536,6 +550,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_STRATEGY, strategy)
 		TAKE(S_STRATEGY, basp_inner)
 		TAKE(S_STRATEGY, cp_split)
+		TAKE(S_STRATEGY, cp_comm)
 		TAKE(S_UDEG, ulysses_degree)
 		TAKE(S_RDEG, ring_degree)
 		TAKE(S_SP, sp)
@@ -573,6 +588,13 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 			strcpy(a->calibration, cal);
 		if (!a->nodes)
 			a->nodes = nodes;
+	}
+	if (a->set & SET(S_CPCOMM)) {
+		if (!config_job_apply_cp_comm_type(&a->job, (config_cp_comm_type)a->cp_comm_type, a->set & SET(S_STRATEGY),
+						   &err)) {
+			fprintf(stderr, "spsim %s: --cp-comm-type: %s\n", cmd, err.msg);
+			return false;
+		}
 	}
 	if (!a->model[0] || !a->platform[0]) {
 		fprintf(stderr, "spsim %s: %s is required (a shipped name or a YAML path; see spsim %s)\n", cmd,

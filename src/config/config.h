@@ -346,6 +346,22 @@ typedef enum config_strategy {
  * rank, causal work balanced: ring-flash-attention zigzag_ring_flash_attn.py, Megatron-CP
  * get_batch_on_this_cp_rank) or naive (one contiguous chunk per rank). */
 typedef enum config_cp_split { CONFIG_CP_SPLIT_ZIGZAG, CONFIG_CP_SPLIT_NAIVE } config_cp_split;
+/* How ring attention's ranks exchange K and V (Megatron-Core's cp_comm_type for a plain
+ * context-parallel group): p2p passes KV blocks around the ring (TransformerEngine
+ * AttnFuncWithCPAndKVP2P); all_gather gathers the whole K and V before attention and
+ * reduce-scatters dK, dV after it (AttnFuncWithCPAndKVAllGather, transformer_engine/pytorch/
+ * attention/dot_product_attention/context_parallel.py). */
+typedef enum config_cp_comm { CONFIG_CP_COMM_P2P, CONFIG_CP_COMM_ALL_GATHER } config_cp_comm;
+/* Megatron-Core's --cp-comm-type values, each one of spsim's strategies for the SP group
+ * (config_job_apply_cp_comm_type): p2p = ring, all_gather = ring:comm=all_gather, a2a =
+ * ulysses, a2a+p2p = usp (TransformerEngine's AttnFuncWithCPAndKVP2P on a two-level group:
+ * all-to-alls, flash_attn_a2a_communicate, over the inner group, the ring over the outer). */
+typedef enum config_cp_comm_type {
+	CONFIG_CP_TYPE_P2P,
+	CONFIG_CP_TYPE_ALL_GATHER,
+	CONFIG_CP_TYPE_A2A,
+	CONFIG_CP_TYPE_A2A_P2P
+} config_cp_comm_type;
 /* Activation recomputation: none; full (each layer keeps only its input and is run again in
  * backward: Megatron-LM --recompute-granularity full, DeepSpeed activation checkpointing);
  * selective (only the core attention is checkpointed and run again: Korthikanti et al.,
@@ -395,6 +411,7 @@ typedef struct config_job {
 	int ulysses_degree;          /* USP: U (0: derived; workload_check fills it in) */
 	int ring_degree;             /* USP: R (0: derived; U x R = the SP group) */
 	config_cp_split cp_split;    /* ring attention's sequence split (default zigzag) */
+	config_cp_comm cp_comm;      /* ring attention's KV exchange (default p2p) */
 	/* Memory techniques of long-context training (docs/model.md "Memory techniques"):
 	 * offload_activations: the activation checkpoints (each layer's input, with recompute
 	 * full) copied to host memory while the next layer computes and fetched back before
@@ -423,6 +440,8 @@ config_attn_kernel config_job_attention_kernel(const config_job *job, const conf
 /* The spellings of the enums in YAML, flags and reports (names.c), indexed by value. */
 extern const char *const config_strategy_names[4];
 extern const char *const config_cp_split_names[2];
+extern const char *const config_cp_comm_names[2];
+extern const char *const config_cp_comm_type_names[4];
 extern const char *const config_recompute_names[CONFIG_RECOMPUTES];
 extern const char *const config_a2a_names[3];
 extern const char *const config_basp_uneven_names[3];
@@ -434,9 +453,10 @@ extern const char *const config_attn_kernel_names[CONFIG_ATTN_KERNELS];
 
 /* Parses a strategy spec NAME[:key=value]...: NAME ulysses | basp | ring | usp; keys
  * inner=ulysses|ring|usp (basp), split=zigzag|naive (ring attention: ring, usp, or basp
- * with inner=ring|usp), u=U and r=R (usp), and sp=N when sp is non-NULL. Sets
- * job->strategy, basp_inner, cp_split, ulysses_degree, ring_degree (and *sp). On bad
- * input writes a sentence naming the valid choices. */
+ * with inner=ring|usp), comm=p2p|all_gather (ring, basp:inner=ring), u=U and r=R (usp),
+ * and sp=N when sp is non-NULL. Sets job->strategy, basp_inner, cp_split, cp_comm,
+ * ulysses_degree, ring_degree (and *sp). On bad input writes a sentence naming the valid
+ * choices. */
 bool config_strategy_parse(const char *spec, config_job *job, int *sp, config_error *err);
 /* The label of a job's strategy: "ulysses", "basp", "ring", "basp:inner=ring",
  * "ring:split=naive" (into buf). */
@@ -445,6 +465,17 @@ const char *config_strategy_label(const config_job *job, char *buf, size_t len);
 bool config_job_ring(const config_job *job);
 /* True when the job runs USP (usp, or basp with inner=usp). */
 bool config_job_usp(const config_job *job);
+/* True when the job's ring attention gathers K and V (ring:comm=all_gather, or basp with
+ * inner=ring and comm=all_gather). */
+bool config_job_all_gather(const config_job *job);
+/* Parses a Megatron-Core --cp-comm-type value (p2p, all_gather, a2a, a2a+p2p); -1 if none. */
+int config_cp_comm_type_parse(const char *name);
+/* Sets what the SP group runs from a --cp-comm-type value: BASP's inner strategy when
+ * the job is BASP, else the job's strategy (p2p -> ring, all_gather -> ring with
+ * comm=all_gather, a2a -> ulysses, a2a+p2p -> usp, its Ulysses degree derived inside a
+ * node unless given). When strategy_given, the job's strategy was named explicitly: a
+ * non-BASP strategy that differs from the type's is an error naming both. */
+bool config_job_apply_cp_comm_type(config_job *job, config_cp_comm_type type, bool strategy_given, config_error *err);
 
 /* ---------------------------------------------------------------- loaders --- */
 /* Directories searched for shipped names, in order: $SPSIM_DATA_DIR, the build tree's
@@ -478,6 +509,8 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     ulysses_degree: 4          # USP: U (default: derived, inside a node)
  *     ring_degree: 2             # USP: R (U x R = the SP group)
  *     cp_split: zigzag           # zigzag | naive: ring attention's sequence split
+ *     cp_comm_type: all_gather   # p2p | all_gather | a2a | a2a+p2p: Megatron-Core's name for
+ *                                # ring | ring:comm=all_gather | ulysses | usp (BASP: its inner)
  *     micro_batch: 4
  *     seq_len: 32K               # or 32768
  *     zero: 2                    # 0..3
