@@ -741,6 +741,20 @@ START_TEST(selective_recompute_adds_the_attention_forward)
 			 6);
 	workload_plan_finish(&none);
 	workload_plan_finish(&sel);
+
+	/* all-gathered KV (cp_comm all_gather): the same forward FLOPs, 2·R·c²·a·d = 32768 a
+	 * layer, and its K and V gathers again: + 65536 FLOPs, + 2·L = 4 all-gathers */
+	j = tu_job(CONFIG_STRATEGY_RING, 4, 4, 1, 32, 1);
+	j.cp_comm = CONFIG_CP_COMM_ALL_GATHER;
+	plan_ok(&m, &j, &none);
+	j.recompute = CONFIG_RECOMPUTE_SELECTIVE;
+	plan_ok(&m, &j, &sel);
+	ck_assert_close(sel.hardware_flops_per_step - none.hardware_flops_per_step, 65536, 1e-12);
+	ck_assert_int_eq(tu_count(&sel, WL_CAT_SP_COMM, WL_COLL_ALLGATHER) -
+				 tu_count(&none, WL_CAT_SP_COMM, WL_COLL_ALLGATHER),
+			 4);
+	workload_plan_finish(&none);
+	workload_plan_finish(&sel);
 }
 END_TEST
 
