@@ -836,7 +836,7 @@ static bool run_child(const engine_input *in, const engine_simgrid_options *o, e
  * simulation's up to rounding (tests compare both); cost no longer grows with L or G. A
  * trace needs every op, so it runs the full program, and so does SPSIM_SIMGRID_FULL=1
  * (docs/simgrid.md §5.4). */
-#define SGX_PERIODIC_FIELDS 14
+#define SGX_PERIODIC_FIELDS 16
 #define SGX_MAX_PERIOD 2
 #define SGX_EXTRAPOLATE_FROM 17 /* micro-steps */
 #define SGX_LAYERS_FROM 8       /* layer iterations */
@@ -850,7 +850,8 @@ static void periodic_fields(const engine_result *r, int g, double *f)
 					       b->attention,	  b->memory_bound,   b->optimizer,
 					       b->sp_comm,	  b->sp_comm_exposed, b->zero_comm,
 					       b->zero_comm_exposed, r->fwd_time * g, r->bwd_time * g,
-					       b->sp_comm_side,	  b->zero_comm_main};
+					       b->sp_comm_side,	  b->zero_comm_main, b->host_comm,
+					       b->host_comm_exposed};
 	memcpy(f, v, sizeof v);
 }
 
@@ -862,6 +863,7 @@ static void result_of_fields(const engine_input *in, const double *v, int g, eng
 	b->optimizer = v[5], b->sp_comm = v[6], b->sp_comm_exposed = v[7], b->zero_comm = v[8];
 	b->zero_comm_exposed = v[9];
 	b->sp_comm_side = v[12], b->zero_comm_main = v[13];
+	b->host_comm = v[14], b->host_comm_exposed = v[15];
 	out->fwd_time = v[10] / g;
 	out->bwd_time = v[11] / g;
 	engine_result_finish(in, out); /* tokens/s and MFU of the whole step */
