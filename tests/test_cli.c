@@ -1156,6 +1156,120 @@ START_TEST(basp_unequal_pads_the_sequence)
 }
 END_TEST
 
+START_TEST(memory_technique_flags)
+{
+	char dir[CONFIG_PATH_MAX];
+	tmp_dir(dir, sizeof dir);
+	/* offload needs full recompute, and a platform with a host link */
+	cli_out *o = spsim("run", REF, "--seq-len", "16K", "--offload-activations", NULL);
+	expect(o, 2, "exist only with full recompute; add --recompute full");
+	free(o);
+	const char *nohost = platform_variant(dir, "nohost.yaml",
+					      "  host_link:\n    bandwidth: 52.8GB/s\n    latency: 10us\n    memory: 2TB\n", "");
+	o = spsim("run", "--model", "llama-3.1-8b", "--platform", nohost, "--seq-len", "16K", "--recompute", "full",
+		  "--offload-activations", NULL);
+	expect(o, 2, "declares none; add a host_link:");
+	free(o);
+	/* the host link's values through the range table, with file:line:column */
+	const char *bad = platform_variant(dir, "badhost.yaml", "bandwidth: 52.8GB/s", "bandwidth: 0GB/s");
+	char where[CONFIG_PATH_MAX + 32];
+	snprintf(where, sizeof where, "badhost.yaml:%d:", variant_line);
+	o = spsim("run", "--model", "llama-3.1-8b", "--platform", bad, "--seq-len", "16K", NULL);
+	expect(o, 2, where);
+	free(o);
+	bad = platform_variant(dir, "nomem.yaml", "    memory: 2TB\n", "");
+	o = spsim("run", "--model", "llama-3.1-8b", "--platform", bad, "--seq-len", "16K", NULL);
+	expect(o, 2, "'memory'");
+	free(o);
+	/* tile counts: the range table, then the tokens a GPU holds (16K on 8 GPUs: 2048) */
+	o = spsim("run", REF, "--seq-len", "16K", "--tile-mlp", "0", NULL);
+	expect(o, 2, "--tile-mlp expects an integer from 1 to 1048576, got '0'");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--tile-logits", "two", NULL);
+	expect(o, 2, "--tile-logits expects an integer");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--tile-mlp", "4096", NULL);
+	expect(o, 2, "--tile-mlp 4096: each GPU holds 2048 tokens per micro-step");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--recompute", "partial", NULL);
+	expect(o, 2, "--recompute expects none, selective or full, got 'partial'");
+	free(o);
+	const char *job = tmp_write(dir, "tiles.yaml", "job:\n  seq_len: 16K\n  tile_mlp: 0\n");
+	o = spsim("run", REF, "--job", job, NULL);
+	expect(o, 2, "tiles.yaml:3:");
+	free(o);
+	/* a run with every technique: the report names the host copies and the host memory */
+	o = spsim("run", REF, "--seq-len", "16K", "--recompute", "full", "--offload-activations", "--tile-mlp", "4",
+		  "--tile-logits", "4", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	json_t *bd = json_object_get(j, "breakdown_s");
+	ck_assert(json_real_value(json_object_get(bd, "host_comm")) > 0);
+	ck_assert(json_object_get(bd, "host_comm_exposed") != NULL);
+	ck_assert(json_is_true(json_object_get(json_object_get(j, "host_memory_bytes"), "fits")));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "job"), "tile_mlp")), 4);
+	json_decref(j);
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--recompute", "selective", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "recompute selective"), "%s", o->out);
+	free(o);
+}
+END_TEST
+
+START_TEST(max_seq_technique_table)
+{
+	/* one row per strategy, one column per technique set; each technique only lengthens
+	 * (none <= full <= offload, full <= tiling <= all) */
+	cli_out *o = spsim("max-seq", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--strategy", "ulysses,ring",
+			   "--techniques", "table", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "techniques")), 6);
+	json_t *rows = json_object_get(j, "rows");
+	ck_assert_int_eq(json_array_size(rows), 2);
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r)
+	{
+		json_t *c = json_object_get(r, "max_seq_len");
+#define CELL(k) ((long)json_integer_value(json_object_get(c, k)))
+		ck_assert_int_gt(CELL("none"), 0);
+		ck_assert_int_ge(CELL("full"), CELL("none"));
+		ck_assert_int_ge(CELL("offload"), CELL("full"));
+		ck_assert_int_ge(CELL("tiling"), CELL("full"));
+		ck_assert_int_ge(CELL("all"), CELL("offload"));
+		ck_assert_int_ge(CELL("all"), CELL("tiling"));
+#undef CELL
+	}
+	json_decref(j);
+	free(o);
+	/* the CSV has a line per row and set; a set that cannot apply is n/a, with the reason */
+	char dir[CONFIG_PATH_MAX];
+	tmp_dir(dir, sizeof dir);
+	const char *nohost = platform_variant(dir, "nohost.yaml",
+					      "  host_link:\n    bandwidth: 52.8GB/s\n    latency: 10us\n    memory: 2TB\n", "");
+	o = spsim("max-seq", "--model", "llama-3.1-8b", "--platform", nohost, "--techniques", "none,offload", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "n/a") && strstr(o->out, "host_link"), "%s", o->out);
+	free(o);
+	o = spsim("max-seq", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--techniques", "none,selective+tiling",
+		  "--format", "csv", NULL);
+	expect(o, 0, NULL);
+	int lines = 0;
+	for (const char *c = o->out; *c; c++)
+		lines += *c == '\n';
+	ck_assert_int_eq(lines, 3);
+	ck_assert_msg(strstr(o->out, ",selective+tiling,selective,false,16,16,"), "%s", o->out);
+	free(o);
+	o = spsim("max-seq", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--techniques", "none,fast", NULL);
+	expect(o, 2, "unknown technique 'fast'");
+	free(o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -1180,6 +1294,8 @@ int main(void)
 	tcase_add_test(tc, job_file_takes_token_units_and_relative_paths);
 	tcase_add_test(tc, one_vocabulary_across_commands);
 	tcase_add_test(tc, max_seq_takes_lists_and_says_what_blocks);
+	tcase_add_test(tc, memory_technique_flags);
+	tcase_add_test(tc, max_seq_technique_table);
 	tcase_add_test(tc, plan_says_why_nothing_was_searched);
 	tcase_add_test(tc, no_speedup_for_what_does_not_fit);
 	tcase_add_test(tc, plan_progress_on_request_only);

@@ -249,6 +249,202 @@ START_TEST(max_seq_is_the_fitting_boundary)
 }
 END_TEST
 
+START_TEST(selective_recompute_by_hand)
+{
+	/* Ulysses N = 4, B = 1, S = 32 on the tiny model: t = 8, a = 4, d = 16, L = 2 (layer
+	 * totals from activations_match_hand_derivation: megatron 15552, hf 21696; final norm
+	 * megatron 2080, hf 4128). Selective recompute checkpoints the core attention: it drops
+	 * FlashAttention's output 2·t·a·d = 1024 and log-sum-exp 4·t·a = 128, core = 1152 per
+	 * layer, and holds one layer's core again while that layer's backward re-runs it:
+	 *   megatron: 2·(15552 - 1152) + 1152 + 2080 = 32032 (none: 33184)
+	 *   hf:       2·(21696 - 1152) + 1152 + 4128 = 46368 (none: 47520)
+	 * Without the s² attention matrix (FlashAttention never stores it, Korthikanti et al.'s
+	 * 5·a·s²·b term) selective recompute saves (L - 1)·core: 1152 here. */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	workload_memory mem;
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 0);
+	j.memory_reserve_set = true;
+	j.memory_reserve = 0;
+	j.impl = CONFIG_IMPL_MEGATRON;
+	j.recompute = CONFIG_RECOMPUTE_SELECTIVE;
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.activations, 32032, 1e-12);
+	ck_assert_close(mem.logits, 4800, 1e-12); /* the head is untouched */
+	j.impl = CONFIG_IMPL_HF;
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.activations, 46368, 1e-12);
+	/* between none and full for a deep enough model: L = 8 */
+	m.layers = 8;
+	double acts[3];
+	const config_recompute rc[3] = {CONFIG_RECOMPUTE_NONE, CONFIG_RECOMPUTE_SELECTIVE, CONFIG_RECOMPUTE_FULL};
+	for (int i = 0; i < 3; i++) {
+		j.recompute = rc[i];
+		mem_of(&m, &p, j, &mem);
+		acts[i] = mem.activations;
+	}
+	ck_assert_close(acts[0] - acts[1], 7 * 1152.0, 1e-12);
+	ck_assert(acts[2] < acts[1]);
+}
+END_TEST
+
+START_TEST(tiling_memory_ratio)
+{
+	/* TiledMLP with n tiles keeps no MLP intermediates and holds one tile's,
+	 * ceil(t/n)/t of them. megatron, t = 8: the MLP saves 2·3·t·f = 6144 per layer.
+	 *   n = 4: tile of 2 tokens, 6144·2/8 = 1536 (the ratio 1/4);
+	 *     none: 2·(15552 - 6144) + 1536 + 2080 = 22432
+	 *     full: 2·1024 (inputs) + (15552 - 6144 + 1536) + 2080 = 15072 (untiled 19680)
+	 *   n = 3: tiles of ceil(8/3) = 3 tokens, 6144·3/8 = 2304; full: 2048 + 11712 + 2080 = 15840.
+	 * Tiled logits, n = 4: the fused loss keeps one tile's logits 6·2·V = 1200 and the
+	 * head input's gradient 2·t·h = 1024: 2224 (untiled 6·t·V = 4800). */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	workload_memory mem, base;
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 0);
+	j.memory_reserve_set = true;
+	j.memory_reserve = 0;
+	j.impl = CONFIG_IMPL_MEGATRON;
+	j.tile_mlp = 4;
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.activations, 22432, 1e-12);
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.activations, 15072, 1e-12);
+	j.tile_mlp = 1;
+	mem_of(&m, &p, j, &base);
+	/* the ratio: what the tiles save is the MLP term times (1 - ceil(t/n)/t) */
+	ck_assert_close(base.activations - mem.activations, 6144 * (1 - 2.0 / 8), 1e-12);
+	j.tile_mlp = 3;
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.activations, 15840, 1e-12);
+	j.tile_mlp = 1;
+	j.tile_logits = 4;
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.logits, 2224, 1e-12);
+	ck_assert_close(mem.activations, base.activations, 1e-12);
+	/* more tiles never need more memory */
+	double prev = INFINITY;
+	for (int n = 1; n <= 8; n++) {
+		j.tile_mlp = j.tile_logits = n;
+		mem_of(&m, &p, j, &mem);
+		ck_assert(mem.activations + mem.logits <= prev);
+		prev = mem.activations + mem.logits;
+	}
+}
+END_TEST
+
+START_TEST(offload_moves_checkpoints_to_the_host)
+{
+	/* L = 4, megatron, full recompute, Ulysses N = 4, S = 4096: t = 1024, 128 times the
+	 * t = 8 of activations_match_hand_derivation (every term is linear in t): a layer saves
+	 * 15552·128 = 1990656, the final norm 2080·128 = 266240, a checkpoint 2·t·h = 131072.
+	 *   device: all four 4·131072 + the rebuilt layer + final norm = 2781184;
+	 *   offload: only the one copied out and the one fetched back, 2·131072: 2519040;
+	 *   host: 4·131072 = 524288 per GPU, 4 GPUs on the node: 2097152 per node. */
+	config_model m = tu_model();
+	m.layers = 4;
+	config_platform p = tu_platform(1, 4, 1);
+	p.host.bandwidth = 10e9;
+	p.host.latency = 1e-6;
+	p.host.memory = 2097152;
+	workload_memory mem;
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 4096, 0);
+	j.memory_reserve_set = true;
+	j.memory_reserve = 0;
+	j.impl = CONFIG_IMPL_MEGATRON;
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.activations, 2781184, 1e-12);
+	ck_assert_close(mem.host, 0, 1e-12);
+	j.offload_activations = true;
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.activations, 2519040, 1e-12);
+	ck_assert_close(mem.host, 524288, 1e-12);
+	ck_assert_close(mem.host_node, 2097152, 1e-12);
+	ck_assert(mem.host_fits && mem.fits);
+	/* one byte less of host memory: the node's checkpoints no longer fit, nor the job */
+	p.host.memory = 2097151;
+	mem_of(&m, &p, j, &mem);
+	ck_assert(!mem.host_fits);
+	ck_assert(!mem.fits);
+	/* the layer's saved bytes the copies move: its input */
+	workload_layout l;
+	config_error err;
+	ck_assert(workload_layout_make(&m, &j, &l, &err));
+	ck_assert_close(workload_layer_saved_bytes(&m, &j, &l), 131072, 1e-12);
+}
+END_TEST
+
+START_TEST(technique_checks_say_what_to_change)
+{
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	config_error err;
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 0);
+	/* offload without a host link */
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	j.offload_activations = true;
+	ck_assert(!workload_check(&m, &p, &j, &err));
+	ck_assert_msg(strstr(err.msg, "host_link"), "%s", err.msg);
+	/* offload without full recompute */
+	p.host.bandwidth = 10e9;
+	p.host.latency = 1e-6;
+	p.host.memory = 1e12;
+	j.recompute = CONFIG_RECOMPUTE_SELECTIVE;
+	ck_assert(!workload_check(&m, &p, &j, &err));
+	ck_assert_msg(strstr(err.msg, "--recompute full"), "%s", err.msg);
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	ck_assert_msg(workload_check(&m, &p, &j, &err), "%s", err.msg);
+	/* tiles: t = 8 tokens per GPU, so 1..8 */
+	j.tile_mlp = 8;
+	ck_assert_msg(workload_check(&m, &p, &j, &err), "%s", err.msg);
+	j.tile_mlp = 9;
+	ck_assert(!workload_check(&m, &p, &j, &err));
+	ck_assert_msg(strstr(err.msg, "--tile-mlp 9") && strstr(err.msg, "from 1 to 8"), "%s", err.msg);
+	j.tile_mlp = 1;
+	j.tile_logits = 0;
+	ck_assert(!workload_check(&m, &p, &j, &err));
+	ck_assert_msg(strstr(err.msg, "tile_logits"), "%s", err.msg);
+	/* a platform host link out of range */
+	j.tile_logits = 1;
+	p.host.memory = 10; /* below 1 MB */
+	ck_assert(!workload_check(&m, &p, &j, &err));
+	ck_assert_msg(strstr(err.msg, "memory"), "%s", err.msg);
+}
+END_TEST
+
+START_TEST(techniques_lengthen_max_seq)
+{
+	/* Each technique frees activation memory, so none of them shortens the longest
+	 * sequence, and offload + tiling on full recompute go furthest. */
+	config_model m = tu_model();
+	m.layers = 8;
+	config_platform p = tu_platform(1, 4, 1);
+	p.gpu.memory_bytes = 64e6;
+	p.host.bandwidth = 10e9;
+	p.host.latency = 1e-6;
+	p.host.memory = 1e15;
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 64, 0);
+	j.memory_reserve_set = true;
+	j.memory_reserve = 0;
+	long none = workload_max_seq(&m, &p, &j, 64);
+	j.recompute = CONFIG_RECOMPUTE_SELECTIVE;
+	long sel = workload_max_seq(&m, &p, &j, 64);
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	long full = workload_max_seq(&m, &p, &j, 64);
+	j.offload_activations = true;
+	long off = workload_max_seq(&m, &p, &j, 64);
+	j.tile_mlp = j.tile_logits = 4;
+	long all = workload_max_seq(&m, &p, &j, 64);
+	ck_assert_int_gt(none, 0);
+	ck_assert_int_ge(sel, none);
+	ck_assert_int_gt(full, sel);
+	ck_assert_int_gt(off, full);
+	ck_assert_int_gt(all, off);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("memory");
@@ -261,6 +457,11 @@ int main(void)
 	tcase_add_test(tc, basp_keeps_ulysses_tokens_per_gpu);
 	tcase_add_test(tc, fits_compares_peak_with_capacity);
 	tcase_add_test(tc, max_seq_is_the_fitting_boundary);
+	tcase_add_test(tc, selective_recompute_by_hand);
+	tcase_add_test(tc, tiling_memory_ratio);
+	tcase_add_test(tc, offload_moves_checkpoints_to_the_host);
+	tcase_add_test(tc, technique_checks_say_what_to_change);
+	tcase_add_test(tc, techniques_lengthen_max_seq);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

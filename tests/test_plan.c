@@ -201,6 +201,7 @@ START_TEST(spec_errors_are_located)
 		{"bad_duplicate.yaml", ":5:23: ", "'micro_batch' lists '1' twice, expected distinct values"},
 		{"bad_zero.yaml", ":5:9: ", "'zero' must be an integer from 0 to 3, got '4'"},
 		{"bad_impl.yaml", ":5:9: ", "'impl' must be one of: hf, megatron, got 'fused'"},
+		{"bad_recompute.yaml", ":5:26: ", "'recompute' must be none, selective or full, got 'partial'"},
 		{"bad_reserve.yaml", ":5:19: ", "'memory_reserve': '1 GiBs' has an unknown unit 'GiBs'"},
 		{"bad_strategy.yaml", ":5:23: ", "unknown strategy 'tree', expected ulysses|basp"},
 		{"bad_baseline.yaml", ":6:13: ", "baseline 'ring' is not one of the strategies of this sweep"},
@@ -1285,6 +1286,35 @@ START_TEST(planner_merges_one_layout_under_two_names)
 }
 END_TEST
 
+START_TEST(planner_searches_selective_recompute_on_request)
+{
+	/* recompute_mask bit 2 is selective recompute: asked alone, every candidate runs it;
+	 * asked with none and full, all three settings appear among the candidates. */
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("dgx-h100", &p, &e));
+	int budget = 8;
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 8192, .global_tokens = 8L * 8192, .zero_mask = 1u << 3, .recompute_mask = 4};
+	plan_candidate *c;
+	long n;
+	plan_search_stats st;
+	ck_assert_msg(plan_search(&q, &c, &n, &st, &e), "%s", e.msg);
+	ck_assert_int_gt(n, 0);
+	for (long i = 0; i < n; i++)
+		ck_assert_int_eq(c[i].job.recompute, CONFIG_RECOMPUTE_SELECTIVE);
+	free(c);
+	q.recompute_mask = 7;
+	ck_assert_msg(plan_search(&q, &c, &n, &st, &e), "%s", e.msg);
+	unsigned seen = 0;
+	for (long i = 0; i < n; i++)
+		seen |= 1u << c[i].job.recompute;
+	ck_assert_uint_eq(seen, 7);
+	free(c);
+}
+END_TEST
+
 START_TEST(planner_cost_ranking_and_explanations)
 {
 	config_model m;
@@ -1575,6 +1605,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, planner_says_when_basp_does_not_win);
 	tcase_add_test(t, planner_takes_the_implementation_and_reserve);
 	tcase_add_test(t, planner_merges_one_layout_under_two_names);
+	tcase_add_test(t, planner_searches_selective_recompute_on_request);
 	tcase_add_test(t, planner_cost_ranking_and_explanations);
 	tcase_add_test(t, planner_verify_reruns_in_own_processes);
 	tcase_add_test(t, planner_rejects_a_ragged_batch);

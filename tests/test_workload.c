@@ -646,6 +646,154 @@ START_TEST(uneven_composites_through_the_engine)
 }
 END_TEST
 
+/* Sum over a block's ops of one kernel kind: bytes (host copies) per iteration. */
+static double block_bytes(const workload_plan *plan, const char *block, workload_kernel k, int *repeat)
+{
+	const workload_program *pr = &plan->program;
+	double sum = 0;
+	for (int i = 0; i < pr->n_micro; i++) {
+		const workload_block *b = &pr->micro[i];
+		if (strcmp(b->name, block) != 0)
+			continue;
+		*repeat = b->repeat;
+		for (int j = 0; j < b->n_ops; j++)
+			if (b->ops[j].kind == WL_OP_COMPUTE && b->ops[j].kernel == k)
+				sum += b->ops[j].bytes;
+	}
+	return sum;
+}
+
+START_TEST(offload_traffic_equals_saved_activations)
+{
+	/* Full recompute keeps each layer's input, 2·t·h bytes: Ulysses N = 4, S = 32, t = 8,
+	 * h = 64: 1024. Offload copies exactly that out in each forward layer and back in each
+	 * backward layer, L = 2 times each per micro-step, on a side stream (never the main). */
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	j.offload_activations = true;
+	P8.host.bandwidth = 10e9;
+	P8.host.latency = 1e-6;
+	P8.host.memory = 1e12;
+	for (int z = 0; z <= 3; z++) {
+		j.zero_stage = z;
+		workload_plan plan;
+		plan_ok(&m, &j, &plan);
+		int rf = 0, rb = 0;
+		double out = block_bytes(&plan, "layer_fwd", WL_KERNEL_HOST_COPY, &rf);
+		double in = block_bytes(&plan, "layer_bwd", WL_KERNEL_HOST_COPY, &rb);
+		ck_assert_close(out, workload_layer_saved_bytes(&m, &j, &plan.layout), 1e-12);
+		ck_assert_close(out, 1024, 1e-12);
+		ck_assert_close(in, out, 1e-12);
+		ck_assert_int_eq(rf, 2);
+		ck_assert_int_eq(rb, 2);
+		const workload_op *d2h = tu_find(&plan, "layer_fwd", "offload_d2h");
+		const workload_op *h2d = tu_find(&plan, "layer_bwd", "offload_h2d");
+		ck_assert_ptr_nonnull(d2h);
+		ck_assert_ptr_nonnull(h2d);
+		ck_assert_int_ne(d2h->stream, WL_STREAM_MAIN);
+		ck_assert_int_eq(d2h->cat, WL_CAT_HOST_COMM);
+		/* the copy waits for the previous layer's output; the fetch starts once the layer
+		 * above has begun its backward */
+		ck_assert_int_eq(d2h->dep_iter, -1);
+		ck_assert_int_eq(h2d->dep_iter, -1);
+		/* the same FLOPs as full recompute without offload */
+		workload_plan ref;
+		config_job r = j;
+		r.offload_activations = false;
+		plan_ok(&m, &r, &ref);
+		ck_assert_close(plan.hardware_flops_per_step, ref.hardware_flops_per_step, 1e-12);
+		workload_plan_finish(&ref);
+		workload_plan_finish(&plan);
+	}
+}
+END_TEST
+
+START_TEST(selective_recompute_adds_the_attention_forward)
+{
+	/* Ulysses N = 4, S = 32: the causal attention forward of a layer is 4·S²·d/2 = 32768
+	 * FLOPs (one head per GPU); selective recompute runs it once more per layer in the
+	 * backward: + L·32768 = 65536 executed FLOPs, model FLOPs unchanged. */
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	workload_plan none, sel;
+	plan_ok(&m, &j, &none);
+	j.recompute = CONFIG_RECOMPUTE_SELECTIVE;
+	plan_ok(&m, &j, &sel);
+	ck_assert_close(sel.hardware_flops_per_step - none.hardware_flops_per_step, 65536, 1e-12);
+	ck_assert_close(sel.model_flops_per_step, none.model_flops_per_step, 1e-12);
+	const workload_op *re = tu_find(&sel, "layer_bwd", "attn_fwd");
+	ck_assert_ptr_nonnull(re);
+	ck_assert_int_eq(re->phase, WL_PHASE_RECOMPUTE);
+	workload_plan_finish(&none);
+	workload_plan_finish(&sel);
+
+	/* ring attention (R = 4, zigzag, c = 8 tokens per rank): the ring's forward again,
+	 * its R blocks of 2·c²·a·d = 2·64·4·16 = 8192 FLOPs (4 heads per rank) and its R - 1
+	 * KV transfers: + L·4·8192 = 65536 FLOPs and 2·3 = 6 more send/recvs per micro-step. */
+	j = tu_job(CONFIG_STRATEGY_RING, 4, 4, 1, 32, 1);
+	plan_ok(&m, &j, &none);
+	j.recompute = CONFIG_RECOMPUTE_SELECTIVE;
+	plan_ok(&m, &j, &sel);
+	ck_assert_close(sel.hardware_flops_per_step - none.hardware_flops_per_step, 65536, 1e-12);
+	ck_assert_int_eq(tu_count(&sel, WL_CAT_SP_COMM, WL_COLL_SENDRECV) -
+				 tu_count(&none, WL_CAT_SP_COMM, WL_COLL_SENDRECV),
+			 6);
+	workload_plan_finish(&none);
+	workload_plan_finish(&sel);
+
+	/* all-gathered KV (cp_comm all_gather): the same forward FLOPs, 2·R·c²·a·d = 32768 a
+	 * layer, and its K and V gathers again: + 65536 FLOPs, + 2·L = 4 all-gathers */
+	j = tu_job(CONFIG_STRATEGY_RING, 4, 4, 1, 32, 1);
+	j.cp_comm = CONFIG_CP_COMM_ALL_GATHER;
+	plan_ok(&m, &j, &none);
+	j.recompute = CONFIG_RECOMPUTE_SELECTIVE;
+	plan_ok(&m, &j, &sel);
+	ck_assert_close(sel.hardware_flops_per_step - none.hardware_flops_per_step, 65536, 1e-12);
+	ck_assert_int_eq(tu_count(&sel, WL_CAT_SP_COMM, WL_COLL_ALLGATHER) -
+				 tu_count(&none, WL_CAT_SP_COMM, WL_COLL_ALLGATHER),
+			 4);
+	workload_plan_finish(&none);
+	workload_plan_finish(&sel);
+}
+END_TEST
+
+START_TEST(tiles_keep_flops_and_add_launches)
+{
+	/* Ulysses N = 4, S = 32, t = 8. TiledMLP (n = 4) runs the MLP forward once more per
+	 * layer in backward (it keeps only its input): gate+up 2·8·64·256 = 262144 and down
+	 * 2·8·128·64 = 131072, + L·393216 = 786432 FLOPs. Each forward MLP op is 4 kernels (3
+	 * extra launches), a backward GEMM op 2 per tile (7 extra), on GEMMs of 2 tokens.
+	 * Tiled logits (n = 4) keep the FLOPs exactly (the fused loss forms the gradients as
+	 * it goes) and add the same launches to the head's ops. */
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	workload_plan base, tiled;
+	plan_ok(&m, &j, &base);
+	j.tile_mlp = 4;
+	plan_ok(&m, &j, &tiled);
+	ck_assert_close(tiled.hardware_flops_per_step - base.hardware_flops_per_step, 786432, 1e-12);
+	const workload_op *up = tu_find(&tiled, "layer_fwd", "mlp_gate_up");
+	const workload_op *down_bwd = tu_find(&tiled, "layer_bwd", "mlp_down_bwd");
+	ck_assert_int_eq(up->extra_launches, 3);
+	ck_assert_int_eq(up->shape.gemm.m, 2);
+	ck_assert_int_eq(down_bwd->extra_launches, 7);
+	ck_assert_int_eq(tu_find(&base, "layer_fwd", "mlp_gate_up")->extra_launches, 0);
+	/* each extra launch costs the kernel gap: the op's time grows by 3 gaps */
+	double gap = engine_compute_time(&P8, up) - engine_compute_time(&P8, &(workload_op){
+		.kind = WL_OP_COMPUTE, .kernel = WL_KERNEL_GEMM, .flops = up->flops, .shape = up->shape});
+	ck_assert_close(gap, 3e-6, 1e-9);
+	workload_plan_finish(&tiled);
+	j.tile_mlp = 1;
+	j.tile_logits = 4;
+	plan_ok(&m, &j, &tiled);
+	ck_assert_close(tiled.hardware_flops_per_step, base.hardware_flops_per_step, 1e-12);
+	ck_assert_int_eq(tu_find(&tiled, "head", "logits_bwd")->extra_launches, 7);
+	workload_plan_finish(&tiled);
+	workload_plan_finish(&base);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("workload");
@@ -661,6 +809,9 @@ int main(void)
 	tcase_add_test(tc, all_to_all_counts_follow_deepspeed);
 	tcase_add_test(tc, off_gpu_bytes_ratio_basp_over_ulysses);
 	tcase_add_test(tc, model_and_hardware_flops_by_hand);
+	tcase_add_test(tc, offload_traffic_equals_saved_activations);
+	tcase_add_test(tc, selective_recompute_adds_the_attention_forward);
+	tcase_add_test(tc, tiles_keep_flops_and_add_launches);
 	tcase_add_test(tc, wire_bytes_sent_equal_received);
 	tcase_add_test(tc, zero_traffic_per_stage_conserves_parameters);
 	tcase_add_test(tc, zero_overlap_flag_moves_collectives);

@@ -11,7 +11,7 @@
 
 #define SET(bit) (1u << (bit))
 enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A,
-       S_UNEVEN, S_ATTN, S_IMPL, S_RESERVE, S_UDEG, S_RDEG, S_CPCOMM };
+       S_UNEVEN, S_ATTN, S_IMPL, S_RESERVE, S_UDEG, S_RDEG, S_CPCOMM, S_OFFLOAD, S_TILE_MLP, S_TILE_LOGITS };
 
 const struct option cli_job_options[] = {
 	{"model", required_argument, NULL, CLI_OPT_MODEL},
@@ -46,6 +46,9 @@ const struct option cli_job_options[] = {
 	{"attention-kernel", required_argument, NULL, CLI_OPT_ATTENTION_KERNEL},
 	{"impl", required_argument, NULL, CLI_OPT_IMPL},
 	{"memory-reserve", required_argument, NULL, CLI_OPT_MEMORY_RESERVE},
+	{"offload-activations", no_argument, NULL, CLI_OPT_OFFLOAD_ACTIVATIONS},
+	{"tile-mlp", required_argument, NULL, CLI_OPT_TILE_MLP},
+	{"tile-logits", required_argument, NULL, CLI_OPT_TILE_LOGITS},
 	{"slow-gpu", required_argument, NULL, CLI_OPT_SLOW_GPU},
 	{"slow-node", required_argument, NULL, CLI_OPT_SLOW_NODE},
 	{"degrade", required_argument, NULL, CLI_OPT_DEGRADE},
@@ -98,7 +101,14 @@ void cli_job_help(FILE *f)
 	      "  --seq-len S              tokens per sequence; K and M suffixes: 16K = 16384 (required)\n"
 	      "  --grad-accum G           micro-steps per optimizer step (default 1)\n"
 	      "  --zero 0|1|2|3           ZeRO stage (default 1)\n"
-	      "  --recompute none|full    activation recomputation (default none)\n"
+	      "  --recompute none|selective|full  activation recomputation (default none): selective\n"
+	      "                           re-runs only the core attention (Megatron's selective mode)\n"
+	      "  --offload-activations    copy the activation checkpoints to host memory while the next layer\n"
+	      "                           computes, fetch them back before backward (needs --recompute full\n"
+	      "                           and a platform with a host_link)\n"
+	      "  --tile-mlp N             run the MLP in N sequence tiles (ALST's TiledMLP; default 1)\n"
+	      "  --tile-logits N          run the LM head and loss in N sequence tiles (fused linear cross\n"
+	      "                           entropy; default 1)\n"
 	      "  --dtype bf16             training precision (only bf16)\n"
 	      "  --zero-overlap on|off|default   overlap ZeRO traffic with compute (default: on for stage 3 only)\n"
 	      "  --reduce-bucket E, --allgather-bucket E, --prefetch-bucket E   ZeRO bucket sizes in elements\n"
@@ -301,11 +311,27 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 			j->recompute = CONFIG_RECOMPUTE_NONE;
 		else if (strcmp(arg, "full") == 0)
 			j->recompute = CONFIG_RECOMPUTE_FULL;
+		else if (strcmp(arg, "selective") == 0)
+			j->recompute = CONFIG_RECOMPUTE_SELECTIVE;
 		else {
-			fprintf(stderr, "spsim: --recompute expects none or full, got '%s'\n", arg);
+			fprintf(stderr, "spsim: --recompute expects none, selective or full, got '%s'\n", arg);
 			return -1;
 		}
 		a->set |= SET(S_RECOMPUTE);
+		return 1;
+	case CLI_OPT_OFFLOAD_ACTIVATIONS:
+		j->offload_activations = true;
+		a->set |= SET(S_OFFLOAD);
+		return 1;
+	case CLI_OPT_TILE_MLP:
+		if (!range_int(CONFIG_R_TILE_MLP, arg, &j->tile_mlp))
+			return -1;
+		a->set |= SET(S_TILE_MLP);
+		return 1;
+	case CLI_OPT_TILE_LOGITS:
+		if (!range_int(CONFIG_R_TILE_LOGITS, arg, &j->tile_logits))
+			return -1;
+		a->set |= SET(S_TILE_LOGITS);
 		return 1;
 	case CLI_OPT_DTYPE:
 		if (strcmp(arg, "bf16") != 0) {
@@ -542,6 +568,9 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_UNEVEN, basp_uneven)
 		TAKE(S_ATTN, attention_kernel)
 		TAKE(S_IMPL, impl)
+		TAKE(S_OFFLOAD, offload_activations)
+		TAKE(S_TILE_MLP, tile_mlp)
+		TAKE(S_TILE_LOGITS, tile_logits)
 		if (!(a->set & SET(S_RESERVE))) {
 			j->memory_reserve = fromfile.memory_reserve;
 			j->memory_reserve_set = fromfile.memory_reserve_set;

@@ -76,6 +76,9 @@ enum {
 	CLI_OPT_DEGRADE,
 	CLI_OPT_FAIL_NODE,
 	CLI_OPT_BACKGROUND,
+	CLI_OPT_OFFLOAD_ACTIVATIONS,
+	CLI_OPT_TILE_MLP,
+	CLI_OPT_TILE_LOGITS,
 	CLI_OPT_FIRST_FREE, /* commands number their own options from here */
 };
 

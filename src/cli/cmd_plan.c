@@ -42,7 +42,7 @@ static void plan_help(FILE *f)
 	      "  --price P | LIST         price per GPU-hour: one number for all platforms, or NAME=P,... per platform\n"
 	      "  --top K                  how many to print (default 5)\n"
 	      "  --zero LIST              ZeRO stages to try (default 0,1,2,3)\n"
-	      "  --recompute LIST         none, full or none,full (default)\n"
+	      "  --recompute LIST         none, selective, full, or a list (default none,full)\n"
 	      "  --max-micro-batch B      largest micro-batch to try (default: no limit)\n"
 	      "  --impl hf|megatron       what each layer saves for backward (default hf; see spsim run --help)\n"
 	      "  --memory-reserve SIZE    memory lost to CUDA context, NCCL and fragmentation, or 0 (default derived)\n"
@@ -139,8 +139,11 @@ static bool add_recompute(plan_args *a, char *s)
 		a->rmask |= 1;
 	else if (strcmp(s, "full") == 0)
 		a->rmask |= 2;
+	else if (strcmp(s, "selective") == 0)
+		a->rmask |= 4;
 	else {
-		fprintf(stderr, "spsim plan: --recompute expects none, full or none,full, got '%s'\n", s);
+		fprintf(stderr, "spsim plan: --recompute expects none, selective or full (comma-separated), got '%s'\n",
+			s);
 		return false;
 	}
 	return true;

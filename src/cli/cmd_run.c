@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "plan/plan.h"
 
-enum { OPT_STRATEGIES = CLI_OPT_FIRST_FREE, OPT_GRANULE, OPT_PLOT, OPT_PROGRESS, OPT_QUIET, OPT_WHAT_IF };
+enum { OPT_STRATEGIES = CLI_OPT_FIRST_FREE, OPT_GRANULE, OPT_PLOT, OPT_PROGRESS, OPT_QUIET, OPT_WHAT_IF, OPT_TECHNIQUES };
 
 static void run_help(FILE *f)
 {
@@ -420,7 +420,14 @@ static void maxseq_help(FILE *f)
 	      "  --strategy LIST          ulysses, basp, ring, usp (spellings as in spsim run --help), or\n"
 	      "                           NAME:sp=N (alias --strategies)\n"
 	      "  --zero LIST              ZeRO stages, e.g. 2,3\n"
-	      "  --recompute LIST         none, full or none,full\n\n",
+	      "  --recompute LIST         none, selective, full, or a list of them\n"
+	      "  --techniques LIST        one table instead: rows the strategies (x ZeRO stages), one column per\n"
+	      "                           technique set, each the longest sequence: which technique buys how\n"
+	      "                           much. A set is none, selective, full, offload (full + activation\n"
+	      "                           offload), tiling (full + tiled MLP and logits), all (full + offload\n"
+	      "                           + tiling), or names joined by '+' (e.g. selective+tiling); 'table'\n"
+	      "                           is none,selective,full,offload,tiling,all. Tiles: --tile-mlp and\n"
+	      "                           --tile-logits, else 16 each\n\n",
 	      f);
 	cli_job_help(f);
 }
@@ -432,6 +439,7 @@ typedef struct maxseq_ctx {
 	char *strategies; /* comma list, or NULL: the job's */
 	char *zeros;      /* comma list, or NULL */
 	char *recomputes; /* comma list, or NULL */
+	char *techniques; /* comma list of technique sets, or NULL: no technique table */
 } maxseq_ctx;
 
 static int maxseq_keep(char **slot, const char *arg)
@@ -450,6 +458,7 @@ static int maxseq_opt(void *ctx, int id, const char *arg)
 	case CLI_OPT_STRATEGY: return maxseq_keep(&c->strategies, arg);
 	case CLI_OPT_ZERO: return maxseq_keep(&c->zeros, arg);
 	case CLI_OPT_RECOMPUTE: return maxseq_keep(&c->recomputes, arg);
+	case OPT_TECHNIQUES: return maxseq_keep(&c->techniques, arg);
 	case CLI_OPT_SEQ_LEN:
 		fprintf(stderr, "spsim max-seq: note: --seq-len %s is not used: the sequence length is what max-seq "
 				"searches\n", arg);
@@ -554,9 +563,11 @@ static bool maxseq_rows(const cli_job_args *a, const maxseq_ctx *c, maxseq_row *
 					r->job.recompute = CONFIG_RECOMPUTE_NONE;
 				else if (strcmp(rc, "full") == 0)
 					r->job.recompute = CONFIG_RECOMPUTE_FULL;
+				else if (strcmp(rc, "selective") == 0)
+					r->job.recompute = CONFIG_RECOMPUTE_SELECTIVE;
 				else {
-					fprintf(stderr, "spsim max-seq: --recompute expects none or full (comma-separated), "
-							"got '%s'\n", rc);
+					fprintf(stderr, "spsim max-seq: --recompute expects none, selective or full "
+							"(comma-separated), got '%s'\n", rc);
 					return false;
 				}
 				snprintf(r->strategy, sizeof r->strategy, "%s", st);
@@ -594,10 +605,202 @@ static json_t *maxseq_json(const cli_job_args *a, const maxseq_row *r)
 	return j;
 }
 
+/* ---- the technique table (--techniques) ---- */
+#define MAXSEQ_MAX_TECH 12
+/* Tiles of the table's tiling sets when --tile-mlp/--tile-logits are not given: 16, which
+ * keeps an MLP tile of a 64K-token shard at 4K tokens, ALST's own tile of one hidden size's
+ * tokens for an 8B model (arXiv 2506.13996, TiledMLP: shards = ceil(seqlen / hidden)). */
+#define MAXSEQ_DEFAULT_TILES 16
+
+typedef struct maxseq_tech {
+	char name[48];
+	config_recompute recompute;
+	bool offload, tiling;
+} maxseq_tech;
+
+/* Parses one set: none, selective, full, offload, tiling, all, or names joined by '+'
+ * (offload and tiling alone imply full recompute). */
+static bool maxseq_tech_parse(const char *spec, maxseq_tech *t)
+{
+	memset(t, 0, sizeof *t);
+	snprintf(t->name, sizeof t->name, "%s", spec);
+	char buf[96];
+	snprintf(buf, sizeof buf, "%s", spec);
+	bool has_recompute = false;
+	char *save = NULL;
+	for (char *w = strtok_r(buf, "+", &save); w; w = strtok_r(NULL, "+", &save)) {
+		if (strcmp(w, "none") == 0)
+			t->recompute = CONFIG_RECOMPUTE_NONE, has_recompute = true;
+		else if (strcmp(w, "selective") == 0)
+			t->recompute = CONFIG_RECOMPUTE_SELECTIVE, has_recompute = true;
+		else if (strcmp(w, "full") == 0)
+			t->recompute = CONFIG_RECOMPUTE_FULL, has_recompute = true;
+		else if (strcmp(w, "offload") == 0)
+			t->offload = true;
+		else if (strcmp(w, "tiling") == 0)
+			t->tiling = true;
+		else if (strcmp(w, "all") == 0)
+			t->offload = t->tiling = true;
+		else {
+			fprintf(stderr, "spsim max-seq: --techniques: unknown technique '%s' in '%s'; expected none, "
+					"selective, full, offload, tiling or all (joined by '+'), or 'table'\n", w, spec);
+			return false;
+		}
+	}
+	if (!has_recompute && (t->offload || t->tiling))
+		t->recompute = CONFIG_RECOMPUTE_FULL;
+	return true;
+}
+
+static bool maxseq_techs(const char *list, maxseq_tech *out, int *n)
+{
+	char buf[512];
+	snprintf(buf, sizeof buf, "%s", strcmp(list, "table") == 0 ? "none,selective,full,offload,tiling,all" : list);
+	*n = 0;
+	char *save = NULL;
+	for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		if (*n == MAXSEQ_MAX_TECH) {
+			fprintf(stderr, "spsim max-seq: --techniques: at most %d sets\n", MAXSEQ_MAX_TECH);
+			return false;
+		}
+		if (!maxseq_tech_parse(w, &out[(*n)++]))
+			return false;
+	}
+	if (*n == 0) {
+		fprintf(stderr, "spsim max-seq: --techniques is empty; expected e.g. 'table' or none,full,offload\n");
+		return false;
+	}
+	return true;
+}
+
+/* The job of a row under a technique set. */
+static config_job maxseq_tech_job(const config_job *row, const maxseq_tech *t, const config_job *given)
+{
+	config_job j = *row;
+	j.recompute = t->recompute;
+	j.offload_activations = t->offload;
+	j.tile_mlp = t->tiling ? (given->tile_mlp > 1 ? given->tile_mlp : MAXSEQ_DEFAULT_TILES) : 1;
+	j.tile_logits = t->tiling ? (given->tile_logits > 1 ? given->tile_logits : MAXSEQ_DEFAULT_TILES) : 1;
+	return j;
+}
+
+/* Prints the table (or JSON/CSV) of rows x technique sets; returns the exit code. */
+static int maxseq_tech_table(const cli_job_args *a, const maxseq_ctx *c, const maxseq_row *rows, int n)
+{
+	maxseq_tech techs[MAXSEQ_MAX_TECH];
+	int nt;
+	if (!maxseq_techs(c->techniques, techs, &nt))
+		return CLI_USAGE;
+	static long best[MAXSEQ_MAX_ROWS][MAXSEQ_MAX_TECH];
+	static char why[MAXSEQ_MAX_ROWS][MAXSEQ_MAX_TECH][CONFIG_ERROR_MAX];
+	long longest = 0;
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < nt; k++) {
+			best[i][k] = -1;
+			why[i][k][0] = '\0';
+			if (rows[i].invalid[0]) {
+				snprintf(why[i][k], sizeof why[i][k], "%s", rows[i].invalid);
+				continue;
+			}
+			config_job j = maxseq_tech_job(&rows[i].job, &techs[k], &a->job);
+			config_error err;
+			/* the technique's own requirements (host link, full recompute); tile counts are
+			 * checked against the length found */
+			config_job chk = j;
+			chk.tile_mlp = chk.tile_logits = 1;
+			if (!workload_check_techniques(&a->p, &chk, &err)) {
+				snprintf(why[i][k], sizeof why[i][k], "%s", err.msg);
+				continue;
+			}
+			best[i][k] = workload_max_seq(&a->m, &a->p, &j, maxseq_granule(&j, c->granule));
+			if (best[i][k] > longest)
+				longest = best[i][k];
+		}
+	cli_warn_max_position(&a->m, longest, "max-seq");
+	if (a->format == REPORT_JSON) {
+		json_t *arr = json_array(), *cols = json_array();
+		for (int k = 0; k < nt; k++)
+			json_array_append_new(cols, json_pack("{s:s, s:s, s:b, s:i, s:i}", "name", techs[k].name, "recompute",
+							      config_recompute_names[techs[k].recompute], "offload_activations",
+							      techs[k].offload,
+							      "tile_mlp", maxseq_tech_job(&rows[0].job, &techs[k], &a->job).tile_mlp,
+							      "tile_logits",
+							      maxseq_tech_job(&rows[0].job, &techs[k], &a->job).tile_logits));
+		for (int i = 0; i < n; i++) {
+			json_t *cells = json_object();
+			for (int k = 0; k < nt; k++)
+				json_object_set_new(cells, techs[k].name,
+						    best[i][k] < 0 ? json_null() : json_integer((json_int_t)best[i][k]));
+			json_t *row = json_pack("{s:s, s:i, s:i, s:i, s:o}", "strategy", rows[i].strategy, "gpus",
+						rows[i].job.gpus, "sp", rows[i].job.sp, "zero_stage", rows[i].job.zero_stage,
+						"max_seq_len", cells);
+			json_t *notes = json_object();
+			for (int k = 0; k < nt; k++)
+				if (why[i][k][0])
+					json_object_set_new(notes, techs[k].name, json_string(why[i][k]));
+			if (json_object_size(notes))
+				json_object_set_new(row, "not_applicable", notes);
+			else
+				json_decref(notes);
+			json_array_append_new(arr, row);
+		}
+		json_t *j = json_pack("{s:s, s:s, s:i, s:i, s:i, s:o, s:o}", "model", a->m.name, "platform", a->p.name,
+				      "nodes", a->p.nodes, "micro_batch", a->job.micro_batch, "granule", (int)c->granule,
+				      "techniques", cols, "rows", arr);
+		report_json_print(stdout, j);
+		json_decref(j);
+		return CLI_OK;
+	}
+	if (a->format == REPORT_CSV) {
+		printf("model,platform,strategy,gpus,sp,zero_stage,technique,recompute,offload_activations,tile_mlp,"
+		       "tile_logits,max_seq_len\n");
+		for (int i = 0; i < n; i++)
+			for (int k = 0; k < nt; k++) {
+				config_job j = maxseq_tech_job(&rows[i].job, &techs[k], &a->job);
+				printf("%s,%s,%s,%d,%d,%d,%s,%s,%s,%d,%d,", a->m.name, a->p.name, rows[i].strategy,
+				       rows[i].job.gpus, rows[i].job.sp, rows[i].job.zero_stage, techs[k].name,
+				       config_recompute_names[j.recompute], j.offload_activations ? "true" : "false",
+				       j.tile_mlp, j.tile_logits);
+				if (best[i][k] < 0)
+					printf("\n");
+				else
+					printf("%ld\n", best[i][k]);
+			}
+		return CLI_OK;
+	}
+	printf("%s on %s (%d nodes x %d GPUs), micro-batch %d: longest sequence that fits in memory per\n"
+	       "technique set (offload and tiling add full recompute; tiles: MLP %d, logits %d)\n\n",
+	       a->m.name, a->p.name, a->p.nodes, a->p.gpus_per_node, a->job.micro_batch,
+	       a->job.tile_mlp > 1 ? a->job.tile_mlp : MAXSEQ_DEFAULT_TILES,
+	       a->job.tile_logits > 1 ? a->job.tile_logits : MAXSEQ_DEFAULT_TILES);
+	printf("%-18s %4s %4s", "strategy", "SP", "ZeRO");
+	for (int k = 0; k < nt; k++)
+		printf(" %11s", techs[k].name);
+	printf("\n");
+	const char *note = NULL;
+	for (int i = 0; i < n; i++) {
+		printf("%-18s %4d %4d", rows[i].strategy, rows[i].job.sp, rows[i].job.zero_stage);
+		for (int k = 0; k < nt; k++) {
+			if (best[i][k] < 0) {
+				printf(" %11s", "n/a");
+				if (!note)
+					note = why[i][k];
+			} else {
+				printf(" %11ld", best[i][k]);
+			}
+		}
+		printf("\n");
+	}
+	if (note)
+		printf("\nn/a: %s\n", note);
+	return CLI_OK;
+}
+
 int cli_cmd_max_seq(int argc, char **argv)
 {
 	static const struct option extra[] = {{"granule", required_argument, NULL, OPT_GRANULE},
 					      {"strategies", required_argument, NULL, OPT_STRATEGIES},
+					      {"techniques", required_argument, NULL, OPT_TECHNIQUES},
 					      {NULL, 0, NULL, 0}};
 	cli_job_args a;
 	maxseq_ctx ctx = {.granule = 1024};
@@ -620,6 +823,21 @@ int cli_cmd_max_seq(int argc, char **argv)
 	}
 	if (ctx.strategies && !strchr(ctx.strategies, ',') && !strchr(ctx.strategies, ':'))
 		parse_strategy("max-seq", ctx.strategies, &a.job);
+	else if (ctx.strategies) {
+		/* A list: its first item, when a plain ulysses, basp or ring, stands for the job in
+		 * the check below (ring first lets a list reach GPU counts that Ulysses' heads do
+		 * not divide: its rows then say why they are invalid); each row is checked on its
+		 * own. USP and NAME:key=value items would leave their degrees and sizes in the job
+		 * every row starts from, so they do not stand in. */
+		size_t n = strcspn(ctx.strategies, ",");
+		char first[16];
+		if (n < sizeof first) {
+			memcpy(first, ctx.strategies, n);
+			first[n] = '\0';
+			if (strcmp(first, "ulysses") == 0 || strcmp(first, "basp") == 0 || strcmp(first, "ring") == 0)
+				parse_strategy("max-seq", first, &a.job);
+		}
+	}
 	if (!cli_job_resolve(&a, "max-seq"))
 		goto out;
 	/* what-ifs change time, not memory (a failed node only moves ranks, which the memory
@@ -640,6 +858,10 @@ int cli_cmd_max_seq(int argc, char **argv)
 	}
 	if (!maxseq_rows(&a, &ctx, rows, &n))
 		goto out;
+	if (ctx.techniques) {
+		rc = maxseq_tech_table(&a, &ctx, rows, n);
+		goto out;
+	}
 	rc = CLI_OK;
 	for (int i = 0; i < n; i++)
 		if (!rows[i].invalid[0])
@@ -722,5 +944,6 @@ out:
 	free(ctx.strategies);
 	free(ctx.zeros);
 	free(ctx.recomputes);
+	free(ctx.techniques);
 	return rc;
 }

@@ -188,6 +188,15 @@ typedef struct config_platform {
 	 * workload_memory_reserve). */
 	bool has_memory_reserve;
 	double memory_reserve;
+	/* The link from each GPU to its host's memory (optional `host_link:` section): the
+	 * bandwidth one GPU's copies reach per direction, the latency of one copy, and the host
+	 * memory of one node that offloaded activations may use. host.bandwidth = 0: none
+	 * declared (activation offload is refused). */
+	struct {
+		double bandwidth; /* bytes/s per GPU per direction (achievable) */
+		double latency;   /* seconds per copy */
+		double memory;    /* bytes of host memory per node */
+	} host;
 	/* NCCL's view of the node (optional `nccl:` section; docs/model.md "Collectives"):
 	 * the GPU generation selects the per-generation constants of NCCL's tuning model
 	 * (src/graph/tuning.cc), channels the collective channels NCCL's ring graph finds,
@@ -358,7 +367,13 @@ typedef enum config_cp_comm_type {
 	CONFIG_CP_TYPE_A2A,
 	CONFIG_CP_TYPE_A2A_P2P
 } config_cp_comm_type;
-typedef enum config_recompute { CONFIG_RECOMPUTE_NONE, CONFIG_RECOMPUTE_FULL } config_recompute;
+/* Activation recomputation: none; full (each layer keeps only its input and is run again in
+ * backward: Megatron-LM --recompute-granularity full, DeepSpeed activation checkpointing);
+ * selective (only the core attention is checkpointed and run again: Korthikanti et al.,
+ * arXiv 2205.05198 §5, Megatron-LM --recompute-granularity selective, whose default
+ * --recompute-modules is core_attn). */
+typedef enum config_recompute { CONFIG_RECOMPUTE_NONE, CONFIG_RECOMPUTE_FULL, CONFIG_RECOMPUTE_SELECTIVE } config_recompute;
+#define CONFIG_RECOMPUTES 3
 typedef enum config_dtype { CONFIG_DTYPE_BF16 } config_dtype;
 /* Algorithm of the SP all-to-alls: NCCL's direct exchange (DeepSpeed's default), pairwise
  * rounds, or hierarchical (gather per node over NVLink, exchange between nodes, scatter)
@@ -402,6 +417,17 @@ typedef struct config_job {
 	int ring_degree;             /* USP: R (0: derived; U x R = the SP group) */
 	config_cp_split cp_split;    /* ring attention's sequence split (default zigzag) */
 	config_cp_comm cp_comm;      /* ring attention's KV exchange (default p2p) */
+	/* Memory techniques of long-context training (docs/model.md "Memory techniques"):
+	 * offload_activations: the activation checkpoints (each layer's input, with recompute
+	 * full) copied to host memory while the next layer computes and fetched back before
+	 * backward (DeepSpeed activation_checkpointing.cpu_checkpointing; ALST, arXiv
+	 * 2506.13996); needs the platform's host_link.
+	 * tile_mlp, tile_logits: the MLP and the LM head + loss run in that many sequence tiles
+	 * (ALST's TiledMLP and tiled loss; Liger's fused linear cross entropy, arXiv 2410.10989);
+	 * 1 = untiled. */
+	bool offload_activations;
+	int tile_mlp;
+	int tile_logits;
 } config_job;
 
 /* DeepSpeed defaults (docs/sources.md [DS-zero-config], [DS-sp-comm]). seq_len is
@@ -421,7 +447,7 @@ extern const char *const config_strategy_names[4];
 extern const char *const config_cp_split_names[2];
 extern const char *const config_cp_comm_names[2];
 extern const char *const config_cp_comm_type_names[4];
-extern const char *const config_recompute_names[2];
+extern const char *const config_recompute_names[CONFIG_RECOMPUTES];
 extern const char *const config_a2a_names[3];
 extern const char *const config_basp_uneven_names[3];
 extern const char *const config_impl_names[2];

@@ -29,6 +29,8 @@ void config_job_defaults(config_job *job)
 	job->fp32_grad_comm = false;
 	job->fp32_grad_comm_set = 0;
 	job->attention_kernel = -1; /* the platform's attention_kernel */
+	job->tile_mlp = 1;
+	job->tile_logits = 1;
 }
 
 bool config_job_zero_overlap(const config_job *job)
@@ -52,7 +54,7 @@ static const char *const job_keys[] = {
 	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
 	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",
 	"attention_kernel", "impl",         "memory_reserve",   "basp_inner",     "cp_split",
-	"ulysses_degree", "ring_degree", "what_if", "cp_comm_type", NULL,
+	"ulysses_degree", "ring_degree", "what_if", "cp_comm_type", "offload_activations", "tile_mlp", "tile_logits", NULL,
 };
 
 static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, char *model, char *platform, char *calibration,
@@ -77,7 +79,7 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 	    !yt_range_long(t, CONFIG_R_SEQ_LEN, false, &job->seq_len, NULL, err) ||
 	    !yt_range_int(t, CONFIG_R_GRAD_ACCUM, false, &job->grad_accum, NULL, err) ||
 	    !yt_range_long(t, CONFIG_R_ZERO, false, &zero, NULL, err) ||
-	    !yt_enum(t, "recompute", false, config_recompute_names, 2, &recompute, NULL, err) ||
+	    !yt_enum(t, "recompute", false, config_recompute_names, CONFIG_RECOMPUTES, &recompute, NULL, err) ||
 	    !yt_enum(t, "dtype", false, dtypes, 1, &dtype, NULL, err) ||
 	    !yt_enum(t, "a2a", false, config_a2a_names, 3, &a2a, NULL, err) ||
 	    !yt_enum(t, "basp_uneven", false, config_basp_uneven_names, 3, &uneven, NULL, err) ||
@@ -92,7 +94,10 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 	    !yt_range(t, CONFIG_R_REDUCE_BUCKET, false, &job->reduce_bucket_elems, NULL, err) ||
 	    !yt_range(t, CONFIG_R_ALLGATHER_BUCKET, false, &job->allgather_bucket_elems, NULL, err) ||
 	    !yt_range(t, CONFIG_R_PREFETCH_BUCKET, false, &job->prefetch_bucket_elems, NULL, err) ||
-	    !yt_bool(t, "fp32_grad_comm", false, &job->fp32_grad_comm, &has_fp32, err))
+	    !yt_bool(t, "fp32_grad_comm", false, &job->fp32_grad_comm, &has_fp32, err) ||
+	    !yt_bool(t, "offload_activations", false, &job->offload_activations, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_TILE_MLP, false, &job->tile_mlp, NULL, err) ||
+	    !yt_range_int(t, CONFIG_R_TILE_LOGITS, false, &job->tile_logits, NULL, err))
 		return false;
 	job->strategy = (config_strategy)strategy;
 	job->recompute = (config_recompute)recompute;

@@ -251,11 +251,29 @@ static bool read_attn_kernel(const yt_node *t, config_platform *p, config_error 
 	return true;
 }
 
+/* host_link: {bandwidth, latency, memory}: the GPU's link to host memory (PCIe or
+ * NVLink-C2C) and the host memory of one node; all three required when the section is
+ * there. Absent: no host link (activation offload is refused). */
+static bool read_host_link(const yt_node *t, config_platform *p, config_error *err)
+{
+	static const char *const keys[] = {"bandwidth", "latency", "memory", NULL};
+	const yt_node *h;
+	bool found = false;
+	if (!yt_map(t, "host_link", false, &h, err))
+		return false;
+	found = h != NULL;
+	if (!found)
+		return true;
+	return yt_check_keys(h, keys, err) && yt_range(h, CONFIG_R_HOST_BANDWIDTH, true, &p->host.bandwidth, NULL, err) &&
+	       yt_range(h, CONFIG_R_HOST_LATENCY, true, &p->host.latency, NULL, err) &&
+	       yt_range(h, CONFIG_R_HOST_MEMORY, true, &p->host.memory, NULL, err);
+}
+
 static bool platform_read(const yt_doc *doc, config_platform *p, config_error *err)
 {
 	static const char *const keys[] = {"name",       "nodes",      "gpus_per_node", "gpu",
 					   "intra_node", "inter_node", "efficiency",    "collective_overhead",
-					   "attention_kernel", "memory_reserve", "nccl", "node_groups", NULL};
+					   "attention_kernel", "memory_reserve", "nccl", "node_groups", "host_link", NULL};
 	const yt_node *t;
 	return yt_top(doc, "platform", &t, err) && yt_check_keys(t, keys, err) &&
 	       yt_string(t, "name", true, p->name, sizeof p->name, NULL, err) &&
@@ -265,7 +283,7 @@ static bool platform_read(const yt_doc *doc, config_platform *p, config_error *e
 	       read_attn_kernel(t, p, err) &&
 	       yt_range(t, CONFIG_R_COLL_OVERHEAD, false, &p->coll_overhead, NULL, err) &&
 	       yt_size_or_zero(t, "memory_reserve", &p->memory_reserve, &p->has_memory_reserve, err) &&
-	       read_nccl(t, p, err) && config_read_node_groups(t, p, err);
+	       read_nccl(t, p, err) && config_read_node_groups(t, p, err) && read_host_link(t, p, err);
 }
 
 bool config_load_platform(const char *name_or_path, config_platform *out, config_error *err)
@@ -311,6 +329,14 @@ bool config_platform_check(const config_platform *p, config_error *err)
 		{CONFIG_R_EFF_INTER_LINK, p->eff.inter_link},
 	};
 	if (!config_range_check_all("platform", p->name, v, sizeof v / sizeof v[0], err))
+		return false;
+	/* the host link: absent (bandwidth 0) or every value in range */
+	const config_range_value host[] = {
+		{CONFIG_R_HOST_BANDWIDTH, p->host.bandwidth},
+		{CONFIG_R_HOST_LATENCY, p->host.latency},
+		{CONFIG_R_HOST_MEMORY, p->host.memory},
+	};
+	if (p->host.bandwidth != 0 && !config_range_check_all("platform", p->name, host, 3, err))
 		return false;
 	int gpus = config_platform_gpus(p);
 	if (gpus < 0 || !config_range_ok(CONFIG_R_GPUS, gpus))

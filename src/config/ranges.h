@@ -84,6 +84,16 @@
 	X(GRANULE, "granule", "--granule", TOKENS, CONFIG_RANGE_SEQ)                                       \
 	X(GRAD_ACCUM, "grad_accum", "--grad-accum", INT, 1, 1048576)                                       \
 	X(ZERO, "zero", "--zero", INT, 0, 3)                                                               \
+	/* --tile-mlp/--tile-logits: sequence tiles of the MLP and the LM head; 2^20 tiles is one token  \
+	 * per tile of a 1M-token shard (a tile count above the rank's tokens is refused by the job    \
+	 * check) */                                                                                     \
+	X(TILE_MLP, "tile_mlp", "--tile-mlp", INT, 1, 1048576)                                             \
+	X(TILE_LOGITS, "tile_logits", "--tile-logits", INT, 1, 1048576)                                    \
+	/* host link (platform host_link:): PCIe Gen3 x1 (~1 GB/s) is below any training box; latency as  \
+	 * other links; host memory from 1 MB to 1 PB per node (a DGX H100 has 2 TB) */                  \
+	X(HOST_BANDWIDTH, "bandwidth", NULL, BANDWIDTH, CONFIG_RANGE_LINK_BW)                              \
+	X(HOST_LATENCY, "latency", NULL, TIME, CONFIG_RANGE_LATENCY)                                       \
+	X(HOST_MEMORY, "memory", NULL, SIZE, 1e6, 1e15)                                                    \
 	/* DeepSpeed buckets (default 5e8 elements): 1e15 elements is 2 PB of bf16 */                    \
 	X(REDUCE_BUCKET, "reduce_bucket", "--reduce-bucket", NUMBER, 1, 1e15)                              \
 	X(ALLGATHER_BUCKET, "allgather_bucket", "--allgather-bucket", NUMBER, 1, 1e15)                     \

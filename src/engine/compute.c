@@ -456,6 +456,13 @@ engine_attn_shape engine_attn_shape_of(const workload_op *op)
 				   .causal = op->shape.attn.causal};
 }
 
+/* The gap between back-to-back kernels on a busy stream, seconds: the GPU's dispatch of
+ * the next queued launch. NVIDIA's "Getting Started with CUDA Graphs" (Developer Blog,
+ * 2019) times a chain of ~2.9 us kernels at ~3.8 us each when launched without
+ * synchronisation: ~1 us per launch beyond the kernel. A tiled op pays it per extra
+ * kernel (its launches are queued ahead, so the host's own launch cost is hidden). */
+#define ENGINE_KERNEL_GAP 1e-6
+
 double engine_compute_time(const config_platform *p, const workload_op *op)
 {
 	double t_flops = 0, t_mem = 0;
@@ -481,5 +488,12 @@ double engine_compute_time(const config_platform *p, const workload_op *op)
 		double eff = op->kernel == WL_KERNEL_COPY ? engine_copy_eff(p, op->shape.copy.run_bytes) : p->eff.memory;
 		t_mem = op->hbm_bytes / (p->gpu.hbm_bandwidth * eff);
 	}
-	return t_flops > t_mem ? t_flops : t_mem; /* roofline */
+	double t = t_flops > t_mem ? t_flops : t_mem; /* roofline */
+	if (t > 0)
+		return t + op->extra_launches * ENGINE_KERNEL_GAP; /* 0 extra: t exactly */
+	/* A copy to or from host memory (no FLOPs, no HBM pass): the host link's latency and
+	 * bandwidth (platform host_link; workload_check refuses offload without one). */
+	if (op->kernel == WL_KERNEL_HOST_COPY && p->host.bandwidth > 0)
+		return p->host.latency + op->bytes / p->host.bandwidth;
+	return 0.0;
 }

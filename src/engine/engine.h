@@ -20,15 +20,19 @@ typedef struct engine_breakdown {
 	/* for the exposed split (engine_breakdown_expose): SP communication on side streams
 	 * (ring attention's transfers), ZeRO collectives on the main stream */
 	double sp_comm_side, zero_comm_main;
+	/* activation offload's copies over the host link (side stream) and the part of the
+	 * step the main stream waits on them */
+	double host_comm, host_comm_exposed;
 } engine_breakdown;
 
 /* Adds an op's time t to *sp_side or *zero_main when it is one of those. */
 void engine_side_add(const workload_op *op, double t, double *sp_side, double *zero_main);
-/* Sets sp_comm_exposed and zero_comm_exposed from the step time: the main stream runs
- * compute, SP all-to-alls and (without overlap) ZeRO collectives back to back; whatever
- * else the step takes is waiting on a side stream, charged to ZeRO collectives on the
- * main stream first (they block it), then to side-stream SP transfers (up to their
- * total), the rest to ZeRO on side streams. Without side-stream SP transfers: every SP
+/* Sets sp_comm_exposed, host_comm_exposed and zero_comm_exposed from the step time: the
+ * main stream runs compute, SP all-to-alls and (without overlap) ZeRO collectives back to
+ * back; whatever else the step takes is waiting on a side stream, charged to ZeRO
+ * collectives on the main stream first (they block it), then to side-stream SP transfers
+ * (up to their total), then to host copies (up to theirs), the rest to ZeRO on side
+ * streams. Without side-stream SP transfers: every SP
  * all-to-all exposed, the rest ZeRO. Shared by every engine. */
 void engine_breakdown_expose(engine_breakdown *b, double step);
 

@@ -161,6 +161,7 @@ static void account_op(const workload_op *op, double total, double per_micro, en
 		break;
 	case WL_CAT_SP_COMM: b->sp_comm += total; break;
 	case WL_CAT_ZERO_COMM: b->zero_comm += total; break;
+	case WL_CAT_HOST_COMM: b->host_comm += total; break;
 	case WL_CAT_COUNT: break;
 	}
 	if (op->stream == WL_STREAM_MAIN) {
@@ -199,7 +200,10 @@ void engine_breakdown_expose(engine_breakdown *b, double step)
 	double ring = gap - b->zero_comm_main;
 	ring = ring < 0 ? 0 : ring > b->sp_comm_side ? b->sp_comm_side : ring;
 	b->sp_comm_exposed = main_sp + ring;
-	double zero = gap - ring;
+	double host = gap - b->zero_comm_main - ring;
+	host = host < 0 ? 0 : host > b->host_comm ? b->host_comm : host;
+	b->host_comm_exposed = host;
+	double zero = gap - ring - host;
 	b->zero_comm_exposed = zero > 0 ? zero : 0;
 }
 

@@ -319,7 +319,7 @@ typedef struct plan_query {
 	long seq_len;
 	long global_tokens;
 	unsigned zero_mask;      /* bit z: try ZeRO stage z (0: all four) */
-	unsigned recompute_mask; /* bit 0 none, bit 1 full (0: both) */
+	unsigned recompute_mask; /* bit 0 none, bit 1 full, bit 2 selective (0: none and full) */
 	unsigned a2a_mask;       /* bit per config_a2a: all-to-all algorithms for groups that span
 				  * nodes (0: all three); groups inside a node use the first */
 	int max_micro_batch;     /* 0: no limit */

@@ -81,7 +81,7 @@ bool plan_point_job(const plan_spec *s, const plan_point *pt, config_platform *p
 	}
 	j.gpus = s->given[PLAN_AXIS_GPUS] ? (int)num(s, pt, PLAN_AXIS_GPUS) : config_platform_gpus(&p);
 	j.zero_stage = (int)num(s, pt, PLAN_AXIS_ZERO);
-	j.recompute = num(s, pt, PLAN_AXIS_RECOMPUTE) != 0 ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
+	j.recompute = (config_recompute)num(s, pt, PLAN_AXIS_RECOMPUTE);
 	j.a2a = (config_a2a)num(s, pt, PLAN_AXIS_A2A);
 	j.basp_uneven = (config_basp_uneven)num(s, pt, PLAN_AXIS_BASP_UNEVEN);
 	j.grad_accum = (int)num(s, pt, PLAN_AXIS_GRAD_ACCUM);

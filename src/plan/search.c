@@ -108,11 +108,11 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 	for (int z = 0; ok && z < 4; z++) {
 		if (!((x->zmask >> z) & 1))
 			continue;
-		for (int r = 0; ok && r < 2; r++) {
+		for (int r = 0; ok && r < CONFIG_RECOMPUTES; r++) {
 			if (!((x->rmask >> r) & 1))
 				continue;
 			job.zero_stage = z;
-			job.recompute = r ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
+			job.recompute = (config_recompute)r; /* bit r: none, full, selective */
 			st->variant_valid[vi] += na;
 			if (single) {
 				workload_memory mem;

@@ -10,7 +10,7 @@
  *     micro_batch: [1, 2, 4, 8]
  *     seq_len: [8K, 16K, 32K]             # required
  *     zero: [1, 3]
- *     recompute: [none, full]
+ *     recompute: [none, full]     # or selective
  *     engine: analytic                    # default analytic
  *     calibration: [none, cal.yaml]
  *     a2a: [direct, hierarchical]         # SP all-to-all algorithm (default direct)
@@ -133,10 +133,13 @@ static bool parse_item(loader *L, plan_axis a, const yt_node *it, size_t i, plan
 		return true;
 	}
 	case PLAN_AXIS_RECOMPUTE:
-		if (strcmp(t, "none") && strcmp(t, "full"))
-			return yt_fail(L->err, it, "'recompute' must be none or full, got '%.200s'", t);
-		val->num = strcmp(t, "full") == 0;
-		return true;
+		/* the value is the config_recompute: 0 none, 1 full, 2 selective */
+		for (int k = 0; k < CONFIG_RECOMPUTES; k++)
+			if (strcmp(t, config_recompute_names[k]) == 0) {
+				val->num = k;
+				return true;
+			}
+		return yt_fail(L->err, it, "'recompute' must be none, selective or full, got '%.200s'", t);
 	case PLAN_AXIS_A2A:
 	case PLAN_AXIS_BASP_UNEVEN: {
 		static const char *const a2a[] = {"direct", "pairwise", "hierarchical"};

@@ -103,6 +103,11 @@ json_t *report_run_json(const report_run *r)
 				      b->zero_comm, "zero_comm_exposed", b->zero_comm_exposed, "gemm", b->gemm,
 				      "attention", b->attention, "memory_bound", b->memory_bound, "optimizer",
 				      b->optimizer, "forward", r->result->fwd_time, "backward", r->result->bwd_time));
+	json_object_set_new(json_object_get(o, "breakdown_s"), "host_comm", json_real(b->host_comm));
+	json_object_set_new(json_object_get(o, "breakdown_s"), "host_comm_exposed", json_real(b->host_comm_exposed));
+	json_object_set_new(json_object_get(o, "job"), "offload_activations", json_boolean(j->offload_activations));
+	json_object_set_new(json_object_get(o, "job"), "tile_mlp", json_integer(j->tile_mlp));
+	json_object_set_new(json_object_get(o, "job"), "tile_logits", json_integer(j->tile_logits));
 	/* sp and zero are the buffers handed to NCCL (nccl-tests' sizes); the *_wire_* fields
 	 * are the bytes this GPU sends to other GPUs and other nodes (workload_wire_bytes). */
 	json_object_set_new(o, "comm_bytes_per_gpu",
@@ -121,6 +126,10 @@ json_t *report_run_json(const report_run *r)
 				      m->reserve_of.context, "cublas_workspace", m->reserve_of.cublas, "nccl_buffers",
 				      m->reserve_of.nccl, "fragmentation", m->reserve_of.fragmentation));
 	json_object_set_new(o, "fits", json_boolean(m->fits));
+	if (m->host > 0)
+		json_object_set_new(o, "host_memory_bytes",
+				    json_pack("{s:f, s:f, s:f, s:b}", "per_gpu", m->host, "per_node", m->host_node, "capacity",
+					      m->host_capacity, "fits", m->host_fits));
 	if (r->composite && r->composite->kind != WL_COMPOSE_SINGLE) {
 		const workload_composite *c = r->composite;
 		json_t *parts = json_array();
@@ -225,6 +234,9 @@ void report_run_table(FILE *f, const report_run *r)
 		report_bytes(v.sp_off_gpu, c, sizeof c));
 	fprintf(f, "  %-20s %12s   exposed %s\n", "zero comm", report_time(b->zero_comm, a, sizeof a),
 		report_time(b->zero_comm_exposed, b2, sizeof b2));
+	if (b->host_comm > 0)
+		fprintf(f, "  %-20s %12s   exposed %s (activation offload over the host link)\n", "host copies",
+			report_time(b->host_comm, a, sizeof a), report_time(b->host_comm_exposed, b2, sizeof b2));
 	fprintf(f, "  %-20s sp %s off-GPU, %s off-node; zero %s off-GPU, %s off-node\n", "sent per GPU",
 		report_bytes(v.sp_wire_off_gpu, a, sizeof a), report_bytes(v.sp_wire_off_node, b2, sizeof b2),
 		report_bytes(v.zero_wire_off_gpu, c, sizeof c), report_bytes(v.zero_wire_off_node, d, sizeof d));
@@ -248,6 +260,10 @@ void report_run_table(FILE *f, const report_run *r)
 			report_bytes(m->reserve_of.nccl, d, sizeof d));
 		fprintf(f, ", fragmentation %s\n", report_bytes(m->reserve_of.fragmentation, a, sizeof a));
 	}
+	if (m->host > 0)
+		fprintf(f, "host memory per node: offloaded checkpoints %s (%s per GPU) of %s -> %s\n",
+			report_bytes(m->host_node, a, sizeof a), report_bytes(m->host, b2, sizeof b2),
+			report_bytes(m->host_capacity, c, sizeof c), m->host_fits ? "fits" : "DOES NOT FIT");
 }
 
 json_t *report_compare_json(const report_run *runs, int n)

@@ -56,15 +56,16 @@ int report_trace_tid(int rank_in_node, const workload_op *op)
 	int kind = 0;
 	if (op->cat == WL_CAT_SP_COMM)
 		kind = 1;
-	else if (op->cat == WL_CAT_ZERO_COMM)
+	else if (op->cat == WL_CAT_ZERO_COMM || op->cat == WL_CAT_HOST_COMM) /* the track of the stream */
 		kind = op->stream == WL_STREAM_PREFETCH ? 3 : 2;
 	return rank_in_node * REPORT_TRACE_TIDS_PER_GPU + kind;
 }
 
 const char *report_trace_tid_name(int tid_kind)
 {
-	static const char *const names[REPORT_TRACE_TIDS_PER_GPU] = {"compute", "sp comm", "zero comm",
-								      "zero prefetch"};
+	/* the side streams' tracks also carry activation offload's host copies (their slots) */
+	static const char *const names[REPORT_TRACE_TIDS_PER_GPU] = {"compute", "sp comm", "zero comm / host copies",
+								      "zero prefetch / host copies"};
 	return names[tid_kind % REPORT_TRACE_TIDS_PER_GPU];
 }
 
@@ -77,7 +78,10 @@ void report_trace_op(report_trace *t, int pid, int tid, const workload_op *op, i
 	if (layer >= 0)
 		json_object_set_new(args, "layer", json_integer(layer));
 	json_object_set_new(args, "micro_step", json_integer(micro_step));
-	if (op->kind == WL_OP_COMPUTE) {
+	if (op->cat == WL_CAT_HOST_COMM) {
+		json_object_set_new(args, "bytes", json_real(op->bytes));
+		json_object_set_new(args, "link", json_string("host"));
+	} else if (op->kind == WL_OP_COMPUTE) {
 		if (op->flops > 0)
 			json_object_set_new(args, "flops", json_real(op->flops));
 		if (op->hbm_bytes > 0)
@@ -88,7 +92,10 @@ void report_trace_op(report_trace *t, int pid, int tid, const workload_op *op, i
 		json_object_set_new(args, "algorithm", json_string(workload_alg_name(op->alg)));
 		json_object_set_new(args, "group", json_string(op->group == WL_GROUP_SP ? "sp" : "world"));
 	}
-	const char *cat = op->cat == WL_CAT_COMPUTE ? "compute" : op->cat == WL_CAT_SP_COMM ? "sp_comm" : "zero_comm";
+	const char *cat = op->cat == WL_CAT_COMPUTE    ? "compute"
+			  : op->cat == WL_CAT_SP_COMM  ? "sp_comm"
+			  : op->cat == WL_CAT_HOST_COMM ? "host_comm"
+						       : "zero_comm";
 	json_t *e = json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name", op->name, "cat", cat, "ph", "X", "ts",
 			      start * 1e6, "dur", (end - start) * 1e6, "pid", pid, "tid", tid, "args", args);
 	if (e)

@@ -2,6 +2,7 @@
  * Parallelism", "DeepSpeed-Ulysses"). */
 #include <stdio.h>
 
+#include "config/ranges.h"
 #include "workload/workload.h"
 #include "util/intmath.h"
 
@@ -135,6 +136,31 @@ static bool resolve_usp(const config_model *m, const config_platform *p, config_
 	return true;
 }
 
+bool workload_check_techniques(const config_platform *p, const config_job *job, config_error *err)
+{
+	if (job->offload_activations) {
+		if (p->host.bandwidth <= 0)
+			return config_fail(err,
+					   "--offload-activations needs a host link, and platform '%s' declares none; add a host_link: {bandwidth, latency, memory} section to the platform (docs/model.md \"Memory techniques\") or drop --offload-activations",
+					   p->name);
+		if (job->recompute != CONFIG_RECOMPUTE_FULL)
+			return config_fail(err,
+					   "--offload-activations moves the activation checkpoints (each layer's input) to host memory, which exist only with full recompute; add --recompute full (got --recompute %s)",
+					   config_recompute_names[job->recompute]);
+	}
+	/* Each GPU holds B·S/N tokens under every strategy (BASP: S/K with K = N/B). */
+	long t = job->sp > 0 ? (long)((double)job->micro_batch * (double)job->seq_len / job->sp) : 0;
+	const struct { const char *flag; int n; } tiles[] = {{"--tile-mlp", job->tile_mlp}, {"--tile-logits", job->tile_logits}};
+	for (int i = 0; i < 2; i++)
+		if (tiles[i].n != 1 && !config_range_check(i ? CONFIG_R_TILE_LOGITS : CONFIG_R_TILE_MLP, NULL, tiles[i].n, err))
+			return false;
+		else if (tiles[i].n < 1 || (t > 0 && tiles[i].n > t))
+			return config_fail(err,
+					   "%s %d: each GPU holds %ld tokens per micro-step, and a tile needs at least one; use a tile count from 1 to %ld",
+					   tiles[i].flag, tiles[i].n, t, t > 0 ? t : 1);
+	return true;
+}
+
 bool workload_check(const config_model *m, const config_platform *p, config_job *job, config_error *err)
 {
 	char dv[256];
@@ -176,6 +202,9 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 		return config_fail(err, "--attention-kernel %s %s; platform '%s' has %s (%s)",
 				   config_attn_kernel_names[config_job_attention_kernel(job, p)], why, p->name,
 				   p->gpu.name, config_gpu_arch_names[p->gpu.arch]);
+
+	if (!workload_check_techniques(p, job, err))
+		return false;
 
 	int N = job->sp, B = job->micro_batch, P = N;
 	const char *what = "the SP size";

@@ -14,6 +14,9 @@
  * - communication buffers: DeepSpeed's reduce/allgather buckets (5e8 elements default)
  *   and the all-to-all send/receive buffers.
  * - reserve: see workload_memory_reserve below. */
+#include <math.h>
+#include <string.h>
+
 #include "workload/workload.h"
 
 #define BF16 2.0
@@ -42,14 +45,47 @@ static double norm_bytes(config_impl impl, double t, double h)
  *        product (down_proj's input): 4·t·f
  *   MLP, megatron: gate||up (the fused SwiGLU's input) and the product: 3·t·f
  * Attention and rotary embeddings save the same in both: RoPE's multiplies save only cos
- * and sin (shared by every layer), the all-to-alls nothing. */
-static double layer_activation_bytes(const config_model *m, const config_job *job, const workload_layout *l)
+ * and sin (shared by every layer), the all-to-alls nothing.
+ * The parts the memory techniques act on (docs/model.md "Memory techniques"):
+ *   core: what only the core attention saves, FlashAttention's output (2·t·a·d; the
+ *     out-projection keeps its own input) and its log-sum-exp (4·t·a). Selective recompute
+ *     checkpoints the core attention (Megatron-Core TransformerBlock/Attention
+ *     _checkpointed_attention_forward: tensor_parallel.checkpoint around core_attention,
+ *     which keeps its inputs Q, K, V and drops what the kernel saved; Korthikanti et al.,
+ *     arXiv 2205.05198 §5). Without FlashAttention that part would be the 5·a·s²·b
+ *     softmax/dropout term of their §4; FlashAttention never stores it, so what selective
+ *     recompute frees here is the kernel's output and statistics.
+ *   mlp: the MLP intermediates (4·t·f or 3·t·f), which TiledMLP does not keep.
+ *   input: the layer's input 2·t·h, the checkpoint of full recompute. */
+typedef struct layer_saved {
+	double total, core, mlp, input;
+} layer_saved;
+
+static layer_saved layer_saved_of(const config_model *m, const config_job *job, const workload_layout *l)
 {
 	double t = (double)l->tokens_per_rank, a = m->heads, hd = m->head_dim;
 	double mlp = job->impl == CONFIG_IMPL_HF ? 4.0 : 3.0;
 	double elems = t * (3.0 * a * hd + 2.0 * l->kv_replicated * hd + mlp * m->ffn);
 	double lse = FP32 * t * a; /* seqs·S·(a/P) = t·a */
-	return BF16 * elems + lse + 2.0 * norm_bytes(job->impl, t, m->hidden);
+	layer_saved s;
+	s.total = BF16 * elems + lse + 2.0 * norm_bytes(job->impl, t, m->hidden);
+	s.core = BF16 * t * a * hd + lse;
+	s.mlp = BF16 * mlp * t * m->ffn;
+	s.input = BF16 * t * m->hidden;
+	return s;
+}
+
+/* Tokens of one tile when t tokens run in n tiles (torch.chunk: the first tiles hold
+ * ceil(t/n)). */
+static double tile_tokens(double t, int n)
+{
+	return n > 1 ? ceil(t / n) : t;
+}
+
+double workload_layer_saved_bytes(const config_model *m, const config_job *job, const workload_layout *l)
+{
+	return job->recompute == CONFIG_RECOMPUTE_FULL ? layer_saved_of(m, job, l).input
+						       : layer_saved_of(m, job, l).total;
 }
 
 /* Bytes of the logits and the loss at their peak, the start of backward:
@@ -59,11 +95,16 @@ static double layer_activation_bytes(const config_model *m, const config_job *jo
  *       nll_loss and log_softmax's fp32 input gradient at once: 2 + 4 + 4 + 4 = 14·t·V.
  *   megatron: bf16 logits and the fp32 copy the fused cross entropy turns into the softmax
  *       in place and reuses for the gradient (megatron/core/fusions/fused_cross_entropy.py,
- *       tensor_parallel/cross_entropy.py): 2 + 4 = 6·t·V. */
+ *       tensor_parallel/cross_entropy.py): 2 + 4 = 6·t·V.
+ * Tiled (--tile-logits n > 1; Liger's fused linear cross entropy, arXiv 2410.10989 §3.3,
+ * and ALST's tiled loss, arXiv 2506.13996): the head and the loss run chunk by chunk and
+ * the gradient of the head's input is formed as each chunk goes, so the logits of one
+ * tile, ceil(t/n) tokens, are live at a time, plus that input gradient, 2·t·h bf16. */
 static double logits_bytes(const config_model *m, const config_job *job, const workload_layout *l)
 {
-	double tv = (double)l->tokens_per_rank * m->vocab;
-	return job->impl == CONFIG_IMPL_HF ? (BF16 + 3.0 * FP32) * tv : (BF16 + FP32) * tv;
+	double t = (double)l->tokens_per_rank, tv = tile_tokens(t, job->tile_logits) * m->vocab;
+	double grad = job->tile_logits > 1 ? BF16 * t * m->hidden : 0.0;
+	return (job->impl == CONFIG_IMPL_HF ? (BF16 + 3.0 * FP32) * tv : (BF16 + FP32) * tv) + grad;
 }
 
 /* Derived reserve (each default cited; docs/model.md "Reserve"):
@@ -82,11 +123,14 @@ static double logits_bytes(const config_model *m, const config_job *job, const w
  *   communicator. The all-to-all uses NCCL's p2p path: per peer a send and a receive
  *   Simple buffer on each of 2 channels (NCCL_NCHANNELS_PER_NET_PEER default 2).
  * - fragmentation: PyTorch's caching allocator splits cached blocks and cannot move them;
- *   with ZeRO-3 or recompute the allocations turn irregular, and a stitching allocator
+ *   with ZeRO-3, full recompute or offloading the allocations turn irregular (GMLake names
+ *   recomputation and offloading), and a stitching allocator
  *   removes 15% (up to 33%) fragmentation on average over eight LLMs on A100-80GB (GMLake,
  *   arXiv 2401.08156, abstract): at least that share of the caching allocator's memory was
  *   unusable; plain training's allocation pattern is regular and even (ibid., motivation)
- *   and is not charged. Applied to the dynamic memory (activations, logits,
+ *   and is not charged; nor are selective recompute and tiling, which re-allocate one
+ *   tensor of one size per layer (the attention output, one tile) in the same order every
+ *   layer. Applied to the dynamic memory (activations, logits,
  *   buffers): model states are allocated once, in flat buffers. */
 #define RESERVE_CONTEXT (512.0 * MIB)
 #define RESERVE_CUBLAS (32.0 * MIB)
@@ -98,7 +142,9 @@ static double logits_bytes(const config_model *m, const config_job *job, const w
 workload_reserve workload_memory_reserve(const config_platform *p, const config_job *job, const workload_layout *l,
 					 double dynamic)
 {
-	workload_reserve r = {0};
+	/* memset, not = {0}: the padding too, so that equal reserves compare equal bytewise */
+	workload_reserve r;
+	memset(&r, 0, sizeof r);
 	if (job->memory_reserve_set || p->has_memory_reserve) {
 		r.declared = true;
 		r.total = job->memory_reserve_set ? job->memory_reserve : p->memory_reserve;
@@ -120,7 +166,7 @@ workload_reserve workload_memory_reserve(const config_platform *p, const config_
 	}
 	if (peers > 0)
 		r.nccl += peers * NCCL_P2P_CHANNELS_PER_PEER * 2.0 * 4.0 * MIB;
-	if (job->zero_stage == 3 || job->recompute == CONFIG_RECOMPUTE_FULL)
+	if (job->zero_stage == 3 || job->recompute == CONFIG_RECOMPUTE_FULL || job->offload_activations)
 		r.fragmentation = FRAGMENTATION_IRREGULAR * dynamic;
 	r.total = r.context + r.cublas + r.nccl + r.fragmentation;
 	return r;
@@ -131,18 +177,48 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 {
 	const double psi = config_model_params(m), W = l->world;
 	const int Z = job->zero_stage;
-	*out = (workload_memory){0};
+	memset(out, 0, sizeof *out); /* padding included (results are compared bytewise) */
 	out->params = Z == 3 ? BF16 * psi / W : BF16 * psi;
 	out->grads = Z >= 2 ? BF16 * psi / W : BF16 * psi;
 	out->optimizer = Z >= 1 ? 12.0 * psi / W : 12.0 * psi;
 
 	const double t = (double)l->tokens_per_rank;
-	const double layer = layer_activation_bytes(m, job, l);
-	if (job->recompute == CONFIG_RECOMPUTE_FULL) {
-		/* Only each layer's input is kept; backward rebuilds one layer at a time. */
-		out->activations = m->layers * BF16 * t * m->hidden + layer;
+	/* Per layer kept until backward, and the largest transient of one layer's backward
+	 * (docs/model.md "Memory techniques"):
+	 *   none:      keep total;                   transient 0
+	 *   selective: keep total - core;            transient core (the attention re-run)
+	 *   full:      keep input;                   transient the whole layer, rebuilt
+	 * TiledMLP (--tile-mlp n > 1) keeps no MLP intermediates (it saves only its input, the
+	 * norm output counted already) and holds one tile's, mlp·ceil(t/n)/t, while it
+	 * recomputes a tile in backward: keep - mlp, and the tile in the transient (with full
+	 * recompute the rebuilt layer's MLP is that tile).
+	 * Offload (needs full): the checkpoints live in host memory; on the device only the one
+	 * being copied out while the next layer computes and the one fetched back for the layer
+	 * in backward, 2 × input. */
+	const layer_saved s = layer_saved_of(m, job, l);
+	const bool tiled = job->tile_mlp > 1;
+	const double mlp_tile = tiled ? s.mlp * tile_tokens(t, job->tile_mlp) / t : s.mlp;
+	const double mlp_drop = tiled ? s.mlp : 0.0;
+	double keep = 0, transient = 0;
+	switch (job->recompute) {
+	case CONFIG_RECOMPUTE_NONE:
+		keep = s.total - mlp_drop;
+		transient = tiled ? mlp_tile : 0.0;
+		break;
+	case CONFIG_RECOMPUTE_SELECTIVE:
+		keep = s.total - s.core - mlp_drop;
+		transient = fmax(s.core, tiled ? mlp_tile : 0.0);
+		break;
+	case CONFIG_RECOMPUTE_FULL:
+		keep = s.input;
+		transient = s.total - s.mlp + mlp_tile;
+		break;
+	}
+	if (job->offload_activations && job->recompute == CONFIG_RECOMPUTE_FULL) {
+		out->host = m->layers * keep;
+		out->activations = 2.0 * keep + transient;
 	} else {
-		out->activations = m->layers * layer;
+		out->activations = m->layers * keep + transient;
 	}
 	out->activations += norm_bytes(job->impl, t, m->hidden); /* final norm, lm_head's input */
 	out->logits = logits_bytes(m, job, l);
@@ -196,6 +272,16 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 		    out->reserve;
 	out->capacity = p->gpu.memory_bytes;
 	out->fits = out->peak <= out->capacity;
+	/* Host memory: every GPU of a node offloads into the node's memory. */
+	if (out->host > 0) {
+		int per_node = l->world < p->gpus_per_node ? l->world : p->gpus_per_node;
+		out->host_node = out->host * per_node;
+		out->host_capacity = p->host.memory;
+		out->host_fits = out->host_node <= out->host_capacity;
+		out->fits = out->fits && out->host_fits;
+	} else {
+		out->host_fits = true;
+	}
 }
 
 long workload_max_seq(const config_model *m, const config_platform *p, const config_job *job, long granule)

@@ -83,6 +83,19 @@ static int gemm(builder *b, workload_block *blk, const char *name, workload_phas
 	return op_add(b, blk, op);
 }
 
+/* A tiled op: its kernels run once per tile of `tiles`, the shape (a GEMM's m) that of
+ * one tile, the FLOPs and bytes those of all tiles together; `per_tile` kernels per tile
+ * (a backward GEMM op is two). Applies to the op at index i. */
+static void tile_op(workload_block *blk, int i, int tiles, int per_tile)
+{
+	if (!blk || i < 0 || tiles <= 1)
+		return;
+	workload_op *op = &blk->ops[i];
+	op->extra_launches = per_tile * tiles - 1;
+	if (op->kernel == WL_KERNEL_GEMM)
+		op->shape.gemm.m = (int)ceil((double)op->shape.gemm.m / tiles);
+}
+
 static int memop(builder *b, workload_block *blk, const char *name, workload_phase ph, double bytes)
 {
 	return op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
@@ -161,6 +174,14 @@ static void sp_a2a_ring(builder *b, workload_block *blk, const char *pack, const
 {
 	if (b->l->ring_stride > 1)
 		sp_a2a(b, blk, pack, name, unpack, ph, bytes, run);
+}
+
+/* A copy of `bytes` between this GPU and host memory on stream hs (activation offload). */
+static int host_copy(builder *b, workload_block *blk, const char *name, workload_phase ph, workload_stream hs,
+		     double bytes)
+{
+	return op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_HOST_COMM, .stream = hs,
+					    .phase = ph, .kernel = WL_KERNEL_HOST_COPY, .bytes = bytes, .dep = -1});
 }
 
 static int zero_op(builder *b, workload_block *blk, const char *name, workload_phase ph, workload_coll c,
@@ -426,6 +447,19 @@ static elementwise_bytes elementwise_of(const config_model *m, const config_job 
 				   .loss_bwd = hf ? 22.0 : 6.0};
 }
 
+/* The MLP's forward: gate and up fused, SwiGLU, down; with --tile-mlp n each runs once per
+ * tile of ceil(t/n) tokens (ALST's TiledMLP, arXiv 2506.13996; DeepSpeed
+ * runtime/sequence_parallel/ulysses_sp.py TiledMLP: torch.chunk of the sequence, the MLP
+ * per shard): the same FLOPs and bytes, n times the kernels. */
+static void mlp_forward(builder *b, workload_block *blk, const layer_dims *d, workload_phase ph)
+{
+	const elementwise_bytes e = elementwise_of(b->m, b->job);
+	const int n = b->job->tile_mlp;
+	tile_op(blk, gemm(b, blk, "mlp_gate_up", ph, d->t, 2.0 * d->ffn, d->h), n, 1);
+	tile_op(blk, memop(b, blk, "swiglu", ph, e.glu_fwd * d->tf), n, 1); /* gate and up in, product out */
+	tile_op(blk, gemm(b, blk, "mlp_down", ph, d->t, d->h, d->ffn), n, 1);
+}
+
 /* GEMM shapes (Megatron's per-token accounting, 2·m·n·k FLOPs): q/k/v fused [t, h] x
  * [h, (a + 2g)·d]; out [t, a·d] x [a·d, h]; gate and up fused [t, h] x [h, 2f]; down
  * [t, f] x [f, h]. */
@@ -456,9 +490,7 @@ static void layer_forward(builder *b, workload_block *blk, const layer_dims *d, 
 	}
 	gemm(b, blk, "out_proj", ph, d->t, d->h, ad);
 	memop(b, blk, "residual_norm", ph, (e.residual_extra + e.norm_fwd) * d->th); /* add residual, normalise */
-	gemm(b, blk, "mlp_gate_up", ph, d->t, 2.0 * d->ffn, d->h);
-	memop(b, blk, "swiglu", ph, e.glu_fwd * d->tf); /* gate and up in, product out */
-	gemm(b, blk, "mlp_down", ph, d->t, d->h, d->ffn);
+	mlp_forward(b, blk, d, ph);
 	memop(b, blk, "residual_add", ph, 3.0 * d->h_bytes);
 }
 
@@ -467,17 +499,32 @@ static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
 	const workload_phase ph = WL_PHASE_BWD;
 	const double ad = (double)b->m->heads * b->m->head_dim;
 	const elementwise_bytes e = elementwise_of(b->m, b->job);
+	const int n = b->job->tile_mlp;
+	/* TiledMLP saves only its input and runs each tile's forward again in its backward
+	 * (DeepSpeed TiledMLP.backward; Liger's LigerTiledMLPFunction: "the forward occurs twice
+	 * each iteration", thrice with activation checkpointing): one more MLP forward per
+	 * layer, whatever the recompute setting. */
+	if (n > 1)
+		mlp_forward(b, blk, d, WL_PHASE_RECOMPUTE);
 	/* Backward of a GEMM = activation gradient + weight gradient = 2x forward FLOPs. */
-	gemm(b, blk, "mlp_down_bwd", ph, d->t, d->h, d->ffn);
-	memop(b, blk, "swiglu_bwd", ph, e.glu_bwd * d->tf); /* gate, up, dout in; dgate, dup out */
-	gemm(b, blk, "mlp_gate_up_bwd", ph, d->t, 2.0 * d->ffn, d->h);
+	tile_op(blk, gemm(b, blk, "mlp_down_bwd", ph, d->t, d->h, d->ffn), n, 2);
+	tile_op(blk, memop(b, blk, "swiglu_bwd", ph, e.glu_bwd * d->tf), n, 1); /* gate, up, dout in; dgate, dup out */
+	tile_op(blk, gemm(b, blk, "mlp_gate_up_bwd", ph, d->t, 2.0 * d->ffn, d->h), n, 2);
 	memop(b, blk, "residual_norm_bwd", ph, e.norm_bwd * d->th);
 	gemm(b, blk, "out_proj_bwd", ph, d->t, d->h, ad);
 	int dkv = -1, after_ring = -1;
 	if (b->l->ring > 1 && config_job_all_gather(b->job)) {
+		/* selective recompute: the checkpointed attention's forward again, its KV
+		 * gathers included */
+		if (b->job->recompute == CONFIG_RECOMPUTE_SELECTIVE)
+			ag_attention(b, blk, WL_PHASE_RECOMPUTE);
 		ag_attention(b, blk, ph); /* a plain CP group: no all-to-alls around it */
 	} else if (b->l->ring > 1) {
 		sp_a2a_ring(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o, d->q_run);
+		/* selective recompute: the core attention runs again, its ring included (the
+		 * checkpointed function is the whole context-parallel attention) */
+		if (b->job->recompute == CONFIG_RECOMPUTE_SELECTIVE)
+			ring_forward(b, blk, WL_PHASE_RECOMPUTE, blk ? blk->n_ops - 1 : -1);
 		dkv = ring_backward(b, blk, blk ? blk->n_ops - 1 : -1);
 		after_ring = blk ? blk->n_ops : -1;
 		/* USP: the gradients back over U; the first op after the ring waits for the
@@ -488,6 +535,11 @@ static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
 		sp_a2a_ring(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv, d->kv_run);
 	} else {
 		sp_a2a(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o, d->q_run);
+		/* selective recompute: the core attention's forward again, just before its
+		 * backward (Megatron-Core CheckpointFunction.backward re-runs it then); the
+		 * all-to-alls are outside the checkpointed function */
+		if (b->job->recompute == CONFIG_RECOMPUTE_SELECTIVE)
+			attn(b, blk, "attn_fwd", WL_PHASE_RECOMPUTE);
 		attn(b, blk, "attn_bwd", ph);
 		sp_a2a(b, blk, "a2a_dq_pack", "a2a_dq", "a2a_dq_unpack", ph, d->q, d->q_run);
 		sp_a2a(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv, d->kv_run);
@@ -566,17 +618,35 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 			embed_params * BF16, chunks_of(embed_params, job->allgather_bucket_elems), -1, 0);
 	memop(&b, blk, "embedding", WL_PHASE_FWD, 2.0 * d.h_bytes);
 
+	/* Activation offload (docs/model.md "Memory techniques"): the copies run on the zero
+	 * stream when ZeRO leaves it empty (no overlap), else on the prefetch stream's slot. */
+	const bool offload = job->offload_activations && job->recompute == CONFIG_RECOMPUTE_FULL;
+	const workload_stream hs = overlap ? WL_STREAM_HOST : WL_STREAM_ZERO;
+	const double ckpt = workload_layer_saved_bytes(m, job, l);
 	blk = block_new(&b, "layer_fwd", L, false, 0, 1);
-	if (Z == 3) {
-		/* Prefetch: layer l's gather may start once layer l-1 has started (its first
-		 * compute op ended), and layer l waits for it. */
-		int g = zero_op(&b, blk, "zero3_gather", WL_PHASE_FWD, WL_COLL_ALLGATHER, ps, layer_params * BF16,
-				chunks_of(layer_params, job->prefetch_bucket_elems), 1, -1);
+	{
+		/* ZeRO-3 prefetch: layer l's gather may start once layer l-1 has started (its
+		 * first compute op ended), and layer l waits for it. */
+		int g = -1, h = -1;
+		if (Z == 3)
+			g = zero_op(&b, blk, "zero3_gather", WL_PHASE_FWD, WL_COLL_ALLGATHER, ps, layer_params * BF16,
+				    chunks_of(layer_params, job->prefetch_bucket_elems), -1, 0);
+		if (offload)
+			h = host_copy(&b, blk, "offload_d2h", WL_PHASE_FWD, hs, ckpt);
+		int first = blk ? blk->n_ops : 0;
 		layer_forward(&b, blk, &d, WL_PHASE_FWD);
-		if (blk && blk->n_ops > g + 1)
-			blk->ops[g + 1].dep = g;
-	} else {
-		layer_forward(&b, blk, &d, WL_PHASE_FWD);
+		if (blk && blk->n_ops > first) {
+			if (g >= 0) {
+				blk->ops[g].dep = first;
+				blk->ops[g].dep_iter = -1;
+				blk->ops[first].dep = g;
+			}
+			/* layer l's input is ready when layer l-1's last op ends */
+			if (h >= 0) {
+				blk->ops[h].dep = blk->n_ops - 1;
+				blk->ops[h].dep_iter = -1;
+			}
+		}
 	}
 
 	blk = block_new(&b, "head", 1, false, -1, 0);
@@ -585,26 +655,50 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 			head_params * BF16, chunks_of(head_params, job->allgather_bucket_elems), -1, 0);
 	const elementwise_bytes e = elementwise_of(m, job);
 	memop(&b, blk, "final_norm", WL_PHASE_FWD, e.norm_fwd * d.th);
-	gemm(&b, blk, "logits", WL_PHASE_FWD, d.t, m->vocab, m->hidden);
-	/* Cross-entropy in fp32 (elementwise_of) */
-	memop(&b, blk, "loss", WL_PHASE_FWD, d.t * m->vocab * e.loss_fwd);
-	memop(&b, blk, "loss_bwd", WL_PHASE_BWD, d.t * m->vocab * e.loss_bwd);
-	gemm(&b, blk, "logits_bwd", WL_PHASE_BWD, d.t, m->vocab, m->hidden);
+	/* Cross-entropy in fp32 (elementwise_of). With --tile-logits n the head, the loss and
+	 * their backward run per chunk of ceil(t/n) tokens, the gradients formed as each chunk
+	 * goes (Liger's fused linear cross entropy, arXiv 2410.10989 §3.3): the same FLOPs and
+	 * bytes, n times the kernels. */
+	const int nl = job->tile_logits;
+	tile_op(blk, gemm(&b, blk, "logits", WL_PHASE_FWD, d.t, m->vocab, m->hidden), nl, 1);
+	tile_op(blk, memop(&b, blk, "loss", WL_PHASE_FWD, d.t * m->vocab * e.loss_fwd), nl, 1);
+	tile_op(blk, memop(&b, blk, "loss_bwd", WL_PHASE_BWD, d.t * m->vocab * e.loss_bwd), nl, 1);
+	tile_op(blk, gemm(&b, blk, "logits_bwd", WL_PHASE_BWD, d.t, m->vocab, m->hidden), nl, 2);
 	memop(&b, blk, "final_norm_bwd", WL_PHASE_BWD, e.norm_bwd * d.th);
 	grad_reduce(&b, blk, "zero_grad_allreduce_head", "zero3_reduce_scatter_head", zs, head_params, gbytes);
 
 	blk = block_new(&b, "layer_bwd", L, false, L - 1, -1);
 	{
-		int first = -1;
+		int g = -1, h = -1;
 		if (Z == 3)
-			first = zero_op(&b, blk, "zero3_gather_bwd", WL_PHASE_BWD, WL_COLL_ALLGATHER, ps,
-					layer_params * BF16, chunks_of(layer_params, job->prefetch_bucket_elems), 1, -1);
+			g = zero_op(&b, blk, "zero3_gather_bwd", WL_PHASE_BWD, WL_COLL_ALLGATHER, ps,
+				    layer_params * BF16, chunks_of(layer_params, job->prefetch_bucket_elems), -1, 0);
+		/* offload: layer l's checkpoint is fetched back once layer l+1's backward has
+		 * started (one layer ahead), and layer l's backward waits for it; the first fetch
+		 * follows the forward's copies on the stream */
+		if (offload)
+			h = host_copy(&b, blk, "offload_h2d", WL_PHASE_BWD, hs, ckpt);
 		int before = blk ? blk->n_ops : 0;
 		if (job->recompute == CONFIG_RECOMPUTE_FULL)
 			layer_forward(&b, blk, &d, WL_PHASE_RECOMPUTE);
 		layer_backward(&b, blk, &d);
-		if (blk && first >= 0 && blk->n_ops > before)
-			blk->ops[before].dep = first;
+		if (blk && blk->n_ops > before) {
+			/* layer l's gather may start once layer l+1's backward has started */
+			if (g >= 0) {
+				blk->ops[g].dep = before;
+				blk->ops[g].dep_iter = -1;
+			}
+			if (h >= 0) {
+				blk->ops[h].dep = before;
+				blk->ops[h].dep_iter = -1;
+			}
+			/* the first op waits for the fetch and the gather: with ZeRO overlap both
+			 * are on the prefetch stream, the fetch queued behind the gather; without,
+			 * the gather is on the main stream, ahead of the first op anyway */
+			int wait = h >= 0 ? h : g;
+			if (wait >= 0)
+				blk->ops[before].dep = wait;
+		}
 		grad_reduce(&b, blk, "zero_grad_allreduce", "zero3_reduce_scatter", zs, layer_params, gbytes);
 	}
 

@@ -26,7 +26,16 @@
 typedef enum workload_op_kind { WL_OP_COMPUTE, WL_OP_COMM } workload_op_kind;
 /* MEMORY: a memory-bound pass (norms, activations, optimizer); COPY: a layout copy
  * (permute + .contiguous()) around an SP all-to-all, memory-bound too. */
-typedef enum workload_kernel { WL_KERNEL_GEMM, WL_KERNEL_ATTENTION, WL_KERNEL_MEMORY, WL_KERNEL_COPY } workload_kernel;
+/* HOST_COPY: a copy between this GPU's memory and its host's over the platform's host link
+ * (activation offload), `bytes` long, timed by the link (engine_compute_time); it runs on
+ * the GPU's copy engine, beside the kernels, and loads no GPU-to-GPU link. */
+typedef enum workload_kernel {
+	WL_KERNEL_GEMM,
+	WL_KERNEL_ATTENTION,
+	WL_KERNEL_MEMORY,
+	WL_KERNEL_COPY,
+	WL_KERNEL_HOST_COPY
+} workload_kernel;
 typedef enum workload_coll {
 	WL_COLL_ALLTOALL,
 	WL_COLL_ALLGATHER,
@@ -56,14 +65,27 @@ typedef enum workload_group_kind {
  * It is the prefetch stream's slot: a fourth stream slows the link-sharing schedule
  * several-fold (bench/plan), so with ZeRO-3 overlap the ring's transfers queue with the
  * layer gathers (docs/model.md §7a); without it the prefetch stream is unused. */
+/* HOST: activation offload's device-to-host and host-to-device copies (DeepSpeed and
+ * ALST copy on their own CUDA stream). The prefetch stream's slot again, for the same
+ * reason as the ring's: the copies queue behind that stream's ZeRO-3 gathers and ring
+ * transfers (docs/model.md "Memory techniques"). */
 typedef enum workload_stream {
 	WL_STREAM_MAIN,
 	WL_STREAM_ZERO,
 	WL_STREAM_PREFETCH,
 	WL_STREAM_COUNT,
-	WL_STREAM_RING = WL_STREAM_PREFETCH
+	WL_STREAM_RING = WL_STREAM_PREFETCH,
+	WL_STREAM_HOST = WL_STREAM_PREFETCH
 } workload_stream;
-typedef enum workload_category { WL_CAT_COMPUTE, WL_CAT_SP_COMM, WL_CAT_ZERO_COMM, WL_CAT_COUNT } workload_category;
+/* HOST_COMM: activation offload's copies over the host link (compute-kind ops of kernel
+ * WL_KERNEL_HOST_COPY, never on the main stream). */
+typedef enum workload_category {
+	WL_CAT_COMPUTE,
+	WL_CAT_SP_COMM,
+	WL_CAT_ZERO_COMM,
+	WL_CAT_HOST_COMM,
+	WL_CAT_COUNT
+} workload_category;
 typedef enum workload_phase { WL_PHASE_FWD, WL_PHASE_BWD, WL_PHASE_RECOMPUTE, WL_PHASE_STEP } workload_phase;
 
 typedef struct workload_op {
@@ -74,6 +96,10 @@ typedef struct workload_op {
 	workload_phase phase;
 	/* compute */
 	workload_kernel kernel;
+	/* Kernels the op launches beyond its first (a tiled op runs one set per tile): each
+	 * costs the launch gap between back-to-back kernels (engine_compute_time). Placed
+	 * here, it fills the padding before `flops`: the op stays the same size. */
+	int extra_launches;
 	double flops;     /* FLOPs on this GPU */
 	double hbm_bytes; /* HBM bytes moved (memory-bound kernels) */
 	/* The kernel's shape, which sets its efficiency (engine/compute.c); all zero when
@@ -162,6 +188,11 @@ typedef struct workload_memory {
 	workload_reserve reserve_of;
 	double peak;                      /* everything above, reserve included */
 	double capacity;
+	/* Activation offload (--offload-activations): the checkpoints this GPU keeps in host
+	 * memory, the node's total (every GPU of the node), the node's host memory, and whether
+	 * they fit; fits includes host_fits. 0 and true without offload. */
+	double host, host_node, host_capacity;
+	bool host_fits;
 	bool fits;
 } workload_memory;
 
@@ -208,6 +239,10 @@ void workload_compose_finish(workload_composite *c);
 /* Validates the job against model and platform and fills job defaults (gpus, sp). On
  * failure writes a sentence that says what to change. */
 bool workload_check(const config_model *m, const config_platform *p, config_job *job, config_error *err);
+/* The memory techniques of a job against the platform (part of workload_check, which
+ * fills gpus and sp first): offload needs a host link and full recompute; tile counts
+ * from 1 to the tokens a GPU holds. */
+bool workload_check_techniques(const config_platform *p, const config_job *job, config_error *err);
 bool workload_layout_make(const config_model *m, const config_job *job, workload_layout *out, config_error *err);
 /* Builds the whole plan: layout, program, memory. workload_check must have passed. */
 bool workload_plan_make(const config_model *m, const config_platform *p, const config_job *job, workload_plan *out,
@@ -219,6 +254,9 @@ void workload_plan_finish(workload_plan *plan);
 /* Largest divisor of n not above x. */
 int workload_divisor_at_most(int n, int x);
 
+/* Bytes one layer keeps for its backward, per rank: its input with full recompute (the
+ * checkpoint, what --offload-activations moves to the host), else everything it saves. */
+double workload_layer_saved_bytes(const config_model *m, const config_job *job, const workload_layout *l);
 void workload_memory_compute(const config_model *m, const config_platform *p, const config_job *job,
 			     const workload_layout *l, workload_memory *out);
 /* The reserve of a job: the job's memory_reserve, else the platform's, else the derived

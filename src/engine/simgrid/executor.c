@@ -101,6 +101,7 @@ static void record(sgx_rank *R, int bidx, int it, int micro, const workload_op *
 		break;
 	case WL_CAT_SP_COMM: a->sp_comm += d; break;
 	case WL_CAT_ZERO_COMM: a->zero_comm += d; break;
+	case WL_CAT_HOST_COMM: a->host_comm += d; break;
 	case WL_CAT_COUNT: break;
 	}
 	if (op->stream == WL_STREAM_MAIN && micro < r->prog->grad_accum) {
@@ -193,7 +194,7 @@ static void walk_block(walker *w, int bidx, int micro)
 					dseq = start[ds] + (long)(it + op->dep_iter) * bi->cnt[ds] + bi->pre[op->dep];
 				}
 			}
-			if (op->kind == WL_OP_COMPUTE && r->merge) {
+			if (op->kind == WL_OP_COMPUTE && op->kernel != WL_KERNEL_HOST_COPY && r->merge) {
 				if (ds >= 0 && R->done[ds] <= dseq) {
 					flush(w);
 					wait_for(R, me, ds, dseq);
@@ -212,7 +213,13 @@ static void walk_block(walker *w, int bidx, int micro)
 				if (ds >= 0)
 					wait_for(R, me, ds, dseq);
 				double t0 = simgrid_get_clock();
-				if (op->kind == WL_OP_COMPUTE) {
+				if (op->kernel == WL_KERNEL_HOST_COPY && op->kind == WL_OP_COMPUTE) {
+					/* the copy engine over the host link: beside the GPU's kernels,
+					 * not on its compute (and not slowed by a slow GPU) */
+					double dur = engine_compute_time(R->plat, op);
+					if (dur > 0)
+						sg_actor_sleep_for(dur);
+				} else if (op->kind == WL_OP_COMPUTE) {
 					double dur = engine_compute_time(R->plat, op) * R->slow;
 					if (dur > 0) {
 						sg_actor_execute(dur * r->p->gpu.peak_flops);
@@ -315,7 +322,7 @@ static bool blocks_build(sgx_run *r, config_error *err)
 	for (int b = 0; b < r->n_blocks; b++)
 		for (int j = 0; j < r->blocks[b].blk->n_ops; j++) {
 			const workload_op *op = &r->blocks[b].blk->ops[j];
-			if (op->kind == WL_OP_COMPUTE && !seen[op->stream]) {
+			if (op->kind == WL_OP_COMPUTE && op->kernel != WL_KERNEL_HOST_COPY && !seen[op->stream]) {
 				seen[op->stream] = true;
 				computing++;
 			}
@@ -675,6 +682,7 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 	bd->optimizer = a->optimizer;
 	bd->sp_comm = a->sp_comm;
 	bd->zero_comm = a->zero_comm;
+	bd->host_comm = a->host_comm;
 	/* same accounting as the analytic schedule (engine/schedule.c): SP all-to-alls sit on
 	 * the main stream; whatever else the step takes is waiting on ZeRO */
 	bd->sp_comm_side = a->side[0];
@@ -828,7 +836,7 @@ static bool run_child(const engine_input *in, const engine_simgrid_options *o, e
  * simulation's up to rounding (tests compare both); cost no longer grows with L or G. A
  * trace needs every op, so it runs the full program, and so does SPSIM_SIMGRID_FULL=1
  * (docs/simgrid.md §5.4). */
-#define SGX_PERIODIC_FIELDS 14
+#define SGX_PERIODIC_FIELDS 16
 #define SGX_MAX_PERIOD 2
 #define SGX_EXTRAPOLATE_FROM 17 /* micro-steps */
 #define SGX_LAYERS_FROM 8       /* layer iterations */
@@ -842,7 +850,8 @@ static void periodic_fields(const engine_result *r, int g, double *f)
 					       b->attention,	  b->memory_bound,   b->optimizer,
 					       b->sp_comm,	  b->sp_comm_exposed, b->zero_comm,
 					       b->zero_comm_exposed, r->fwd_time * g, r->bwd_time * g,
-					       b->sp_comm_side,	  b->zero_comm_main};
+					       b->sp_comm_side,	  b->zero_comm_main, b->host_comm,
+					       b->host_comm_exposed};
 	memcpy(f, v, sizeof v);
 }
 
@@ -854,6 +863,7 @@ static void result_of_fields(const engine_input *in, const double *v, int g, eng
 	b->optimizer = v[5], b->sp_comm = v[6], b->sp_comm_exposed = v[7], b->zero_comm = v[8];
 	b->zero_comm_exposed = v[9];
 	b->sp_comm_side = v[12], b->zero_comm_main = v[13];
+	b->host_comm = v[14], b->host_comm_exposed = v[15];
 	out->fwd_time = v[10] / g;
 	out->bwd_time = v[11] / g;
 	engine_result_finish(in, out); /* tokens/s and MFU of the whole step */

@@ -52,7 +52,7 @@ typedef struct sgx_group {
 } sgx_group;
 
 typedef struct sgx_acc {
-	double compute, gemm, attention, memory_bound, optimizer, sp_comm, zero_comm;
+	double compute, gemm, attention, memory_bound, optimizer, sp_comm, zero_comm, host_comm;
 	double side[2]; /* engine_side_add */
 	double fwd, bwd; /* main stream, summed over micro-steps */
 	double end;
