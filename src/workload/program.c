@@ -287,7 +287,9 @@ static double ring_lse_rows(const builder *b)
  * of K, V's elements, rows: lse rows.
  * Forward: update_out_and_lse at step 0 casts the block's bf16 output into the fp32
  *   accumulator (block_out.to(torch.float32): read 2, write 4 per element); each later
- *   step's _update_out_and_lse (torch.jit.script, one fused elementwise kernel) reads the
+ *   step's _update_out_and_lse (torch.jit.script: TorchScript's profiling executor runs its
+ *   elementwise chain as one kernel with the TensorExpr GPU fuser, PyTorch's "te" fuser of
+ *   benchmarks/fastrnns/fuser.py) reads the
  *   fp32 out and the bf16 block_out and writes out (4 + 2 + 4) and reads lse and block_lse
  *   and writes lse per row (4 + 4 + 4); after the loop out.to(q.dtype) reads 4, writes 2.
  * Backward (zigzag_ring_flash_attn_backward / ring_flash_attn_backward): step 0 casts the
