@@ -486,6 +486,9 @@ START_TEST(platform_fixtures_ok)
 	ck_assert_int_eq(p.intra.fabric, CONFIG_FABRIC_NVLINK_MESH);
 	assert_close(p.intra.bandwidth, 150e9, 1e-15);
 	assert_close(config_platform_intra_pair_bw(&p), 25e9, 1e-15);
+	ck_assert_double_eq(p.inter.message_latency, 0); /* not declared: NCCL's hwLat alone */
+	p = load_platform_fixture("platform_message_latency.yaml"); /* a TCP transport's own cost */
+	assert_close(p.inter.message_latency, 55e-6, 1e-12);
 	p = load_platform_fixture("platform_fat_tree.yaml");
 	ck_assert_int_eq(p.inter.topology, CONFIG_TOPO_FAT_TREE);
 	ck_assert_int_eq(p.inter.nodes_per_leaf, 2);
@@ -497,7 +500,9 @@ START_TEST(platform_errors)
 {
 	expect_error(PLATFORM, "platform_unknown_key.yaml",
 		     "16:5: unknown key 'nic_bandwith' in 'inter_node', expected one of: nics, nic_bandwidth, latency, "
-		     "topology, nodes_per_leaf, oversubscription");
+		     "topology, message_latency, nodes_per_leaf, oversubscription");
+	expect_error(PLATFORM, "platform_bad_message_latency.yaml",
+		     "18:22: 'message_latency': '40GB/s' is a bandwidth, expected a time such as 2us or 1.5ms");
 	expect_error(PLATFORM, "platform_bad_unit.yaml",
 		     "16:20: 'nic_bandwidth': '2us' is a time, expected a bandwidth such as 400Gbps or 50GB/s");
 	expect_error(PLATFORM, "platform_no_unit.yaml",

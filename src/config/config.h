@@ -170,6 +170,11 @@ typedef struct config_platform {
 		int nics_per_node;
 		double nic_bandwidth; /* per NIC, per direction, bytes/s */
 		double latency;       /* seconds, NIC to NIC through the network */
+		/* seconds; 0 unless the file declares `message_latency`: the network transport's
+		 * own cost per message, paid by every NCCL protocol and algorithm (a TCP transport
+		 * such as GPUDirect-TCPX/TCPXO), where NCCL's hwLat gives RDMA's per-protocol
+		 * latencies (engine/nccl.c) */
+		double message_latency;
 		config_topology topology;
 		int nodes_per_leaf;      /* fat-tree: nodes under one leaf switch; 0 when not given (other topologies) */
 		double oversubscription; /* fat-tree: leaf down / up bandwidth ratio, >= 1; 1 elsewhere */
