@@ -1546,6 +1546,51 @@ START_TEST(plot_compare_figures_are_well_formed)
 }
 END_TEST
 
+/* Every strategy of the strategies study (examples/strategies.yaml) has its own listed
+ * colour in the bars: eight labels, eight colours, and only Ulysses is blue (blue the
+ * strongest channel), so BASP over USP no longer reads as Ulysses. */
+START_TEST(plot_study_strategies_have_distinct_colours)
+{
+	config_error e = {""};
+	ck_assert_msg(plan_plot_available(&e), "%s", e.msg);
+	char dir[64], log[128], p[256];
+	tmpdir(dir, sizeof dir);
+	snprintf(log, sizeof log, "%s.log", dir);
+	char *a[] = {(char *)exe(), "compare", "--model", "llama-3.2-1b", "--platform", "a100-2x4-ib400",
+		     "--micro-batch", "4", "--seq-len", "16K", "--strategies",
+		     "ulysses,ring,ring:comm=all_gather,usp:u=4,basp,basp:inner=ring,basp:inner=ring:comm=all_gather,"
+		     "basp:inner=usp:u=2",
+		     "--plot", dir, NULL};
+	ck_assert_int_eq(run_exe(a, log), 0);
+	snprintf(p, sizeof p, "%s/breakdown.dat", dir);
+	char *bars = slurp(p);
+	ck_assert_ptr_nonnull(bars);
+	unsigned long colours[16];
+	int n = 0;
+	for (char *line = strchr(bars, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+		/* x, compute, compute+sp, step, tokens_per_s, "label", index, colour, fits */
+		char *q = strchr(line + 1, '"');
+		ck_assert_ptr_nonnull(q);
+		char *q2 = strchr(q + 1, '"');
+		ck_assert_ptr_nonnull(q2);
+		char *end;
+		strtol(q2 + 1, &end, 10); /* label index */
+		unsigned long rgb = strtoul(end, NULL, 10);
+		int r = (int)(rgb >> 16), g = (int)(rgb >> 8 & 255), b = (int)(rgb & 255);
+		bool ulysses = strncmp(q + 1, "ulysses\"", 8) == 0;
+		ck_assert_msg(ulysses == (b > r && b > g), "%.*s: #%06lx", (int)(q2 - q), q, rgb);
+		for (int k = 0; k < n; k++)
+			ck_assert_msg(colours[k] != rgb, "%.*s shares #%06lx", (int)(q2 - q), q, rgb);
+		ck_assert_int_lt(n, 16);
+		colours[n++] = rgb;
+	}
+	ck_assert_int_eq(n, 8);
+	free(bars);
+	unlink(log);
+	rm_tree(dir);
+}
+END_TEST
+
 START_TEST(plot_without_gnuplot_says_so)
 {
 	setenv("SPSIM_GNUPLOT", "/nonexistent/gnuplot", 1);
@@ -1615,6 +1660,7 @@ static Suite *plan_suite(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, plot_sweep_figures_are_well_formed);
 	tcase_add_test(t, plot_compare_figures_are_well_formed);
+	tcase_add_test(t, plot_study_strategies_have_distinct_colours);
 	tcase_add_test(t, plot_without_gnuplot_says_so);
 	suite_add_tcase(s, t);
 	return s;

@@ -75,6 +75,103 @@ START_TEST(ring_bytes_per_step_and_layer)
 }
 END_TEST
 
+/* Sum of one block's memory-bound ops named `name`, HBM bytes. */
+static double block_hbm(const workload_plan *plan, const char *block, const char *name, int *count)
+{
+	double sum = 0;
+	int n = 0;
+	for (int i = 0; i < plan->program.n_micro; i++) {
+		const workload_block *b = &plan->program.micro[i];
+		if (strcmp(b->name, block) != 0)
+			continue;
+		for (int k = 0; k < b->n_ops; k++)
+			if (strcmp(b->ops[k].name, name) == 0) {
+				sum += b->ops[k].hbm_bytes;
+				n++;
+			}
+	}
+	if (count)
+		*count = n;
+	return sum;
+}
+
+/* The ring's correction passes per layer (docs/model.md "Ring attention"), R = 4, S = 64:
+ * t = 16 tokens, all a = 4 heads, g = 2, d = 16. Output O = 16·4·16 = 1024 elements, one
+ * of K, V G = 16·2·16 = 512, lse rows 16·4 = 64.
+ * Forward: cast in 6·O = 6144; 3 corrections of 10·O + 12·64 = 11008 (33024); cast out
+ * 6·O = 6144: 45312 B.
+ * Backward, zigzag: casts in 6·(O + 2G) = 12288; 3 x dq 10·O = 10240; 3 x dK, dV over the
+ * block's first half 10·2G/2 = 5120; casts out 12288: 12288 + 30720 + 15360 + 12288 =
+ * 70656 B. Naive: the dK, dV adds cover the whole block, 10240 each: 86016 B. */
+START_TEST(ring_correction_bytes_per_layer)
+{
+	config_platform p = tu_platform(1, 4, 1);
+	config_job j = ring_job(4, 1, 64, CONFIG_CP_SPLIT_ZIGZAG);
+	workload_plan plan;
+	plan_of(&p, &j, &plan);
+	int n;
+	ck_assert_double_eq(block_hbm(&plan, "layer_fwd", "ring_out_init", &n), 6144.0);
+	ck_assert_int_eq(n, 1);
+	ck_assert_double_eq(block_hbm(&plan, "layer_fwd", "ring_out_correction", &n), 3 * 11008.0);
+	ck_assert_int_eq(n, 3);
+	ck_assert_double_eq(block_hbm(&plan, "layer_fwd", "ring_out_cast", &n), 6144.0);
+	ck_assert_double_eq(block_hbm(&plan, "layer_bwd", "ring_grad_init", NULL), 12288.0);
+	ck_assert_double_eq(block_hbm(&plan, "layer_bwd", "ring_dq_accumulate", &n), 3 * 10240.0);
+	ck_assert_int_eq(n, 3);
+	ck_assert_double_eq(block_hbm(&plan, "layer_bwd", "ring_dkv_accumulate", &n), 3 * 5120.0);
+	ck_assert_double_eq(block_hbm(&plan, "layer_bwd", "ring_grad_cast", NULL), 12288.0);
+	ck_assert_double_eq(workload_ring_fix_bytes(&M, &p, &j, &plan.layout, false), 45312.0);
+	ck_assert_double_eq(workload_ring_fix_bytes(&M, &p, &j, &plan.layout, true), 70656.0);
+	/* each dK, dV add waits for the previous step's dK, dV transfer (d_kv_comm.wait()),
+	 * and the next transfer sends the sum */
+	const workload_op *ops = NULL;
+	int nops = 0;
+	for (int i = 0; i < plan.program.n_micro; i++)
+		if (strcmp(plan.program.micro[i].name, "layer_bwd") == 0) {
+			ops = plan.program.micro[i].ops;
+			nops = plan.program.micro[i].n_ops;
+		}
+	int adds = 0;
+	for (int k = 0; k < nops; k++) {
+		if (strcmp(ops[k].name, "ring_dkv_accumulate") != 0)
+			continue;
+		adds++;
+		ck_assert_int_ge(ops[k].dep, 0);
+		ck_assert_str_eq(ops[ops[k].dep].name, "ring_dkv");
+		ck_assert_str_eq(ops[k + 1].name, "ring_dkv");
+		ck_assert_int_eq(ops[k + 1].dep, k);
+	}
+	ck_assert_int_eq(adds, 3);
+	/* zigzag step k >= 1 on rank R-1: c = 16 queries against c/2 = 8 keys, no mask: the
+	 * kernel of two 8 x 8 non-causal sequences; step 0 is causal 16 x 16 */
+	int steps = 0;
+	for (int i = 0; i < plan.program.n_micro; i++) {
+		const workload_block *b = &plan.program.micro[i];
+		if (strcmp(b->name, "layer_fwd") != 0)
+			continue;
+		for (int k = 0; k < b->n_ops; k++) {
+			const workload_op *o = &b->ops[k];
+			if (strcmp(o->name, "ring_attn_fwd") != 0)
+				continue;
+			ck_assert_int_eq(o->shape.attn.seq, steps == 0 ? 16 : 8);
+			ck_assert_int_eq(o->shape.attn.causal, steps == 0 ? 1 : 0);
+			ck_assert_int_eq(o->shape.attn.seqs, steps == 0 ? 1 : 2);
+			steps++;
+		}
+	}
+	ck_assert_int_eq(steps, 4);
+	workload_plan_finish(&plan);
+
+	j = ring_job(4, 1, 64, CONFIG_CP_SPLIT_NAIVE);
+	plan_of(&p, &j, &plan);
+	ck_assert_double_eq(block_hbm(&plan, "layer_bwd", "ring_dkv_accumulate", NULL), 3 * 10240.0);
+	ck_assert_double_eq(workload_ring_fix_bytes(&M, &p, &j, &plan.layout, true), 86016.0);
+	ck_assert_double_eq(tu_find(&plan, "layer_fwd", "ring_attn_fwd")->shape.attn.seq, 16);
+	workload_plan_finish(&plan);
+
+}
+END_TEST
+
 /* Ring attention keeps every head on every rank: R = 8 > 4 heads is fine; Ulysses is not. */
 START_TEST(ring_works_with_fewer_heads_than_ranks)
 {
@@ -781,6 +878,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, ring_bytes_per_step_and_layer);
+	tcase_add_test(tc, ring_correction_bytes_per_layer);
 	tcase_add_test(tc, ring_works_with_fewer_heads_than_ranks);
 	tcase_add_test(tc, zigzag_balances_and_naive_does_not);
 	tcase_add_test(tc, ring_transfer_shorter_than_block_is_hidden);

@@ -33,11 +33,20 @@ static const struct {
 	{"basp-unequal", "#2ca02c"},   /* green */
 	{"basp-extra-step", "#9467bd"}, /* purple */
 	{"ulysses:sp=N/B", "#8c564b"},  /* brown */
+	/* the strategies study (examples/strategies.yaml): the ring family in reds and pinks,
+	 * USP teal, BASP over each in its own hue, none of them near Ulysses' blue */
+	{"ring", "#d62728"},				  /* red */
+	{"ring:comm=all_gather", "#e377c2"},		  /* pink */
+	{"usp:u=4", "#009e73"},				  /* teal green */
+	{"basp:inner=ring", "#bcbd22"},			  /* olive */
+	{"basp:inner=ring:comm=all_gather", "#7b4173"}, /* plum */
+	{"basp:inner=usp:u=2", "#111111"},		  /* black */
 };
 /* Other labels (ulysses:sp=4, ...) take a colour from the rest of the palette by a hash of
- * the label, so a label keeps its colour from figure to figure. */
-static const char *const other_colours[] = {"#e377c2", "#17becf", "#bcbd22", "#d62728", "#393b79", "#637939",
-					    "#843c39", "#7b4173", "#3182bd", "#e6550d"};
+ * the label, so a label keeps its colour from figure to figure; none of these is a listed
+ * colour or a blue that reads as Ulysses'. */
+static const char *const other_colours[] = {"#637939", "#843c39", "#e6550d", "#e7ba52", "#ce6dbd", "#8ca252",
+					    "#ad494a", "#a55194"};
 
 static const char *strategy_colour(const char *label)
 {

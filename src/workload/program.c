@@ -242,21 +242,30 @@ static layer_dims dims_of(const config_model *m, const workload_layout *l)
  *   naive: rank r sees blocks of ranks r, r-1, ..., of which r are in its past (full,
  *     4·c²·a·d), one diagonal (causal, 2·c²·a·d) and R-1-r in its future (skipped). The
  *     program is the busiest rank's (r = R-1): one diagonal block, R-1 full ones. */
-static void ring_block(builder *b, workload_block *blk, const char *name, workload_phase ph, bool full, int dep)
+static void ring_block(builder *b, workload_block *blk, const char *name, workload_phase ph, int k, int dep)
 {
 	const workload_layout *l = b->l;
+	const bool zigzag_off_diagonal = k > 0 && b->job->cp_split != CONFIG_CP_SPLIT_NAIVE;
+	const bool full = k > 0 && !zigzag_off_diagonal;
 	double c = (double)b->job->seq_len / l->ring;
 	double fwd = l->seqs_per_group * (full ? 4.0 : 2.0) * c * c * l->heads_per_rank * b->m->head_dim;
 	workload_op op = {.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
 			  .phase = ph, .kernel = WL_KERNEL_ATTENTION, .flops = ph == WL_PHASE_BWD ? 2.5 * fwd : fwd,
 			  .dep = dep};
-	/* The kernel's shape: c queries against c keys, causal for the half blocks. */
-	op.shape.attn.seq = (int)c;
+	/* The kernel's shape, one flash-attention call per step: c queries against c keys,
+	 * causal on the diagonal (step 0) and full otherwise (naive split). A zigzag step
+	 * k > 0 on the modelled rank R-1 (k <= rank: zigzag_ring_flash_attn_forward's
+	 * forward(q, k0, v0, causal=False); TE's AttnFuncWithCPAndKVP2P likewise for i <= rank)
+	 * is all c queries against the block's first c/2 keys without a mask: per query tile
+	 * the keys of c/2, i.e. the kernel of two non-causal (c/2 x c/2) sequences. That rank's
+	 * short key loop is the slowest of the ring (rank 0's steps run c/2 queries against c
+	 * keys: the same FLOPs at a longer key loop). */
+	op.shape.attn.seq = (int)(zigzag_off_diagonal ? c / 2 : c);
 	op.shape.attn.head_dim = b->m->head_dim;
 	op.shape.attn.heads = l->heads_per_rank;
 	op.shape.attn.kv_heads = l->kv_heads_per_rank;
-	op.shape.attn.seqs = l->seqs_per_group;
-	op.shape.attn.causal = full ? 0 : 1;
+	op.shape.attn.seqs = zigzag_off_diagonal ? 2 * l->seqs_per_group : l->seqs_per_group;
+	op.shape.attn.causal = k == 0 ? 1 : 0;
 	op.shape.attn.kernel = (unsigned char)config_job_attention_kernel(b->job, b->p);
 	op_add(b, blk, op);
 }
@@ -278,10 +287,73 @@ static double ring_kv_elems(const builder *b)
 	return (double)l->tokens_per_rank * U * 2.0 * l->kv_heads_per_rank * b->m->head_dim;
 }
 
-/* Whether step k of the busiest rank computes a full (non-causal) block. */
-static bool ring_full(const builder *b, int k)
+/* Elements of the ring's output on one rank (its queries' t·U tokens x heads x d) and of
+ * one of its K, V blocks; rows of its softmax statistics (tokens x heads). */
+static double ring_out_elems(const builder *b)
 {
-	return k > 0 && b->job->cp_split == CONFIG_CP_SPLIT_NAIVE;
+	const workload_layout *l = b->l;
+	int U = l->ring_stride > 1 ? l->ring_stride : 1;
+	return (double)l->tokens_per_rank * U * l->heads_per_rank * b->m->head_dim;
+}
+
+static double ring_lse_rows(const builder *b)
+{
+	return ring_out_elems(b) / b->m->head_dim;
+}
+
+/* The memory-bound passes around ring attention's per-step kernels, HBM bytes, as
+ * ring-flash-attention runs them (ring_flash_attn/utils.py, ring_flash_attn/
+ * zigzag_ring_flash_attn.py) on the modelled rank R-1, whose every step k >= 1 covers all
+ * its queries and (zigzag) the first half of the block's keys. O: output elements, G: one
+ * of K, V's elements, rows: lse rows.
+ * Forward: update_out_and_lse at step 0 casts the block's bf16 output into the fp32
+ *   accumulator (block_out.to(torch.float32): read 2, write 4 per element); each later
+ *   step's _update_out_and_lse (torch.jit.script: TorchScript's profiling executor runs its
+ *   elementwise chain as one kernel with the TensorExpr GPU fuser, PyTorch's "te" fuser of
+ *   benchmarks/fastrnns/fuser.py) reads the
+ *   fp32 out and the bf16 block_out and writes out (4 + 2 + 4) and reads lse and block_lse
+ *   and writes lse per row (4 + 4 + 4); after the loop out.to(q.dtype) reads 4, writes 2.
+ * Backward (zigzag_ring_flash_attn_backward / ring_flash_attn_backward): step 0 casts the
+ *   block's dq, dk, dv to fp32 accumulators (2 + 4 each); each later step dq += dq_buffer
+ *   (fp32 += bf16: 4 + 2 + 4 per element) and, after d_kv_comm.wait() (the previous step's
+ *   dK, dV transfer), adds the block's dk, dv into the received fp32 ones (10 bytes per
+ *   element; zigzag adds only the block's first c/2 keys on this rank); after the loop
+ *   dq, dk, dv are cast back (4 + 2 each).
+ * TransformerEngine's AttnFuncWithCPAndKVP2P (transformer_engine/pytorch/attention/
+ * dot_product_attention/context_parallel.py) runs the same passes as separate kernels
+ * (flash_attn_fwd_softmax_lse_correction per step, flash_attn_fwd_out_correction per step
+ * after the loop, "out in torch.float32") with bf16 dq and dkv buffers in backward
+ * (dq_buffer = torch.empty_like(q)): fewer bytes per pass, the same count of passes;
+ * the program follows ring-flash-attention's fp32 accumulators, as its dK, dV transfers do. */
+typedef struct ring_fix_bytes {
+	double fwd_first, fwd_step, fwd_last;        /* cast in, per-step correction, cast out */
+	double bwd_first, bwd_dq_step, bwd_dkv_step, bwd_last;
+} ring_fix_bytes;
+
+static ring_fix_bytes ring_fix_of(const builder *b)
+{
+	const double O = ring_out_elems(b), G = ring_kv_elems(b) / 2.0, rows = ring_lse_rows(b);
+	const double cast_in = BF16 + FP32, acc = FP32 + BF16 + FP32, cast_out = FP32 + BF16;
+	const double dkv_share = b->job->cp_split == CONFIG_CP_SPLIT_NAIVE ? 1.0 : 0.5;
+	return (ring_fix_bytes){.fwd_first = cast_in * O,
+				.fwd_step = acc * O + 3.0 * FP32 * rows,
+				.fwd_last = cast_out * O,
+				.bwd_first = cast_in * (O + 2.0 * G),
+				.bwd_dq_step = acc * O,
+				.bwd_dkv_step = acc * 2.0 * G * dkv_share,
+				.bwd_last = cast_out * (O + 2.0 * G)};
+}
+
+double workload_ring_fix_bytes(const config_model *m, const config_platform *p, const config_job *job,
+			       const workload_layout *l, bool bwd)
+{
+	builder b = {.m = m, .job = job, .p = p, .l = l};
+	if (l->ring <= 1 || config_job_all_gather(job))
+		return 0;
+	ring_fix_bytes f = ring_fix_of(&b);
+	const double steps = l->ring - 1;
+	return bwd ? f.bwd_first + steps * (f.bwd_dq_step + f.bwd_dkv_step) + f.bwd_last
+		   : f.fwd_first + steps * f.fwd_step + f.fwd_last;
 }
 
 /* Forward ring attention after the op at index `after` (the QKV projection). KV block:
@@ -290,13 +362,16 @@ static void ring_forward(builder *b, workload_block *blk, workload_phase ph, int
 {
 	const int R = b->l->ring;
 	const double kv = ring_kv_elems(b) * BF16;
+	const ring_fix_bytes f = ring_fix_of(b);
 	int prev_block = after, prev_comm = -1;
 	for (int k = 0; k < R; k++) {
 		int comm = k + 1 < R ? ring_p2p(b, blk, "ring_kv", ph, kv, prev_block) : -1;
 		prev_block = blk ? blk->n_ops : -1;
-		ring_block(b, blk, "ring_attn_fwd", ph, ring_full(b, k), prev_comm);
+		ring_block(b, blk, "ring_attn_fwd", ph, k, prev_comm);
+		memop(b, blk, k == 0 ? "ring_out_init" : "ring_out_correction", ph, k == 0 ? f.fwd_first : f.fwd_step);
 		prev_comm = comm;
 	}
+	memop(b, blk, "ring_out_cast", ph, f.fwd_last);
 }
 
 /* Backward ring attention after the op at index `after` (the out-projection's backward):
@@ -310,15 +385,30 @@ static int ring_backward(builder *b, workload_block *blk, int after)
 {
 	const int R = b->l->ring;
 	const double kvel = ring_kv_elems(b);
+	const ring_fix_bytes f = ring_fix_of(b);
 	int prev_block = after, prev_comm = -1, last = -1;
 	for (int k = 0; k < R; k++) {
 		int comm = k + 1 < R ? ring_p2p(b, blk, "ring_kv_bwd", WL_PHASE_BWD, kvel * BF16, prev_block) : -1;
 		prev_block = blk ? blk->n_ops : -1;
-		ring_block(b, blk, "ring_attn_bwd", WL_PHASE_BWD, ring_full(b, k), prev_comm);
-		last = ring_p2p(b, blk, "ring_dkv", WL_PHASE_BWD, kvel * FP32, prev_block);
+		ring_block(b, blk, "ring_attn_bwd", WL_PHASE_BWD, k, prev_comm);
+		int acc;
+		if (k == 0) {
+			acc = memop(b, blk, "ring_grad_init", WL_PHASE_BWD, f.bwd_first);
+		} else {
+			memop(b, blk, "ring_dq_accumulate", WL_PHASE_BWD, f.bwd_dq_step);
+			/* d_kv_comm.wait(): the received dK, dV first */
+			acc = memop(b, blk, "ring_dkv_accumulate", WL_PHASE_BWD, f.bwd_dkv_step);
+			if (blk && acc >= 0)
+				blk->ops[acc].dep = last;
+		}
+		last = ring_p2p(b, blk, "ring_dkv", WL_PHASE_BWD, kvel * FP32, acc);
 		prev_comm = comm;
 	}
-	return last;
+	/* d_kv_comm.wait(), then the casts back to bf16 */
+	int cast = memop(b, blk, "ring_grad_cast", WL_PHASE_BWD, f.bwd_last);
+	if (blk && cast >= 0)
+		blk->ops[cast].dep = last;
+	return cast;
 }
 
 /* Ring attention with all-gathered KV (Megatron-Core cp_comm_type "all_gather"),

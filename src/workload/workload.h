@@ -270,6 +270,12 @@ long workload_max_seq(const config_model *m, const config_platform *p, const con
 /* Bytes per gradient element on the wire: 4 when SP > 1 (DeepSpeed's fp32 reduction
  * with sequence parallelism; docs/sources.md [DS-sp-comm]) unless the job says otherwise. */
 double workload_grad_comm_bytes(const config_job *job, const workload_layout *l);
+/* HBM bytes per layer of ring attention's memory-bound passes around its per-step kernels
+ * (output and log-sum-exp correction forward, bwd false; dQ and dK, dV accumulation and
+ * the fp32 casts backward, bwd true) on one rank; 0 without a p2p ring (docs/model.md
+ * "Ring attention"). */
+double workload_ring_fix_bytes(const config_model *m, const config_platform *p, const config_job *job,
+			       const workload_layout *l, bool bwd);
 
 /* Model FLOPs of one step on this GPU by the published convention (PaLM, arXiv 2204.02311
  * App. B; Korthikanti et al., arXiv 2205.05198 §6): every GEMM 2·m·n·k forward, attention
