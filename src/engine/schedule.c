@@ -268,6 +268,8 @@ typedef struct fl_stream {
 typedef struct fl_slot {
 	int g;        /* block instance held, -1 when free */
 	int rows;     /* rows initialised */
+	int w;        /* row width: the ops of its block */
+	int gap_lo, gap_hi; /* rows [gap_lo, gap_hi) were skipped over (fl_try_skip): no end times */
 	double *ends; /* [iteration][op], NAN until the op instance has ended */
 } fl_slot;
 
@@ -366,17 +368,19 @@ static int fl_slot_get(fl *f, int g)
 			return -1;
 		f->n_slots++;
 	}
+	int b, m;
 	s->g = g;
-	s->rows = 0;
+	s->rows = s->gap_lo = s->gap_hi = 0;
+	s->w = fl_block(f, g, &b, &m)->n_ops;
 	return (int)(s - f->slots);
 }
 
-static double *fl_row(fl_slot *s, const fl *f, int it)
+static double *fl_row(fl_slot *s, int it)
 {
 	for (; s->rows <= it; s->rows++)
-		for (int j = 0; j < f->max_ops; j++)
-			s->ends[(size_t)s->rows * f->max_ops + j] = NAN;
-	return s->ends + (size_t)it * f->max_ops;
+		for (int j = 0; j < s->w; j++)
+			s->ends[(size_t)s->rows * s->w + j] = NAN;
+	return s->ends + (size_t)it * s->w;
 }
 
 /* Fills the cached fields of stream k's op from its cursor (g, it, k, b, blk, slot). */
@@ -389,10 +393,10 @@ static void fl_bind(fl *f, int k)
 	s->work = f->work[o + s->j];
 	s->comm = f->load[s->b][s->j].n > 0;
 	fl_slot *sl = &f->slots[s->slot];
-	s->row = fl_row(sl, f, s->it);
+	s->row = fl_row(sl, s->it);
 	const workload_op *op = &s->blk->ops[s->j];
 	int it2 = s->it + op->dep_iter;
-	s->dep = op->dep >= 0 && it2 >= 0 ? &fl_row(sl, f, it2)[op->dep] : NULL;
+	s->dep = op->dep >= 0 && it2 >= 0 ? &fl_row(sl, it2)[op->dep] : NULL;
 }
 
 /* Moves stream k's cursor to its next op at or after (g, it, i) in program order, stopping
@@ -589,7 +593,9 @@ static double fl_end_at(fl *f, fl_slot *sl, int i, int j, double at)
 {
 	if (i < 0)
 		return -INFINITY;
-	double v = fl_row(sl, f, i)[j];
+	if (i >= sl->gap_lo && i < sl->gap_hi)
+		return NAN; /* never ended here */
+	double v = fl_row(sl, i)[j];
 	return v <= at ? v - at : NAN;
 }
 
@@ -688,14 +694,17 @@ static void fl_try_skip(fl *f, int g, int it)
 		/* Rows [lo - D, hi] move to [lo - D + skip, hi + skip]; the rows skipped over are
 		 * never read again (no dependency reaches back past lo - D). */
 		for (int i = hi; i >= lo - D; i--) {
-			double *dst = sl->ends + (size_t)(i + skip) * f->max_ops;
-			for (int j = 0; j < f->max_ops; j++) {
-				double v = i < 0 ? -INFINITY : fl_row(sl, f, i)[j];
-				dst[j] = v + skip * lambda;
-			}
+			double *dst = sl->ends + (size_t)(i + skip) * sl->w;
+			const double *src = i < 0 ? NULL : fl_row(sl, i);
+			for (int j = 0; j < sl->w; j++)
+				dst[j] = (src ? src[j] : -INFINITY) + skip * lambda;
 		}
 		if (sl->rows < hi + skip + 1)
 			sl->rows = hi + skip + 1;
+		/* the rows between the old window and the moved one are never written (but
+		 * for a saturated queue's, below): no end times there */
+		sl->gap_lo = hi + 1;
+		sl->gap_hi = lo - D + skip;
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
 			fl_stream *s = &f->st[k];
 			if (k != z && s->g == g && s->state != FL_DONE) {
@@ -723,10 +732,12 @@ static void fl_try_skip(fl *f, int g, int it)
 				s->it = itz;
 			}
 			s->rem = W - d;
+			if (sl->gap_hi > s->it)
+				sl->gap_hi = s->it > sl->gap_lo ? s->it : sl->gap_lo;
 			for (int i = s->it; i < hi + skip + 1; i++) {
-				double *row = sl->ends + (size_t)i * f->max_ops;
+				double *row = sl->ends + (size_t)i * sl->w;
 				if (i < lo - D + skip)
-					for (int j = 0; j < f->max_ops; j++)
+					for (int j = 0; j < sl->w; j++)
 						row[j] = -INFINITY;
 				row[jz] = NAN;
 			}
@@ -850,7 +861,7 @@ static void fl_try_skip_micro(fl *f, int m)
 			if (!a)
 				continue;
 			a->g = g + skip * nm;
-			for (int i = 0; i < a->rows * f->max_ops; i++)
+			for (int i = 0; i < a->rows * a->w; i++)
 				a->ends[i] += skip * lambda; /* NAN stays NAN, -inf stays -inf */
 		}
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
