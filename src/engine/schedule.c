@@ -143,10 +143,18 @@ static bool run_block(sched *s, const workload_block *blk, const double *dur, in
 
 /* Adds one op's total time over the step (every instance) to the breakdown; `main_per_micro`
  * is its main-stream time in one micro-step (0 for step blocks). */
+static inline void side_add(const workload_op *op, double t, double *sp_side, double *zero_main)
+{
+	if (op->cat == WL_CAT_SP_COMM && op->stream != WL_STREAM_MAIN)
+		*sp_side += t;
+	else if (op->cat == WL_CAT_ZERO_COMM && op->stream == WL_STREAM_MAIN)
+		*zero_main += t;
+}
+
 static void account_op(const workload_op *op, double total, double per_micro, engine_result *r)
 {
 	engine_breakdown *b = &r->breakdown;
-	engine_side_add(op, total, &b->sp_comm_side, &b->zero_comm_main);
+	side_add(op, total, &b->sp_comm_side, &b->zero_comm_main);
 	switch (op->cat) {
 	case WL_CAT_COMPUTE:
 		b->compute += total;
@@ -186,10 +194,7 @@ static void finish_breakdown(engine_result *r, double step)
 
 void engine_side_add(const workload_op *op, double t, double *sp_side, double *zero_main)
 {
-	if (op->cat == WL_CAT_SP_COMM && op->stream != WL_STREAM_MAIN)
-		*sp_side += t;
-	else if (op->cat == WL_CAT_ZERO_COMM && op->stream == WL_STREAM_MAIN)
-		*zero_main += t;
+	side_add(op, t, sp_side, zero_main);
 }
 
 void engine_breakdown_expose(engine_breakdown *b, double step)
@@ -899,25 +904,22 @@ static void fl_free(fl *f)
 
 bool engine_schedule_streams_share(const workload_program *prog)
 {
-	unsigned mask = 0;
-	for (int b = 0; b < prog->n_micro + prog->n_step; b++) {
-		const workload_block *blk = fl_blk(prog, b);
-		for (int j = 0; j < blk->n_ops; j++)
-			if (blk->ops[j].kind == WL_OP_COMM)
-				mask |= 1u << blk->ops[j].stream;
-	}
 	/* Ring attention's transfers never run beside main-stream communication: every
 	 * all-to-all or blocking ZeRO collective of the layer waits for the ring's last
 	 * transfer, and the next ring starts after them (docs/model.md §7a). Beside the main
 	 * stream alone they share nothing. */
+	unsigned mask = 0;
 	bool ring = false;
-	for (int b = 0; b < prog->n_micro && !ring; b++)
-		for (int j = 0; j < prog->micro[b].n_ops; j++)
-			if (prog->micro[b].ops[j].coll == WL_COLL_SENDRECV && prog->micro[b].ops[j].kind == WL_OP_COMM &&
-			    prog->micro[b].ops[j].stream == WL_STREAM_RING) {
-				ring = true;
-				break;
-			}
+	for (int b = 0; b < prog->n_micro + prog->n_step; b++) {
+		const workload_block *blk = fl_blk(prog, b);
+		for (int j = 0; j < blk->n_ops; j++) {
+			const workload_op *op = &blk->ops[j];
+			if (op->kind != WL_OP_COMM)
+				continue;
+			mask |= 1u << op->stream;
+			ring |= b < prog->n_micro && op->coll == WL_COLL_SENDRECV && op->stream == WL_STREAM_RING;
+		}
+	}
 	unsigned side = mask & ~(1u << WL_STREAM_MAIN) & ~(1u << WL_STREAM_RING);
 	if (ring && !side) /* the ring's stream carries only its transfers */
 		mask &= ~(1u << WL_STREAM_RING);
@@ -1080,19 +1082,19 @@ static bool fl_run(fl *f, engine_result *r, config_error *err)
 		if (f->dirty)
 			fl_rates(f);
 		double dt = INFINITY;
-		int first = -1, waiting = 0;
+		int first = -1;
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
 			const fl_stream *s = &f->st[k];
 			if (s->state == FL_ACTIVE && s->rem < dt * s->rate) {
 				dt = s->rem / s->rate;
 				first = k;
 			}
-			waiting += s->state != FL_DONE;
 		}
 		if (first < 0) {
-			if (!waiting)
-				break;
-			return config_fail(err, "internal: the schedule deadlocks (a dependency is never met)");
+			for (int k = 0; k < WL_STREAM_COUNT; k++)
+				if (f->st[k].state != FL_DONE)
+					return config_fail(err, "internal: the schedule deadlocks (a dependency is never met)");
+			break;
 		}
 		f->t += dt;
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
