@@ -24,15 +24,16 @@ typedef struct sched {
 	void *ctx;
 } sched;
 
+/* True when every entry of now moved by the same lambda from before (lambda: the first
+ * entry's move), to 1e-12 relative. */
 static bool uniform_delta(const double *now, const double *before, int n, double *lambda)
 {
-	double l = now[0] - before[0];
-	for (int i = 1; i < n; i++) {
+	double l = *lambda;
+	for (int i = 0; i < n; i++) {
 		double d = now[i] - before[i];
 		if (fabs(d - l) > 1e-12 * dmax(1.0, fabs(now[i])))
 			return false;
 	}
-	*lambda = l;
 	return true;
 }
 
@@ -67,40 +68,36 @@ static bool run_block(sched *s, const workload_block *blk, const double *dur, in
 				D = 1 - op->dep_iter;
 		}
 	}
-	/* state: used stream ends, then D rows of op ends (row k = iteration it - k) */
-	int ns = 0;
-	for (int k = 0; k < WL_STREAM_COUNT; k++)
-		ns += used[k];
-	int nstate = ns + D * n;
-	/* Small blocks (every block spsim builds) use the stack: this runs 10^5 times a second. */
+	/* The state is the used stream ends and D rows of op ends (iterations it - D + 1 to
+	 * it); R = D + 1 rows are kept, so the previous iteration's state is still there to
+	 * compare with (its stream ends in prev_end). Small blocks (every block spsim builds)
+	 * use the stack: this runs 10^5 times a second. */
+	int R = D + 1;
 	enum { SMALL = 1024 };
-	double small_ends[SMALL], small_state[2 * (SMALL + WL_STREAM_COUNT)];
-	bool heap = (size_t)D * n > SMALL;
-	double *ends = heap ? calloc((size_t)D * n, sizeof *ends) : small_ends;
-	double *state = heap ? malloc(2 * (size_t)nstate * sizeof *state) : small_state;
-	if (!ends || !state) {
-		if (heap) {
-			free(ends);
-			free(state);
-		}
+	double small_ends[SMALL];
+	bool heap = (size_t)R * n > SMALL;
+	double *ends = heap ? calloc((size_t)R * n, sizeof *ends) : small_ends;
+	if (!ends)
 		return config_fail(err, "out of memory evaluating the schedule");
-	}
 	if (!heap)
-		memset(ends, 0, (size_t)D * n * sizeof *ends);
-	double *prev = state + nstate;
+		memset(ends, 0, (size_t)R * n * sizeof *ends);
+	int first_used = 0;
+	while (!used[first_used])
+		first_used++;
+	double prev_end[WL_STREAM_COUNT] = {0};
 	bool have_prev = false, was_uniform = false;
 	double prev_lambda = 0;
 	bool can_skip = s->visit == NULL;
 
 	for (int it = 0; it < blk->repeat; it++) {
-		double *row = ends + (size_t)(it % D) * n;
+		double *row = ends + (size_t)(it % R) * n;
 		for (int j = 0; j < n; j++) {
 			const workload_op *op = &blk->ops[j];
 			double start = s->stream_end[op->stream];
 			if (op->dep >= 0) {
 				int it2 = it + op->dep_iter;
 				if (it2 >= 0)
-					start = dmax(start, ends[(size_t)(it2 % D) * n + op->dep]);
+					start = dmax(start, ends[(size_t)(it2 % R) * n + op->dep]);
 			}
 			double end = start + dur[j];
 			row[j] = end;
@@ -110,17 +107,16 @@ static bool run_block(sched *s, const workload_block *blk, const double *dur, in
 		}
 		if (!can_skip || it + 1 < D)
 			continue;
-		/* snapshot the state */
-		int q = 0;
-		for (int k = 0; k < WL_STREAM_COUNT; k++)
+		/* the state against the previous iteration's: stream ends, then rows it - k
+		 * against rows it - 1 - k */
+		double lambda = s->stream_end[first_used] - prev_end[first_used];
+		bool uni = have_prev;
+		for (int k = 0; uni && k < WL_STREAM_COUNT; k++)
 			if (used[k])
-				state[q++] = s->stream_end[k];
-		for (int k = 0; k < D; k++) {
-			memcpy(state + q, ends + (size_t)(((it - k) % D + D) % D) * n, (size_t)n * sizeof *state);
-			q += n;
-		}
-		double lambda;
-		bool uni = have_prev && uniform_delta(state, prev, nstate, &lambda);
+				uni = uniform_delta(&s->stream_end[k], &prev_end[k], 1, &lambda);
+		for (int k = 0; uni && k < D; k++)
+			uni = uniform_delta(ends + (size_t)((it - k) % R) * n, ends + (size_t)((it - 1 - k + R) % R) * n, n,
+					    &lambda);
 		if (uni && was_uniform && fabs(lambda - prev_lambda) <= 1e-12 * dmax(1.0, fabs(lambda))) {
 			int left = blk->repeat - 1 - it;
 			for (int k = 0; k < WL_STREAM_COUNT; k++)
@@ -131,13 +127,11 @@ static bool run_block(sched *s, const workload_block *blk, const double *dur, in
 		was_uniform = uni;
 		if (uni)
 			prev_lambda = lambda;
-		memcpy(prev, state, (size_t)nstate * sizeof *state);
+		memcpy(prev_end, s->stream_end, sizeof prev_end);
 		have_prev = true;
 	}
-	if (heap) {
+	if (heap)
 		free(ends);
-		free(state);
-	}
 	return true;
 }
 
