@@ -285,6 +285,7 @@ typedef struct fl {
 	int nb, ng, max_ops, max_rep;
 	int **idx[WL_STREAM_COUNT]; /* [b] -> the block's op indices on the stream, in order */
 	int *cnt[WL_STREAM_COUNT];  /* [b] -> how many */
+	int *back[WL_STREAM_COUNT]; /* [b] -> how many iterations back its dependencies reach */
 	int *off;                   /* [b]: offset of block b's ops in the per-op arrays */
 	int *run;                   /* [op]: ops of its stream merged with it (compute runs) */
 	int *target;                /* [op]: some op of its block depends on it */
@@ -660,12 +661,7 @@ static void fl_try_skip(fl *f, int g, int it)
 		const fl_stream *s = &f->st[k];
 		if (k == z || s->g != g || s->state == FL_DONE)
 			continue;
-		int Dk = 0;
-		for (int i = 0; i < f->cnt[k][b]; i++) {
-			const workload_op *op = &blk->ops[f->idx[k][b][i]];
-			if (op->dep >= 0 && -op->dep_iter > Dk)
-				Dk = -op->dep_iter;
-		}
+		int Dk = f->back[k][b];
 		reach = s->it - Dk < reach ? s->it - Dk : reach;
 	}
 	D = lo - reach; /* rows [lo - D, hi] */
@@ -944,7 +940,7 @@ static bool fl_setup(fl *f, config_error *err)
 	if (f->max_rep < 1)
 		f->max_rep = 1;
 	size_t nptr = (size_t)WL_STREAM_COUNT * f->nb;
-	f->ints = malloc(nptr * sizeof(int *) + ((size_t)3 * nops + (size_t)(1 + WL_STREAM_COUNT) * f->nb) * sizeof(int));
+	f->ints = malloc(nptr * sizeof(int *) + ((size_t)3 * nops + (size_t)(1 + 2 * WL_STREAM_COUNT) * f->nb) * sizeof(int));
 	f->work = malloc(((size_t)nops * 4 + (size_t)f->max_ops + 1 + 2 * WL_STREAM_COUNT * FL_LOG) * sizeof(double));
 	if (!f->ints || !f->work)
 		return config_fail(err, "out of memory evaluating the schedule");
@@ -968,6 +964,8 @@ static bool fl_setup(fl *f, config_error *err)
 	for (int k = 0; k < WL_STREAM_COUNT; k++) {
 		f->cnt[k] = q;
 		q += f->nb;
+		f->back[k] = q;
+		q += f->nb;
 		f->idx[k] = ptrs + (size_t)k * f->nb;
 	}
 	for (int b = 0, o = 0; b < f->nb; o += fl_blk(p, b)->n_ops, b++) {
@@ -980,10 +978,15 @@ static bool fl_setup(fl *f, config_error *err)
 				target[o + blk->ops[j].dep] = 1;
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
 			f->idx[k][b] = q;
-			f->cnt[k][b] = 0;
-			for (int j = 0; j < blk->n_ops; j++)
-				if (blk->ops[j].stream == (workload_stream)k)
-					q[f->cnt[k][b]++] = j;
+			f->cnt[k][b] = f->back[k][b] = 0;
+			for (int j = 0; j < blk->n_ops; j++) {
+				const workload_op *op = &blk->ops[j];
+				if (op->stream != (workload_stream)k)
+					continue;
+				q[f->cnt[k][b]++] = j;
+				if (op->dep >= 0 && -op->dep_iter > f->back[k][b])
+					f->back[k][b] = -op->dep_iter;
+			}
 			q += f->cnt[k][b];
 		}
 		for (int j = 0; j < blk->n_ops; j++) {
