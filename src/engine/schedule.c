@@ -37,6 +37,29 @@ static bool uniform_delta(const double *now, const double *before, int n, double
 	return true;
 }
 
+/* Iteration `it` of a block: op ends into row it % R of ends (R rows kept), visited when
+ * `visit` (a constant where inlined: the untraced loop tests nothing per op). */
+static inline void run_iteration(sched *s, const workload_block *blk, const double *dur, double *ends, int R, int it,
+				 int micro, bool visit)
+{
+	int n = blk->n_ops;
+	double *row = ends + (size_t)(it % R) * n;
+	for (int j = 0; j < n; j++) {
+		const workload_op *op = &blk->ops[j];
+		double start = s->stream_end[op->stream];
+		if (op->dep >= 0) {
+			int it2 = it + op->dep_iter;
+			if (it2 >= 0)
+				start = dmax(start, ends[(size_t)(it2 % R) * n + op->dep]);
+		}
+		double end = start + dur[j];
+		row[j] = end;
+		s->stream_end[op->stream] = end;
+		if (visit)
+			s->visit(s->ctx, blk, it, micro, op, start, end);
+	}
+}
+
 /* Runs one block `repeat` times. Once the whole schedule state (ends of used streams and
  * of the ops later iterations depend on) advances by the same amount lambda in two
  * consecutive iterations, the max-plus recurrence is homogeneous from there on:
@@ -90,22 +113,12 @@ static bool run_block(sched *s, const workload_block *blk, const double *dur, in
 	bool can_skip = s->visit == NULL;
 
 	for (int it = 0; it < blk->repeat; it++) {
-		double *row = ends + (size_t)(it % R) * n;
-		for (int j = 0; j < n; j++) {
-			const workload_op *op = &blk->ops[j];
-			double start = s->stream_end[op->stream];
-			if (op->dep >= 0) {
-				int it2 = it + op->dep_iter;
-				if (it2 >= 0)
-					start = dmax(start, ends[(size_t)(it2 % R) * n + op->dep]);
-			}
-			double end = start + dur[j];
-			row[j] = end;
-			s->stream_end[op->stream] = end;
-			if (s->visit)
-				s->visit(s->ctx, blk, it, micro, op, start, end);
+		if (!can_skip) {
+			run_iteration(s, blk, dur, ends, R, it, micro, true);
+			continue;
 		}
-		if (!can_skip || it + 1 < D)
+		run_iteration(s, blk, dur, ends, R, it, micro, false);
+		if (it + 1 < D)
 			continue;
 		/* the state against the previous iteration's: stream ends, then rows it - k
 		 * against rows it - 1 - k */
