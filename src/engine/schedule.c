@@ -388,7 +388,7 @@ static int fl_slot_get(fl *f, int g)
 	return (int)(s - f->slots);
 }
 
-static double *fl_row(fl_slot *s, int it)
+static inline double *fl_row(fl_slot *s, int it)
 {
 	for (; s->rows <= it; s->rows++)
 		for (int j = 0; j < s->w; j++)
@@ -397,7 +397,7 @@ static double *fl_row(fl_slot *s, int it)
 }
 
 /* Fills the cached fields of stream k's op from its cursor (g, it, k, b, blk, slot). */
-static void fl_bind(fl *f, int k)
+static inline void fl_bind(fl *f, int k)
 {
 	fl_stream *s = &f->st[k];
 	int o = f->off[s->b];
@@ -417,12 +417,6 @@ static void fl_bind(fl *f, int k)
 static bool fl_seek(fl *f, int k, int g, int it, int i)
 {
 	fl_stream *s = &f->st[k];
-	if (s->state != FL_BARRIER && s->g == g && s->it == it && i < f->cnt[k][s->b] && i > 0) {
-		s->k = i; /* the next op of the same iteration */
-		s->state = FL_IDLE;
-		fl_bind(f, k);
-		return true;
-	}
 	for (;;) {
 		if (g >= f->ng) {
 			*s = (fl_stream){.g = f->ng, .state = FL_DONE};
@@ -1054,7 +1048,14 @@ static bool fl_complete(fl *f, int k)
 			f->acc[o + j] += d;
 		}
 	}
-	return fl_seek(f, k, s->g, s->it, s->k + s->len);
+	int next = s->k + s->len;
+	if (next < f->cnt[k][s->b]) { /* the next op of the same iteration */
+		s->k = next;
+		s->state = FL_IDLE;
+		fl_bind(f, k);
+		return true;
+	}
+	return fl_seek(f, k, s->g, s->it, next);
 }
 
 static bool fl_run(fl *f, engine_result *r, config_error *err)
