@@ -34,18 +34,19 @@ START_TEST(alltoall_across_nodes_is_set_by_the_nic)
 {
 	/* P = 8 over 2 nodes of 4, 8 MB: 1 MB per peer; 3 local peers (30 us on NVLink),
 	 * 4 remote peers. One NIC shared by 4 GPUs: 2.5 GB/s each -> 4e6 / 2.5e9 = 1.6 ms,
-	 * plus the network latency 10 us. */
+	 * plus the network latency 10 us and one network post per remote peer (NCCL's 1 us,
+	 * engine/nccl.c p2p_message_latency): 4 us. */
 	config_platform p = tu_platform(2, 4, 1);
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 8e6),
-			10e-6 + 1.6e-3, 1e-12);
+			10e-6 + 4e-6 + 1.6e-3, 1e-12);
 	/* One NIC per GPU: 4e6 / 10e9 = 400 us. */
 	p.inter.nics_per_node = 4;
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 8e6),
-			10e-6 + 400e-6, 1e-12);
+			10e-6 + 4e-6 + 400e-6, 1e-12);
 	/* Efficiency scales the NIC: 0.5 -> 800 us. */
 	p.eff.inter_link = 0.5;
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 8e6),
-			10e-6 + 800e-6, 1e-12);
+			10e-6 + 4e-6 + 800e-6, 1e-12);
 }
 END_TEST
 
@@ -66,8 +67,10 @@ START_TEST(ring_collectives)
 	 * 10 GB/s = 100 us per step on the wire, 14 steps; NCCL's latency 8.4 + 10 x 3 (network
 	 * overhead) + 4 x 10 us = 78.4 us, x 1.4 (ring plateau): 1.4 ms + 109.76 us. */
 	config_platform q = tu_platform(2, 4, 1);
+	q.nccl.force_algo = NCCL_ALGO_RING + 1; /* the ring itself (NCCL picks its tree here: below) */
 	ck_assert_close(engine_collective_time(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 8e6), 1509.76e-6,
 			1e-12);
+	q.nccl.force_algo = 0;
 	/* Two groups of 8 spanning the same nodes (4 per node each, 8 GPUs per node):
 	 * their rings share the NIC -> 5 GB/s each: 200 us per step, 7 steps, plus
 	 * 8.4 + 6 x 3 + 1 x 10 = 36.4 us. */
@@ -114,7 +117,9 @@ START_TEST(leaf_uplinks_carry_every_crossing_pair)
 	workload_layout l = {.world = 12, .sp = 12, .group_size = 6}; /* two groups on 6 nodes */
 	engine_group_shape s = engine_group_shape_of(&p, &l, WL_GROUP_SP);
 	ck_assert_close(s.leaf_pairs, 16, 1e-12);
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, s, 6e6), 10e-6 + 800e-6, 1e-12);
+	/* + 4 remote peers x 1 us network posts (engine/nccl.c p2p_message_latency) */
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, s, 6e6), 10e-6 + 4e-6 + 800e-6,
+			1e-12);
 }
 END_TEST
 
@@ -194,7 +199,116 @@ START_TEST(nccl_protocol_switches_where_its_model_does)
 	/* forcing: --alg ring --proto Simple gives the ring's Simple time at any size */
 	p.nccl.force_algo = NCCL_ALGO_RING + 1;
 	p.nccl.force_proto = NCCL_PROTO_SIMPLE + 1;
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1e3), 56e-6 + 1e3 / bw_s, 1e-9);
+	/* ... on the one channel NCCL launches for 1 kB (enqueue.cc channel tuning: 1e3 B <
+	 * nc x 512 threads x 64 B down to nc = 1 of the 5): 5 x the wire time */
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1e3), 56e-6 + 5 * 1e3 / bw_s,
+			1e-9);
+}
+END_TEST
+
+START_TEST(nccl_launches_fewer_channels_for_small_messages)
+{
+	/* enqueue.cc getAlgoInfo: while nBytes < nc x nThreads x threadThreshold NCCL drops a
+	 * channel. Hand platform: 5 channels (100 / 20 GB/s). Ring/LL on 8 ranks: 512 threads
+	 * x 8 B x 8 ranks = 32 KiB per channel: 64 KiB runs on 1 channel (64 KiB < 2 x 32 KiB
+	 * is false: 2 channels), 1 MiB on all 5; ring/Simple 512 x 64 B = 32 KiB; LL128 640 x
+	 * 8 B = 5 KiB; NVLS always 16. */
+	config_platform p = tu_platform(1, 8, 1);
+	double KiB = 1024;
+	ck_assert_int_eq(nccl_launch_channels(&p, NCCL_ALGO_RING, NCCL_PROTO_LL, 8, 64 * KiB), 2);
+	ck_assert_int_eq(nccl_launch_channels(&p, NCCL_ALGO_RING, NCCL_PROTO_LL, 8, 64 * KiB - 1), 1);
+	ck_assert_int_eq(nccl_launch_channels(&p, NCCL_ALGO_RING, NCCL_PROTO_LL, 8, 1024 * KiB), 5);
+	ck_assert_int_eq(nccl_launch_channels(&p, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 8, 96 * KiB), 3);
+	ck_assert_int_eq(nccl_launch_channels(&p, NCCL_ALGO_RING, NCCL_PROTO_LL128, 8, 12 * KiB), 2);
+	ck_assert_int_eq(nccl_launch_channels(&p, NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE, 8, 1), 16);
+	/* 64 KiB all-reduce (ring/LL below 250 kB, nccl_protocol_switches_where_its_model_does):
+	 * latency 9.0706 us + 65536 B / (14.286 GB/s x 2/5 of the channels) = 20.54 us */
+	double want = (6.6 + 14 * 0.6 / 3.4) * 1e-6 + 65536 / (25e9 * 8 / 14 * 2 / 5);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 8, 8), 65536), want, 1e-9);
+}
+END_TEST
+
+START_TEST(transport_message_latency_on_every_network_hop)
+{
+	/* 2 nodes x 4 GPUs, ring/LL all-reduce forced (hand platform: 1 us NVLink step, 10 us
+	 * network step). NCCL's latency (tuning.cc): 6.6 + (14 - 4) intra steps x max(0.6 x
+	 * 1/3.4, 1 us network post overhead) + 4 inter steps x 2.7 x 10/14 = 6.6 + 10 + 7.714 =
+	 * 24.31 us. A TCP transport of 50 us per message (inter_node.message_latency) replaces
+	 * the 1.93 us LL network step: 6.6 + 10 + 4 x 50 = 216.6 us; Simple's 10 us step the
+	 * same way (a transport below NCCL's step changes nothing: 1 us). */
+	config_platform p = tu_platform(2, 4, 1);
+	p.nccl.force_algo = NCCL_ALGO_RING + 1;
+	p.nccl.force_proto = NCCL_PROTO_LL + 1;
+	engine_group_shape s = shape(8, 4, 4);
+	ck_assert_close(nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1e3).latency,
+			(6.6 + 10 + 4 * 2.7 * 10 / 14) * 1e-6, 1e-9);
+	p.inter.message_latency = 50e-6;
+	ck_assert_close(nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1e3).latency, 216.6e-6, 1e-9);
+	p.inter.message_latency = 1e-6;
+	ck_assert_close(nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1e3).latency,
+			(6.6 + 10 + 4 * 2.7 * 10 / 14) * 1e-6, 1e-9);
+	/* one node: no network hop, no transport cost */
+	config_platform q = tu_platform(1, 8, 1);
+	q.inter.message_latency = 50e-6;
+	ck_assert(nccl_cost_of(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 8, 8), 1e3).latency < 20e-6);
+}
+END_TEST
+
+START_TEST(nvls_tree_across_nodes)
+{
+	/* 2 nodes x 4 GPUs (hand platform, 100 GB/s NVSwitch, 1 us step, 10 us network step),
+	 * four 25 GB/s NICs per node, compute capability 90, NVLS declared. Ring bus bandwidth
+	 * min(4 x 25, 100 / (3/4 forwarded)) = 100 GB/s. NVLS-tree (tuning.cc): bus min(node's
+	 * 100, 16 x 20.6, network 100) = 100, algbw x 5/6 = 83.33 GB/s; latency 23 x 1/3.4 +
+	 * 2 x log2(2) x 14 x 10/14 = 26.765 us. The ring gives 57.1 GB/s, the tree (LL128)
+	 * min(100 x 120/128, 5 x 36.7) / 2 = 46.9: NVLS-tree from a few MB on; 1 GB takes
+	 * 26.765 us + 1e9 / 83.33e9. */
+	config_platform p = tu_platform(2, 4, 4);
+	p.inter.nic_bandwidth = 25e9;
+	p.nccl.compute_capability = 90;
+	p.nccl.nvls = true;
+	nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 1e9);
+	ck_assert_int_eq(k.algo, NCCL_ALGO_NVLS);
+	double lat = 23 / 3.4 + 2 * 14 * 10.0 / 14;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 1e9),
+			lat * 1e-6 + 1e9 / (100e9 * 5 / 6), 1e-9);
+	/* all-gather has no NVLS across nodes (it needs CollNet): the ring */
+	ck_assert_int_eq(nccl_cost_of(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 1e9).algo, NCCL_ALGO_RING);
+	/* 4 nodes: the network side halves (bwInter / 2): 50 x 5/6 = 41.67 GB/s, below the
+	 * ring's 100 x 16/30 = 53.3: the ring; forced, 2 log2(4) network hops */
+	config_platform q = tu_platform(4, 4, 4);
+	q.inter.nic_bandwidth = 25e9;
+	q.nccl.compute_capability = 90;
+	q.nccl.nvls = true;
+	ck_assert_int_eq(nccl_cost_of(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(16, 4, 4), 1e9).algo, NCCL_ALGO_RING);
+	q.nccl.force_algo = NCCL_ALGO_NVLS + 1;
+	ck_assert_close(engine_collective_time(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(16, 4, 4), 1e9),
+			(23 / 3.4 + 4 * 10) * 1e-6 + 1e9 / (50e9 * 5 / 6), 1e-9);
+}
+END_TEST
+
+START_TEST(two_node_all_reduce_takes_the_tree)
+{
+	/* 2 nodes x 4 GPUs, one 10 GB/s NIC per node, 8 MB all-reduce (hand platform: 100 GB/s
+	 * NVSwitch, 1 us step, 10 us network step, compute capability 80, 5 channels).
+	 * Ring/Simple: 1509.76 us (ring_collectives). NCCL rates its trees on two nodes by
+	 * bwIntra (tuning.cc), each node sending the buffer once over the network: tree bus
+	 * bandwidth min(100, 2 x 10) = 20 GB/s.
+	 *   tree/LL128: bus min(20 x .92 x 120/128, 5 x 20) = 17.25 GB/s, algbw x .5 = 8.625,
+	 *     x treeCorrectionFactor[LL128][log2(8e6/64) = 16] .8 = 6.9 GB/s; latency 14 +
+	 *     2 x (3 x 1.25/3.4 + 1 x 8.5 x 10/14) = 28.35 us: 28.35 + 8e6/6.9e9 = 1187.8 us
+	 *   tree/Simple: algbw 20 x .92 x .5 x .7 = 6.44 GB/s, latency 2 x (3 x 28/3.4 + 28 x
+	 *     10/14) = 89.4 us: 1331.6 us; tree/LL: 20 x .92 / 3.8 x .5 x .7 = 0.85 GB/s. */
+	config_platform p = tu_platform(2, 4, 1);
+	nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 8e6);
+	ck_assert_int_eq(k.algo, NCCL_ALGO_TREE);
+	ck_assert_int_eq(k.proto, NCCL_PROTO_LL128);
+	double lat = 14 + 2 * (3 * 1.25 / 3.4 + 8.5 * 10.0 / 14);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 8e6),
+			lat * 1e-6 + 8e6 / (20e9 * .92 * 120 / 128 * .5 * .8), 1e-9);
+	/* four nodes: a tree node moves a ring's bytes, NCCL uses bwInter: the ring again */
+	config_platform q = tu_platform(4, 4, 1);
+	ck_assert_int_eq(nccl_cost_of(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(16, 4, 4), 8e6).algo, NCCL_ALGO_RING);
 }
 END_TEST
 
@@ -255,12 +369,15 @@ START_TEST(hierarchical_alltoall_moves_the_same_inter_node_bytes)
 	 * 1 MB per GPU over its NIC (800 us) and 7 local ones over NVLink in parallel;
 	 * hierarchical first exchanges inside the node (1 + 7·2e6/100e9 = 141 us), then 8 MB
 	 * between the two nodes per GPU (10 + 8e6/10e9 = 810 us), then inside again (141 us).
-	 * Same NIC bytes: in alpha-beta terms the hierarchy only adds the NVLink phases. */
+	 * Same NIC bytes: in alpha-beta terms the hierarchy only adds the NVLink phases. Each
+	 * network message is posted by the GPU's proxy (1 us, tuning.cc getNetOverhead):
+	 * direct posts 8 (8 us), hierarchical 1 (1 us); direct's 15 peers
+	 * take 2 rounds of the 8 p2p channels (pow2Up(5)), a second 10 us network latency. */
 	config_platform p = tu_platform(2, 8, 8);
 	double direct = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(16, 8, 8), 16e6);
 	double hier = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_HIERARCHICAL, shape(16, 8, 8), 16e6);
-	ck_assert_close(direct, 10e-6 + 800e-6, 1e-12);
-	ck_assert_close(hier, 2 * (1e-6 + 7 * 2e6 / 100e9) + 10e-6 + 8e6 / 10e9, 1e-12);
+	ck_assert_close(direct, 2 * 10e-6 + 8e-6 + 800e-6, 1e-12);
+	ck_assert_close(hier, 1e-6 + 2 * (1e-6 + 7 * 2e6 / 100e9) + 10e-6 + 8e6 / 10e9, 1e-12);
 }
 END_TEST
 
@@ -269,11 +386,12 @@ START_TEST(fat_tree_oversubscription_slows_cross_leaf_traffic)
 	/* 4 nodes, 2 per leaf, 2:1 oversubscribed. A group over all 4 nodes sends 2/3 of its
 	 * inter-node bytes beyond its leaf, at half rate: time x (2/3)·2 = 4/3. */
 	config_platform p = tu_platform(4, 1, 1);
-	double flat = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 1, 1), 4e6) - 10e-6;
+	/* the fixed terms: 10 us latency, 3 remote peers x 1 us network posts */
+	double flat = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 1, 1), 4e6) - 13e-6;
 	p.inter.topology = CONFIG_TOPO_FAT_TREE;
 	p.inter.nodes_per_leaf = 2;
 	p.inter.oversubscription = 2;
-	double tree = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 1, 1), 4e6) - 10e-6;
+	double tree = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 1, 1), 4e6) - 13e-6;
 	ck_assert_close(tree / flat, 4.0 / 3.0, 1e-9);
 }
 END_TEST
@@ -530,6 +648,10 @@ int main(void)
 	tcase_add_test(tc, ring_collectives);
 	tcase_add_test(tc, mesh_uses_every_pair_link);
 	tcase_add_test(tc, nccl_protocol_switches_where_its_model_does);
+	tcase_add_test(tc, nccl_launches_fewer_channels_for_small_messages);
+	tcase_add_test(tc, two_node_all_reduce_takes_the_tree);
+	tcase_add_test(tc, nvls_tree_across_nodes);
+	tcase_add_test(tc, transport_message_latency_on_every_network_hop);
 	tcase_add_test(tc, one_rank_alltoall_is_a_launch_and_a_copy);
 	tcase_add_test(tc, p2p_channels_slow_a_mesh_all_to_all);
 	tcase_add_test(tc, ring_channel_exits_skip_nvlink);

@@ -1060,6 +1060,77 @@ START_TEST(shipped_files_cite_sources_in_the_repository)
 }
 END_TEST
 
+/* --cp-comm-type: Megatron-Core's context-parallel types name spsim's strategies; bad
+ * values, conflicts and options that do not apply exit 2 with the choices. */
+START_TEST(cp_comm_type_flag)
+{
+	cli_out *o = spsim("run", REF, "--seq-len", "16K", "--cp-comm-type", "all_gather", "--engine", "analytic",
+			   "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "job"), "strategy_spec")),
+			 "ring:comm=all_gather");
+	json_decref(j);
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--strategy", "basp", "--micro-batch", "2", "--cp-comm-type", "p2p",
+		  "--engine", "analytic", NULL);
+	expect(o, 0, NULL);
+	ck_assert_ptr_nonnull(strstr(o->out, "job: basp:inner=ring,"));
+	free(o);
+	static const struct {
+		const char *a, *b, *c, *d, *want;
+	} bad[] = {
+		{"--cp-comm-type", "ring", NULL, NULL, "--cp-comm-type expects p2p, all_gather, a2a or a2a+p2p, got 'ring'"},
+		{"--strategy", "ulysses", "--cp-comm-type", "p2p", "cp_comm_type p2p is strategy ring, but the strategy given is ulysses"},
+		{"--cp-comm-type", "all_gather", "--a2a", "pairwise", "only all-gathers and reduce-scatters"},
+		{"--cp-comm-type", "p2p", "--ring-degree", "8", "apply to USP only"},
+		{"--cp-comm-type", "a2a", "--ring-degree", "2", "apply to USP only"},
+		{"--cp-comm-type", "a2a+p2p", "--ulysses-degree", "3", "valid U x R: {1x8, 2x4, 4x2, 8x1}"},
+		{"--cp-comm-type", "a2a+p2p", "--ring-degree", "3", "valid U x R: {1x8, 2x4, 4x2, 8x1}"},
+		{"--strategy", "ring:comm=all_gather:split=naive", NULL, NULL, "zigzag split only"},
+		{"--strategy", "usp:comm=all_gather", NULL, NULL, "comm= applies only to ring attention"},
+		{"--strategy", "ring:comm=ag", NULL, NULL, "expected comm=p2p or comm=all_gather"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		o = spsim("run", REF, "--seq-len", "16K", "--engine", "analytic", bad[i].a, bad[i].b, bad[i].c, bad[i].d, NULL);
+		expect(o, 2, bad[i].want);
+		free(o);
+	}
+	o = spsim("compare", REF, "--seq-len", "16K", "--cp-comm-type", "p2p", NULL);
+	expect(o, 2, "--cp-comm-type names one job's strategy; compare runs the list given by --strategies");
+	free(o);
+	o = spsim("max-seq", REF, "--strategy", "ring,ulysses", "--cp-comm-type", "p2p", NULL);
+	expect(o, 2, "give the list alone");
+	free(o);
+	/* compare takes the specs; all_gather holds the whole sequence's K and V, so it fits
+	 * less than the p2p ring (max-seq), and --cp-comm-type alone names max-seq's row */
+	o = spsim("compare", REF, "--seq-len", "16K", "--engine", "analytic", "--strategies",
+		  "ulysses,ring,ring:comm=all_gather,usp,basp:inner=ring:comm=all_gather:sp=8", "--micro-batch", "2", NULL);
+	expect(o, 0, NULL);
+	ck_assert_ptr_nonnull(strstr(o->out, "ring:comm=all_gather"));
+	free(o);
+	o = spsim("max-seq", REF, "--strategy", "ring,ring:comm=all_gather", "--zero", "3", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	j = json_loads(o->out, 0, NULL);
+	json_t *rows = json_object_get(j, "rows");
+	ck_assert_int_eq(json_array_size(rows), 2);
+	long ring = (long)json_integer_value(json_object_get(json_array_get(rows, 0), "max_seq_len"));
+	long ag = (long)json_integer_value(json_object_get(json_array_get(rows, 1), "max_seq_len"));
+	ck_assert_int_gt(ag, 0);
+	ck_assert_int_lt(ag, ring);
+	json_decref(j);
+	free(o);
+	o = spsim("max-seq", REF, "--cp-comm-type", "all_gather", "--zero", "3", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	j = json_loads(o->out, 0, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "strategy")), "ring:comm=all_gather");
+	ck_assert_int_eq((long)json_integer_value(json_object_get(j, "max_seq_len")), ag);
+	json_decref(j);
+	free(o);
+}
+END_TEST
+
 START_TEST(basp_unequal_pads_the_sequence)
 {
 	/* 16384 tokens over groups of 2 and 3 (B = 3 on 8 GPUs): the groups of 3 pad the
@@ -1115,6 +1186,7 @@ int main(void)
 	tcase_add_test(tc, simgrid_run_progress_on_request_only);
 	tcase_add_test(tc, shipped_files_cite_sources_in_the_repository);
 	tcase_add_test(tc, basp_unequal_pads_the_sequence);
+	tcase_add_test(tc, cp_comm_type_flag);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -486,6 +486,9 @@ START_TEST(platform_fixtures_ok)
 	ck_assert_int_eq(p.intra.fabric, CONFIG_FABRIC_NVLINK_MESH);
 	assert_close(p.intra.bandwidth, 150e9, 1e-15);
 	assert_close(config_platform_intra_pair_bw(&p), 25e9, 1e-15);
+	ck_assert_double_eq(p.inter.message_latency, 0); /* not declared: NCCL's hwLat alone */
+	p = load_platform_fixture("platform_message_latency.yaml"); /* a TCP transport's own cost */
+	assert_close(p.inter.message_latency, 55e-6, 1e-12);
 	p = load_platform_fixture("platform_fat_tree.yaml");
 	ck_assert_int_eq(p.inter.topology, CONFIG_TOPO_FAT_TREE);
 	ck_assert_int_eq(p.inter.nodes_per_leaf, 2);
@@ -497,7 +500,9 @@ START_TEST(platform_errors)
 {
 	expect_error(PLATFORM, "platform_unknown_key.yaml",
 		     "16:5: unknown key 'nic_bandwith' in 'inter_node', expected one of: nics, nic_bandwidth, latency, "
-		     "topology, nodes_per_leaf, oversubscription");
+		     "topology, message_latency, nodes_per_leaf, oversubscription");
+	expect_error(PLATFORM, "platform_bad_message_latency.yaml",
+		     "18:22: 'message_latency': '40GB/s' is a bandwidth, expected a time such as 2us or 1.5ms");
 	expect_error(PLATFORM, "platform_bad_unit.yaml",
 		     "16:20: 'nic_bandwidth': '2us' is a time, expected a bandwidth such as 400Gbps or 50GB/s");
 	expect_error(PLATFORM, "platform_no_unit.yaml",
@@ -1035,6 +1040,28 @@ START_TEST(job_minimal_file)
 }
 END_TEST
 
+/* cp_comm_type: Megatron-Core's name for what the SP group runs; with strategy basp it
+ * is the inner strategy, alone it is the strategy (a2a+p2p = usp, its degrees kept). */
+START_TEST(job_cp_comm_type)
+{
+	char path[CONFIG_PATH_MAX];
+	config_job j;
+	config_error e = {""};
+	fixture(path, sizeof path, "job_cp_comm.yaml");
+	config_job_defaults(&j);
+	ck_assert_msg(config_load_job(path, &j, NULL, NULL, NULL, NULL, &e), "%s", e.msg);
+	ck_assert_int_eq(j.strategy, CONFIG_STRATEGY_BASP);
+	ck_assert_int_eq(j.basp_inner, CONFIG_STRATEGY_RING);
+	ck_assert_int_eq(j.cp_comm, CONFIG_CP_COMM_ALL_GATHER);
+	fixture(path, sizeof path, "job_cp_comm_usp.yaml");
+	config_job_defaults(&j);
+	ck_assert_msg(config_load_job(path, &j, NULL, NULL, NULL, NULL, &e), "%s", e.msg);
+	ck_assert_int_eq(j.strategy, CONFIG_STRATEGY_USP);
+	ck_assert_int_eq(j.ulysses_degree, 4);
+	ck_assert_int_eq(j.cp_comm, CONFIG_CP_COMM_P2P);
+}
+END_TEST
+
 START_TEST(job_errors)
 {
 	expect_error(JOB, "job_bad_zero.yaml", "3:9: 'zero' must be an integer from 0 to 3, got '5'");
@@ -1044,9 +1071,14 @@ START_TEST(job_errors)
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
 		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
-		     "attention_kernel, impl, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if");
+		     "attention_kernel, impl, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, cp_comm_type");
 	expect_error(JOB, "job_bad_inner.yaml", "3:15: 'basp_inner' must be one of: ulysses, ring, usp, got 'tree'");
 	expect_error(JOB, "job_bad_split.yaml", "3:13: 'cp_split' must be one of: zigzag, naive, got 'spiral'");
+	expect_error(JOB, "job_bad_cp_comm.yaml",
+		     "3:17: 'cp_comm_type' must be one of: p2p, all_gather, a2a, a2a+p2p, got 'ring'");
+	expect_error(JOB, "job_cp_comm_conflict.yaml",
+		     "3:17: cp_comm_type p2p is strategy ring, but the strategy given is ulysses; give one of them, or basp "
+		     "with cp_comm_type p2p for BASP over it");
 	expect_error(JOB, "job_bad_impl.yaml", "3:9: 'impl' must be one of: hf, megatron, got 'deepspeed'");
 	expect_error(JOB, "job_bad_reserve.yaml",
 		     "3:19: 'memory_reserve': '2 apples' has an unknown unit 'apples', expected a size such as 40GiB "
@@ -1141,6 +1173,7 @@ static Suite *config_suite(void)
 	tcase_add_test(t, job_full_file);
 	tcase_add_test(t, job_minimal_file);
 	tcase_add_test(t, job_errors);
+	tcase_add_test(t, job_cp_comm_type);
 	tcase_add_test(t, calibration_gpu_kernel_and_attention_points);
 	tcase_add_test(t, job_error_leaves_outputs);
 	tcase_add_test(t, error_null_is_allowed);

@@ -102,18 +102,32 @@ END_TEST
 START_TEST(effect4_gain_grows_with_sequence_length)
 {
 	/* Over basp.md's range (to 32K). With K = 1 (B = 8) the gain peaks at 16K: past it
-	 * attention's S² FLOPs grow faster than the all-to-all volume (docs/model.md). */
+	 * attention's S² FLOPs grow faster than the all-to-all volume (docs/model.md). With
+	 * K = 2 (B = 4) it is flat from 16K to 32K (1.109 and 1.105): NCCL's two-node tree
+	 * (engine/nccl.c) sends the ZeRO gradients once over the one NIC instead of a ring's
+	 * 2(n-1)/n, which shortens both strategies' steps by the same time and so lifts the
+	 * gain more where the step is shorter. The all-to-all time saved still grows to 32K
+	 * for every B < 8 (below). */
 	for (int B = 2; B <= 8; B *= 2) {
-		double prev = 1.0, saved_prev = 0;
+		double prev = 1.0, saved_prev = 0, grew_prev = 0;
 		for (long S = 4096; S <= (B < 8 ? 32768 : 16384); S *= 2) {
 			outcome u = run(&P, CONFIG_STRATEGY_ULYSSES, 8, B, S, 1);
 			outcome b = run(&P, CONFIG_STRATEGY_BASP, 8, B, S, 1);
 			double s = speedup(&u, &b);
-			ck_assert_msg(s > prev, "B=%d S=%ld: speedup %g not above %g", B, S, s, prev);
+			if (B < 4 || S <= 16384)
+				ck_assert_msg(s > prev, "B=%d S=%ld: speedup %g not above %g", B, S, s, prev);
+			else /* flat within 1% past the peak */
+				ck_assert_msg(s > 0.99 * prev, "B=%d S=%ld: speedup %g far below %g", B, S, s, prev);
 			prev = s;
-			/* the all-to-all time saved grows with the volume, itself linear in S */
+			/* the all-to-all time saved grows with the volume, itself linear in S, over a
+			 * constant: the network posts per message Ulysses' wider all-to-all pays
+			 * (engine/nccl.c p2p_message_latency); its growth doubles with S */
 			double saved = u.r.breakdown.sp_comm - b.r.breakdown.sp_comm;
-			ck_assert(saved > 1.9 * saved_prev);
+			ck_assert(saved > saved_prev);
+			double grew = saved - saved_prev;
+			if (S >= 4 * 4096) /* two differences to compare */
+				ck_assert(grew > 1.9 * grew_prev);
+			grew_prev = grew;
 			saved_prev = saved;
 		}
 	}

@@ -207,6 +207,20 @@ START_TEST(bad_files_fail_with_location)
 			  "      step: {model: llama-3.1-8b, gpus: 3, sp: 3, micro_batch: 1, seq_len: 4096}\n"
 			  "      published: {value: 1, unit: tokens/s/GPU}\n",
 		     11, 13, "the job does not fit model 'llama-3.1-8b'");
+	/* an attention kernel family spsim does not know: at the value */
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n      platform: dgx-a100\n"
+			  "      step: {model: llama-3.1-8b, gpus: 8, sp: 1, micro_batch: 1, seq_len: 4096, attention_kernel: xformers}\n"
+			  "      published: {value: 1, unit: tokens/s/GPU}\n",
+		     11, 100, "'attention_kernel' must be one of: flash-attn-2, flash-attn-3, cudnn, flash-attn-triton");
+	/* a family the platform's GPU cannot run: the job check's sentence, at the step */
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n      platform: dgx-a100\n"
+			  "      step: {model: llama-3.1-8b, gpus: 8, sp: 1, micro_batch: 1, seq_len: 4096, attention_kernel: flash-attn-3}\n"
+			  "      published: {value: 1, unit: tokens/s/GPU}\n",
+		     11, 13, "flash-attn-3 runs only on hopper GPUs");
+	/* a dense-attention MFU is a step unit, not a kernel one */
+	expect_error(HEAD "    - id: g1\n      kind: gemm\n      citation: c\n      platform: dgx-a100\n"
+			  "      gemm: {m: 1, n: 1, k: 1}\n      published: {value: 1, unit: MFU-dense%}\n",
+		     12, 35, "expected one of: TFLOP/s");
 	/* not YAML at all: the parser's location */
 	expect_error("source: [unclosed\n", 2, 1, "");
 }
@@ -391,6 +405,48 @@ START_TEST(kernel_prediction_is_flops_over_time)
 }
 END_TEST
 
+#define STEP_CASE(id, extra, unit)                                                                             \
+	"    - id: " id "\n"                                                                                   \
+	"      kind: step\n"                                                                                   \
+	"      citation: c\n"                                                                                  \
+	"      platform: dgx-a100\n"                                                                           \
+	"      step: {model: llama-3.1-8b, gpus: 8, sp: 1, micro_batch: 1, seq_len: 4096" extra "}\n"          \
+	"      published: {value: 1, unit: " unit "}\n"
+
+/* A step case's attention_kernel reaches the job (absent: the platform's), the Triton
+ * family's dense work makes the step slower than FlashAttention-2's, and MFU-dense% is MFU%
+ * with the attention counted dense. Llama-3.1-8B at S = 4096 per token and layer: GEMMs
+ * 2h(ad + 2gd) + 2adh + 4hf + 2fh = 436,207,616 FLOPs (h 4096, a 32, g 8, d 128, f 14336),
+ * causal attention 4·S·d·a / 2 = 33,554,432 (dense 67,108,864), plus the logits 2·h·V =
+ * 1,050,673,152 per token (V 128256) once: dense / causal =
+ * (32·(436207616 + 67108864) + 1050673152) / (32·(436207616 + 33554432) + 1050673152)
+ * = 1.06676229. */
+START_TEST(step_attention_kernel_and_mfu_conventions)
+{
+	char dir[64], path[128];
+	write_source(dir, sizeof dir, path, sizeof path,
+		     HEAD STEP_CASE("fa2", "", "tokens/s/GPU") STEP_CASE("tri", ", attention_kernel: flash-attn-triton", "tokens/s/GPU")
+			     STEP_CASE("mfu", "", "MFU%") STEP_CASE("dense", "", "MFU-dense%"));
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	ck_assert_int_eq(c.n, 4);
+	ck_assert_int_eq(c.cases[0].job.attention_kernel, -1);
+	ck_assert_int_eq(c.cases[1].job.attention_kernel, CONFIG_ATTN_TRITON);
+	ck_assert(c.cases[3].metric == FID_MFU_DENSE_PCT);
+	double fa2, tri, mfu, dense;
+	ck_assert_msg(fidelity_predict(&c.cases[0], "analytic", &fa2, &e), "%s", e.msg);
+	ck_assert_msg(fidelity_predict(&c.cases[1], "analytic", &tri, &e), "%s", e.msg);
+	ck_assert_msg(fidelity_predict(&c.cases[2], "analytic", &mfu, &e), "%s", e.msg);
+	ck_assert_msg(fidelity_predict(&c.cases[3], "analytic", &dense, &e), "%s", e.msg);
+	ck_assert_double_lt(tri, fa2);
+	ck_assert_close(dense / mfu, 1.06676229, 1e-7);
+	fidelity_corpus_free(&c);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *fidelity_suite(void)
 {
 	Suite *s = suite_create("fidelity");
@@ -416,6 +472,7 @@ static Suite *fidelity_suite(void)
 	tcase_add_test(t, summary_geomean_and_max);
 	tcase_add_test(t, kernel_flops_and_time_by_hand);
 	tcase_add_test(t, kernel_prediction_is_flops_over_time);
+	tcase_add_test(t, step_attention_kernel_and_mfu_conventions);
 	suite_add_tcase(s, t);
 	return s;
 }

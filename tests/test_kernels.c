@@ -173,6 +173,33 @@ START_TEST(attention_backward_slower_than_forward)
 }
 END_TEST
 
+START_TEST(attention_triton_computes_the_masked_half)
+{
+	/* flash-attn-triton (engine/compute.c: flash-attention issue #142, the Triton kernel as
+	 * long with a causal mask as without) is FlashAttention-2's non-causal curve on the same
+	 * GPU: without a mask the two rates are equal; with one, the op's FLOPs count the
+	 * unmasked half while the kernel does the whole S^2, so its rate is half the dense one,
+	 * i.e. below FlashAttention-2's causal rate by causal / (dense / 2): on the H100 bars,
+	 * 16K forward, 335 causal against 370 / 2 = 185. Both GPUs, both directions, 1K-64K. */
+	const char *names[] = {"a100-2x4-ib400", "dgx-h100"};
+	for (int n = 0; n < 2; n++) {
+		config_platform p = shipped(names[n]);
+		ck_assert_ptr_null(config_attn_kernel_unusable(&p, CONFIG_ATTN_TRITON));
+		for (int bwd = 0; bwd < 2; bwd++)
+			for (double S = 1024; S <= 65536; S *= 4) {
+				double dense = tflops(&p, bench_shape(CONFIG_ATTN_FA2, S, bwd, 0));
+				ck_assert_double_eq_tol(tflops(&p, bench_shape(CONFIG_ATTN_TRITON, S, bwd, 0)), dense, 1e-9);
+				ck_assert_double_eq_tol(tflops(&p, bench_shape(CONFIG_ATTN_TRITON, S, bwd, 1)), 0.5 * dense,
+							1e-9);
+				ck_assert_double_lt(tflops(&p, bench_shape(CONFIG_ATTN_TRITON, S, bwd, 1)),
+						    tflops(&p, bench_shape(CONFIG_ATTN_FA2, S, bwd, 1)));
+			}
+	}
+	config_platform h = shipped("dgx-h100");
+	ck_assert_double_eq_tol(tflops(&h, bench_shape(CONFIG_ATTN_TRITON, 16384, 0, 1)), 370.0 / 2, 1e-6);
+}
+END_TEST
+
 START_TEST(attention_wave_quantization_by_hand)
 {
 	/* 132 SMs. One 128-token query tile per sequence and head: 132 blocks fill one wave,
@@ -248,13 +275,21 @@ END_TEST
 
 START_TEST(gemm_large_vs_small_shape)
 {
-	config_platform p = shipped("a100-2x4-ib400"); /* 108 SMs */
-	/* 4096 x 14336 x 4096: 32 x 56 = 1792 tiles of 128x256 (or 256x128) in 17 waves of 108:
-	 * 1792 / 1836. */
+	config_platform p = shipped("a100-2x4-ib400"); /* 108 SMs, 1555 GB/s, memory 0.80 */
+	/* 4096 x 14336 x 4096: 32 x 56 = 1792 tiles of 128x256 (or 256x128) in 17 waves of 108,
+	 * 1792/1836; 128x128: 3584 tiles in 34 waves, 3584/3672, the same share with a smaller
+	 * fill, so it is the plan. */
 	ck_assert_close(engine_gemm_shape_eff(&p, 4096, 14336, 4096), 1792.0 / 1836.0, 1e-12);
-	/* 512 x 128 x 4096: 4 tiles of 128x128; split-K: min(floor(108/4) = 27, 4096/256 = 16)
-	 * = 16 splits, 64 CTAs in one wave of 108: 64/108. (256x128: 2 tiles x 16 = 32/108.) */
-	ck_assert_close(engine_gemm_shape_eff(&p, 512, 128, 4096), 64.0 / 108.0, 1e-12);
+	/* 512 x 128 x 4096 (536.9 MFLOP, 2.0009 us at the plateau 312e12 x 0.86): 4 tiles of
+	 * 128x128; split s (s <= min(108/4, 4096/256) = 16) keeps 4s/108, so the main loop takes
+	 * 2.0009 x 27/s us, while HBM moves A, B and C (5373952 B) plus the fp32 partials
+	 * (8 x s x 512 x 128 = 524288·s B) at 1244 GB/s: 4.320 + 0.4215·s us. The fill (98304 B
+	 * per SM) does not depend on s. s = 8: max(6.753, 7.692) = 7.692; s = 7: max(7.718, 7.270)
+	 * = 7.718; s = 9: max(6.002, 8.113): s = 8, 32/108. (256x128 and 128x256 tiles carry a
+	 * 163840 B fill, 5.7 us more, and no better main loop.) */
+	ck_assert_close(engine_gemm_shape_eff(&p, 512, 128, 4096), 32.0 / 108.0, 1e-12);
+	double bw = 1555e9 * 0.80, fill = 98304.0 * 108 / bw;
+	ck_assert_close(engine_gemm_time(&p, 512, 128, 4096), fill + (5373952.0 + 8 * 524288.0) / bw, 1e-12);
 	/* a shapeless op keeps the plateau */
 	workload_op op = {.kind = WL_OP_COMPUTE, .kernel = WL_KERNEL_GEMM, .flops = 1e12};
 	ck_assert_close(engine_compute_time(&p, &op), 1e12 / (312e12 * 0.86), 1e-12);
@@ -263,48 +298,115 @@ END_TEST
 
 START_TEST(gemm_backward_is_two_gradient_gemms)
 {
-	/* m = 512 tokens, n = 128 out, k = 4096 in; backward FLOPs 4·m·n·k split in halves:
-	 * dX = dY[512x128]·W[128x4096]: output 512 x 4096 (4 x 16 = 64 tiles of 128x256, one
-	 * wave on 108 SMs: 64/108 — 256x128 gives 2 x 32 = 64 as well, 128x128 gives 128 tiles
-	 * in 2 waves: 128/216); dW = dY^T[128x512]·X[512x4096]: output 128 x 4096, 32 tiles of
-	 * 128x128, split-K min(floor(108/32) = 3, 512/256 = 2) = 2: 64/108. */
+	/* m = 512 tokens, n = 128 out, k = 4096 in; backward FLOPs 4·m·n·k split in halves of
+	 * 536.9 MFLOP (2.0009 us at the plateau):
+	 * dX = dY[512x128]·W[128x4096]: output 512 x 4096, K = 128 (too shallow to split). 128x128:
+	 * 128 tiles in 2 waves (128/216): main loop 2.0009 x 216/128 = 3.377 us, HBM 2 x (512·128 +
+	 * 128·4096 + 512·4096) = 5373952 B at 1244 GB/s = 4.320 us, fill 98304 B per SM at 1244/108
+	 * GB/s = 8.534 us: 12.854 us. 256x128 and 128x256 (64 tiles, 64/108: the same 3.377 us)
+	 * carry a 163840 B fill (14.22 us): 128x128, memory-bound.
+	 * dW = dY^T[128x512]·X[512x4096]: output 128 x 4096, 32 tiles of 128x128; split 1 (32/108:
+	 * 6.753 us, HBM 5373952 B: 4.320 us) + fill 8.534 = 15.287 us; split 2 (64/108: 3.377 us but
+	 * 8388608 B of fp32 partials: 11.06 us of HBM) 19.6 us; 128x256 (16 tiles, split 2 for
+	 * 32/108 as well, with a 14.22 us fill and the partials): 128x128 unsplit, compute-bound. */
 	config_platform p = shipped("a100-2x4-ib400");
 	workload_op op = {.kind = WL_OP_COMPUTE, .kernel = WL_KERNEL_GEMM, .phase = WL_PHASE_BWD,
 			  .flops = 4.0 * 512 * 128 * 4096};
 	op.shape.gemm.m = 512;
 	op.shape.gemm.n = 128;
 	op.shape.gemm.k = 4096;
-	double rate = 312e12 * 0.86 * 64.0 / 108.0;
-	/* two kernels, two fills: dX keeps the first of its equal tiles, 256x128 (64 x 384 + 256
-	 * x 128 elements of 2 bytes = 114688 B), dW its 128x128 (64 x 256 + 128 x 128: 65536 B);
-	 * each SM moves them at 1555 GB/s x 0.80 / 108 */
-	double fill = (114688.0 + 65536.0) * 108 / (1555e9 * 0.80);
-	ck_assert_close(engine_compute_time(&p, &op), op.flops / rate + fill, 1e-12);
+	double bw = 1555e9 * 0.80, fill = 98304.0 * 108 / bw;
+	double dx = fill + 5373952.0 / bw, dw = fill + 0.5 * op.flops / (312e12 * 0.86 * 32.0 / 108.0);
+	ck_assert_close(engine_compute_time(&p, &op), dx + dw, 1e-12);
+	ck_assert_close(engine_gemm_shape_eff(&p, 512, 4096, 128), 128.0 / 216.0, 1e-12);
+	ck_assert_close(engine_gemm_shape_eff(&p, 128, 4096, 512), 32.0 / 108.0, 1e-12);
 }
 END_TEST
 
 START_TEST(gemm_pipeline_fill_by_hand)
 {
 	config_platform p = shipped("dgx-h100"); /* 132 SMs, 3350 GB/s, efficiency.memory 0.80 */
-	/* 128 x (132·128) x 4096: 256x128 tiles waste half (1/2); 128x256: 66 tiles, split-K 2,
-	 * one full wave (1.0); 128x128: 132 tiles, one full wave (1.0, not better: the first
-	 * stays). Fill of a 128x256 tile: one 64-deep stage of A and B, (128 + 256) x 64, and
-	 * the 128 x 256 output, bf16: 2 x (24576 + 32768) = 114688 B per SM at 3350e9 x 0.8 /
-	 * 132 B/s: 5.65 us. */
-	double fill = 114688.0 * 132 / (3350e9 * 0.80);
-	ck_assert_close(engine_gemm_fill_time(&p, 128, 132 * 128, 4096), fill, 1e-12);
-	workload_op op = {.kind = WL_OP_COMPUTE, .kernel = WL_KERNEL_GEMM, .flops = 2.0 * 128 * 132 * 128 * 4096};
-	op.shape.gemm.m = 128;
-	op.shape.gemm.n = 132 * 128;
+	/* 1536 x 1408 x 4096: 12 x 11 = 132 tiles of 128x128, one full wave (1.0); 256x128: 66
+	 * tiles, split 2 for a full wave with a larger fill and fp32 partials; 128x256: 72 tiles
+	 * with the last column half empty. Main loop 2·1536·1408·4096 / (989e12 x 0.81) = 22.12 us,
+	 * HBM 2 x (1536·4096 + 4096·1408 + 1536·1408) = 28442624 B: 10.61 us, compute-bound. Fill
+	 * of a 128x128 tile: two 64-deep stages of A and B (128 + 128) x 128 and the 128 x 128
+	 * output, bf16: 2 x (32768 + 16384) = 98304 B per SM at 3350e9 x 0.8 / 132 B/s: 4.84 us. */
+	double bw = 3350e9 * 0.80, fill = 98304.0 * 132 / bw;
+	ck_assert_close(engine_gemm_fill_time(&p, 1536, 1408, 4096), fill, 1e-12);
+	workload_op op = {.kind = WL_OP_COMPUTE, .kernel = WL_KERNEL_GEMM, .flops = 2.0 * 1536 * 1408 * 4096};
+	op.shape.gemm.m = 1536;
+	op.shape.gemm.n = 1408;
 	op.shape.gemm.k = 4096;
 	ck_assert_close(engine_compute_time(&p, &op), op.flops / (989e12 * 0.81) + fill, 1e-12);
 	/* the fill does not grow with K: a GEMM 4x deeper adds 4x the main loop, not the fill */
 	op.shape.gemm.k = 4 * 4096;
 	op.flops *= 4;
 	ck_assert_close(engine_compute_time(&p, &op), op.flops / (989e12 * 0.81) + fill, 1e-12);
+	/* K = 64, shallower than the two-stage prologue: the CTA loads all of its K first,
+	 * 2 x (64 x 256 + 16384) = 65536 B per SM */
+	ck_assert_close(engine_gemm_fill_time(&p, 1536, 1408, 64), 65536.0 * 132 / bw, 1e-12);
 	/* a calibration's measured efficiency.gemm holds the whole kernel: no fill on top */
 	p.eff.gemm_measured = true;
-	ck_assert_double_eq(engine_gemm_fill_time(&p, 128, 132 * 128, 4096), 0);
+	ck_assert_double_eq(engine_gemm_fill_time(&p, 1536, 1408, 4096), 0);
+}
+END_TEST
+
+START_TEST(gemm_small_k_by_hand)
+{
+	/* xla-h100-gemm-1024x2048x256 (bench/corpus/openxla-matmul-table.yaml: 139.5 TFLOP/s).
+	 * 128x128: 8 x 16 = 128 tiles, one wave on 132 SMs (128/132); K = 256 is too shallow to
+	 * split (256/256 = 1 split at most) and only two stages deeper than the prologue. Main
+	 * loop 1.0737e9 / (801.09e12 x 128/132) = 1.382 us; HBM 2 x (1024·256 + 256·2048 +
+	 * 1024·2048) = 5767168 B at 2680 GB/s = 2.152 us; fill 98304 B per SM at 2680/132 GB/s =
+	 * 4.842 us: 6.994 us, 153.5 TFLOP/s, 0.155 of peak (0.19 of the plateau). 256x128 or 128x256:
+	 * 64 tiles (64/132: 2.76 us) and a 163840 B fill (8.07 us): slower. */
+	config_platform p = shipped("dgx-h100");
+	double bw = 3350e9 * 0.80;
+	double t = 98304.0 * 132 / bw + 5767168.0 / bw;
+	ck_assert_close(engine_gemm_time(&p, 1024, 2048, 256), t, 1e-12);
+	ck_assert_close(engine_gemm_shape_eff(&p, 1024, 2048, 256), 128.0 / 132.0, 1e-12);
+	ck_assert(2.0 * 1024 * 2048 * 256 / t / 989e12 < 0.16);
+}
+END_TEST
+
+START_TEST(gemm_skinny_is_memory_bound_by_hand)
+{
+	/* 128 x 16896 x 4096 on H100 (one row of 132 tiles of 128x128, a full wave: 1.0). B alone is
+	 * 4096 x 16896 bf16 = 138 MB for 128 rows of output: HBM 2 x (128·4096 + 4096·16896 +
+	 * 128·16896) = 143785984 B at 2680 GB/s = 53.65 us against a 22.12 us main loop. Every
+	 * candidate moves the same bytes (no split: a split adds partials), so the smallest fill,
+	 * 128x128's 98304 B (4.84 us), is the plan. */
+	config_platform p = shipped("dgx-h100");
+	double bw = 3350e9 * 0.80;
+	ck_assert_close(engine_gemm_time(&p, 128, 132 * 128, 4096), 98304.0 * 132 / bw + 143785984.0 / bw, 1e-12);
+	ck_assert_close(engine_gemm_shape_eff(&p, 128, 132 * 128, 4096), 1.0, 1e-12);
+}
+END_TEST
+
+/* Efficiency never falls as K grows at fixed m, n (every (m, n) of OpenXLA's sm_90 table,
+ * bench/corpus/openxla-matmul-table.yaml, rises with k = 256..4096), and never exceeds the
+ * plateau: over K = 1..2^17 on both GPU generations, for square, skinny and small shapes. */
+START_TEST(gemm_monotone_in_k_and_bounded)
+{
+	static const char *const plats[] = {"dgx-h100", "dgx-a100", "a100-2x4-ib400"};
+	static const double mn[][2] = {{1024, 2048}, {4096, 4096}, {256, 2048}, {802816, 192}, {128, 16896},
+				       {1, 1},       {8, 8},       {512, 128},  {100000, 100000}, {3000, 5000}};
+	for (size_t i = 0; i < sizeof plats / sizeof plats[0]; i++) {
+		config_platform p = shipped(plats[i]);
+		double plateau = p.gpu.peak_flops * p.eff.gemm;
+		for (size_t j = 0; j < sizeof mn / sizeof mn[0]; j++) {
+			double prev = 0;
+			for (double k = 1; k <= 131072; k *= 2) {
+				double rate = 2.0 * mn[j][0] * mn[j][1] * k / engine_gemm_time(&p, mn[j][0], mn[j][1], k);
+				ck_assert_msg(rate >= prev * (1 - 1e-12), "%s %gx%gx%g: %g after %g", plats[i], mn[j][0],
+					      mn[j][1], k, rate, prev);
+				ck_assert_msg(rate <= plateau, "%s %gx%gx%g above the plateau", plats[i], mn[j][0], mn[j][1], k);
+				ck_assert(engine_gemm_shape_eff(&p, mn[j][0], mn[j][1], k) <= 1.0);
+				prev = rate;
+			}
+		}
+	}
 }
 END_TEST
 
@@ -375,7 +477,7 @@ START_TEST(platform_keys_validated)
 	expect_platform_error(A100_GPU "    sms: many\n", "", ":10:10: 'sms' must be an integer");
 	expect_platform_error(A100_GPU "    arch: volta\n", "", ":10:11: 'arch' must be one of: ampere, hopper, got 'volta'");
 	expect_platform_error(A100_GPU, "  attention_kernel: flash-attn-9\n",
-			      ":12:21: 'attention_kernel' must be one of: flash-attn-2, flash-attn-3, cudnn");
+			      ":12:21: 'attention_kernel' must be one of: flash-attn-2, flash-attn-3, cudnn, flash-attn-triton");
 	expect_platform_error(A100_GPU, "  attention_kernel: flash-attn-3\n",
 			      ":12:21: 'attention_kernel' flash-attn-3 runs only on hopper GPUs");
 	expect_platform_error(A100_GPU, "  attention_kernel: cudnn\n",
@@ -472,9 +574,9 @@ START_TEST(calibration_points_validated_and_round_trip)
 	ck_assert_int_eq(a.attn_points[0].bwd, 1);
 	ck_assert_double_eq(a.attn_points[1].flops, 180.5e12);
 	ck_assert_ptr_null(config_attn_kernel_unusable(&a, CONFIG_ATTN_CUDNN));
-	/* a measured efficiency.gemm replaces the shape model: the small GEMM that keeps 64/108
-	 * of the plateau uncalibrated runs at the measured 0.5 */
-	ck_assert_close(engine_gemm_eff(&a, 512, 128, 4096), 0.86 * 64.0 / 108.0, 1e-12);
+	/* a measured efficiency.gemm replaces the shape model: the small GEMM that keeps 32/108
+	 * of the plateau uncalibrated (gemm_large_vs_small_shape) runs at the measured 0.5 */
+	ck_assert_close(engine_gemm_eff(&a, 512, 128, 4096), 0.86 * 32.0 / 108.0, 1e-12);
 	config_calibration g = {.has_gemm = true, .gemm = 0.5};
 	config_apply_calibration(&a, &g);
 	ck_assert_double_eq(engine_gemm_eff(&a, 512, 128, 4096), 0.5);
@@ -518,7 +620,7 @@ START_TEST(cli_flag_job_key_and_report)
 	char args[512];
 	snprintf(args, sizeof args, "%s --attention-kernel flash-attn-9", base);
 	ck_assert_int_eq(run_spsim(args, out, sizeof out, err, sizeof err), 2);
-	ck_assert_msg(strstr(err, "--attention-kernel expects flash-attn-2, flash-attn-3 or cudnn, got 'flash-attn-9'"),
+	ck_assert_msg(strstr(err, "--attention-kernel expects flash-attn-2, flash-attn-3, cudnn or flash-attn-triton, got 'flash-attn-9'"),
 		      "%s", err);
 	ck_assert_int_eq(run_spsim("run --model llama-3.1-8b --platform dgx-a100 --seq-len 16K --attention-kernel "
 				   "flash-attn-3",
@@ -553,8 +655,9 @@ START_TEST(cli_flag_job_key_and_report)
 	write_tmp(job, sizeof job, "job:\n  attention_kernel: xformers\n");
 	snprintf(args, sizeof args, "%s --job %s", base, job);
 	ck_assert_int_eq(run_spsim(args, out, sizeof out, err, sizeof err), 2);
-	ck_assert_msg(strstr(err, ":2:21: 'attention_kernel' must be one of: flash-attn-2, flash-attn-3, cudnn"), "%s",
-		      err);
+	ck_assert_msg(strstr(err, ":2:21: 'attention_kernel' must be one of: flash-attn-2, flash-attn-3, cudnn, "
+				  "flash-attn-triton"),
+		      "%s", err);
 	unlink(job);
 }
 END_TEST
@@ -566,6 +669,7 @@ int main(void)
 	tcase_add_test(tc, attention_follows_the_published_h100_bars);
 	tcase_add_test(tc, attention_monotone_in_length_where_the_source_is);
 	tcase_add_test(tc, attention_backward_slower_than_forward);
+	tcase_add_test(tc, attention_triton_computes_the_masked_half);
 	tcase_add_test(tc, attention_wave_quantization_by_hand);
 	tcase_add_test(tc, attention_scalar_override_and_kernel_choice);
 	tcase_add_test(tc, attention_points_interpolate_log_linearly);
@@ -573,6 +677,9 @@ int main(void)
 	tcase_add_test(tc, gemm_large_vs_small_shape);
 	tcase_add_test(tc, gemm_backward_is_two_gradient_gemms);
 	tcase_add_test(tc, gemm_pipeline_fill_by_hand);
+	tcase_add_test(tc, gemm_small_k_by_hand);
+	tcase_add_test(tc, gemm_skinny_is_memory_bound_by_hand);
+	tcase_add_test(tc, gemm_monotone_in_k_and_bounded);
 	tcase_add_test(tc, program_carries_shapes_and_layout_copies_by_hand);
 	tcase_add_test(tc, platform_keys_validated);
 	tcase_add_test(tc, calibration_points_validated_and_round_trip);

@@ -128,12 +128,25 @@ static double t_ring_allreduce(double S, const double *prm)
 	return 2 * (P - 1) * (L + S / P / B);
 }
 
+/* spsim's prediction of collective prm[0] on prm[1] nodes x prm[2] GPUs of the generic
+ * platform with cal applied. */
+static double t_calibrated(double S, const double *prm, const config_calibration *cal)
+{
+	config_platform p;
+	nccltests_generic_platform(&p, (int)prm[1], (int)prm[2]);
+	config_apply_calibration(&p, cal);
+	workload_coll c = (workload_coll)prm[0];
+	nccltests_setup st = {.platform = &p, .coll = c, .alg = nccltests_default_alg(c), .gpus = (int)(prm[1] * prm[2]),
+			      .group_size = (int)(prm[1] * prm[2])};
+	double t;
+	ck_assert(nccltests_predict_time(&st, S, &t, &(config_error){""}));
+	return t;
+}
+
 /* spsim's own model on the generic platform of nodes x gpn with link class `inter`
  * calibrated to (L, B): prm = {coll, nodes, gpn, inter, L, B}; one group of all ranks. */
 static double t_model(double S, const double *prm)
 {
-	config_platform p;
-	nccltests_generic_platform(&p, (int)prm[1], (int)prm[2]);
 	config_calibration cal = {.has_overhead = true};
 	if (prm[3] > 0) {
 		cal.has_inter_latency = cal.has_inter_bw = true;
@@ -144,13 +157,24 @@ static double t_model(double S, const double *prm)
 		cal.intra_latency = prm[4];
 		cal.intra_bw = prm[5];
 	}
-	config_apply_calibration(&p, &cal);
-	workload_coll c = (workload_coll)prm[0];
-	nccltests_setup st = {.platform = &p, .coll = c, .alg = nccltests_default_alg(c), .gpus = (int)(prm[1] * prm[2]),
-			      .group_size = (int)(prm[1] * prm[2])};
-	double t;
-	ck_assert(nccltests_predict_time(&st, S, &t, &(config_error){""}));
-	return t;
+	return t_calibrated(S, prm, &cal);
+}
+
+/* The same on both link classes: prm = {collective, nodes, GPUs per node, intra latency,
+ * intra bandwidth, inter latency, inter bandwidth} (an inter-node log made on the intra-node
+ * links the calibration fits alongside: NCCL's p2p channels follow them). */
+static double t_model_both(double S, const double *prm)
+{
+	config_calibration cal = {.has_overhead = true,
+				  .has_intra_latency = true,
+				  .has_intra_bw = true,
+				  .intra_latency = prm[3],
+				  .intra_bw = prm[4],
+				  .has_inter_latency = true,
+				  .has_inter_bw = true,
+				  .inter_latency = prm[5],
+				  .inter_bw = prm[6]};
+	return t_calibrated(S, prm, &cal);
 }
 
 /* Largest |relative error| of a calibration's predictions against a log's rows >= lo. */
@@ -668,10 +692,12 @@ END_TEST
 START_TEST(test_calibrate_inter_from_fixtures)
 {
 	/* intra-node from the 1x8 all-reduce, inter-node from the 2x8 all-to-all:
-	 * t = L_inter + (16 - 8)(S/16) / B_nic with L_inter = 12 us, B_nic = 46 GB/s (one NIC per
-	 * GPU on the generic platform; the NIC, not NVLink, is the bottleneck: 8/16/46 > 7/16/230).
-	 * NCCL's p2p path pays the link latency once, as this log does: both come back within
-	 * 1% from the sizes >= 1 MiB (the launch is the generic platform's 0) */
+	 * t = 12 us + (16 - 8)(S/16) / B_nic, B_nic = 46 GB/s (one NIC per GPU on the generic
+	 * platform; the NIC, not NVLink, is the bottleneck: 8/16/46 > 7/16/230). NCCL's p2p
+	 * path pays the link latency once (15 peers fit the 16 p2p channels of a 230 GB/s
+	 * NVSwitch) and one 1 us network post per remote peer (engine/nccl.c
+	 * p2p_message_latency): the 12 us intercept is L_inter + launch + 8 us, and both come
+	 * back within 1% from the sizes >= 1 MiB (the launch is the generic platform's 0) */
 	nccltests_log logs[2];
 	parse_fixture("a2a-2x8.log", NULL, &logs[0]);
 	parse_fixture("all_reduce_perf.1x8.log", NULL, &logs[1]);
@@ -681,7 +707,7 @@ START_TEST(test_calibrate_inter_from_fixtures)
 	calibrate(logs, 2, &o, &cal, &rep);
 	assert_close(cal.intra_bw, 230e9, 0.02);
 	/* latency and launch are both paid once per call: their sum is the log's intercept */
-	assert_close(cal.inter_latency + cal.overhead, 12e-6, 0.01);
+	assert_close(cal.inter_latency + cal.overhead + 8e-6, 12e-6, 0.01);
 	assert_close(cal.inter_bw, 46e9, 0.01);
 	ck_assert(rep.inter.fitted && rep.inter.n_logs == 1);
 	/* the multi-node log alone needs the intra-node links from a platform */
@@ -717,9 +743,11 @@ START_TEST(test_calibrate_generated_logs_recover_parameters)
 	assert_close(cal.intra_latency, 4e-6, 1e-3);
 	assert_close(cal.intra_bw, 80e9, 1e-3);
 	ck_assert_int_eq(rep.intra.n_logs, 2);
-	/* three nodes of 4 with one NIC per GPU: L = 9 us, B = 22 GB/s */
-	double inter[] = {WL_COLL_ALLTOALL, 3, 4, 1, 9 * US, 22 * GBs};
-	char *t3 = make_log(WL_COLL_ALLTOALL, 3, 4, t_model, inter, 1024, 1024 * MiB);
+	/* three nodes of 4 with one NIC per GPU: L = 9 us, B = 22 GB/s, on the same NVLink
+	 * (its 80 GB/s set NCCL's p2p channels: 11 peers in 3 rounds of 4, each a network
+	 * latency, engine/nccl.c p2p_message_latency) */
+	double inter[] = {WL_COLL_ALLTOALL, 3, 4, 4 * US, 80 * GBs, 9 * US, 22 * GBs};
+	char *t3 = make_log(WL_COLL_ALLTOALL, 3, 4, t_model_both, inter, 1024, 1024 * MiB);
 	nccltests_log all[3] = {logs[0], logs[1]};
 	parse_text(t3, NULL, &all[2]);
 	calibrate(all, 3, &o, &cal, &rep);
@@ -840,12 +868,18 @@ START_TEST(test_calibration_never_worse_and_within_15pct)
 	 * (beyond nccl-tests' 3% spread, nccltests/calibrate.c), and every size >= 1 MiB is
 	 * within 15% */
 	/* the fixtures ran on A100s; nccl-issue-1435 is a real published log (its URL in its
-	 * first line; 2 GPUs, no rank table), held to both generations */
-	static const char *const logs[] = {"all_reduce_perf.1x8.log", "all_gather_old.1x4.log", "a2a-2x8.log",
-					   "nccl-issue-1435.all_gather_perf.2gpu.log"};
+	 * first line; 2 GPUs, no rank table), held to both generations. The all-reduce log is
+	 * Azure's published 8 x A100 curve (1 KB - 8 GB; source in its header), not a
+	 * straight alpha-beta line: the model's shape must carry it. Its 2 MiB - 128 MiB
+	 * middle is 24-45% slower than NCCL's tuned latencies and bandwidths predict, more
+	 * than a fit of link latency and bandwidth can absorb without making another size
+	 * worse (docs/fidelity.md, "Mid-size all-reduce"): that log is held to 15% from
+	 * 256 MiB up, and to never-worse everywhere. */
+	static const char *const logs[] = {"azure-nd-a100-v4.all_reduce_perf.1x8.log", "all_gather_old.1x4.log",
+					   "a2a-2x8.log", "nccl-issue-1435.all_gather_perf.2gpu.log"};
 	static const char *const plats[] = {"dgx-a100", "a100-2x4-ib400", "dgx-h100"};
 	for (int i = 0; i < 4; i++)
-		for (int k = 0; k < (i == 3 ? 3 : 2); k++) {
+		for (int k = 0; k < (i == 3 ? 3 : i == 0 ? 1 : 2); k++) { /* Azure's log: one 8-GPU node */
 			nccltests_log log;
 			nccltests_parse_opts po = {.gpus_per_node = 2};
 			parse_fixture(logs[i], i == 3 ? &po : NULL, &log);
@@ -864,7 +898,7 @@ START_TEST(test_calibration_never_worse_and_within_15pct)
 				ck_assert_msg(after <= before + 0.03 + 1e-12, "%s on %s: %.0f B %.1f%% calibrated, %.1f%% before",
 					      logs[i], plats[k], log.rows[j].size, 100 * after, 100 * before);
 			}
-			double worst = max_error(&log, &p, &cal, MiB);
+			double worst = max_error(&log, &p, &cal, i == 0 ? 256 * MiB : MiB);
 			ck_assert_msg(worst <= 0.15, "%s on %s: %.1f%% at some size >= 1 MiB", logs[i], plats[k],
 				      100 * worst);
 			nccltests_log_finish(&log);
@@ -1052,6 +1086,7 @@ START_TEST(test_sendrecv_shape)
 	config_platform p;
 	nccltests_generic_platform(&p, 2, 8);
 	nccltests_setup s = {.platform = &p, .coll = WL_COLL_SENDRECV, .alg = WL_ALG_DIRECT, .gpus = 16, .group_size = 16};
+	/* (and the proxy's one 1 us network post, engine/nccl.c p2p_message_latency) */
 	engine_group_shape *sh;
 	int n;
 	ck_assert(nccltests_shapes(&s, &sh, &n, &(config_error){""}));
@@ -1062,7 +1097,7 @@ START_TEST(test_sendrecv_shape)
 	free(sh);
 	double t;
 	ck_assert(nccltests_predict_time(&s, 1e8, &t, &(config_error){""}));
-	assert_close(t, 5e-6 + 1e8 / 25e9, 1e-12);
+	assert_close(t, 5e-6 + 1e-6 + 1e8 / 25e9, 1e-12);
 	/* inside one node: an NVSwitch hop */
 	s.gpus = s.group_size = 8;
 	ck_assert(nccltests_predict_time(&s, 1e8, &t, &(config_error){""}));
@@ -1225,7 +1260,7 @@ START_TEST(test_cli_alg_and_proto)
 		const char *args, *msg;
 	} bad[] = {
 		{"collective allgather --platform dgx-a100 --alg tree", "--alg tree applies only to all-reduce"},
-		{"collective allreduce --platform dgx-a100 --alg nvls", "--alg nvls needs a one-node platform"},
+		{"collective allreduce --platform dgx-a100 --alg nvls", "--alg nvls needs a platform declaring nccl: {nvls: true}"},
 		{"collective allreduce --platform dgx-h100 --alg nvls --proto LL", "NVLS runs only the Simple protocol"},
 		{"collective allreduce --platform a100-pcie --proto LL128", "NCCL enables LL128 only on NVLink"},
 		{"collective alltoall --platform dgx-a100 --proto LL128", "p2p path (all-to-all, send/recv) runs LL or Simple"},
@@ -1275,15 +1310,18 @@ START_TEST(test_cli_calibrate_round_trip)
 	snprintf(path, sizeof path, "%s/ar.log", dir);
 	unlink(path);
 	rmdir(dir);
-	/* compare: before calibration the dgx-a100 links, after it the log's */
-	ck_assert_int_eq(run_spsim("collective --compare tests/data/nccltests/all_reduce_perf.1x8.log --platform "
-				   "dgx-a100 --format json", &out, &err), 0);
+	/* compare on a real published curve (Azure ND A100 v4, 8 x A100, 1 KB - 8 GB): before
+	 * calibration the dgx-a100 links, after it the log's. The fit's bandwidth is the
+	 * plateau's (231.6 GB/s busbw at 8 GB, held down by the 2-128 MiB middle: 217 GB/s),
+	 * and calibrating makes no size >= 1 MiB worse; the middle of the curve stays 24-45%
+	 * fast (docs/fidelity.md, "Mid-size all-reduce"), so 15% is not reached here. */
+	ck_assert_int_eq(run_spsim("collective --compare tests/data/nccltests/azure-nd-a100-v4.all_reduce_perf.1x8.log "
+				   "--platform dgx-a100 --format json", &out, &err), 0);
 	json_t *j = json_loads(out, 0, NULL);
 	ck_assert_ptr_nonnull(j);
-	/* the log is an alpha-beta line (no NCCL base latency): within 15%, and no worse */
 	double cal_err = json_real_value(json_object_get(j, "calibrated_max_abs_error_pct_1MiB_up"));
-	ck_assert(cal_err < 15 && cal_err <= json_real_value(json_object_get(j, "max_abs_error_pct_1MiB_up")));
-	assert_close(json_real_value(json_object_get(json_object_get(j, "fit"), "bandwidth_GBps")), 230, 0.01);
+	ck_assert(cal_err <= json_real_value(json_object_get(j, "max_abs_error_pct_1MiB_up")));
+	assert_close(json_real_value(json_object_get(json_object_get(j, "fit"), "bandwidth_GBps")), 217.2, 0.01);
 	json_decref(j);
 	free(out), free(err);
 	/* a malformed log is refused with its line */

@@ -312,6 +312,63 @@ START_TEST(strategy_labels)
 	ck_assert(!plan_strategy_parse("ulysses:dp=2", &st, &e));
 	ck_assert(!plan_strategy_parse("megatron", &st, &e));
 	ck_assert_ptr_nonnull(strstr(e.msg, "unknown strategy 'megatron'"));
+	/* ring:comm=all_gather and basp:inner=ring:comm=all_gather are the all-gather rows */
+	ck_assert(plan_strategy_parse("ring:comm=all_gather", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_str_eq(st.variant->name, "ring-allgather");
+	ck_assert(config_job_all_gather(&job));
+	ck_assert(plan_strategy_parse("basp:inner=ring:comm=all_gather:sp=4", &st, &e) &&
+		  plan_strategy_apply(&st, &job, &e));
+	ck_assert_str_eq(st.variant->name, "basp-ring-allgather");
+	ck_assert_int_eq(job.sp, 4);
+	ck_assert(config_job_all_gather(&job));
+	ck_assert(plan_strategy_parse("ring:comm=p2p", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_str_eq(st.variant->name, "ring");
+	ck_assert(!config_job_all_gather(&job));
+	/* USP's degrees in a sweep: given, or derived by the job check (0 here) */
+	job.micro_batch = 2;
+	ck_assert(plan_strategy_parse("basp:inner=usp:u=2:r=2", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_str_eq(st.variant->name, "basp-usp");
+	ck_assert_int_eq(job.basp_inner, CONFIG_STRATEGY_USP);
+	ck_assert_int_eq(job.ulysses_degree, 2);
+	ck_assert_int_eq(job.ring_degree, 2);
+	ck_assert(plan_strategy_parse("usp:sp=8", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_int_eq(job.ulysses_degree, 0);
+	ck_assert(!plan_strategy_parse("ring:u=2", &st, &e)); /* degrees are USP's */
+	ck_assert_ptr_nonnull(strstr(e.msg, "expected ring:sp=N"));
+	ck_assert(!plan_strategy_parse("ring:comm=a2a", &st, &e));
+	ck_assert_ptr_nonnull(strstr(e.msg, "expected comm=p2p or comm=all_gather"));
+}
+END_TEST
+
+/* The strategies study (examples/strategies.yaml) names every strategy of the family in
+ * sweep spellings: each point is a valid job, the degrees as the spec says (USP 4 x 2 on one
+ * 8-GPU node, 4 x 4 on two; BASP over USP 2 x 2 and 2 x 4 in its groups of N/2). */
+START_TEST(strategies_study_points_are_valid_jobs)
+{
+	char path[CONFIG_PATH_MAX];
+	snprintf(path, sizeof path, "%s/examples/strategies.yaml", getenv("SPSIM_DATA_DIR"));
+	plan_spec s;
+	config_error e = {""};
+	ck_assert_msg(plan_spec_load(path, &s, &e), "%s", e.msg);
+	ck_assert_int_eq(s.n[PLAN_AXIS_STRATEGY], 8);
+	int usp = 0, ag = 0;
+	for (long i = 0; i < s.n_points; i++) {
+		plan_point pt;
+		plan_point_at(&s, i, &pt);
+		config_platform p;
+		config_job j;
+		ck_assert_msg(plan_point_job(&s, &pt, &p, &j, &e), "point %ld: %s", i, e.msg);
+		if (config_job_usp(&j)) {
+			int P = j.strategy == CONFIG_STRATEGY_BASP ? j.sp / j.micro_batch : j.sp;
+			ck_assert_int_eq(j.ulysses_degree, j.strategy == CONFIG_STRATEGY_BASP ? 2 : 4);
+			ck_assert_int_eq(j.ulysses_degree * j.ring_degree, P);
+			usp++;
+		}
+		ag += config_job_all_gather(&j);
+	}
+	ck_assert_int_eq(usp, 2 * 6); /* two USP strategies on six hardware variants */
+	ck_assert_int_eq(ag, 2 * 6);
+	plan_spec_finish(&s);
 }
 END_TEST
 
@@ -853,6 +910,7 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 		config_strategy s;
 		config_basp_uneven u;
 		config_strategy inner;
+		config_cp_comm comm;
 	} kinds[] = {{CONFIG_STRATEGY_ULYSSES, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES},
 		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES},
 		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_UNEQUAL, CONFIG_STRATEGY_ULYSSES},
@@ -860,8 +918,12 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 		     /* ring attention and BASP over it: no all-to-all, one run each (direct) */
 		     {CONFIG_STRATEGY_RING, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES},
 		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_RING},
-		     /* USP: every U strictly between 1 and N (below) */
-		     {CONFIG_STRATEGY_USP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES}};
+		     /* the same with all-gathered KV (no ring-length cap) */
+		     {CONFIG_STRATEGY_RING, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES, CONFIG_CP_COMM_ALL_GATHER},
+		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_RING, CONFIG_CP_COMM_ALL_GATHER},
+		     /* USP: every U strictly between 1 and N (below); BASP over it, 1 < U < K */
+		     {CONFIG_STRATEGY_USP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_ULYSSES},
+		     {CONFIG_STRATEGY_BASP, CONFIG_BASP_UNEVEN_ERROR, CONFIG_STRATEGY_USP}};
 	for (int pi = 0; pi < np; pi++)
 		for (int bi = 0; bi < nb; bi++) {
 			config_platform p = plats[pi];
@@ -874,13 +936,17 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 							for (int r = 0; r < 2; r++)
 								for (int a = 0; a < 3; a++)
 								for (int U = 0; U < N; U++) {
-									bool usp = kinds[k].s == CONFIG_STRATEGY_USP;
-									if (usp ? U < 2 || N % U : U != 0)
-										continue; /* USP: 1 < U < N, U | N */
+									bool usp = kinds[k].s == CONFIG_STRATEGY_USP ||
+										   kinds[k].inner == CONFIG_STRATEGY_USP;
+									/* the USP group: N, or K = N/B for BASP over USP */
+									int P = kinds[k].s == CONFIG_STRATEGY_USP ? N : N % B ? 0 : N / B;
+									if (usp ? U < 2 || P == 0 || U >= P || P % U : U != 0)
+										continue; /* USP: 1 < U < P, U | P */
 									/* rings of at most PLAN_MAX_RING ranks */
-									if ((kinds[k].s == CONFIG_STRATEGY_RING && N > PLAN_MAX_RING) ||
-									    (usp && N / U > PLAN_MAX_RING) ||
-									    (kinds[k].inner == CONFIG_STRATEGY_RING && N / B > PLAN_MAX_RING))
+									bool p2p = kinds[k].comm == CONFIG_CP_COMM_P2P;
+									if ((kinds[k].s == CONFIG_STRATEGY_RING && p2p && N > PLAN_MAX_RING) ||
+									    (usp && P / U > PLAN_MAX_RING) ||
+									    (kinds[k].inner == CONFIG_STRATEGY_RING && p2p && N / B > PLAN_MAX_RING))
 										continue;
 									if (W % N || seqs % ((long)(W / N) * B))
 										continue;
@@ -889,7 +955,7 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 										continue; /* that is Ulysses */
 									if (basp && (kinds[k].u != CONFIG_BASP_UNEVEN_ERROR) != (N % B != 0))
 										continue; /* each BASP job once */
-									int group = basp ? (N + B - 1) / B : usp ? U : N;
+									int group = usp ? U : basp ? (N + B - 1) / B : N;
 									bool ring = kinds[k].s == CONFIG_STRATEGY_RING ||
 										    kinds[k].inner == CONFIG_STRATEGY_RING;
 									if (a > 0 && (group <= p.gpus_per_node || ring))
@@ -900,8 +966,9 @@ static double exhaustive_best(const config_model *m, const config_platform *plat
 									job.grad_accum = (int)(seqs / ((long)(W / N) * B));
 									job.seq_len = seq, job.strategy = kinds[k].s, job.basp_uneven = kinds[k].u;
 									job.basp_inner = kinds[k].inner;
+									job.cp_comm = kinds[k].comm;
 									if (usp)
-										job.ulysses_degree = U, job.ring_degree = N / U;
+										job.ulysses_degree = U, job.ring_degree = P / U;
 									job.zero_stage = z, job.a2a = (config_a2a)a;
 									job.recompute = r ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
 									engine_result res;
@@ -1472,6 +1539,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, grid_indices_and_keys);
 	tcase_add_test(t, point_applies_overrides_and_calibration);
 	tcase_add_test(t, strategy_labels);
+	tcase_add_test(t, strategies_study_points_are_valid_jobs);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("pool");

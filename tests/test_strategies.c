@@ -153,7 +153,8 @@ static void zero_ring_bytes(workload_plan *plan)
  * R = 4, c = 16K: a zigzag block is 2·c²·a·d = 2·16384²·4·16 = 3.4e10 FLOPs = 0.34 ms
  * (backward 0.86 ms); its KV, 16384·2·2·16·2 B = 2 MiB, takes 0.21 ms; the fp32 dKV
  * (4 MiB) 0.42 ms; KV + dKV on the ring stream 0.63 ms < 0.86 ms. So the step is the
- * step with free transfers plus L = 2 x (10 us + 4194304 B / 10 GB/s). With 0.1 GB/s the
+ * step with free transfers plus L = 2 x (10 us + 1 us network post (NCCL's getNetOverhead)
+ * + 4194304 B / 10 GB/s). With 0.1 GB/s the
  * 21 ms KV transfers outlast their blocks and show, (R-1)·(c - a) per layer forward. */
 START_TEST(ring_transfer_shorter_than_block_is_hidden)
 {
@@ -165,7 +166,7 @@ START_TEST(ring_transfer_shorter_than_block_is_hidden)
 	double with = r.step_time;
 	/* the breakdown charges the ring exactly that exposed transfer (the gradient
 	 * all-reduce of ZeRO-0 blocks the main stream and is charged to ZeRO) */
-	ck_assert_double_eq_tol(r.breakdown.sp_comm_exposed, 2 * (10e-6 + 4194304.0 / 10e9), 1e-9);
+	ck_assert_double_eq_tol(r.breakdown.sp_comm_exposed, 2 * (11e-6 + 4194304.0 / 10e9), 1e-9);
 	/* of 3 x 0.21 + 3 x 0.21 + 4 x 0.42 = 2.94 ms of transfers per layer, 0.43 ms show */
 	ck_assert(r.breakdown.sp_comm > 6 * r.breakdown.sp_comm_exposed);
 	engine_result rs = result_of("simgrid", &p, &j, &plan);
@@ -174,7 +175,7 @@ START_TEST(ring_transfer_shorter_than_block_is_hidden)
 	double free_ = step_of("analytic", &p, &j, &plan);
 	workload_plan_finish(&plan);
 	/* the fixed coll_overhead of the platform is 0 here */
-	ck_assert_double_eq_tol(with, free_ + 2 * (10e-6 + 4194304.0 / 10e9), 1e-9 * free_);
+	ck_assert_double_eq_tol(with, free_ + 2 * (11e-6 + 4194304.0 / 10e9), 1e-9 * free_);
 
 	p.inter.nic_bandwidth = 0.1e9;
 	plan_of(&p, &j, &plan);
@@ -475,6 +476,304 @@ START_TEST(engines_agree_on_usp)
 }
 END_TEST
 
+/* ---- Megatron-Core context-parallel communication types (docs/model.md §7b) ---- */
+
+static config_job ag_job(int gpus, int B, long S)
+{
+	config_job j = ring_job(gpus, B, S, CONFIG_CP_SPLIT_ZIGZAG);
+	j.cp_comm = CONFIG_CP_COMM_ALL_GATHER;
+	return j;
+}
+
+/* A job of one --cp-comm-type on top of a strategy (BASP takes it as its inner). */
+static config_job typed_job(config_strategy s, config_cp_comm_type type, int gpus, int B, long S)
+{
+	config_job j = tu_job(s, gpus, gpus, B, S, 0);
+	config_error err;
+	ck_assert_msg(config_job_apply_cp_comm_type(&j, type, false, &err), "%s", err.msg);
+	return j;
+}
+
+/* all_gather, R = 4, B = 1, S = 64: t = 16 tokens per rank; the rank's K is
+ * 16·g(2)·d(16)·2 B = 1024 B, the gathered K (nccl-tests' all-gather size, the output)
+ * 4 x 1024 = 4096 B, V the same. Forward: all-gather K, all-gather V; backward: both again
+ * (only the local K, V are saved) and reduce-scatters of dK, dV (bf16, 4096 B input each).
+ * On the wire each rank receives (R-1)/R of the full K and of V: 3072 B each, 6144 B per
+ * layer forward, the same as the p2p ring's 3 KV blocks of 2048 B; backward 4 x 3072. */
+START_TEST(all_gather_bytes_per_layer)
+{
+	config_platform p = tu_platform(1, 4, 1);
+	config_job j = ag_job(4, 1, 64);
+	workload_plan plan;
+	plan_of(&p, &j, &plan);
+	int n;
+	const char *fwd[] = {"cp_allgather_k", "cp_allgather_v"};
+	const char *bwd[] = {"cp_allgather_k", "cp_allgather_v", "cp_reducescatter_dk", "cp_reducescatter_dv"};
+	for (int i = 0; i < 2; i++) {
+		ck_assert_double_eq(block_sum(&plan, "layer_fwd", fwd[i], &n), 4096.0);
+		ck_assert_int_eq(n, 1);
+	}
+	for (int i = 0; i < 4; i++) {
+		ck_assert_double_eq(block_sum(&plan, "layer_bwd", bwd[i], &n), 4096.0);
+		ck_assert_int_eq(n, 1);
+	}
+	ck_assert_int_eq(tu_find(&plan, "layer_fwd", "cp_allgather_k")->coll, WL_COLL_ALLGATHER);
+	ck_assert_int_eq(tu_find(&plan, "layer_bwd", "cp_reducescatter_dv")->coll, WL_COLL_REDUCESCATTER);
+	ck_assert_int_eq(tu_count(&plan, WL_CAT_SP_COMM, WL_COLL_SENDRECV), 0);
+	ck_assert_int_eq(tu_count(&plan, WL_CAT_SP_COMM, WL_COLL_ALLTOALL), 0);
+	double off_gpu, off_node;
+	workload_wire_bytes(WL_COLL_ALLGATHER, WL_ALG_RING, 4, 4, 4096.0, &off_gpu, &off_node);
+	ck_assert_double_eq(off_gpu, 3072.0);
+	workload_volume v;
+	workload_volume_of(&plan, &v);
+	ck_assert_double_eq(v.sp_bytes, 2.0 * 6 * 4096);      /* L = 2 layers x 6 collectives */
+	ck_assert_double_eq(v.sp_wire_off_gpu, 2.0 * 6 * 3072); /* (R-1)/R of each */
+	workload_plan_finish(&plan);
+	/* forward wire bytes equal the p2p ring's */
+	config_job r = ring_job(4, 1, 64, CONFIG_CP_SPLIT_ZIGZAG);
+	plan_of(&p, &r, &plan);
+	ck_assert_double_eq(block_sum(&plan, "layer_fwd", "ring_kv", NULL), 2 * 3072.0);
+	workload_plan_finish(&plan);
+	/* independent of the query heads */
+	M.heads = 8;
+	M.hidden = 128;
+	plan_of(&p, &j, &plan);
+	ck_assert_double_eq(block_sum(&plan, "layer_fwd", "cp_allgather_k", NULL), 4096.0);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+/* Work: the program is rank 0's two chunks, c = S/R = 16: chunk 0 (8 queries, 8 keys,
+ * causal) 4·8·(8 - 4)·a·d = 128·a·d, chunk 7 (8 queries against all 64 keys, bottom-right
+ * causal) 4·8·(64 - 4)·a·d = 1920·a·d: 2048·a·d = 2·R·c²·a·d, the zigzag ring's per-rank
+ * work (the mean of causal attention: every rank of the zigzag split does it). */
+START_TEST(all_gather_work_is_the_zigzag_mean)
+{
+	config_platform p = tu_platform(1, 4, 1);
+	config_job j = ag_job(4, 1, 64), r = ring_job(4, 1, 64, CONFIG_CP_SPLIT_ZIGZAG);
+	workload_plan pa, pr;
+	plan_of(&p, &j, &pa);
+	plan_of(&p, &r, &pr);
+	const double ad = (double)M.heads * M.head_dim;
+	int n;
+	double w = block_sum(&pa, "layer_fwd", "cp_attn_fwd", &n);
+	ck_assert_int_eq(n, 2);
+	ck_assert_double_eq_tol(w, 2048.0 * ad, 1e-6);
+	ck_assert_double_eq_tol(w, block_sum(&pr, "layer_fwd", "ring_attn_fwd", NULL), 1e-6);
+	ck_assert_double_eq_tol(block_sum(&pa, "layer_bwd", "cp_attn_bwd", NULL), 2.5 * w, 1e-6);
+	ck_assert_double_eq(pa.model_flops_per_step, pr.model_flops_per_step);
+	workload_plan_finish(&pa);
+	workload_plan_finish(&pr);
+}
+END_TEST
+
+/* Memory: saved activations are the p2p ring's (TE saves the local K, V only). Buffers:
+ * F = the whole sequence's K and V = R·t·2·g·d·2 B = 4·16·2·2·16·2 = 8192 B; backward holds
+ * the gathered KV, the full dK, dV, both chunks' per-step dK, dV ((R + 1/2)/R·F) and their
+ * reordered copy: (4 + 1/8)·8192 = 33792 B, against the ring's 2·2·1024 + 2·4·1024 +
+ * 4·16·4·17 = 16640 B. NCCL: a collective communicator (16 channels x 2 connections x
+ * 9633792 B FIFOs) instead of the ring's two p2p peers (2 x 2 channels x 2 x 4 MiB). */
+START_TEST(all_gather_memory)
+{
+	config_platform p = tu_platform(1, 4, 1);
+	config_job j = ag_job(4, 1, 64), r = ring_job(4, 1, 64, CONFIG_CP_SPLIT_ZIGZAG);
+	workload_plan pa, pr;
+	plan_of(&p, &j, &pa);
+	plan_of(&p, &r, &pr);
+	ck_assert_double_eq(pa.memory.activations, pr.memory.activations);
+	ck_assert_double_eq_tol(pa.memory.buffers - pr.memory.buffers, 33792.0 - 16640.0, 1e-9);
+	ck_assert_double_eq_tol(pa.memory.reserve_of.nccl - pr.memory.reserve_of.nccl,
+				16 * 2 * 9633792.0 - 2 * 2 * 2 * 4194304.0, 1e-3);
+	workload_plan_finish(&pa);
+	workload_plan_finish(&pr);
+	/* the gathered KV grows with R at a fixed t: R = 2 holds (4 + 1/4)·(2·16·2·2·16·2) */
+	config_platform p2 = tu_platform(1, 2, 1);
+	config_job j2 = ag_job(2, 1, 32), r2 = ring_job(2, 1, 32, CONFIG_CP_SPLIT_ZIGZAG);
+	plan_of(&p2, &j2, &pa);
+	plan_of(&p2, &r2, &pr);
+	ck_assert_double_eq_tol(pa.memory.buffers - pr.memory.buffers, 4.25 * 4096.0 - 16640.0, 1e-9);
+	workload_plan_finish(&pa);
+	workload_plan_finish(&pr);
+}
+END_TEST
+
+/* The two engines agree within 1% on contention-free all_gather and a2a+p2p cases. */
+START_TEST(engines_agree_on_cp_comm_types)
+{
+	struct {
+		int nodes, gpus, B;
+		config_strategy s;
+		config_cp_comm_type type;
+	} cases[] = {
+		{1, 4, 1, CONFIG_STRATEGY_RING, CONFIG_CP_TYPE_ALL_GATHER},
+		{4, 1, 1, CONFIG_STRATEGY_RING, CONFIG_CP_TYPE_ALL_GATHER},
+		{2, 4, 1, CONFIG_STRATEGY_RING, CONFIG_CP_TYPE_ALL_GATHER},
+		{2, 4, 2, CONFIG_STRATEGY_BASP, CONFIG_CP_TYPE_ALL_GATHER},
+		{2, 4, 1, CONFIG_STRATEGY_USP, CONFIG_CP_TYPE_A2A_P2P},
+		{4, 2, 1, CONFIG_STRATEGY_USP, CONFIG_CP_TYPE_A2A_P2P},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		config_platform p = tu_platform(cases[i].nodes, cases[i].gpus, 1);
+		int W = cases[i].nodes * cases[i].gpus;
+		engines_agree(&p, typed_job(cases[i].s, cases[i].type, W, cases[i].B, 16384), i);
+	}
+}
+END_TEST
+
+/* a2a+p2p is USP with U = the GPUs of a node: on 2 nodes x 2 GPUs, U = 2 (2 splits the 4
+ * heads and 2 kv heads), R = 2, and its bytes are the sum of its parts as in
+ * usp_bytes_are_the_sum_of_its_parts (S = 64): Ulysses over 2 on 32 tokens plus a ring of
+ * 2 over 64 tokens with 2 heads and 1 kv head, 2 x (2·6144 + 2048 + 2048 + 8192) B. */
+START_TEST(a2a_p2p_is_usp_in_the_node)
+{
+	config_platform p = tu_platform(2, 2, 1), p2 = tu_platform(1, 2, 1);
+	config_job j = typed_job(CONFIG_STRATEGY_ULYSSES, CONFIG_CP_TYPE_A2A_P2P, 4, 1, 64);
+	config_error err;
+	ck_assert_msg(workload_check(&M, &p, &j, &err), "%s", err.msg);
+	ck_assert_int_eq(j.strategy, CONFIG_STRATEGY_USP);
+	ck_assert_int_eq(j.ulysses_degree, 2);
+	ck_assert_int_eq(j.ring_degree, 2);
+	double whole = sp_bytes_of(&p, j);
+	double uly = sp_bytes_of(&p2, tu_job(CONFIG_STRATEGY_ULYSSES, 2, 2, 1, 32, 0));
+	config_model full = M;
+	M.heads = 2, M.kv_heads = 1, M.hidden = 32;
+	double ring = sp_bytes_of(&p2, ring_job(2, 1, 64, CONFIG_CP_SPLIT_ZIGZAG));
+	M = full;
+	ck_assert_double_eq(whole, uly + ring);
+	ck_assert_double_eq(whole, 2.0 * (2 * 6144.0 + 2048 + 2048 + 8192));
+	/* a2a is Ulysses, p2p the ring: the same plans as the strategies */
+	config_job a = typed_job(CONFIG_STRATEGY_RING, CONFIG_CP_TYPE_A2A, 4, 1, 64);
+	ck_assert_int_eq(a.strategy, CONFIG_STRATEGY_ULYSSES);
+	ck_assert_double_eq(sp_bytes_of(&p, a), sp_bytes_of(&p, tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 64, 0)));
+	config_job r = typed_job(CONFIG_STRATEGY_ULYSSES, CONFIG_CP_TYPE_P2P, 4, 1, 64);
+	ck_assert_double_eq(sp_bytes_of(&p, r), sp_bytes_of(&p, ring_job(4, 1, 64, CONFIG_CP_SPLIT_ZIGZAG)));
+}
+END_TEST
+
+/* BASP with B = 1 over all_gather is all_gather over the whole domain, and over a2a+p2p
+ * it is the hierarchical type itself: same step time (both engines), memory and bytes. */
+START_TEST(basp_b1_over_cp_comm_types)
+{
+	config_platform p = tu_platform(2, 4, 1);
+	config_cp_comm_type types[] = {CONFIG_CP_TYPE_ALL_GATHER, CONFIG_CP_TYPE_A2A_P2P};
+	for (int i = 0; i < 2; i++) {
+		config_job a = typed_job(CONFIG_STRATEGY_ULYSSES, types[i], 8, 1, 1024);
+		config_job b = typed_job(CONFIG_STRATEGY_BASP, types[i], 8, 1, 1024);
+		ck_assert_int_eq(b.strategy, CONFIG_STRATEGY_BASP);
+		workload_plan pa, pb;
+		plan_of(&p, &a, &pa);
+		plan_of(&p, &b, &pb);
+		ck_assert_int_eq(pa.layout.ring, pb.layout.ring);
+		ck_assert_double_eq(step_of("analytic", &p, &a, &pa), step_of("analytic", &p, &b, &pb));
+		ck_assert_double_eq(step_of("simgrid", &p, &a, &pa), step_of("simgrid", &p, &b, &pb));
+		ck_assert_double_eq(pa.memory.peak, pb.memory.peak);
+		workload_volume va, vb;
+		workload_volume_of(&pa, &va);
+		workload_volume_of(&pb, &vb);
+		ck_assert_double_eq(va.sp_bytes, vb.sp_bytes);
+		workload_plan_finish(&pa);
+		workload_plan_finish(&pb);
+	}
+}
+END_TEST
+
+START_TEST(bad_cp_comm_input)
+{
+	config_platform p = tu_platform(2, 4, 1);
+	config_error err;
+	config_job j;
+	config_job_defaults(&j);
+	/* specs */
+	ck_assert(!config_strategy_parse("ring:comm=tree", &j, NULL, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "expected comm=p2p or comm=all_gather"));
+	ck_assert(!config_strategy_parse("usp:comm=all_gather", &j, NULL, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "comm= applies only to ring attention"));
+	ck_assert(!config_strategy_parse("ulysses:comm=p2p", &j, NULL, &err));
+	ck_assert(!config_strategy_parse("basp:inner=usp:comm=p2p", &j, NULL, &err));
+	ck_assert_int_eq(config_cp_comm_type_parse("a2a+p2p"), CONFIG_CP_TYPE_A2A_P2P);
+	ck_assert_int_eq(config_cp_comm_type_parse("allgather"), -1);
+	/* a type against an explicitly given strategy of another kind */
+	j = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 8, 1, 1024, 0);
+	ck_assert(!config_job_apply_cp_comm_type(&j, CONFIG_CP_TYPE_P2P, true, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "cp_comm_type p2p is strategy ring, but the strategy given is ulysses"));
+	j = ring_job(8, 1, 1024, CONFIG_CP_SPLIT_ZIGZAG);
+	ck_assert(!config_job_apply_cp_comm_type(&j, CONFIG_CP_TYPE_ALL_GATHER, true, &err));
+	ck_assert(config_job_apply_cp_comm_type(&j, CONFIG_CP_TYPE_P2P, true, &err));
+	j = tu_job(CONFIG_STRATEGY_USP, 8, 8, 1, 1024, 0);
+	ck_assert(config_job_apply_cp_comm_type(&j, CONFIG_CP_TYPE_A2A_P2P, true, &err));
+	/* all_gather: zigzag only, 2R chunks, no all-to-all options, no USP degrees */
+	j = ag_job(8, 1, 1024);
+	ck_assert_msg(workload_check(&M, &p, &j, &err), "%s", err.msg);
+	j.cp_split = CONFIG_CP_SPLIT_NAIVE;
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "zigzag split only"));
+	j = ag_job(8, 1, 1000); /* 1000 % 16 != 0 */
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "multiple of 16"));
+	j = ag_job(8, 1, 1024);
+	j.a2a = CONFIG_A2A_HIERARCHICAL;
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "only all-gathers and reduce-scatters"));
+	j = ag_job(8, 1, 1024);
+	j.ring_degree = 8;
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "USP only"));
+	/* a2a (Ulysses) with a ring degree, a2a+p2p with degrees that do not divide */
+	j = typed_job(CONFIG_STRATEGY_ULYSSES, CONFIG_CP_TYPE_A2A, 8, 1, 1024);
+	j.ring_degree = 2;
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "USP only"));
+	j = typed_job(CONFIG_STRATEGY_ULYSSES, CONFIG_CP_TYPE_A2A_P2P, 8, 1, 1024);
+	j.ulysses_degree = 3;
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "valid U x R: {1x8, 2x4, 4x2}"));
+	/* a ring degree that leaves no all-to-all (U = 1) takes no --a2a; one that does not
+	 * divide the group lists the pairs */
+	j = typed_job(CONFIG_STRATEGY_ULYSSES, CONFIG_CP_TYPE_A2A_P2P, 8, 1, 1024);
+	j.ring_degree = 8;
+	j.a2a = CONFIG_A2A_PAIRWISE;
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "--a2a pairwise does not apply to ring attention"));
+	j = typed_job(CONFIG_STRATEGY_ULYSSES, CONFIG_CP_TYPE_A2A_P2P, 8, 1, 1024);
+	j.ring_degree = 3;
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "got 0 x 3; valid U x R: {1x8, 2x4, 4x2}"));
+	/* BASP over all_gather needs B | N like every ring inner */
+	j = typed_job(CONFIG_STRATEGY_BASP, CONFIG_CP_TYPE_ALL_GATHER, 8, 3, 1024);
+	ck_assert(!workload_check(&M, &p, &j, &err));
+	ck_assert_ptr_nonnull(strstr(err.msg, "--micro-batch in {1, 2, 4, 8}"));
+}
+END_TEST
+
+START_TEST(cp_comm_specs_parse)
+{
+	config_job j;
+	config_job_defaults(&j);
+	config_error err;
+	char buf[64];
+	const char *specs[] = {"ring:comm=all_gather", "basp:inner=ring:comm=all_gather"};
+	for (int i = 0; i < 2; i++) {
+		ck_assert_msg(config_strategy_parse(specs[i], &j, NULL, &err), "%s", err.msg);
+		ck_assert(config_job_all_gather(&j));
+		ck_assert_str_eq(config_strategy_label(&j, buf, sizeof buf), specs[i]);
+	}
+	ck_assert(config_strategy_parse("ring:comm=p2p", &j, NULL, &err));
+	ck_assert(!config_job_all_gather(&j));
+	ck_assert_str_eq(config_strategy_label(&j, buf, sizeof buf), "ring");
+	/* each type's strategy, and BASP's inner */
+	const char *labels[] = {"ring", "ring:comm=all_gather", "ulysses", "usp"};
+	const char *inner[] = {"basp:inner=ring", "basp:inner=ring:comm=all_gather", "basp", "basp:inner=usp"};
+	for (int t = 0; t < 4; t++) {
+		config_job a = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 8, 1, 1024, 0), b = a;
+		b.strategy = CONFIG_STRATEGY_BASP;
+		ck_assert(config_job_apply_cp_comm_type(&a, (config_cp_comm_type)t, false, &err));
+		ck_assert(config_job_apply_cp_comm_type(&b, (config_cp_comm_type)t, true, &err));
+		ck_assert_str_eq(config_strategy_label(&a, buf, sizeof buf), labels[t]);
+		ck_assert_str_eq(config_strategy_label(&b, buf, sizeof buf), inner[t]);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("strategies");
@@ -495,6 +794,14 @@ int main(void)
 	tcase_add_test(tc, usp_edges_are_ulysses_and_ring);
 	tcase_add_test(tc, usp_degrees);
 	tcase_add_test(tc, engines_agree_on_usp);
+	tcase_add_test(tc, all_gather_bytes_per_layer);
+	tcase_add_test(tc, all_gather_work_is_the_zigzag_mean);
+	tcase_add_test(tc, all_gather_memory);
+	tcase_add_test(tc, engines_agree_on_cp_comm_types);
+	tcase_add_test(tc, a2a_p2p_is_usp_in_the_node);
+	tcase_add_test(tc, basp_b1_over_cp_comm_types);
+	tcase_add_test(tc, bad_cp_comm_input);
+	tcase_add_test(tc, cp_comm_specs_parse);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -100,6 +100,17 @@ START_TEST(basp_b1_is_ulysses_and_b_equals_n_has_no_group)
 			ul_copies += ul.program.micro[i].ops[j].kernel == WL_KERNEL_COPY;
 	ck_assert_int_eq(copies, 0);
 	ck_assert_int_eq(ul_copies, 2 * 8); /* one before and one after each of the 8 all-to-alls of a layer */
+	/* An SP domain of one GPU (4 data-parallel replicas of --sp 1) is no sequence
+	 * parallelism at all: Megatron-DeepSpeed builds no DistributedAttention for an SP world
+	 * of 1, so neither an all-to-all nor a layout copy, where BASP's groups of one inside
+	 * an SP domain of 4 above keep their 16 one-rank calls. */
+	workload_plan dp;
+	config_job jd = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 1, 1, 64, 1);
+	plan_ok(&m, &jd, &dp);
+	ck_assert_int_eq(dp.layout.group_size, 1);
+	ck_assert_int_eq(tu_count(&dp, WL_CAT_SP_COMM, WL_COLL_ALLTOALL), 0);
+	ck_assert_ptr_null(tu_find(&dp, "layer_fwd", "a2a_q"));
+	workload_plan_finish(&dp);
 	workload_plan_finish(&ul);
 	workload_plan_finish(&plan);
 }

@@ -11,7 +11,7 @@
 
 #define SET(bit) (1u << (bit))
 enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A,
-       S_UNEVEN, S_ATTN, S_IMPL, S_RESERVE, S_UDEG, S_RDEG };
+       S_UNEVEN, S_ATTN, S_IMPL, S_RESERVE, S_UDEG, S_RDEG, S_CPCOMM };
 
 const struct option cli_job_options[] = {
 	{"model", required_argument, NULL, CLI_OPT_MODEL},
@@ -41,6 +41,7 @@ const struct option cli_job_options[] = {
 	{"a2a", required_argument, NULL, CLI_OPT_A2A},
 	{"ulysses-degree", required_argument, NULL, CLI_OPT_ULYSSES_DEGREE},
 	{"ring-degree", required_argument, NULL, CLI_OPT_RING_DEGREE},
+	{"cp-comm-type", required_argument, NULL, CLI_OPT_CP_COMM_TYPE},
 	{"basp-uneven", required_argument, NULL, CLI_OPT_BASP_UNEVEN},
 	{"attention-kernel", required_argument, NULL, CLI_OPT_ATTENTION_KERNEL},
 	{"impl", required_argument, NULL, CLI_OPT_IMPL},
@@ -88,7 +89,10 @@ void cli_job_help(FILE *f)
 	      "  --gpus W                 world size (default: every GPU of the platform)\n"
 	      "  --strategy ulysses|basp|ring|usp  sequence parallelism (default ulysses); ring attention\n"
 	      "                           (context parallelism) as ring[:split=zigzag|naive], USP as\n"
-	      "                           usp[:u=U:r=R], BASP over them as basp:inner=ring|usp[:u=U:r=R]\n"
+	      "                           usp[:u=U:r=R], BASP over them as basp:inner=ring|usp[:u=U:r=R];\n"
+	      "                           ring:comm=all_gather gathers K and V instead of passing them\n"
+	      "  --cp-comm-type p2p|all_gather|a2a|a2a+p2p  Megatron-Core's context-parallel types: ring,\n"
+	      "                           ring:comm=all_gather, ulysses, usp (with --strategy basp: its inner)\n"
 	      "  --sp N                   SP domain size (default W; W/N data-parallel replicas)\n"
 	      "  --micro-batch B          sequences per SP domain per micro-step (default 1)\n"
 	      "  --seq-len S              tokens per sequence; K and M suffixes: 16K = 16384 (required)\n"
@@ -108,9 +112,10 @@ void cli_job_help(FILE *f)
 	      "                           unequal: groups of floor(N/B) and ceil(N/B) GPUs side by side;\n"
 	      "                           extra-step: equal groups, the remaining sequences in more\n"
 	      "                           micro-steps (default error)\n"
-	      "  --attention-kernel flash-attn-2|flash-attn-3|cudnn  attention kernel family whose measured\n"
-	      "                           efficiency curves time attention (default: the platform's\n"
-	      "                           attention_kernel; flash-attn-3 needs a hopper GPU)\n"
+	      "  --attention-kernel flash-attn-2|flash-attn-3|cudnn|flash-attn-triton  attention kernel\n"
+	      "                           family whose measured efficiency curves time attention (default:\n"
+	      "                           the platform's attention_kernel; flash-attn-3 needs a hopper GPU;\n"
+	      "                           flash-attn-triton computes the masked half of causal attention)\n"
 	      "  --impl hf|megatron       what each layer saves for backward: hf = DeepSpeed + Hugging Face\n"
 	      "                           eager modules (unfused SwiGLU, fp32 norm copies, fp32 loss), megatron =\n"
 	      "                           fused kernels (default hf)\n"
@@ -141,6 +146,7 @@ void cli_job_init(cli_job_args *a)
 	a->engine = engine_registry[0]->name;
 	a->format = REPORT_TABLE;
 	a->opt.placement = ENGINE_PLACE_CONTIGUOUS;
+	a->cp_comm_type = -1;
 }
 
 bool cli_parse_int(const char *flag, const char *s, long min, long max, long *out)
@@ -349,6 +355,14 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		a->set |= u ? SET(S_UDEG) : SET(S_RDEG);
 		return 1;
 	}
+	case CLI_OPT_CP_COMM_TYPE:
+		a->cp_comm_type = config_cp_comm_type_parse(arg);
+		if (a->cp_comm_type < 0) {
+			fprintf(stderr, "spsim: --cp-comm-type expects p2p, all_gather, a2a or a2a+p2p, got '%s'\n", arg);
+			return -1;
+		}
+		a->set |= SET(S_CPCOMM);
+		return 1;
 	case CLI_OPT_A2A:
 		if (strcmp(arg, "direct") == 0)
 			j->a2a = CONFIG_A2A_DIRECT;
@@ -381,7 +395,8 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 			if (strcmp(arg, config_attn_kernel_names[i]) == 0)
 				k = i;
 		if (k < 0) {
-			fprintf(stderr, "spsim: --attention-kernel expects flash-attn-2, flash-attn-3 or cudnn, got '%s'\n",
+			fprintf(stderr, "spsim: --attention-kernel expects flash-attn-2, flash-attn-3, cudnn or flash-attn-triton, "
+				"got '%s'\n",
 				arg);
 			return -1;
 		}
@@ -478,6 +493,7 @@ bool cli_job_given(const cli_job_args *a, int opt_id)
 {
 	switch (opt_id) {
 	case CLI_OPT_STRATEGY: return a->set & SET(S_STRATEGY);
+	case CLI_OPT_CP_COMM_TYPE: return a->set & SET(S_CPCOMM);
 	case CLI_OPT_SEQ_LEN: return a->set & SET(S_SEQ);
 	case CLI_OPT_BASP_UNEVEN: return a->set & SET(S_UNEVEN);
 	case CLI_OPT_ENGINE: return a->engine_given;
@@ -508,6 +524,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_STRATEGY, strategy)
 		TAKE(S_STRATEGY, basp_inner)
 		TAKE(S_STRATEGY, cp_split)
+		TAKE(S_STRATEGY, cp_comm)
 		TAKE(S_UDEG, ulysses_degree)
 		TAKE(S_RDEG, ring_degree)
 		TAKE(S_SP, sp)
@@ -542,6 +559,13 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 			strcpy(a->calibration, cal);
 		if (!a->nodes)
 			a->nodes = nodes;
+	}
+	if (a->set & SET(S_CPCOMM)) {
+		if (!config_job_apply_cp_comm_type(&a->job, (config_cp_comm_type)a->cp_comm_type, a->set & SET(S_STRATEGY),
+						   &err)) {
+			fprintf(stderr, "spsim %s: --cp-comm-type: %s\n", cmd, err.msg);
+			return false;
+		}
 	}
 	if (!a->model[0] || !a->platform[0]) {
 		fprintf(stderr, "spsim %s: %s is required (a shipped name or a YAML path; see spsim %s)\n", cmd,

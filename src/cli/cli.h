@@ -28,6 +28,7 @@ typedef struct cli_job_args {
 	report_format format;
 	const char *trace;
 	engine_options opt;
+	int cp_comm_type;     /* --cp-comm-type (config_cp_comm_type), -1 when not given */
 	config_whatif whatif; /* --slow-gpu, --slow-node, --degrade, --fail-node, --background (then the job file's) */
 	/* loaded */
 	config_model m;
@@ -69,6 +70,7 @@ enum {
 	CLI_OPT_ATTENTION_KERNEL,
 	CLI_OPT_ULYSSES_DEGREE,
 	CLI_OPT_RING_DEGREE,
+	CLI_OPT_CP_COMM_TYPE,
 	CLI_OPT_SLOW_GPU, /* the four what-ifs, in config_whatif_kind order */
 	CLI_OPT_SLOW_NODE,
 	CLI_OPT_DEGRADE,

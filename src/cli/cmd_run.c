@@ -212,10 +212,11 @@ static void compare_help(FILE *f)
 	fputs("usage: spsim compare --model NAME --platform NAME --seq-len S [--strategies LIST] [options]\n"
 	      "Runs the same job under several strategies and prints them side by side, with speedups\n"
 	      "over the first.\n\n"
-	      "  --strategies LIST        comma-separated, default ulysses,basp. Each entry is ulysses or basp,\n"
-	      "                           optionally with its own SP size: ulysses:sp=4 is Ulysses with SP 4 and\n"
-	      "                           W/4 data-parallel replicas, each taking micro-batch B (basp.md's\n"
-	      "                           'Ulysses with SP = N/B' alternative)\n"
+	      "  --strategies LIST        comma-separated, default ulysses,basp. Each entry is a --strategy spec\n"
+	      "                           (ulysses, basp, ring[:split=..][:comm=p2p|all_gather], usp[:u=U:r=R],\n"
+	      "                           basp:inner=ring|usp[...]), optionally with its own SP size: ulysses:sp=4\n"
+	      "                           is Ulysses with SP 4 and W/4 data-parallel replicas, each taking\n"
+	      "                           micro-batch B (basp.md's 'Ulysses with SP = N/B' alternative)\n"
 	      "  --trace FILE             one trace per strategy: FILE with the label before the extension\n"
 	      "  --what-if SPEC           a column beside the baseline (the first strategy) with asymmetric\n"
 	      "                           what-ifs: KIND=VALUE joined by '+', KIND slow-gpu, slow-node, degrade,\n"
@@ -276,9 +277,10 @@ int cli_cmd_compare(int argc, char **argv)
 		free(ctx.strategies);
 		return rc;
 	}
-	if (cli_job_given(&a, CLI_OPT_STRATEGY)) {
-		fprintf(stderr, "spsim compare: --strategy names one job's strategy; compare runs the list given by "
-				"--strategies (e.g. --strategies ulysses,basp)\n");
+	if (cli_job_given(&a, CLI_OPT_STRATEGY) || cli_job_given(&a, CLI_OPT_CP_COMM_TYPE)) {
+		fprintf(stderr, "spsim compare: --%s names one job's strategy; compare runs the list given by "
+				"--strategies (e.g. --strategies ulysses,basp,ring,ring:comm=all_gather,usp)\n",
+			cli_job_given(&a, CLI_OPT_STRATEGY) ? "strategy" : "cp-comm-type");
 		free(ctx.strategies);
 		return CLI_USAGE;
 	}
@@ -286,8 +288,9 @@ int cli_cmd_compare(int argc, char **argv)
 		free(ctx.strategies);
 		return CLI_USAGE;
 	}
+	char job_label[64]; /* the job's whole spec: basp:inner=ring:comm=all_gather, usp:u=4:r=2 */
 	char *list = ctx.strategies		? ctx.strategies
-		     : ctx.n_what_if > 0 ? strdup(config_strategy_names[a.job.strategy])
+		     : ctx.n_what_if > 0 ? strdup(config_strategy_label(&a.job, job_label, sizeof job_label))
 					  : strdup("ulysses,basp");
 	if (!list)
 		return CLI_FAIL;
@@ -518,8 +521,9 @@ static void maxseq_eval(const cli_job_args *a, long granule, maxseq_row *r)
 /* Expands the lists into rows; false (message printed) on a bad item. */
 static bool maxseq_rows(const cli_job_args *a, const maxseq_ctx *c, maxseq_row *rows, int *n)
 {
-	char strategies[512], zeros[64], recomputes[64];
-	snprintf(strategies, sizeof strategies, "%s", c->strategies ? c->strategies : workload_strategy_name(a->job.strategy));
+	char strategies[512], zeros[64], recomputes[64], label[64];
+	snprintf(strategies, sizeof strategies, "%s",
+		 c->strategies ? c->strategies : config_strategy_label(&a->job, label, sizeof label));
 	snprintf(zeros, sizeof zeros, "%s", c->zeros ? c->zeros : "");
 	snprintf(recomputes, sizeof recomputes, "%s", c->recomputes ? c->recomputes : "");
 	if (!zeros[0])
@@ -609,6 +613,11 @@ int cli_cmd_max_seq(int argc, char **argv)
 	/* The sequence is what we search: check the job with a length every shard count up to
 	 * 16 (and powers of two up to 2^14) divides: 720720 = lcm(1..16). */
 	a.job.seq_len = 720720L * 1024;
+	if (ctx.strategies && cli_job_given(&a, CLI_OPT_CP_COMM_TYPE)) {
+		fprintf(stderr, "spsim max-seq: --cp-comm-type names one strategy and --strategy lists them; give the "
+				"list alone (e.g. --strategy ring,ring:comm=all_gather,ulysses,usp)\n");
+		goto out;
+	}
 	if (ctx.strategies && !strchr(ctx.strategies, ',') && !strchr(ctx.strategies, ':'))
 		parse_strategy("max-seq", ctx.strategies, &a.job);
 	if (!cli_job_resolve(&a, "max-seq"))
@@ -685,12 +694,16 @@ int cli_cmd_max_seq(int argc, char **argv)
 	} else {
 		printf("%s on %s (%d nodes x %d GPUs), micro-batch %d; longest sequence that fits in memory\n\n", a.m.name,
 		       a.p.name, a.p.nodes, a.p.gpus_per_node, a.job.micro_batch);
-		printf("%-16s %4s %4s %-9s %12s %12s  %-13s %s\n", "strategy", "SP", "ZeRO", "recompute", "max seq",
+		int w = 16; /* the strategy column: as wide as its longest spec */
+		for (int i = 0; i < n; i++)
+			if ((int)strlen(rows[i].strategy) > w)
+				w = (int)strlen(rows[i].strategy);
+		printf("%-*s %4s %4s %-9s %12s %12s  %-13s %s\n", w, "strategy", "SP", "ZeRO", "recompute", "max seq",
 		       "states/GPU", "blocked by", "would go further");
 		for (int i = 0; i < n; i++) {
 			const maxseq_row *r = &rows[i];
 			if (r->invalid[0]) {
-				printf("%-16s %4d %4d %-9s %12s  invalid: %s\n", r->strategy, r->job.sp, r->job.zero_stage,
+				printf("%-*s %4d %4d %-9s %12s  invalid: %s\n", w, r->strategy, r->job.sp, r->job.zero_stage,
 				       config_recompute_names[r->job.recompute], "-", r->invalid);
 				continue;
 			}
@@ -700,7 +713,7 @@ int cli_cmd_max_seq(int argc, char **argv)
 				snprintf(further, sizeof further, "%s: %ld", r->unblock, r->unblock_best);
 			else
 				snprintf(further, sizeof further, "%s", r->unblock);
-			printf("%-16s %4d %4d %-9s %12ld %12s  %-13s %s\n", r->strategy, r->job.sp, r->job.zero_stage,
+			printf("%-*s %4d %4d %-9s %12ld %12s  %-13s %s\n", w, r->strategy, r->job.sp, r->job.zero_stage,
 			       config_recompute_names[r->job.recompute], r->best, ms, r->blocked_by, further);
 		}
 	}

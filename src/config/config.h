@@ -98,9 +98,16 @@ typedef enum config_topology {
 /* GPU architectures with kernel-efficiency data (engine/compute.c). */
 typedef enum config_gpu_arch { CONFIG_ARCH_AMPERE, CONFIG_ARCH_HOPPER } config_gpu_arch;
 /* Attention kernel families (engine/compute.c): FlashAttention-2, FlashAttention-3
- * (Hopper only), cuDNN's fused attention. */
-typedef enum config_attn_kernel { CONFIG_ATTN_FA2, CONFIG_ATTN_FA3, CONFIG_ATTN_CUDNN } config_attn_kernel;
-#define CONFIG_ATTN_KERNELS 3
+ * (Hopper only), cuDNN's fused attention, and the Triton FlashAttention kernel
+ * (flash_attn_triton.py as llm-foundry's `attn_impl: triton` runs it), which does not skip
+ * the tiles a causal mask removes. */
+typedef enum config_attn_kernel {
+	CONFIG_ATTN_FA2,
+	CONFIG_ATTN_FA3,
+	CONFIG_ATTN_CUDNN,
+	CONFIG_ATTN_TRITON
+} config_attn_kernel;
+#define CONFIG_ATTN_KERNELS 4
 
 /* A measured attention throughput (calibration `attention_points`): `flops` FLOP/s of one
  * kernel family at sequence length `seq` and head dimension `head_dim`, forward or
@@ -163,6 +170,11 @@ typedef struct config_platform {
 		int nics_per_node;
 		double nic_bandwidth; /* per NIC, per direction, bytes/s */
 		double latency;       /* seconds, NIC to NIC through the network */
+		/* seconds; 0 unless the file declares `message_latency`: the network transport's
+		 * own cost per message, paid by every NCCL protocol and algorithm (a TCP transport
+		 * such as GPUDirect-TCPX/TCPXO), where NCCL's hwLat gives RDMA's per-protocol
+		 * latencies (engine/nccl.c) */
+		double message_latency;
 		config_topology topology;
 		int nodes_per_leaf;      /* fat-tree: nodes under one leaf switch; 0 when not given (other topologies) */
 		double oversubscription; /* fat-tree: leaf down / up bandwidth ratio, >= 1; 1 elsewhere */
@@ -259,8 +271,8 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  * file efficiency.gemm is the plateau of the GEMM model, which tile and wave quantization
  * scale down; efficiency.attention there is the same fixed override.)
  *
- * attention_points: kernel is the family measured (flash-attn-2 | flash-attn-3 | cudnn,
- * or another name such as validate's wmma-fallback, kept in the file but not applied);
+ * attention_points: kernel is the family measured (flash-attn-2 | flash-attn-3 | cudnn |
+ * flash-attn-triton, or another name such as validate's wmma-fallback, kept in the file but not applied);
  * seq the sequence length the kernel saw (16K allowed); head_dim; heads/kv_heads the query
  * and kv heads it held (optional); direction fwd | bwd; causal true | false (default true);
  * tflops the median rate in 1e12 FLOP/s counted as FlashAttention's benchmarks count them
@@ -330,6 +342,22 @@ typedef enum config_strategy {
  * rank, causal work balanced: ring-flash-attention zigzag_ring_flash_attn.py, Megatron-CP
  * get_batch_on_this_cp_rank) or naive (one contiguous chunk per rank). */
 typedef enum config_cp_split { CONFIG_CP_SPLIT_ZIGZAG, CONFIG_CP_SPLIT_NAIVE } config_cp_split;
+/* How ring attention's ranks exchange K and V (Megatron-Core's cp_comm_type for a plain
+ * context-parallel group): p2p passes KV blocks around the ring (TransformerEngine
+ * AttnFuncWithCPAndKVP2P); all_gather gathers the whole K and V before attention and
+ * reduce-scatters dK, dV after it (AttnFuncWithCPAndKVAllGather, transformer_engine/pytorch/
+ * attention/dot_product_attention/context_parallel.py). */
+typedef enum config_cp_comm { CONFIG_CP_COMM_P2P, CONFIG_CP_COMM_ALL_GATHER } config_cp_comm;
+/* Megatron-Core's --cp-comm-type values, each one of spsim's strategies for the SP group
+ * (config_job_apply_cp_comm_type): p2p = ring, all_gather = ring:comm=all_gather, a2a =
+ * ulysses, a2a+p2p = usp (TransformerEngine's AttnFuncWithCPAndKVP2P on a two-level group:
+ * all-to-alls, flash_attn_a2a_communicate, over the inner group, the ring over the outer). */
+typedef enum config_cp_comm_type {
+	CONFIG_CP_TYPE_P2P,
+	CONFIG_CP_TYPE_ALL_GATHER,
+	CONFIG_CP_TYPE_A2A,
+	CONFIG_CP_TYPE_A2A_P2P
+} config_cp_comm_type;
 typedef enum config_recompute { CONFIG_RECOMPUTE_NONE, CONFIG_RECOMPUTE_FULL } config_recompute;
 typedef enum config_dtype { CONFIG_DTYPE_BF16 } config_dtype;
 /* Algorithm of the SP all-to-alls: NCCL's direct exchange (DeepSpeed's default), pairwise
@@ -373,6 +401,7 @@ typedef struct config_job {
 	int ulysses_degree;          /* USP: U (0: derived; workload_check fills it in) */
 	int ring_degree;             /* USP: R (0: derived; U x R = the SP group) */
 	config_cp_split cp_split;    /* ring attention's sequence split (default zigzag) */
+	config_cp_comm cp_comm;      /* ring attention's KV exchange (default p2p) */
 } config_job;
 
 /* DeepSpeed defaults (docs/sources.md [DS-zero-config], [DS-sp-comm]). seq_len is
@@ -390,6 +419,8 @@ config_attn_kernel config_job_attention_kernel(const config_job *job, const conf
 /* The spellings of the enums in YAML, flags and reports (names.c), indexed by value. */
 extern const char *const config_strategy_names[4];
 extern const char *const config_cp_split_names[2];
+extern const char *const config_cp_comm_names[2];
+extern const char *const config_cp_comm_type_names[4];
 extern const char *const config_recompute_names[2];
 extern const char *const config_a2a_names[3];
 extern const char *const config_basp_uneven_names[3];
@@ -401,9 +432,10 @@ extern const char *const config_attn_kernel_names[CONFIG_ATTN_KERNELS];
 
 /* Parses a strategy spec NAME[:key=value]...: NAME ulysses | basp | ring | usp; keys
  * inner=ulysses|ring|usp (basp), split=zigzag|naive (ring attention: ring, usp, or basp
- * with inner=ring|usp), u=U and r=R (usp), and sp=N when sp is non-NULL. Sets
- * job->strategy, basp_inner, cp_split, ulysses_degree, ring_degree (and *sp). On bad
- * input writes a sentence naming the valid choices. */
+ * with inner=ring|usp), comm=p2p|all_gather (ring, basp:inner=ring), u=U and r=R (usp),
+ * and sp=N when sp is non-NULL. Sets job->strategy, basp_inner, cp_split, cp_comm,
+ * ulysses_degree, ring_degree (and *sp). On bad input writes a sentence naming the valid
+ * choices. */
 bool config_strategy_parse(const char *spec, config_job *job, int *sp, config_error *err);
 /* The label of a job's strategy: "ulysses", "basp", "ring", "basp:inner=ring",
  * "ring:split=naive" (into buf). */
@@ -412,6 +444,17 @@ const char *config_strategy_label(const config_job *job, char *buf, size_t len);
 bool config_job_ring(const config_job *job);
 /* True when the job runs USP (usp, or basp with inner=usp). */
 bool config_job_usp(const config_job *job);
+/* True when the job's ring attention gathers K and V (ring:comm=all_gather, or basp with
+ * inner=ring and comm=all_gather). */
+bool config_job_all_gather(const config_job *job);
+/* Parses a Megatron-Core --cp-comm-type value (p2p, all_gather, a2a, a2a+p2p); -1 if none. */
+int config_cp_comm_type_parse(const char *name);
+/* Sets what the SP group runs from a --cp-comm-type value: BASP's inner strategy when
+ * the job is BASP, else the job's strategy (p2p -> ring, all_gather -> ring with
+ * comm=all_gather, a2a -> ulysses, a2a+p2p -> usp, its Ulysses degree derived inside a
+ * node unless given). When strategy_given, the job's strategy was named explicitly: a
+ * non-BASP strategy that differs from the type's is an error naming both. */
+bool config_job_apply_cp_comm_type(config_job *job, config_cp_comm_type type, bool strategy_given, config_error *err);
 
 /* ---------------------------------------------------------------- loaders --- */
 /* Directories searched for shipped names, in order: $SPSIM_DATA_DIR, the build tree's
@@ -445,6 +488,8 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     ulysses_degree: 4          # USP: U (default: derived, inside a node)
  *     ring_degree: 2             # USP: R (U x R = the SP group)
  *     cp_split: zigzag           # zigzag | naive: ring attention's sequence split
+ *     cp_comm_type: all_gather   # p2p | all_gather | a2a | a2a+p2p: Megatron-Core's name for
+ *                                # ring | ring:comm=all_gather | ulysses | usp (BASP: its inner)
  *     micro_batch: 4
  *     seq_len: 32K               # or 32768
  *     zero: 2                    # 0..3
@@ -455,7 +500,8 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     basp_uneven: error         # error | unequal | extra-step
  *     impl: hf                   # hf | megatron: what each layer saves for backward
  *     memory_reserve: 2GiB       # a size or 0: CUDA context, NCCL, allocator (default derived)
- *     attention_kernel: cudnn    # flash-attn-2 | flash-attn-3 | cudnn (default: the platform's)
+ *     attention_kernel: cudnn    # flash-attn-2 | flash-attn-3 | cudnn | flash-attn-triton
+ *                                # (default: the platform's)
  *     what_if: {slow_gpu: ["3:2"]}  # asymmetric what-ifs, read by config_load_whatif
  *
  * Keys absent from the file keep their value in *job (call config_job_defaults first),

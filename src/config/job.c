@@ -52,7 +52,7 @@ static const char *const job_keys[] = {
 	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
 	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",
 	"attention_kernel", "impl",         "memory_reserve",   "basp_inner",     "cp_split",
-	"ulysses_degree", "ring_degree", "what_if", NULL,
+	"ulysses_degree", "ring_degree", "what_if", "cp_comm_type", NULL,
 };
 
 static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, char *model, char *platform, char *calibration,
@@ -65,7 +65,8 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 		return false;
 	int strategy = job->strategy, recompute = job->recompute, dtype = job->dtype, a2a = job->a2a,
 	    uneven = job->basp_uneven, attn = job->attention_kernel, impl = job->impl,
-	    inner = job->basp_inner == CONFIG_STRATEGY_RING ? 1 : job->basp_inner == CONFIG_STRATEGY_USP ? 2 : 0, split = job->cp_split;
+	    inner = job->basp_inner == CONFIG_STRATEGY_RING ? 1 : job->basp_inner == CONFIG_STRATEGY_USP ? 2 : 0, split = job->cp_split,
+	    ctype = -1;
 	long zero = job->zero_stage;
 	bool has_fp32 = false, has_reserve = false;
 	double reserve = 0;
@@ -86,6 +87,7 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 	    !yt_posint(t, "ulysses_degree", false, &job->ulysses_degree, NULL, err) ||
 	    !yt_posint(t, "ring_degree", false, &job->ring_degree, NULL, err) ||
 	    !yt_enum(t, "cp_split", false, config_cp_split_names, 2, &split, NULL, err) ||
+	    !yt_enum(t, "cp_comm_type", false, config_cp_comm_type_names, 4, &ctype, NULL, err) ||
 	    !yt_size_or_zero(t, "memory_reserve", &reserve, &has_reserve, err) ||
 	    !yt_range(t, CONFIG_R_REDUCE_BUCKET, false, &job->reduce_bucket_elems, NULL, err) ||
 	    !yt_range(t, CONFIG_R_ALLGATHER_BUCKET, false, &job->allgather_bucket_elems, NULL, err) ||
@@ -101,6 +103,11 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 	job->impl = (config_impl)impl;
 	job->basp_inner = inner == 1 ? CONFIG_STRATEGY_RING : inner == 2 ? CONFIG_STRATEGY_USP : CONFIG_STRATEGY_ULYSSES;
 	job->cp_split = (config_cp_split)split;
+	if (ctype >= 0) { /* Megatron-Core's name for the SP group's strategy (BASP: its inner) */
+		config_error e;
+		if (!config_job_apply_cp_comm_type(job, (config_cp_comm_type)ctype, yt_find(t, "strategy") != NULL, &e))
+			return yt_fail(err, yt_find(t, "cp_comm_type"), "%s", e.msg);
+	}
 	if (has_reserve) {
 		job->memory_reserve_set = true;
 		job->memory_reserve = reserve;

@@ -131,8 +131,9 @@ static bool read_intra(const yt_node *t, config_platform *p, config_error *err)
 
 static bool read_inter(const yt_node *t, config_platform *p, config_error *err)
 {
-	static const char *const keys[] = {"nics",     "nic_bandwidth",  "latency",          "topology",
-					   "nodes_per_leaf", "oversubscription", NULL};
+	/* nodes_per_leaf and oversubscription last: only a fat-tree takes them (below) */
+	static const char *const keys[] = {"nics",           "nic_bandwidth",    "latency", "topology",
+					   "message_latency", "nodes_per_leaf", "oversubscription", NULL};
 	const yt_node *in;
 	int topo = 0;
 	if (!yt_map(t, "inter_node", true, &in, err) || !yt_check_keys(in, keys, err) ||
@@ -141,13 +142,16 @@ static bool read_inter(const yt_node *t, config_platform *p, config_error *err)
 	    !yt_range(in, CONFIG_R_INTER_LATENCY, true, &p->inter.latency, NULL, err) ||
 	    !yt_enum(in, "topology", true, config_topology_names, 3, &topo, NULL, err))
 		return false;
+	p->inter.message_latency = 0;
+	if (!yt_range(in, CONFIG_R_MESSAGE_LATENCY, false, &p->inter.message_latency, NULL, err))
+		return false;
 	p->inter.topology = (config_topology)topo;
 	bool fat = p->inter.topology == CONFIG_TOPO_FAT_TREE;
 	/* Only a fat-tree has leaves; elsewhere nodes_per_leaf stays 0 and oversubscription 1,
 	 * and either key is an error rather than a setting silently ignored. */
 	p->inter.nodes_per_leaf = 0;
 	p->inter.oversubscription = 1.0;
-	for (const char *const *k = keys + 4; !fat && *k; k++)
+	for (const char *const *k = keys + 5; !fat && *k; k++)
 		if (yt_find(in, *k))
 			return yt_fail(err, yt_find(in, *k),
 				       "'%s' applies only to topology fat-tree (the one with leaf switches), "
@@ -209,8 +213,9 @@ static bool read_nccl(const yt_node *t, config_platform *p, config_error *err)
 bool config_attn_kernel_has_curve(config_attn_kernel k, config_gpu_arch arch)
 {
 	/* engine/compute.c: every family on Hopper (arXiv 2407.08608), FlashAttention-2 on Ampere
-	 * (arXiv 2307.08691) */
-	return arch == CONFIG_ARCH_HOPPER || k == CONFIG_ATTN_FA2;
+	 * (arXiv 2307.08691); the Triton kernel is timed on FlashAttention-2's non-causal curve
+	 * of the same GPU */
+	return arch == CONFIG_ARCH_HOPPER || k == CONFIG_ATTN_FA2 || k == CONFIG_ATTN_TRITON;
 }
 
 const char *config_attn_kernel_unusable(const config_platform *p, config_attn_kernel k)
@@ -238,9 +243,10 @@ static bool read_attn_kernel(const yt_node *t, config_platform *p, config_error 
 	const char *why = config_attn_kernel_unusable(p, (config_attn_kernel)k);
 	if (why)
 		return yt_fail(err, yt_find(t, "attention_kernel"),
-			       "'attention_kernel' %s %s; this platform's gpu is %s (%s), expected flash-attn-2%s",
+			       "'attention_kernel' %s %s; this platform's gpu is %s (%s), expected %s",
 			       config_attn_kernel_names[k], why, p->gpu.name, config_gpu_arch_names[p->gpu.arch],
-			       p->gpu.arch == CONFIG_ARCH_HOPPER ? ", flash-attn-3 or cudnn" : "");
+			       p->gpu.arch == CONFIG_ARCH_HOPPER ? "flash-attn-2, flash-attn-3, cudnn or flash-attn-triton"
+								       : "flash-attn-2 or flash-attn-triton");
 	p->attention_kernel = (config_attn_kernel)k;
 	return true;
 }
@@ -294,6 +300,7 @@ bool config_platform_check(const config_platform *p, config_error *err)
 		{CONFIG_R_NICS, p->inter.nics_per_node},
 		{CONFIG_R_NIC_BANDWIDTH, p->inter.nic_bandwidth},
 		{CONFIG_R_INTER_LATENCY, p->inter.latency},
+		{CONFIG_R_MESSAGE_LATENCY, p->inter.message_latency},
 		{CONFIG_R_NODES_PER_LEAF, fat ? p->inter.nodes_per_leaf : 1},
 		{CONFIG_R_OVERSUBSCRIPTION, p->inter.oversubscription},
 		{CONFIG_R_COLL_OVERHEAD, p->coll_overhead},

@@ -53,6 +53,7 @@
 	X(NIC_BANDWIDTH, "nic_bandwidth", NULL, BANDWIDTH, CONFIG_RANGE_LINK_BW)                           \
 	X(INTRA_LATENCY, "latency", NULL, TIME, CONFIG_RANGE_LATENCY)                                      \
 	X(INTER_LATENCY, "latency", NULL, TIME, CONFIG_RANGE_LATENCY)                                      \
+	X(MESSAGE_LATENCY, "message_latency", NULL, TIME, 0, 1.0)                                    \
 	X(COLL_OVERHEAD, "collective_overhead", NULL, TIME, 0, 1.0)                                  \
 	X(EFF_GEMM, "gemm", NULL, NUMBER, CONFIG_RANGE_EFFICIENCY)                                         \
 	X(EFF_ATTENTION, "attention", NULL, NUMBER, CONFIG_RANGE_EFFICIENCY)                               \

@@ -263,12 +263,12 @@ static double collective_time(const config_platform *p, workload_coll c, workloa
 	if (s.size <= 1)
 		return k->local;
 	switch (c) {
-	case WL_COLL_ALLTOALL:
+	case WL_COLL_ALLTOALL: /* k->latency: NCCL's per-message terms (engine/nccl.c p2p_message_latency) */
 		if (a == WL_ALG_PAIRWISE)
-			return alltoall_pairwise(p, s, bytes);
+			return k->latency + alltoall_pairwise(p, s, bytes);
 		if (a == WL_ALG_HIERARCHICAL)
-			return hierarchical(p, c, s, bytes);
-		return alltoall_direct(p, s, bytes, k->scale);
+			return k->latency + hierarchical(p, c, s, bytes);
+		return k->latency + alltoall_direct(p, s, bytes, k->scale);
 	case WL_COLL_ALLGATHER:
 	case WL_COLL_REDUCESCATTER:
 	case WL_COLL_ALLREDUCE:
@@ -283,8 +283,8 @@ static double collective_time(const config_platform *p, workload_coll c, workloa
 		 * its hops between nodes, one per node boundary: a node's NICs carry one flow for
 		 * each ring with ranks on it (active_per_node / per_node) */
 		if (s.per_node >= 2 && s.size <= s.per_node)
-			return p->intra.latency + k->scale[0] * bytes / intra_fanout_bw(p, 1);
-		return p->inter.latency +
+			return k->latency + p->intra.latency + k->scale[0] * bytes / intra_fanout_bw(p, 1);
+		return k->latency + p->inter.latency +
 		       k->scale[1] * bytes / nic_share_bw(p, s.per_node >= 1 ? s.active_per_node / s.per_node : 1);
 	}
 	case WL_COLL_BROADCAST:

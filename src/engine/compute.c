@@ -3,13 +3,14 @@
  *
  * GEMM (NVIDIA, "Matrix Multiplication Background User's Guide", DU-09799-001, sections
  * 2.3 "Typical Tile Dimensions In cuBLAS And Performance", 3.1 "Tile Quantization" and 3.2
- * "Wave Quantization"): cuBLAS computes the output in CTA tiles (256x128 and 128x128 are
- * its most efficient), one tile per SM at a time; a partial tile costs a whole one, and
- * the last wave of tiles leaves SMs idle. efficiency = plateau x tile x wave, with the
- * plateau (`efficiency.gemm`) what a large aligned GEMM reaches, and the tile shape the one
- * of the candidates that finishes first (cuBLAS's heuristics pick among such kernels).
- * When the output has fewer tiles than SMs the reduction dimension is split across CTAs
- * (split-K, as cuBLAS and CUTLASS do), at least KSPLIT_MIN deep per split.
+ * "Wave Quantization"; CUTLASS's multistage main loop and split-K): cuBLAS computes the
+ * output in CTA tiles (256x128 and 128x128 are its most efficient), one tile per SM at a
+ * time; a partial tile costs a whole one, and the last wave of tiles leaves SMs idle. A
+ * kernel takes fill + max(main loop, HBM traffic): the main loop at plateau x tile x wave,
+ * the plateau (`efficiency.gemm`) what a large aligned GEMM reaches; the fill the prologue
+ * loads and epilogue stores nothing overlaps; the traffic A, B, the output and any split-K
+ * partials. The tile and split are the candidates' fastest (cuBLAS's heuristics pick among
+ * such kernels by predicted time); see gemm_plan_make.
  *
  * Attention: efficiency = P x fill(T) x wave / peak, per kernel family:
  *  - P, the family's rate at long sequences and full waves on its GPU, and c, its per
@@ -36,6 +37,16 @@
  * default_gemm_configuration.h, OpClassTensorOp bf16 on Sm80: ThreadblockShape<128, 256, 64>;
  * the Sm90 collective builders use 64-deep bf16 K tiles as well). */
 #define GEMM_STAGE_K 64.0
+/* K depth a CTA loads before its first MMA: CUTLASS's multistage main loop issues kStages - 1
+ * complete stages in its prologue (gemm/threadblock/mma_multistage.h, "Issue several complete
+ * stages"), and its Sm80 bf16 tensor-op default is kStages = 3 (default_gemm_configuration.h):
+ * two 64-deep stages. A split shallower than that loads all of its K. */
+#define GEMM_PROLOGUE_K (2 * GEMM_STAGE_K)
+#define BF16 2.0 /* bytes per operand and output element */
+/* Bytes per element of a split-K partial: the accumulator type, fp32 (CUTLASS
+ * gemm/device/gemm_splitk_parallel.h writes each split's ElementAccumulator tile to a
+ * workspace that reduction/kernel/reduce_split_k.h sums into the output). */
+#define SPLITK_PARTIAL 4.0
 
 /* ceil and fmax are library calls on baseline x86-64 (no SSE4.1 rounding), and the
  * analytic engine evaluates these for every op of ~10^5 configurations a second: ceil of a
@@ -53,29 +64,61 @@ static double wave_eff(double units, int sms)
 	return units / (pceil(units / sms) * sms);
 }
 
-/* Quantization share of the chosen tile; *fill: the bytes one CTA of that tile must move
- * before its first MMA (one 64-deep K stage of its A and B tiles, bf16) and after its last
- * (its bf16 output tile). */
-static double gemm_shape_eff(double m, double n, double k, double sms, double *fill)
+/* How one GEMM kernel runs: the CTA tile and split-K the model picks, as their share of the
+ * plateau (tile x wave quantization), the bytes one SM moves in its unoverlapped prologue and
+ * epilogue (fill), and the HBM bytes of the whole kernel. */
+typedef struct gemm_plan {
+	double eff, fill, bytes;
+} gemm_plan;
+
+/* Candidate (tile, split) pairs, each timed as fill + max(main loop, HBM traffic), in seconds
+ * for a GPU of `sms` SMs running the main loop at `flop_rate` FLOP/s (peak x plateau) and HBM
+ * at `byte_rate` B/s (bandwidth x efficiency.memory); the fastest is the plan, the way cuBLAS's
+ * heuristics choose among kernels by predicted time. Per pair:
+ *  - tile x wave: m·n / (⌈m/Tm⌉·Tm·⌈n/Tn⌉·Tn) x units / (⌈units/SMs⌉·SMs), units = tiles x
+ *    split (DU-09799-001 sections 3.1 and 3.2);
+ *  - split-K: when the output has fewer tiles than SMs, K may be cut into up to
+ *    min(⌊SMs/tiles⌋, ⌊k/KSPLIT_MIN⌋) splits, whose fp32 partials are written and read back
+ *    (gemm_splitk_parallel.h): 2 x 4 bytes x split x m x n more HBM traffic;
+ *  - fill: before its first MMA a CTA loads its prologue (min(k/split, 2 stages) deep of its A
+ *    and B tiles), after its last it stores its output tile; the first wave's loads and the
+ *    last wave's stores overlap nothing, and with every SM doing so at once each moves them at
+ *    its share of HBM (CUTLASS media/docs/efficient_gemm.md, "Pipelining"). With K no deeper
+ *    than the prologue nothing of the main loop hides it: the whole kernel is fill + compute;
+ *  - HBM traffic: A, B and the output once each (bf16) — the L2 serves the re-reads of a
+ *    row panel by the tiles of its row within a wave — plus the split partials. */
+static gemm_plan gemm_plan_make(double m, double n, double k, double sms, double flop_rate, double byte_rate)
 {
 	/* tile sides and their reciprocals (powers of two: the products are exact) */
 	static const double tiles[][4] = {{256, 128, 1.0 / 256, 1.0 / 128},
 					  {128, 256, 1.0 / 128, 1.0 / 256},
 					  {128, 128, 1.0 / 128, 1.0 / 128}};
+	const double flops = 2.0 * m * n * k, unique = BF16 * (m * k + k * n + m * n);
 	const double deep = (double)(long)(k / KSPLIT_MIN);
-	double best = 0;
+	const double per_byte = byte_rate > 0 ? 1.0 / byte_rate : 0;
+	gemm_plan best = {0};
+	double best_t = -1;
 	for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
-		double tm = pceil(m * tiles[i][2]), tn = pceil(n * tiles[i][3]);
-		double units = tm * tn, padded = units * tiles[i][0] * tiles[i][1];
-		if (units < sms) {
-			double split = (double)(long)(sms / units), s = split < deep ? split : deep;
-			units *= s > 1 ? s : 1;
+		const double tm = tiles[i][0], tn = tiles[i][1];
+		double t = pceil(m * tiles[i][2]) * pceil(n * tiles[i][3]), padded = t * tm * tn;
+		double splits = 1;
+		if (sms > 0 && t < sms) {
+			splits = (double)(long)(sms / t);
+			splits = splits < deep ? splits : deep;
 		}
-		/* tile x wave = (m·n / padded) x (units / (waves·SMs)) */
-		double e = sms > 0 ? m * n * units / (padded * pceil(units / sms) * sms) : m * n / padded;
-		if (e > best) {
-			best = e;
-			*fill = 2.0 * (GEMM_STAGE_K * (tiles[i][0] + tiles[i][1]) + tiles[i][0] * tiles[i][1]);
+		for (double s = 1; s == 1 || s <= splits; s++) {
+			double units = t * s;
+			/* tile x wave = (m·n / padded) x (units / (waves·SMs)) */
+			double e = sms > 0 ? m * n * units / (padded * pceil(units / sms) * sms) : m * n / padded;
+			double kk = k / s, pro = kk < GEMM_PROLOGUE_K ? kk : GEMM_PROLOGUE_K;
+			double fill = BF16 * (pro * (tm + tn) + tm * tn);
+			double bytes = unique + (s > 1 ? 2.0 * SPLITK_PARTIAL * s * m * n : 0);
+			double tc = flops / (flop_rate * e), tb = bytes * per_byte;
+			double time = fill * sms * per_byte + (tc > tb ? tc : tb);
+			if (best_t < 0 || time < best_t) {
+				best_t = time;
+				best = (gemm_plan){.eff = e, .fill = fill, .bytes = bytes};
+			}
 		}
 	}
 	return best;
@@ -83,33 +126,32 @@ static double gemm_shape_eff(double m, double n, double k, double sms, double *f
 
 /* A plan holds a handful of GEMM shapes and a sweep revisits them configuration after
  * configuration: a small direct-mapped cache per thread keeps the analytic engine's rate. */
-#define GEMM_CACHE 256
-static double gemm_shape(const config_platform *p, double m, double n, double k, double *fill);
-double engine_gemm_shape_eff(const config_platform *p, double m, double n, double k)
-{
-	double fill;
-	return gemm_shape(p, m, n, k, &fill);
-}
-
-static double gemm_shape(const config_platform *p, double m, double n, double k, double *fill)
+#define GEMM_CACHE 512
+static gemm_plan gemm_plan_of(const config_platform *p, double m, double n, double k)
 {
 	static _Thread_local struct {
-		double m, n, k, sms, eff, fill;
+		double m, n, k, sms, flop_rate, byte_rate;
+		gemm_plan plan;
 	} cache[GEMM_CACHE];
-	*fill = 0;
 	if (m < 1 || n < 1 || k < 1)
-		return 1.0;
-	const double sms = p->gpu.sms;
+		return (gemm_plan){.eff = 1.0};
+	const double sms = p->gpu.sms, flop_rate = p->gpu.peak_flops * p->eff.gemm,
+		     byte_rate = p->gpu.hbm_bandwidth * p->eff.memory;
 	unsigned long h = (unsigned long)m * 0x9E3779B1u ^ (unsigned long)n * 0x85EBCA77u ^
 			  (unsigned long)k * 0xC2B2AE3Du ^ (unsigned long)sms * 0x27D4EB2Fu;
 	h = (h ^ (h >> 15)) % GEMM_CACHE;
-	if (cache[h].m == m && cache[h].n == n && cache[h].k == k && cache[h].sms == sms) {
-		*fill = cache[h].fill;
-		return cache[h].eff;
-	}
-	double e = gemm_shape_eff(m, n, k, sms, fill);
-	cache[h].m = m, cache[h].n = n, cache[h].k = k, cache[h].sms = sms, cache[h].eff = e, cache[h].fill = *fill;
-	return e;
+	if (cache[h].m == m && cache[h].n == n && cache[h].k == k && cache[h].sms == sms &&
+	    cache[h].flop_rate == flop_rate && cache[h].byte_rate == byte_rate)
+		return cache[h].plan;
+	gemm_plan g = gemm_plan_make(m, n, k, sms, flop_rate, byte_rate);
+	cache[h].m = m, cache[h].n = n, cache[h].k = k, cache[h].sms = sms;
+	cache[h].flop_rate = flop_rate, cache[h].byte_rate = byte_rate, cache[h].plan = g;
+	return g;
+}
+
+double engine_gemm_shape_eff(const config_platform *p, double m, double n, double k)
+{
+	return gemm_plan_of(p, m, n, k).eff;
 }
 
 double engine_gemm_eff(const config_platform *p, double m, double n, double k)
@@ -119,37 +161,37 @@ double engine_gemm_eff(const config_platform *p, double m, double n, double k)
 	return p->eff.gemm * engine_gemm_shape_eff(p, m, n, k);
 }
 
-/* Seconds per byte of a GEMM's fill: each SM's share of the HBM bandwidth; 0 when there is
- * no fill to cost (see engine_gemm_fill_time). */
-static double fill_s_per_byte(const config_platform *p)
+/* Seconds per byte of HBM traffic; 0 when there is none to cost (a calibration measured
+ * efficiency.gemm, or the platform gives no bandwidth). */
+static double hbm_s_per_byte(const config_platform *p)
 {
-	if (p->eff.gemm_measured || p->gpu.sms <= 0 || p->gpu.hbm_bandwidth <= 0 || p->eff.memory <= 0)
+	if (p->eff.gemm_measured || p->gpu.hbm_bandwidth <= 0 || p->eff.memory <= 0)
 		return 0;
-	return p->gpu.sms / (p->gpu.hbm_bandwidth * p->eff.memory);
+	return 1.0 / (p->gpu.hbm_bandwidth * p->eff.memory);
 }
 
-/* One GEMM kernel: FLOP time at the quantized plateau plus its fill, one shape lookup. */
+/* One GEMM kernel of `flops` FLOPs: its fill, then the main loop at the quantized plateau or
+ * its HBM traffic, whichever is longer; one plan lookup. */
 static double gemm_kernel_time(const config_platform *p, double flops, double m, double n, double k)
 {
 	if (p->eff.gemm_measured)
 		return flops / (p->gpu.peak_flops * p->eff.gemm);
-	double fill;
-	double eff = p->eff.gemm * gemm_shape(p, m, n, k, &fill);
-	return flops / (p->gpu.peak_flops * eff) + fill * fill_s_per_byte(p);
+	gemm_plan g = gemm_plan_of(p, m, n, k);
+	double sb = hbm_s_per_byte(p);
+	double tc = flops / (p->gpu.peak_flops * p->eff.gemm * g.eff), tb = g.bytes * sb;
+	return g.fill * (p->gpu.sms > 0 ? p->gpu.sms : 0) * sb + (tc > tb ? tc : tb);
 }
 
-/* Pipeline fill and drain of a GEMM kernel (CUTLASS "Efficient GEMM in CUDA",
- * media/docs/efficient_gemm.md, "Pipelining"; NVIDIA DU-09799-001 section 2): every CTA
- * loads its first K stage of A and B before its first MMA and stores its output tile after
- * its last; the main loop overlaps the loads of later stages with MMAs, but the first
- * wave's loads and the last wave's stores have nothing to overlap with. All SMs do them at
- * once, so each moves its bytes at its share of the HBM bandwidth (hbm_bandwidth x
- * efficiency.memory / SMs): once per kernel, whatever its number of waves. */
+double engine_gemm_time(const config_platform *p, double m, double n, double k)
+{
+	return gemm_kernel_time(p, 2.0 * m * n * k, m, n, k);
+}
+
 double engine_gemm_fill_time(const config_platform *p, double m, double n, double k)
 {
-	double fill;
-	gemm_shape(p, m, n, k, &fill);
-	return fill * fill_s_per_byte(p);
+	if (p->gpu.sms <= 0)
+		return 0;
+	return gemm_plan_of(p, m, n, k).fill * p->gpu.sms * hbm_s_per_byte(p);
 }
 
 /* ------------------------------------------------------------- attention --- */
@@ -210,6 +252,20 @@ static const attn_curve hopper_curves[] = {
 #define A100_FA2_FWD (0.73 * 312.0)
 #define A100_FA2_BWD (0.63 * 312.0)
 #define A100_SMS 108
+
+/* The Triton FlashAttention kernel (flash-attention's flash_attn/flash_attn_triton.py, which
+ * requires triton 2.0.0.dev20221202 and which llm-foundry runs for `attn_impl: triton`
+ * through its triton-pre-mlir package, llmfoundry/models/layers/attention.py
+ * triton_flash_attn_fn) takes as long with a causal mask as without one on that compiler:
+ * Dao-AILab/flash-attention issue #142 measures its forward at 4096 tokens (batch 8, 12
+ * heads, head dim 64) at 1.862 ms causal and 1.761 ms not, where the CUDA kernel halves
+ * (4.945 -> 2.873 ms). So a causal op costs the dense S^2 work: the family is timed on the
+ * non-causal curve of FlashAttention-2 on the same GPU, at half the rate for a causal op
+ * (whose FLOPs count only the unmasked half). Its own rate per dense FLOP at head dim 128
+ * is not published as text; FlashAttention-2's is an upper bound (arXiv 2307.08691,
+ * Figures 4-6, finds FlashAttention-2 faster than the Triton kernel), so this family is,
+ * if anything, optimistic. */
+#define TRITON_CAUSAL_SHARE 0.5
 
 static const attn_curve *curve_find(int kernel, int hd_log2, int bwd, int causal)
 {
@@ -284,6 +340,10 @@ static void curve_at(int kernel, config_gpu_arch arch, int hl, int bwd, int caus
 	int sms = HOPPER_SMS;
 	int k = kernel;
 	double scale = 1.0;
+	if (kernel == CONFIG_ATTN_TRITON) { /* FlashAttention-2's dense curve (see above) */
+		k = CONFIG_ATTN_FA2;
+		causal = 0;
+	}
 	if (arch == CONFIG_ARCH_AMPERE) {
 		/* only FlashAttention-2 has a published Ampere rate (see above) */
 		double n1, n2;
@@ -348,6 +408,8 @@ double engine_attention_rate(const config_platform *p, const engine_attn_shape *
 	double f = hl - h0;
 	double r = (1 - f) * curve_rate_hl(s->kernel, p->gpu.arch, h0, s->bwd, s->causal, T) +
 		   (f > 0 ? f * curve_rate_hl(s->kernel, p->gpu.arch, h0 + 1, s->bwd, s->causal, T) : 0);
+	if (s->kernel == CONFIG_ATTN_TRITON && s->causal)
+		r *= TRITON_CAUSAL_SHARE; /* the masked half is computed too */
 	return r * wave;
 }
 

@@ -6,14 +6,16 @@
 #include "engine/engine.h"
 
 /* Share of the GEMM plateau an m x n x k GEMM keeps after tile and wave quantization on
- * the platform's SMs (1 for a large aligned GEMM); engine_gemm_eff multiplies it by
- * efficiency.gemm. */
+ * the platform's SMs, for the tile and split-K the model picks (1 for a large aligned GEMM);
+ * engine_gemm_eff multiplies it by efficiency.gemm. */
 double engine_gemm_shape_eff(const config_platform *p, double m, double n, double k);
 double engine_gemm_eff(const config_platform *p, double m, double n, double k);
-/* Pipeline fill and drain of one m x n x k GEMM kernel, s: the first K stage of the chosen
- * tile's A and B and its output tile at one SM's share of the HBM bandwidth (0 when a
- * calibration measured efficiency.gemm). */
+/* Pipeline fill and drain of one m x n x k GEMM kernel, s: the prologue (up to two K stages)
+ * of the chosen tile's A and B and its output tile at one SM's share of the HBM bandwidth (0
+ * when a calibration measured efficiency.gemm). */
 double engine_gemm_fill_time(const config_platform *p, double m, double n, double k);
+/* Seconds of one m x n x k GEMM kernel (2·m·n·k FLOPs): fill + max(main loop, HBM traffic). */
+double engine_gemm_time(const config_platform *p, double m, double n, double k);
 
 typedef struct engine_attn_shape {
 	config_attn_kernel kernel;

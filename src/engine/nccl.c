@@ -43,6 +43,9 @@ static const double p2p_nvl_chunk = 524288;
 /* NCCL_NVLS_NCHANNELS default: NVLS runs 16 channels (src/transport/nvls.cc), each at
  * most one NVLink's bandwidth (the NVLS graph's bwIntra). */
 static const int nvls_channels = 16;
+/* tuning.cc hwLat[NET][NVLS_TREE][Simple]: 14 us per network hop of NVLS-tree (the
+ * NVLS row of hw_lat holds NVLS's own 18). */
+static const double nvls_tree_net_lat_us = 14.0;
 /* NCCL_MAX_P2P_NCHANNELS default (MAXCHANNELS, src/include/device.h). */
 static const int p2p_max_channels = 32;
 
@@ -138,9 +141,11 @@ static bool pair_enabled(const config_platform *p, workload_coll c, int nodes, n
 		break;
 	case NCCL_ALGO_RING: break;
 	case NCCL_ALGO_NVLS:
-		/* Simple only; all-reduce, all-gather, reduce-scatter; one node unless CollNet
-		 * is supported, which spsim's platforms never declare */
-		if (!p->nccl.nvls || pr != NCCL_PROTO_SIMPLE || nodes > 1 || c == WL_COLL_BROADCAST)
+		/* Simple only; all-reduce, all-gather, reduce-scatter on one node; across nodes
+		 * NCCL runs NVLS-tree (NVLS in the node, a tree between nodes), all-reduce only,
+		 * since NVLS itself needs CollNet there, which spsim's platforms never declare */
+		if (!p->nccl.nvls || pr != NCCL_PROTO_SIMPLE || c == WL_COLL_BROADCAST ||
+		    (nodes > 1 && c != WL_COLL_ALLREDUCE))
 			return false;
 		break;
 	default: return false;
@@ -158,6 +163,8 @@ typedef struct model_ctx {
 	workload_coll c;
 	int P, ppn, nodes, ci, ni, li, nsteps, ninter, cc, hwi;
 	double nch, bytes, busbw, lat_intra, lat_inter; /* link latency / NCCL's ring-Simple step */
+	double busbw_tree;  /* the bus bandwidth NCCL's trees start from (see ctx_init) */
+	double busbw_intra; /* one node's ring bus bandwidth (the group's ranks on it) */
 } model_ctx;
 
 static void ctx_init(model_ctx *m, const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
@@ -175,6 +182,19 @@ static void ctx_init(model_ctx *m, const config_platform *p, workload_coll c, en
 	m->nch = nccl_channels(p);
 	m->bytes = bytes;
 	m->busbw = busbw_ring;
+	/* ncclTopoTuneModel: "bw = nNodes <= 2 ? graphs[a]->bwIntra : graphs[a]->bwInter". On
+	 * two nodes each node is the root of one of NCCL's two trees and a leaf of the other,
+	 * so it sends (and receives) the buffer once over the network, where a ring sends it
+	 * 2(P-1)/P times: NCCL rates its trees by the intra-node bandwidth there (spsim's
+	 * ring over one node's ranks stands for nChannels x bwIntra), and the network still
+	 * caps them at twice the ring's network-bound bus bandwidth. Beyond two nodes a
+	 * tree node moves as many bytes as a ring's, and NCCL uses bwInter. */
+	m->busbw_intra = busbw_ring;
+	if (m->nodes > 1 && m->ppn > 1) {
+		engine_group_shape node = {.size = m->ppn, .per_node = m->ppn, .active_per_node = s.active_per_node};
+		m->busbw_intra = engine_ring_busbw(p, node);
+	}
+	m->busbw_tree = m->nodes == 2 ? fmin(m->busbw_intra, 2.0 * busbw_ring) : busbw_ring;
 	m->nsteps = c == WL_COLL_ALLREDUCE ? 2 * (m->P - 1) : c == WL_COLL_BROADCAST ? m->P : m->P - 1;
 	m->ninter = c == WL_COLL_ALLREDUCE	  ? (m->nodes > 1 ? 2 * m->nodes : 0)
 		    : c == WL_COLL_BROADCAST ? m->nodes
@@ -200,18 +220,28 @@ static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *
 	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL128)
 		bus = fmin(bus * (ppn < 2 ? 0.7 : 0.92), nch * per_ch_ring_ll128[ci][ni] * G);
 	if (a == NCCL_ALGO_TREE)
-		bus = fmin(bus * .92, nch * per_ch_tree[ci][ni] * G);
+		bus = fmin(m->busbw_tree * .92, nch * per_ch_tree[ci][ni] * G);
 	if (a == NCCL_ALGO_TREE && pr == NCCL_PROTO_LL)
 		bus = fmin(bus / 3.8, ll_max_bw[li][ni] * G);
 	if (a == NCCL_ALGO_TREE && pr == NCCL_PROTO_LL128)
 		bus = fmin(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * per_ch_tree_ll128[ci][ni] * G);
-	if (a == NCCL_ALGO_NVLS)
-		bus = fmin(bus, nvls_channels * nvlink_bw(m->cc));
+	if (a == NCCL_ALGO_NVLS) {
+		/* one node: NVLS at min(busBw, 16 channels x one NVLink). Across nodes NVLS-tree:
+		 * tuning.cc "bw = min(bwIntra, nNodes <= 2 ? bwInter : bwInter/2)": the node's
+		 * NVLS, and the network at the ring's bus bandwidth (halved beyond two nodes,
+		 * where a tree node relays a child's data too) */
+		bus = fmin(m->busbw_intra, nvls_channels * nvlink_bw(m->cc));
+		if (nodes > 1)
+			bus = fmin(bus, nodes <= 2 ? m->busbw : m->busbw / 2);
+	}
 	double ratio = a == NCCL_ALGO_RING ? (double)P / nsteps : a == NCCL_ALGO_NVLS ? 5.0 / 6.0 : 0.5;
 	double bw = bus * ratio;
 
 	double intra = hw_lat[m->hwi][a][pr] * m->lat_intra;
-	double inter = hw_lat[HW_NET][a][pr] * m->lat_inter;
+	/* a transport with a cost of its own per message (inter_node.message_latency: TCP, no
+	 * RDMA) pays it on every network hop whatever the protocol: NCCL's hwLat network row
+	 * is InfiniBand's, where LL's and LL128's small messages cost less than Simple's */
+	double inter = fmax(hw_lat[HW_NET][a][pr] * m->lat_inter, m->p->inter.message_latency);
 	double lat = base_lat[a][pr] * us;
 	if (a == NCCL_ALGO_RING) {
 		if (c == WL_COLL_BROADCAST) {
@@ -225,8 +255,11 @@ static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *
 		int ls = log2i(m->bytes / 64);
 		if (ls >= 0 && ls < 23)
 			bw *= tree_correction[pr][ls];
-	} else { /* NVLS */
-		lat = intra + (nodes > 1 ? inter : 0);
+	} else if (nodes == 1) { /* NVLS */
+		lat = intra;
+	} else { /* NVLS-tree: baseLat 0 + intraLat + 2 log2(nodes) x interLat */
+		double net = fmax(nvls_tree_net_lat_us * m->lat_inter, m->p->inter.message_latency);
+		lat = intra + 2 * log2i(nodes) * net;
 	}
 	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_SIMPLE && nodes > 1 && c == WL_COLL_ALLREDUCE &&
 	    m->bytes / (nch * P) >= 64)
@@ -244,6 +277,30 @@ double nccl_model_time(const config_platform *p, workload_coll c, engine_group_s
 	model_ctx m;
 	ctx_init(&m, p, c, s, bytes, busbw_ring);
 	return pair_time(&m, a, pr, latency, algbw);
+}
+
+/* src/include/device.h: NCCL_LL_MAX_NTHREADS 512, NCCL_LL128_MAX_NTHREADS 640,
+ * NCCL_SIMPLE_MAX_NTHREADS 512 (maxThreads of ncclTopoTuneModel); src/include/comm.h
+ * (tuning.cc ncclTopoTuneModel): NCCL_LL_THREAD_THRESHOLD 8, NCCL_LL128_THREAD_THRESHOLD 8,
+ * NCCL_SIMPLE_THREAD_THRESHOLD 64 bytes per thread, ring/LL's multiplied by nRanks. */
+static const int max_threads[NCCL_PROTO_COUNT] = {512, 640, 512};
+static const double thread_threshold[NCCL_PROTO_COUNT] = {8, 8, 64};
+
+int nccl_launch_channels(const config_platform *p, nccl_algo a, nccl_proto pr, int ranks, double bytes)
+{
+	int nc = nccl_channels(p);
+	if (a == NCCL_ALGO_NVLS) /* "NVLS should not need more than 16 channels": no tuning */
+		return nvls_channels;
+	if (a != NCCL_ALGO_RING && a != NCCL_ALGO_TREE)
+		return nc;
+	/* enqueue.cc getAlgoInfo (topoGetAlgoInfo in later releases), "Ring/Tree channel
+	 * tuning": while nBytes < nc x nt x threadThreshold, drop a channel (then halve the
+	 * threads, which only moves messages of a few KiB and is not modelled) */
+	double thr = thread_threshold[pr] * (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL ? ranks : 1);
+	double per_channel = max_threads[pr] * thr;
+	while (nc >= 2 && bytes < nc * per_channel)
+		nc--;
+	return nc;
 }
 
 /* Ring family, spsim's ring: NCCL's choice among (algorithm, protocol). */
@@ -273,16 +330,55 @@ static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_gro
 			}
 		}
 	}
+	/* NCCL chooses on the full channel count and then launches fewer channels for a small
+	 * message (nccl_launch_channels); each carries its share of the bandwidth, so the
+	 * chosen pair's wire time grows by the ratio */
+	int full = k.algo == NCCL_ALGO_NVLS ? nvls_channels : nccl_channels(p);
+	int nc = nccl_launch_channels(p, k.algo, k.proto, s.size, bytes);
+	if (nc < full) {
+		k.scale[0] *= (double)full / nc;
+		k.scale[1] *= (double)full / nc;
+	}
 	return k;
 }
 
-/* All-to-all (direct) and send/recv through NCCL's p2p path. m: bytes to each peer. */
-static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int local, double m, nccl_cost k)
+/* p2p channels: pow2Up(ring channels), at most NCCL_MAX_P2P_NCHANNELS
+ * (src/graph/connect.cc ncclTopoComputeP2pChannels). */
+static int p2p_channels(const config_platform *p)
+{
+	return pow2_up(nccl_channels(p) < p2p_max_channels ? nccl_channels(p) : p2p_max_channels);
+}
+
+/* The per-message terms of a p2p exchange with `peers` peers per GPU, `remote` of them on
+ * other nodes (k.latency, on top of the one link latency its flows pay):
+ * - every network message is posted by the GPU's proxy thread, one after the other:
+ *   getNetOverhead (tuning.cc: 1 us per post on x86 Intel; "inter-node rings still have
+ *   to launch nsteps * net overhead", where the ring model also triples it for Simple),
+ *   so a GPU with r remote peers pays r posts of 1 us;
+ * - peers are served in rounds on the p2p channels, each at least one channel
+ *   (src/enqueue.cc scheduleP2pTasksToPlan, ncclP2pChannelBaseForRound): more peers than
+ *   channels serialise, each wave paying the farthest link's message latency;
+ * - a transport with a cost of its own per message (inter_node.message_latency) pays it
+ *   instead of the link latency. */
+static double p2p_message_latency(const config_platform *p, int peers, int remote)
+{
+	int ch = p2p_channels(p);
+	int waves = peers > ch ? (peers + ch - 1) / ch : 1;
+	double link = remote > 0 ? p->inter.latency : p->intra.latency;
+	double msg = remote > 0 ? fmax(p->inter.latency, p->inter.message_latency) : link;
+	return waves * msg - link + remote * net_overhead_us * 1e-6;
+}
+
+/* All-to-all (direct) and send/recv through NCCL's p2p path. m: bytes to each peer;
+ * peers and remote: peers per GPU, those on other nodes. */
+static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int local, int peers, int remote, double m,
+			  nccl_cost k)
 {
 	k.algo = NCCL_ALGO_P2P;
 	k.link_latency = true;
 	bool ll = p->nccl.force_proto ? p->nccl.force_proto == NCCL_PROTO_LL + 1 : m <= p2p_ll_threshold;
 	k.proto = ll ? NCCL_PROTO_LL : NCCL_PROTO_SIMPLE;
+	k.latency = p2p_message_latency(p, peers, remote);
 	/* LL moves 8-byte lines of 4 data bytes and a 4-byte flag (src/device/prims_ll.h) */
 	double proto = ll ? 2.0 : 1.0;
 	k.scale[0] = k.scale[1] = proto;
@@ -296,7 +392,7 @@ static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int lo
 	 * moving at most one NVLink's bandwidth. */
 	int cc = cc_of(p);
 	double link = nvlink_bw(cc);
-	int p2p_ch = pow2_up(nccl_channels(p) < p2p_max_channels ? nccl_channels(p) : p2p_max_channels);
+	int p2p_ch = p2p_channels(p);
 	long links = lround(floor(config_platform_intra_pair_bw(p) / link));
 	int per_peer_max = pow2_up((int)(2 * (links > 1 ? links : 1)) < p2p_ch ? (int)(2 * (links > 1 ? links : 1)) : p2p_ch);
 	int nmin = per_peer_max;
@@ -316,7 +412,8 @@ static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int lo
 /* Everything of a platform the cost terms read (a memo key). */
 typedef struct plat_key {
 	int gpn, fabric, nics, topology, npl;
-	double intra_bw, pair_bw, intra_lat, nic_bw, inter_lat, oversub, overhead, hbm, eff_mem, eff_intra, eff_inter;
+	double intra_bw, pair_bw, intra_lat, nic_bw, inter_lat, msg_lat, oversub, overhead, hbm, eff_mem, eff_intra,
+		eff_inter;
 	int cc, channels, nvls, links_only, force_algo, force_proto;
 } plat_key;
 
@@ -333,6 +430,7 @@ static void key_of(const config_platform *p, plat_key *k)
 	k->intra_lat = p->intra.latency;
 	k->nic_bw = p->inter.nic_bandwidth;
 	k->inter_lat = p->inter.latency;
+	k->msg_lat = p->inter.message_latency;
 	k->oversub = p->inter.oversubscription;
 	k->overhead = p->coll_overhead;
 	k->hbm = p->gpu.hbm_bandwidth;
@@ -414,10 +512,23 @@ static nccl_cost cost_of(const config_platform *p, workload_coll c, workload_alg
 		return ring_cost(p, c, s, bytes, k);
 	}
 	if (c == WL_COLL_ALLTOALL && alg == WL_ALG_DIRECT)
-		return p2p_cost(p, s, s.per_node - 1, bytes / s.size, k);
-	if (c == WL_COLL_SENDRECV)
-		return p2p_cost(p, s, s.per_node >= 2 ? 1 : 0, bytes, k);
-	return k; /* pairwise, hierarchical: spsim's compositions, link latencies, scale 1 */
+		return p2p_cost(p, s, s.per_node - 1, s.size - 1, s.size - s.per_node, bytes / s.size, k);
+	if (c == WL_COLL_SENDRECV) {
+		bool intra = s.per_node >= 2 && s.size <= s.per_node; /* as the engines route it */
+		return p2p_cost(p, s, s.per_node >= 2 ? 1 : 0, 1, intra ? 0 : 1, bytes, k);
+	}
+	/* pairwise, hierarchical: spsim's compositions of NCCL calls, link latencies, scale 1;
+	 * an all-to-all still posts one network message per remote peer of each of its
+	 * exchanges (p2p_message_latency): pairwise one peer at a time, hierarchical's
+	 * inter-node phase nodes - 1 peers */
+	if (c == WL_COLL_ALLTOALL && s.size > s.per_node && s.per_node >= 1) {
+		int remote = s.size - s.per_node, nodes = s.size / s.per_node;
+		if (alg == WL_ALG_PAIRWISE)
+			k.latency = remote * p2p_message_latency(p, 1, 1);
+		else if (alg == WL_ALG_HIERARCHICAL)
+			k.latency = p2p_message_latency(p, nodes - 1, nodes - 1);
+	}
+	return k;
 }
 
 bool nccl_force_check(const config_platform *p, workload_coll c, int force_algo, int force_proto, char *why,
@@ -436,9 +547,9 @@ bool nccl_force_check(const config_platform *p, workload_coll c, int force_algo,
 			snprintf(why, len, "--alg tree applies only to all-reduce (NCCL's trees), expected ring here");
 			return false;
 		}
-		if (a == NCCL_ALGO_NVLS && (!p->nccl.nvls || c == WL_COLL_BROADCAST || p->nodes > 1)) {
-			snprintf(why, len, "--alg nvls needs a one-node platform declaring nccl: {nvls: true} and "
-				 "all-reduce, all-gather or reduce-scatter");
+		if (a == NCCL_ALGO_NVLS && (!p->nccl.nvls || c == WL_COLL_BROADCAST || (p->nodes > 1 && c != WL_COLL_ALLREDUCE))) {
+			snprintf(why, len, "--alg nvls needs a platform declaring nccl: {nvls: true} and all-reduce, "
+				 "all-gather or reduce-scatter on one node (across nodes NVLS-tree: all-reduce only)");
 			return false;
 		}
 		if (a == NCCL_ALGO_NVLS && force_proto && force_proto != NCCL_PROTO_SIMPLE + 1) {

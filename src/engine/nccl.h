@@ -72,6 +72,10 @@ bool nccl_force_check(const config_platform *p, workload_coll c, int force_algo,
 /* Ring channels NCCL's graph search gives the platform (p->nccl.channels when set). */
 int nccl_channels(const config_platform *p);
 
+/* Channels NCCL launches for one call of `bytes` with the chosen pair on `ranks` ranks
+ * (enqueue.cc's channel tuning: fewer channels for small messages; NVLS always 16). */
+int nccl_launch_channels(const config_platform *p, nccl_algo a, nccl_proto pr, int ranks, double bytes);
+
 /* NCCL's predicted time (s) of a ring-family pair, its own model: latency + bytes / algbw,
  * with busbw_ring the physical ring bus bandwidth (bytes/s); < 0 when the pair is
  * disabled. Exposed for the tests of the crossovers. */

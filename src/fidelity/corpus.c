@@ -13,10 +13,10 @@
 #include "nccltests/nccltests.h"
 
 const char *const fidelity_kind_names[FID_KIND_COUNT] = {"collective", "attention", "gemm", "step"};
-const char *const fidelity_metric_units[FID_METRIC_COUNT] = {"GB/s", "us", "TFLOP/s", "tokens/s/GPU", "MFU%"};
+const char *const fidelity_metric_units[FID_METRIC_COUNT] = {"GB/s",         "us",   "TFLOP/s",
+							     "tokens/s/GPU", "MFU%", "MFU-dense%"};
 
 static const char *const pass_names[] = {"fwd", "bwd", "fwd+bwd"};
-static const char *const family_names[] = {"flash-attn-2", "flash-attn-3", "cudnn"};
 
 /* Units each kind may be compared in. */
 static bool metric_allowed(fidelity_kind k, fidelity_metric m)
@@ -25,7 +25,7 @@ static bool metric_allowed(fidelity_kind k, fidelity_metric m)
 	case FID_COLLECTIVE: return m == FID_BUSBW || m == FID_TIME_US;
 	case FID_ATTENTION:
 	case FID_GEMM: return m == FID_TFLOPS;
-	case FID_STEP: return m == FID_TOKENS_GPU || m == FID_MFU_PCT;
+	case FID_STEP: return m == FID_TOKENS_GPU || m == FID_MFU_PCT || m == FID_MFU_DENSE_PCT;
 	default: return false;
 	}
 }
@@ -126,20 +126,20 @@ static bool read_kernel(const yt_node *m, fidelity_case *k, config_error *err)
 	    !yt_int(m, "seq_len", true, 1, LONG_MAX, &kn->seq_len, NULL, err) ||
 	    !yt_posint(m, "heads", true, &kn->heads, NULL, err) || !yt_posint(m, "head_dim", true, &kn->head_dim, NULL, err) ||
 	    !yt_bool(m, "causal", true, &kn->causal, NULL, err) || !yt_enum(m, "pass", true, pass_names, 3, &pass, NULL, err) ||
-	    !yt_enum(m, "kernel", true, family_names, 3, &fam, NULL, err))
+	    !yt_enum(m, "kernel", true, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &fam, NULL, err))
 		return false;
 	kn->kernel = WL_KERNEL_ATTENTION;
 	kn->pass = (fidelity_pass)pass;
-	snprintf(kn->family, sizeof kn->family, "%s", family_names[fam]);
+	snprintf(kn->family, sizeof kn->family, "%s", config_attn_kernel_names[fam]);
 	return true;
 }
 
 static bool read_step(const char *file, const yt_node *m, fidelity_case *k, const config_platform *p, config_error *err)
 {
-	static const char *const keys[] = {"model",      "strategy", "gpus", "sp",        "micro_batch",
-					   "seq_len",    "grad_accum", "zero", "recompute", NULL};
+	static const char *const keys[] = {"model",     "strategy",        "gpus", "sp", "micro_batch", "seq_len",
+					   "grad_accum", "zero", "recompute", "attention_kernel", NULL};
 	char model[CONFIG_PATH_MAX];
-	int strategy = 0, recompute = 0;
+	int strategy = 0, recompute = 0, attn = -1;
 	long zero = 1;
 	config_job_defaults(&k->job);
 	strategy = k->job.strategy, recompute = k->job.recompute, zero = k->job.zero_stage;
@@ -150,8 +150,10 @@ static bool read_step(const char *file, const yt_node *m, fidelity_case *k, cons
 	    !yt_int(m, "seq_len", true, 1, LONG_MAX, &k->job.seq_len, NULL, err) ||
 	    !yt_posint(m, "grad_accum", false, &k->job.grad_accum, NULL, err) ||
 	    !yt_int(m, "zero", false, 0, 3, &zero, NULL, err) ||
-	    !yt_enum(m, "recompute", false, config_recompute_names, 2, &recompute, NULL, err))
+	    !yt_enum(m, "recompute", false, config_recompute_names, 2, &recompute, NULL, err) ||
+	    !yt_enum(m, "attention_kernel", false, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &attn, NULL, err))
 		return false;
+	k->job.attention_kernel = attn; /* -1 when absent: the platform's */
 	k->job.strategy = (config_strategy)strategy;
 	k->job.recompute = (config_recompute)recompute;
 	k->job.zero_stage = (int)zero;

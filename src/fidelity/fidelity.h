@@ -24,11 +24,15 @@
  *                gpus: N, size: 8G (nccl-tests size syntax, bytes per rank),
  *                alg: ring|direct|pairwise|hierarchical (optional)}     units GB/s (busbw), us (time)
  *   attention:  {batch, seq_len, heads, head_dim, causal: bool, pass: fwd|bwd|fwd+bwd,
- *                kernel: flash-attn-2|flash-attn-3|cudnn}              unit TFLOP/s
+ *                kernel: flash-attn-2|flash-attn-3|cudnn|flash-attn-triton}
+ *                                                                       unit TFLOP/s
  *   gemm:       {m, n, k}                                               unit TFLOP/s
  *   step:       {model, strategy, gpus, sp, micro_batch, seq_len, grad_accum, zero,
- *                recompute}  (the keys of a job file; model a shipped name or a path
- *                relative to this file)                                 units tokens/s/GPU, MFU%
+ *                recompute, attention_kernel}  (the keys of a job file; model a shipped
+ *                name or a path relative to this file; attention_kernel optional, the
+ *                platform's when absent)        units tokens/s/GPU, MFU%, MFU-dense%
+ *                (MFU% counts causal attention at half its dense FLOPs, MFU-dense% dense,
+ *                as MosaicML, PaLM and Megatron-LM report it)
  *
  * Kernel throughputs use the FLOP counts of the benchmarks they come from: GEMM 2mnk;
  * attention forward 4 b s^2 h d (halved when causal), backward 2.5x forward, forward +
@@ -50,7 +54,8 @@ typedef enum fidelity_metric {
 	FID_TIME_US,    /* us, nccl-tests time */
 	FID_TFLOPS,     /* TFLOP/s of one kernel */
 	FID_TOKENS_GPU, /* tokens/s per GPU of a training step */
-	FID_MFU_PCT,    /* model FLOPs utilisation, percent */
+	FID_MFU_PCT,    /* model FLOPs utilisation, percent (causal attention halved) */
+	FID_MFU_DENSE_PCT, /* the same with attention counted dense (MosaicML, PaLM, Megatron-LM) */
 	FID_METRIC_COUNT
 } fidelity_metric;
 typedef enum fidelity_pass { FID_PASS_FWD, FID_PASS_BWD, FID_PASS_FWD_BWD } fidelity_pass;
@@ -69,7 +74,7 @@ typedef struct fidelity_kernel {
 	long seq_len;
 	bool causal;
 	fidelity_pass pass;
-	char family[CONFIG_NAME_MAX]; /* flash-attn-2, flash-attn-3, cudnn */
+	char family[CONFIG_NAME_MAX]; /* a config_attn_kernel_names entry */
 } fidelity_kernel;
 
 typedef struct fidelity_case {

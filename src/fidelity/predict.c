@@ -117,7 +117,9 @@ static bool predict_step(const fidelity_case *k, const config_platform *p, const
 	workload_compose_finish(&comp);
 	if (!ok)
 		return false;
-	*out = k->metric == FID_MFU_PCT ? 100.0 * r.mfu : r.tokens_per_s / job.gpus;
+	*out = k->metric == FID_MFU_PCT	      ? 100.0 * r.mfu
+	       : k->metric == FID_MFU_DENSE_PCT ? 100.0 * r.mfu_dense
+						: r.tokens_per_s / job.gpus;
 	return true;
 }
 

@@ -54,13 +54,16 @@ const char *plan_a2a_name(config_a2a a);
 
 /* A strategy as a sweep or compare names it: VARIANT, VARIANT:sp=N (SP domain of N GPUs,
  * W/N data-parallel replicas) or VARIANT:sp=N/B (SP = GPUs / micro-batch: basp.md's
- * "Ulysses with SP = N/B", which follows the micro-batch along a sweep). */
+ * "Ulysses with SP = N/B", which follows the micro-batch along a sweep); the run
+ * spellings basp:inner=ring|usp and ring:comm=all_gather name their rows, and usp and
+ * basp-usp take :u=U:r=R (without them the degrees are derived, U inside a node). */
 typedef enum plan_sp_mode { PLAN_SP_ALL, PLAN_SP_FIXED, PLAN_SP_PER_BATCH } plan_sp_mode;
 typedef struct plan_strategy {
 	char label[CONFIG_NAME_MAX];
 	const plan_variant *variant;
 	plan_sp_mode sp_mode;
 	int sp; /* PLAN_SP_FIXED */
+	int u, r; /* USP's degrees (usp, basp-usp: :u=U:r=R); 0: derived (workload_check) */
 } plan_strategy;
 
 bool plan_strategy_parse(const char *text, plan_strategy *out, config_error *err);

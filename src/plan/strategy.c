@@ -32,28 +32,56 @@ static bool set_ring(config_job *job, int alt)
 {
 	job->basp_inner = CONFIG_STRATEGY_ULYSSES;
 	job->cp_split = CONFIG_CP_SPLIT_ZIGZAG;
+	job->cp_comm = CONFIG_CP_COMM_P2P;
 	return alt == 0 && job->sp <= PLAN_MAX_RING;
 }
 static bool set_inner_ring(config_job *job, int alt)
 {
 	job->basp_inner = CONFIG_STRATEGY_RING;
 	job->cp_split = CONFIG_CP_SPLIT_ZIGZAG;
+	job->cp_comm = CONFIG_CP_COMM_P2P;
 	return alt == 0 && job->micro_batch > 0 && job->sp / job->micro_batch <= PLAN_MAX_RING;
 }
-
-/* USP: every Ulysses degree strictly between 1 and the SP size (its edges are Ulysses
- * and ring); the job check drops those that do not split the heads. */
-static bool set_usp(config_job *job, int alt)
+/* All-gather context parallelism (Megatron-Core cp_comm_type all_gather): a fixed
+ * handful of ops per layer whatever R, so no ring-length cap. */
+static bool set_ring_allgather(config_job *job, int alt)
 {
-	job->basp_inner = CONFIG_STRATEGY_ULYSSES;
+	set_ring(job, 0);
+	job->cp_comm = CONFIG_CP_COMM_ALL_GATHER;
+	return alt == 0;
+}
+static bool set_inner_ring_allgather(config_job *job, int alt)
+{
+	set_inner_ring(job, 0);
+	job->cp_comm = CONFIG_CP_COMM_ALL_GATHER;
+	return alt == 0;
+}
+
+/* USP over P ranks: alternative alt of every Ulysses degree strictly between 1 and P (its
+ * edges are Ulysses and ring); the job check drops those that do not split the heads. */
+static bool usp_degrees(config_job *job, int P, int alt)
+{
 	job->cp_split = CONFIG_CP_SPLIT_ZIGZAG;
-	for (int u = 2, k = 0; u < job->sp; u++)
-		if (job->sp % u == 0 && job->sp / u <= PLAN_MAX_RING && k++ == alt) {
+	job->cp_comm = CONFIG_CP_COMM_P2P;
+	for (int u = 2, k = 0; u < P; u++)
+		if (P % u == 0 && P / u <= PLAN_MAX_RING && k++ == alt) {
 			job->ulysses_degree = u;
-			job->ring_degree = job->sp / u;
+			job->ring_degree = P / u;
 			return true;
 		}
 	return false;
+}
+static bool set_usp(config_job *job, int alt)
+{
+	job->basp_inner = CONFIG_STRATEGY_ULYSSES;
+	return usp_degrees(job, job->sp, alt);
+}
+/* BASP over USP: USP inside each group of K = N/B ranks (B | N). */
+static bool set_inner_usp(config_job *job, int alt)
+{
+	job->basp_inner = CONFIG_STRATEGY_USP;
+	int B = job->micro_batch;
+	return B > 0 && job->sp % B == 0 && usp_degrees(job, job->sp / B, alt);
 }
 
 const plan_variant plan_variants[] = {
@@ -67,8 +95,15 @@ const plan_variant plan_variants[] = {
 	 "ring attention (context parallelism, zigzag): KV blocks passed around N GPUs", true},
 	{"basp-ring", CONFIG_STRATEGY_BASP, basp_is_ulysses, set_inner_ring,
 	 "BASP over ring attention (basp:inner=ring): B rings of K = N/B GPUs, one sequence each", true},
+	{"ring-allgather", CONFIG_STRATEGY_RING, NULL, set_ring_allgather,
+	 "ring attention with all-gathered KV (ring:comm=all_gather, Megatron-Core cp_comm_type all_gather)", true},
+	{"basp-ring-allgather", CONFIG_STRATEGY_BASP, basp_is_ulysses, set_inner_ring_allgather,
+	 "BASP over all-gather context parallelism (basp:inner=ring:comm=all_gather)", true},
 	{"usp", CONFIG_STRATEGY_USP, NULL, set_usp,
 	 "USP: Ulysses over U GPUs inside rings of R = N/U, every U strictly between 1 and N", true},
+	{"basp-usp", CONFIG_STRATEGY_BASP, basp_is_ulysses, set_inner_usp,
+	 "BASP over USP (basp:inner=usp): USP inside each group of K = N/B GPUs, every U strictly between 1 and K",
+	 true},
 	{NULL, 0, NULL, NULL, NULL},
 };
 
@@ -130,8 +165,22 @@ bool plan_strategy_parse(const char *text, plan_strategy *out, config_error *err
 		size_t vn = next ? (size_t)(next - v) : strlen(v);
 		if (vn == 4 && strncmp(v, "ring", 4) == 0)
 			snprintf(name, sizeof name, "basp-ring");
+		else if (vn == 3 && strncmp(v, "usp", 3) == 0)
+			snprintf(name, sizeof name, "basp-usp");
 		else if (!(vn == 7 && strncmp(v, "ulysses", 7) == 0))
-			return config_fail(err, "strategy '%s': expected basp:inner=ulysses or basp:inner=ring", text);
+			return config_fail(err, "strategy '%s': expected basp:inner=ulysses, basp:inner=ring or basp:inner=usp",
+					   text);
+		colon = next;
+	}
+	/* ring:comm=p2p|all_gather (and basp:inner=ring:comm=...): the ring rows */
+	if ((strcmp(name, "ring") == 0 || strcmp(name, "basp-ring") == 0) && colon &&
+	    strncmp(colon + 1, "comm=", 5) == 0) {
+		const char *v = colon + 6, *next = strchr(v, ':');
+		size_t vn = next ? (size_t)(next - v) : strlen(v);
+		if (vn == 10 && strncmp(v, "all_gather", 10) == 0)
+			strcat(name, "-allgather");
+		else if (!(vn == 3 && strncmp(v, "p2p", 3) == 0))
+			return config_fail(err, "strategy '%s': expected comm=p2p or comm=all_gather", text);
 		colon = next;
 	}
 	s.variant = plan_variant_find(name);
@@ -139,15 +188,21 @@ bool plan_strategy_parse(const char *text, plan_strategy *out, config_error *err
 		return config_fail(err, "unknown strategy '%s', expected %s, optionally with :sp=N or :sp=N/B", name,
 				   plan_variant_names());
 	s.sp_mode = PLAN_SP_ALL;
-	if (colon) {
-		const char *o = colon + 1;
+	const bool usp = s.variant->strategy == CONFIG_STRATEGY_USP || strcmp(s.variant->name, "basp-usp") == 0;
+	while (colon) {
+		char o[CONFIG_NAME_MAX];
+		const char *next = strchr(colon + 1, ':');
+		snprintf(o, sizeof o, "%.*s", (int)(next ? (size_t)(next - colon - 1) : strlen(colon + 1)), colon + 1);
+		colon = next;
 		if (strcmp(o, "sp=N/B") == 0)
 			s.sp_mode = PLAN_SP_PER_BATCH;
 		else if (strncmp(o, "sp=", 3) == 0 && parse_pos(o + 3, &s.sp))
 			s.sp_mode = PLAN_SP_FIXED;
+		else if (usp && (o[0] == 'u' || o[0] == 'r') && o[1] == '=' && parse_pos(o + 2, o[0] == 'u' ? &s.u : &s.r))
+			;
 		else
-			return config_fail(err, "strategy '%s': expected %s:sp=N (a positive SP size) or %s:sp=N/B", text,
-					   name, name);
+			return config_fail(err, "strategy '%s': expected %s:sp=N (a positive SP size) or %s:sp=N/B%s", text,
+					   name, name, usp ? ", and u=U, r=R (USP's degrees)" : "");
 	}
 	strcpy(s.label, text);
 	*out = s;
@@ -159,6 +214,10 @@ bool plan_strategy_apply(const plan_strategy *s, config_job *job, config_error *
 	job->strategy = s->variant->strategy;
 	if (s->variant->expand)
 		s->variant->expand(job, 0);
+	if (config_job_usp(job)) { /* the spec's degrees, else derived by the job check */
+		job->ulysses_degree = s->u;
+		job->ring_degree = s->r;
+	}
 	switch (s->sp_mode) {
 	case PLAN_SP_ALL: job->sp = job->gpus; break;
 	case PLAN_SP_FIXED: job->sp = s->sp; break;

@@ -183,8 +183,16 @@ void report_run_table(FILE *f, const report_run *r)
 		r->calibration ? ", calibration " : "",
 		r->calibration ? r->calibration : "");
 	job_line(f, r);
-	fprintf(f, "per GPU: %ld tokens, %d of %d heads in attention, all-to-all group %d\n", l->tokens_per_rank,
-		l->heads_per_rank, r->model->heads, l->group_size);
+	fprintf(f, "per GPU: %ld tokens, %d of %d heads in attention, ", l->tokens_per_rank, l->heads_per_rank,
+		r->model->heads);
+	if (l->ring > 1 && config_job_all_gather(r->job)) /* the context-parallel group's collectives */
+		fprintf(f, "all-gather group %d\n", l->ring);
+	else if (l->ring > 1 && l->ring_stride > 1)
+		fprintf(f, "all-to-all group %d, rings of %d\n", l->group_size, l->ring);
+	else if (l->ring > 1)
+		fprintf(f, "ring of %d\n", l->ring);
+	else
+		fprintf(f, "all-to-all group %d\n", l->group_size);
 	if (r->composite && r->composite->kind == WL_COMPOSE_PARALLEL) {
 		fprintf(f, "unequal BASP groups (the slowest sets the step):\n");
 		for (int i = 0; i < r->composite->n_parts; i++) {

@@ -181,7 +181,7 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 	const char *what = "the SP size";
 	if (!config_job_usp(job) && (job->ulysses_degree || job->ring_degree))
 		return config_fail(err,
-				   "--ulysses-degree and --ring-degree apply to USP only; use --strategy usp or basp:inner=usp, or drop them");
+				   "--ulysses-degree and --ring-degree apply to USP only; use --strategy usp or basp:inner=usp (--cp-comm-type a2a+p2p), or drop them");
 	if (job->strategy == CONFIG_STRATEGY_BASP) {
 		if (B > N)
 			return config_fail(err,
@@ -213,10 +213,17 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 				return false;
 			U = job->ulysses_degree;
 		}
+		const bool ag = config_job_all_gather(job);
 		if (job->a2a != CONFIG_A2A_DIRECT && U == 1)
 			return config_fail(err,
-					   "--a2a %s does not apply to ring attention (it has no SP all-to-all, only send/recv); drop --a2a or use --strategy ulysses|basp|usp with a Ulysses degree above 1",
-					   config_a2a_names[job->a2a]);
+					   "--a2a %s does not apply to ring attention (cp_comm_type %s: it has no SP all-to-all, only %s); drop --a2a or use --strategy ulysses|basp|usp with a Ulysses degree above 1 (cp_comm_type a2a or a2a+p2p)",
+					   config_a2a_names[job->a2a], config_cp_comm_names[job->cp_comm],
+					   ag ? "all-gathers and reduce-scatters" : "send/recv");
+		/* TransformerEngine's AttnFuncWithCPAndKVAllGather runs the dual-chunk (zigzag)
+		 * split only */
+		if (ag && job->cp_split != CONFIG_CP_SPLIT_ZIGZAG)
+			return config_fail(err,
+					   "ring:comm=all_gather runs the zigzag split only (TransformerEngine's all-gather context parallelism); drop split=naive (cp_split) or use comm=p2p");
 		long chunks = (long)P * (job->cp_split == CONFIG_CP_SPLIT_ZIGZAG ? 2 : 1);
 		if (job->seq_len % chunks != 0)
 			return config_fail(err,

@@ -112,6 +112,12 @@ workload_reserve workload_memory_reserve(const config_platform *p, const config_
 	 * ring neighbours (one when R = 2). */
 	int peers = l->ring > 1 ? (l->ring > 2 ? 2 : 1) + (l->ring_stride > 1 ? l->ring_stride - 1 : 0)
 				: l->group_size - 1;
+	if (l->ring > 1 && config_job_all_gather(job)) {
+		/* all-gather context parallelism: a second collective communicator (the CP
+		 * group's rings), no p2p peers */
+		r.nccl += NCCL_COLL_CHANNELS * 2.0 * NCCL_FIFO_SET;
+		peers = 0;
+	}
 	if (peers > 0)
 		r.nccl += peers * NCCL_P2P_CHANNELS_PER_PEER * 2.0 * 4.0 * MIB;
 	if (job->zero_stage == 3 || job->recompute == CONFIG_RECOMPUTE_FULL)
@@ -152,6 +158,16 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 		int U = l->ring_stride > 1 ? l->ring_stride : 1; /* USP: tokens t·U, heads /U */
 		double kvel = t * U * 2.0 * l->kv_heads_per_rank * m->head_dim;
 		a2a = 2.0 * BF16 * kvel + 2.0 * FP32 * kvel + FP32 * t * m->heads * (m->head_dim + 1.0);
+		if (config_job_all_gather(job)) {
+			/* All-gathered KV (TE AttnFuncWithCPAndKVAllGather.backward), F = the whole
+			 * sequence's K and V, R·t·2·g·d bf16: the gathered, reordered K and V (F),
+			 * the full-length dK, dV accumulators (F), both chunks' per-step dK, dV over
+			 * keys c/2 + S = (R + 1/2)·t tokens ((R + 1/2)/R·F) and the reordered dK, dV
+			 * before the reduce-scatter (F) are alive together: (4 + 1/(2R))·F. The
+			 * forward holds at most the gathered and the reordered copy, 2·F. */
+			double F = l->ring * BF16 * kvel, R = l->ring;
+			a2a = (4.0 + 1.0 / (2.0 * R)) * F;
+		}
 		if (U > 1) /* and USP's all-to-all buffers, as Ulysses' */
 			a2a += 2.0 * BF16 * t * m->heads * m->head_dim;
 	} else if (l->group_size > 1) {

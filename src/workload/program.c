@@ -130,7 +130,13 @@ static void sp_a2a(builder *b, workload_block *blk, const char *pack, const char
 	 * group (deepspeed/sequence/layer.py single_all_to_all has no early return), which
 	 * launches NCCL's kernel and copies the buffer in HBM: the engines cost that call
 	 * (engine/nccl.c, one-rank group). Its permutes only move size-1 dimensions of one
-	 * sequence, which .contiguous() leaves in place: no layout copies. */
+	 * sequence, which .contiguous() leaves in place: no layout copies. An SP domain of one
+	 * GPU (--sp 1, plain data parallelism) has no distributed attention at all: Megatron-
+	 * DeepSpeed wraps attention in DistributedAttention only when the sequence-parallel world
+	 * size exceeds 1 (megatron/model/transformer.py, ParallelAttention:
+	 * enable_ds_sequence_parallel), so it emits nothing. */
+	if (b->job->sp <= 1)
+		return;
 	if (b->l->group_size <= 1) {
 		op_add(b, blk, &(workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM,
 					     .stream = WL_STREAM_MAIN, .phase = ph, .coll = WL_COLL_ALLTOALL,
@@ -295,6 +301,76 @@ static int ring_backward(builder *b, workload_block *blk, int after)
 	return last;
 }
 
+/* Ring attention with all-gathered KV (Megatron-Core cp_comm_type "all_gather"),
+ * TransformerEngine's AttnFuncWithCPAndKVAllGather (transformer_engine/pytorch/attention/
+ * dot_product_attention/context_parallel.py), on the zigzag split (it requires it: "Sequence
+ * length per GPU needs to be divisible by 2"), with Megatron-Core's sbhd layout (the
+ * movedim calls are then no-ops). Forward: gather_along_first_dim of K, then of V, over the
+ * CP group (synchronous: "KV all-gather between CP ranks is exposed"), an index_select
+ * that puts the 2R gathered chunks in sequence order, then one attention call per local
+ * chunk: chunk i (i = r and 2R-1-r on rank r) of c/2 queries against keys [0, (i+1)·c/2),
+ * bottom-right causal (get_kv_seq_info_after_all_gather). Only the local K and V are
+ * saved, so backward gathers them again, runs the two backward calls, adds each chunk's
+ * dK, dV into full-length bf16 accumulators (dk[range].add_), reorders them and
+ * reduce-scatters dK, then dV (reduce_scatter_along_first_dim).
+ * Per rank and sequence (c = S/R), with 4·q·(k - q/2)·a·d forward FLOPs for q queries
+ * against k keys bottom-right causal: chunk r does (c²/4)(r + 1/2)·4·a·d, chunk 2R-1-r
+ * (c²/4)(2R - r - 1/2)·4·a·d, together 2·R·c²·a·d on every rank: the zigzag ring's
+ * total, balanced. The program is rank 0's: chunk 0 (c/2 x c/2, causal) and chunk 2R-1
+ * (c/2 queries against all S keys). */
+static void ag_block(builder *b, workload_block *blk, const char *name, workload_phase ph, double q, double k)
+{
+	const workload_layout *l = b->l;
+	double fwd = l->seqs_per_group * 4.0 * q * (k - q / 2.0) * l->heads_per_rank * b->m->head_dim;
+	workload_op op = {.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
+			  .phase = ph, .kernel = WL_KERNEL_ATTENTION, .flops = ph == WL_PHASE_BWD ? 2.5 * fwd : fwd,
+			  .dep = -1};
+	/* The kernel's shape: its key length; the mask covers most tiles only when the
+	 * queries are the keys (chunk 0), else the block is nearly full (non-causal curve). */
+	op.shape.attn.seq = (int)k;
+	op.shape.attn.head_dim = b->m->head_dim;
+	op.shape.attn.heads = l->heads_per_rank;
+	op.shape.attn.kv_heads = l->kv_heads_per_rank;
+	op.shape.attn.seqs = l->seqs_per_group;
+	op.shape.attn.causal = k <= q ? 1 : 0;
+	op.shape.attn.kernel = (unsigned char)config_job_attention_kernel(b->job, b->p);
+	op_add(b, blk, op);
+}
+
+/* A ring collective of the CP group (all-gather or reduce-scatter of one of K, V, dK, dV:
+ * the full-length buffer, R·t·g·d·e bytes, nccl-tests' size) on the main stream. */
+static void ag_coll(builder *b, workload_block *blk, const char *name, workload_phase ph, workload_coll c, double bytes)
+{
+	op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
+				     .phase = ph, .coll = c, .alg = WL_ALG_RING, .group = WL_GROUP_SP, .bytes = bytes,
+				     .dep = -1});
+}
+
+/* Bytes of the gathered K (or V): the whole sequence's, R times the rank's t·g·d·e. */
+static double ag_full_bytes(const builder *b)
+{
+	return b->l->ring * ring_kv_elems(b) / 2.0 * BF16;
+}
+
+static void ag_attention(builder *b, workload_block *blk, workload_phase ph)
+{
+	const bool bwd = ph == WL_PHASE_BWD;
+	const double full = ag_full_bytes(b), S = (double)b->job->seq_len, c = S / b->l->ring;
+	ag_coll(b, blk, "cp_allgather_k", ph, WL_COLL_ALLGATHER, full);
+	ag_coll(b, blk, "cp_allgather_v", ph, WL_COLL_ALLGATHER, full);
+	memop(b, blk, "cp_kv_reorder", ph, 2.0 * 2.0 * full); /* index_select: read and write K and V */
+	ag_block(b, blk, bwd ? "cp_attn_bwd" : "cp_attn_fwd", ph, c / 2, c / 2);
+	ag_block(b, blk, bwd ? "cp_attn_bwd" : "cp_attn_fwd", ph, c / 2, S);
+	if (!bwd)
+		return;
+	/* dk[range].add_(dk_per_step) for both chunks, dK and V: read both, write one, over the
+	 * chunks' key ranges (c/2 + S tokens); then the index_select back to rank order */
+	memop(b, blk, "cp_dkv_accumulate", ph, 3.0 * 2.0 * full * (c / 2 + S) / S);
+	memop(b, blk, "cp_dkv_reorder", ph, 2.0 * 2.0 * full);
+	ag_coll(b, blk, "cp_reducescatter_dk", ph, WL_COLL_REDUCESCATTER, full);
+	ag_coll(b, blk, "cp_reducescatter_dv", ph, WL_COLL_REDUCESCATTER, full);
+}
+
 /* HBM bytes per element of the memory-bound chains around the GEMMs, by implementation.
  * Megatron (impl megatron) runs each chain as one fused kernel that reads its inputs and
  * writes its output once (TE/Apex fused RMSNorm/LayerNorm, bias_swiglu_impl, fused RoPE
@@ -367,7 +443,10 @@ static void layer_forward(builder *b, workload_block *blk, const layer_dims *d, 
 		sp_a2a_ring(b, blk, "a2a_q_pack", "a2a_q", "a2a_q_unpack", ph, d->q, d->q_run);
 		sp_a2a_ring(b, blk, "a2a_k_pack", "a2a_k", "a2a_k_unpack", ph, d->kv, d->kv_run);
 		sp_a2a_ring(b, blk, "a2a_v_pack", "a2a_v", "a2a_v_unpack", ph, d->kv, d->kv_run);
-		ring_forward(b, blk, ph, blk ? blk->n_ops - 1 : -1);
+		if (config_job_all_gather(b->job))
+			ag_attention(b, blk, ph);
+		else
+			ring_forward(b, blk, ph, blk ? blk->n_ops - 1 : -1);
 		sp_a2a_ring(b, blk, "a2a_o_pack", "a2a_o", "a2a_o_unpack", ph, d->o, d->q_run);
 	} else {
 		sp_a2a(b, blk, "a2a_q_pack", "a2a_q", "a2a_q_unpack", ph, d->q, d->q_run);
@@ -396,7 +475,9 @@ static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
 	memop(b, blk, "residual_norm_bwd", ph, e.norm_bwd * d->th);
 	gemm(b, blk, "out_proj_bwd", ph, d->t, d->h, ad);
 	int dkv = -1, after_ring = -1;
-	if (b->l->ring > 1) {
+	if (b->l->ring > 1 && config_job_all_gather(b->job)) {
+		ag_attention(b, blk, ph); /* a plain CP group: no all-to-alls around it */
+	} else if (b->l->ring > 1) {
 		sp_a2a_ring(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o, d->q_run);
 		dkv = ring_backward(b, blk, blk ? blk->n_ops - 1 : -1);
 		after_ring = blk ? blk->n_ops : -1;
