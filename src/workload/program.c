@@ -334,14 +334,14 @@ static void ag_block(builder *b, workload_block *blk, const char *name, workload
 	op.shape.attn.seqs = l->seqs_per_group;
 	op.shape.attn.causal = k <= q ? 1 : 0;
 	op.shape.attn.kernel = (unsigned char)config_job_attention_kernel(b->job, b->p);
-	op_add(b, blk, op);
+	op_add(b, blk, &op);
 }
 
 /* A ring collective of the CP group (all-gather or reduce-scatter of one of K, V, dK, dV:
  * the full-length buffer, R·t·g·d·e bytes, nccl-tests' size) on the main stream. */
 static void ag_coll(builder *b, workload_block *blk, const char *name, workload_phase ph, workload_coll c, double bytes)
 {
-	op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
+	op_add(b, blk, &(workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
 				     .phase = ph, .coll = c, .alg = WL_ALG_RING, .group = WL_GROUP_SP, .bytes = bytes,
 				     .dep = -1});
 }
