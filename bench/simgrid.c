@@ -1,16 +1,25 @@
-/* bench/simgrid: wall time and peak memory of the SimGrid engine simulating one full
- * training step (32 layers forward and backward, ZeRO-2 reductions, optimizer and the
+/* bench/simgrid: wall time, CPU time and peak memory of the SimGrid engine simulating one
+ * full training step (32 layers forward and backward, ZeRO reductions, optimizer and the
  * parameter all-gather) of Llama-3.1-8B on dgx-h100 nodes, for BASP and Ulysses with an
- * SP domain of 8 and data parallelism beyond it. Each simulation runs in its own process
- * (SimGrid initialises once per process); its wall time covers loading, the op program,
- * platform generation and the simulation.
+ * SP domain of 8 and data parallelism beyond it. Each size runs in its own process, through
+ * engine_simgrid_run_opt (what `spsim run` does: identical layers and micro-steps
+ * extrapolated, docs/simgrid.md §5.4); its times cover loading, the op program, platform
+ * generation and every simulation it takes. CPU time (user + system, the child's and its
+ * children's) is the figure to compare on a shared machine; wall time counts other load.
  *
  * Prints, per size, comment lines with each strategy's result, then
- *   gpus N wall_s X peak_rss_mb Y
- * with X and Y the larger of the two strategies'.
- * Usage: bench/simgrid [MAX_GPUS] [--whole]   (--whole: no symmetry reduction; each line
- * then also gives the ratio of its wall time to the symmetric run's, and the largest
- * relative step-time difference between the two, which must be below 1e-9) */
+ *   gpus N wall_s X cpu_s C peak_rss_mb Y
+ * with X, C and Y the larger of the strategies'.
+ * Usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses]
+ *          [--zero 0-3] [--cap CPU_SECONDS] [--no-repeat] [--against RECORD]
+ *   --whole      no symmetry reduction; each line then also gives the ratio of its CPU time
+ *                to the symmetric run's and the largest relative step-time difference
+ *                between the two (below 1e-9)
+ *   --cap S      a size whose slower run took more than S CPU seconds (default 600) ends the
+ *                series; the sizes left are listed as skipped
+ *   --no-repeat  simulate every layer and micro-step (the full program)
+ *   --against F  compare each step time with a record of an earlier run (its "# gpus" lines,
+ *                e.g. bench/simgrid-record.txt) and fail past 1e-9 relative */
 #define _DEFAULT_SOURCE /* wait4 */
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +41,9 @@ typedef struct outcome {
 	char err[CONFIG_ERROR_MAX];
 } outcome;
 
+static int g_zero = 2;
+static bool g_repeat = true; /* --no-repeat: simulate every layer and micro-step */
+
 static void simulate(int gpus, config_strategy st, bool whole, outcome *o)
 {
 	config_error err = {{0}};
@@ -51,7 +63,7 @@ static void simulate(int gpus, config_strategy st, bool whole, outcome *o)
 	job.micro_batch = 4; /* BASP: 4 groups of K = 2 per SP domain */
 	job.seq_len = 32768;
 	job.grad_accum = 1;
-	job.zero_stage = 2;
+	job.zero_stage = g_zero;
 	if (!workload_check(&m, &p, &job, &err) || !workload_plan_make(&m, &p, &job, &plan, &err)) {
 		snprintf(o->err, sizeof o->err, "%s", err.msg);
 		return;
@@ -60,8 +72,9 @@ static void simulate(int gpus, config_strategy st, bool whole, outcome *o)
 	engine_simgrid_options opt;
 	engine_simgrid_options_default(&opt);
 	opt.symmetry = !whole;
+	opt.repeat = g_repeat;
 	engine_result r;
-	if (!engine_simgrid_run_with(&in, &opt, &r, &o->stats, &err)) {
+	if (!engine_simgrid_run_opt(&in, &opt, &r, &o->stats, &err)) {
 		snprintf(o->err, sizeof o->err, "%s", err.msg);
 		workload_plan_finish(&plan);
 		return;
@@ -73,8 +86,10 @@ static void simulate(int gpus, config_strategy st, bool whole, outcome *o)
 	workload_plan_finish(&plan);
 }
 
-/* Runs one simulation in a child; returns its wall time and peak RSS (MiB). */
-static bool run_child(int gpus, config_strategy st, bool whole, outcome *o, double *wall, double *rss_mb)
+/* Runs one simulation in a child; returns its wall time, CPU time (user + system, the
+ * figure to compare on a loaded machine) and peak RSS (MiB). */
+static bool run_child(int gpus, config_strategy st, bool whole, outcome *o, double *wall, double *cpu,
+		      double *rss_mb)
 {
 	int fd[2];
 	if (pipe(fd) != 0)
@@ -107,63 +122,159 @@ static bool run_child(int gpus, config_strategy st, bool whole, outcome *o, doub
 	if (wait4(pid, &status, 0, &ru) < 0)
 		return false;
 	*wall = bench_now() - t0;
+	*cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
 	*rss_mb = ru.ru_maxrss / 1024.0; /* Linux: KiB */
 	return got == sizeof *o && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/* --against FILE: step times recorded by an earlier run of this benchmark (its "# gpus"
+ * lines, each under a header naming its ZeRO stage), to hold a change of the engine to. */
+typedef struct recorded {
+	int zero, gpus;
+	char strategy[16];
+	double step;
+} recorded;
+
+static int load_record(const char *path, recorded *rec, int cap)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	char line[1024];
+	int n = 0, zero = 2;
+	while (fgets(line, sizeof line, f)) {
+		const char *z = strstr(line, "ZeRO-");
+		if (strncmp(line, "# llama", 7) == 0 && z)
+			zero = atoi(z + 5);
+		recorded r = {.zero = zero};
+		if (n < cap && sscanf(line, "# gpus %d %15s step %lf", &r.gpus, r.strategy, &r.step) == 3)
+			rec[n++] = r;
+	}
+	fclose(f);
+	return n;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses] "
+			"[--zero 0-3] [--cap SECONDS] [--no-repeat] [--against RECORD]\n");
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
-	static const int sizes[] = {8, 64, 512, 1024, 4096, 16384};
+	int sizes[32] = {8, 64, 512, 1024, 4096, 16384};
+	int n_sizes = 6;
 	long max_gpus = 16384;
 	bool whole = false;
+	int only = -1;    /* -1: both strategies */
+	double cap = 600; /* a size whose slower run took longer (CPU s) ends the series */
+	static recorded rec[256];
+	int n_rec = 0;
+	double rec_diff = -1;
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--whole") == 0)
+		if (strcmp(argv[i], "--whole") == 0) {
 			whole = true;
-		else
+		} else if (strcmp(argv[i], "--against") == 0 && i + 1 < argc) {
+			n_rec = load_record(argv[++i], rec, 256);
+			if (n_rec < 0) {
+				fprintf(stderr, "bench/simgrid: --against %s: cannot read the record\n", argv[i]);
+				return 2;
+			}
+		} else if (strcmp(argv[i], "--no-repeat") == 0) {
+			g_repeat = false;
+		} else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
+			n_sizes = 0;
+			for (char *t = strtok(argv[++i], ","); t && n_sizes < 32; t = strtok(NULL, ","))
+				if ((sizes[n_sizes++] = atoi(t)) < 1)
+					return usage();
+		} else if (strcmp(argv[i], "--strategy") == 0 && i + 1 < argc) {
+			i++;
+			if (strcmp(argv[i], "basp") == 0)
+				only = 0;
+			else if (strcmp(argv[i], "ulysses") == 0)
+				only = 1;
+			else
+				return usage();
+		} else if (strcmp(argv[i], "--zero") == 0 && i + 1 < argc) {
+			g_zero = atoi(argv[++i]);
+			if (g_zero < 0 || g_zero > 3)
+				return usage();
+		} else if (strcmp(argv[i], "--cap") == 0 && i + 1 < argc) {
+			cap = atof(argv[++i]);
+			if (!(cap > 0))
+				return usage();
+		} else if (argv[i][0] >= '0' && argv[i][0] <= '9') {
 			max_gpus = strtol(argv[i], NULL, 10);
+		} else {
+			return usage();
+		}
 	}
-	printf("# llama-3.1-8b on dgx-h100, one step: seq 32768, micro-batch 4, SP domain 8, ZeRO-2%s\n",
+	printf("# llama-3.1-8b on dgx-h100, one step: seq 32768, micro-batch 4, SP domain 8, ZeRO-%d%s\n", g_zero,
 	       whole ? ", whole system simulated" : "");
 	fflush(stdout);
 	int failed = 0;
-	for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+	for (int k = 0; k < n_sizes; k++) {
 		int n = sizes[k];
 		if (n > max_gpus)
 			break;
-		double wall_max = 0, rss_max = 0, sym_max = 0, diff_max = 0;
+		double wall_max = 0, cpu_max = 0, rss_max = 0, sym_max = 0, diff_max = 0;
 		for (int st = 0; st < 2; st++) {
+			if (only >= 0 && st != only)
+				continue;
 			config_strategy s = st ? CONFIG_STRATEGY_ULYSSES : CONFIG_STRATEGY_BASP;
 			outcome o;
-			double wall, rss;
-			if (!run_child(n, s, whole, &o, &wall, &rss) || !o.ok) {
+			double wall, cpu, rss;
+			if (!run_child(n, s, whole, &o, &wall, &cpu, &rss) || !o.ok) {
 				printf("# gpus %d %s: failed: %s\n", n, workload_strategy_name(s), o.err);
 				failed = 1;
 				continue;
 			}
-			printf("# gpus %d %-7s step %.6f s (sp comm %.6f, zero comm %.6f); simulated ranks %d%s, %ld flows, %ld executions, platform %.1f MB; wall %.3f s, rss %.1f MB\n",
+			printf("# gpus %d %-7s step %.9f s (sp comm %.9f, zero comm %.9f); simulated ranks %d%s, %ld flows, %ld executions, platform %.1f MB; wall %.3f s, cpu %.3f s, rss %.1f MB\n",
 			       n, workload_strategy_name(s), o.step_time, o.sp_comm, o.zero_comm, o.stats.simulated_ranks,
 			       o.stats.period_nodes ? " (one period)" : "", o.stats.flows, o.stats.executions,
-			       o.stats.xml_bytes / 1e6, wall, rss);
+			       o.stats.xml_bytes / 1e6, wall, cpu, rss);
+			for (int j = 0; j < n_rec; j++)
+				if (rec[j].zero == g_zero && rec[j].gpus == n &&
+				    strcmp(rec[j].strategy, workload_strategy_name(s)) == 0) {
+					double d = fabs(o.step_time - rec[j].step) / rec[j].step;
+					printf("# gpus %d %-7s recorded step %.9f s, relative difference %.1e\n", n,
+					       workload_strategy_name(s), rec[j].step, d);
+					if (d > rec_diff)
+						rec_diff = d;
+				}
 			if (wall > wall_max)
 				wall_max = wall;
+			if (cpu > cpu_max)
+				cpu_max = cpu;
 			if (rss > rss_max)
 				rss_max = rss;
 			outcome so;
-			double swall, srss;
-			if (whole && run_child(n, s, false, &so, &swall, &srss) && so.ok) {
+			double swall, scpu, srss;
+			if (whole && run_child(n, s, false, &so, &swall, &scpu, &srss) && so.ok) {
 				double d = fabs(so.step_time - o.step_time) / o.step_time;
-				if (swall > sym_max)
-					sym_max = swall;
+				if (scpu > sym_max)
+					sym_max = scpu;
 				if (d > diff_max)
 					diff_max = d;
 			}
 		}
 		if (whole && sym_max > 0)
-			printf("gpus %d wall_s %.3f peak_rss_mb %.1f ratio_to_symmetric %.1f step_rel_diff %.1e\n", n,
-			       wall_max, rss_max, wall_max / sym_max, diff_max);
+			printf("gpus %d wall_s %.3f cpu_s %.3f peak_rss_mb %.1f ratio_to_symmetric %.1f step_rel_diff %.1e\n",
+			       n, wall_max, cpu_max, rss_max, cpu_max / sym_max, diff_max);
 		else
-			printf("gpus %d wall_s %.3f peak_rss_mb %.1f\n", n, wall_max, rss_max);
+			printf("gpus %d wall_s %.3f cpu_s %.3f peak_rss_mb %.1f\n", n, wall_max, cpu_max, rss_max);
 		fflush(stdout);
+		if (cpu_max > cap) {
+			for (int j = k + 1; j < n_sizes && sizes[j] <= max_gpus; j++)
+				printf("# gpus %d skipped: %d GPUs took %.0f CPU s, over the cap of %.0f s (--cap)\n",
+				       sizes[j], n, cpu_max, cap);
+			break;
+		}
 	}
-	return failed;
+	if (rec_diff >= 0)
+		printf("# largest relative difference to the record: %.1e\n", rec_diff);
+	else if (n_rec > 0)
+		printf("# no size and strategy of this run is in the record\n");
+	return failed || rec_diff > 1e-9;
 }

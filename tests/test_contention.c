@@ -7,8 +7,8 @@
 #include "engine/schedule.h"
 #include "testutil.h"
 
-/* Two communication ops that start together on two streams, each 1 s alone. */
-static void two_streams(const engine_op_load *la, const engine_op_load *lb, engine_result *r)
+/* Two communication ops that start together on two streams, da and db seconds alone. */
+static void two_streams_for(const engine_op_load *la, const engine_op_load *lb, double da, double db, engine_result *r)
 {
 	workload_op ops[2] = {
 		{.name = "A", .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN, .dep = -1},
@@ -16,10 +16,16 @@ static void two_streams(const engine_op_load *la, const engine_op_load *lb, engi
 	};
 	workload_block blk = {.name = "b", .repeat = 1, .layer_first = -1, .ops = ops, .n_ops = 2};
 	workload_program prog = {.micro = &blk, .n_micro = 1, .grad_accum = 1};
-	double d[2] = {1, 1}, *dur[1] = {d};
+	double d[2] = {da, db}, *dur[1] = {d};
 	engine_op_load l[2] = {*la, *lb}, *load[1] = {l};
 	config_error err;
 	ck_assert(engine_schedule_run_shared(&prog, dur, load, r, NULL, NULL, &err));
+}
+
+/* Each 1 s alone. */
+static void two_streams(const engine_op_load *la, const engine_op_load *lb, engine_result *r)
+{
+	two_streams_for(la, lb, 1, 1, r);
 }
 
 START_TEST(two_streams_share_a_nic_by_flows)
@@ -259,6 +265,98 @@ START_TEST(engines_agree_under_contention)
 }
 END_TEST
 
+/* An NVSwitch all-to-all beside a ZeRO ring that leaves the node (dgx-h100, 2 nodes): the
+ * ring crosses the NIC in one flow and the GPU's NVSwitch port in seven (a channel enters a
+ * node through one GPU's NIC, visits the node's eight GPUs over NVLink and leaves through
+ * another's: NVIDIA/nccl issue #915), so both ops load the port.
+ *   Port B = 450 GB/s x 0.82 = 369 GB/s per direction, NIC N = 50 GB/s x 0.94 = 47 GB/s.
+ *   A: all-to-all of S_a over the node's 8 GPUs: 7 flows of S_a/8 on the port,
+ *      alone T_A = 7 S_a / (8 B).
+ *   R: all-gather of S_r over 16 ranks (8 per node), 8 channels of E/8, E = 15 S_r / 16:
+ *      the port carries 7 E/8 in 7 flows, the NIC E/8 in 1; alone the NIC binds,
+ *      T_R = E / (8 N), and the port is busy u = 7 N / B = 0.892 of it.
+ * At full rate A's flows move B/7 = 52.7 GB/s each, R's N = 47 GB/s each (on both links:
+ * a ring's hops run at one pace). Max-min over the port's 14 flows gives each B/14 =
+ * 26.4 GB/s: A at x_A = (B/14)/(B/7) = 1/2, R at x_R = (B/14)/N = 0.561; the port is
+ * then full (1/2 + 0.561 x 0.892 = 1). A ends at 2 T_A; R has done 2 T_A x_R of its work
+ * and ends at T_R + 2 T_A (1 - x_R). Counting flows by their share of each link instead
+ * (R's NIC flow at 96%, its port flows at 13%) would hold R down to its NIC level and let A
+ * run at full rate (A at T_A), which SimGrid does not do. */
+START_TEST(nvswitch_alltoall_shares_the_port_with_a_leaving_ring)
+{
+	config_platform p;
+	config_error err;
+	ck_assert(config_load_platform("dgx-h100", &p, &err));
+	p.nodes = 2;
+	const double B = 450e9 * 0.82, N = 50e9 * 0.94;
+	ck_assert_close(config_platform_intra_bw(&p), B, 1e-12);
+	ck_assert_close(config_platform_nic_bw(&p), N, 1e-12);
+	const double Sa = 16.0 * (1 << 20), Sr = 512.0 * (1 << 20), E = 15 * Sr / 16;
+	workload_op a2a = {.kind = WL_OP_COMM, .coll = WL_COLL_ALLTOALL, .alg = WL_ALG_DIRECT, .bytes = Sa};
+	workload_op ag = {.kind = WL_OP_COMM, .coll = WL_COLL_ALLGATHER, .alg = WL_ALG_RING, .bytes = Sr};
+	engine_op_load la, lr;
+	engine_op_load_of(&p, (engine_group_shape){.size = 8, .per_node = 8, .active_per_node = 8}, &a2a, &la);
+	engine_op_load_of(&p, (engine_group_shape){.size = 16, .per_node = 8, .active_per_node = 8}, &ag, &lr);
+	const double TA = 7 * Sa / (8 * B), TR = E / (8 * N);
+	ck_assert_int_eq(la.n, 1);
+	ck_assert_int_eq(la.res[0], ENGINE_LINK_PORT);
+	ck_assert_close(la.busy[0], TA, 1e-12);
+	ck_assert_int_eq(lr.n, 2);
+	for (int k = 0; k < 2; k++)
+		ck_assert_close(lr.busy[k], lr.res[k] == ENGINE_LINK_NIC ? TR : 7 * E / (8 * B), 1e-12);
+	engine_result r;
+	two_streams_for(&la, &lr, TA, TR, &r);
+	const double xR = (B / 14) / N;
+	ck_assert_close(r.breakdown.sp_comm, 2 * TA, 1e-9);
+	ck_assert_close(r.breakdown.zero_comm, TR + 2 * TA * (1 - xR), 1e-9);
+}
+END_TEST
+
+/* The whole step of the case above in both engines: Llama-3.1-8B, 16K, BASP over 16 GPUs
+ * in groups of 8 (one node each, all-to-alls on NVSwitch), micro-batch 2, ZeRO-3 gathers
+ * and reduce-scatters across the two nodes. SimGrid shares the NVSwitch port flow by flow;
+ * the all-to-all time and the step must agree within 5%. */
+START_TEST(engines_agree_when_nvswitch_alltoalls_meet_zero_rings)
+{
+	const engine_ops *sg = engine_find("simgrid");
+	if (!sg)
+		return; /* built without SimGrid */
+	config_platform p;
+	config_model m;
+	config_error err;
+	ck_assert(config_load_platform("dgx-h100", &p, &err));
+	ck_assert(config_load_model("llama-3.1-8b", &m, &err));
+	p.nodes = 2;
+	config_job job;
+	config_job_defaults(&job);
+	job.strategy = CONFIG_STRATEGY_BASP;
+	job.sp = 16;
+	job.micro_batch = 2;
+	job.seq_len = 16384;
+	job.zero_stage = 3;
+	ck_assert_msg(workload_check(&m, &p, &job, &err), "%s", err.msg);
+	workload_plan plan;
+	ck_assert(workload_plan_make(&m, &p, &job, &plan, &err));
+	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
+	engine_result a, s;
+	ck_assert_msg(engine_analytic.run(&in, &a, &err), "%s", err.msg);
+	ck_assert_msg(sg->run(&in, &s, &err), "%s", err.msg);
+	ck_assert_msg(fabs(a.breakdown.sp_comm / s.breakdown.sp_comm - 1) <= 0.05,
+		      "all-to-all: analytic %.6f s, simgrid %.6f s", a.breakdown.sp_comm, s.breakdown.sp_comm);
+	ck_assert_msg(fabs(a.step_time / s.step_time - 1) <= 0.05, "step: analytic %.6f s, simgrid %.6f s", a.step_time,
+		      s.step_time);
+	/* the all-to-all is slowed by the rings it meets, in both engines */
+	double **dur;
+	engine_result r0;
+	ck_assert(engine_analytic_durations(&p, &plan, &dur, &err));
+	ck_assert(engine_schedule_run(&plan.program, dur, &r0, NULL, NULL, &err));
+	engine_durations_free(dur, plan.program.n_micro + plan.program.n_step);
+	ck_assert_double_gt(a.breakdown.sp_comm, 1.2 * r0.breakdown.sp_comm);
+	ck_assert_double_gt(s.breakdown.sp_comm, 1.2 * r0.breakdown.sp_comm);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("contention");
@@ -268,6 +366,8 @@ int main(void)
 	tcase_add_test(tc, no_step_below_the_nic_bound);
 	tcase_add_test(tc, skipping_equals_the_full_fluid_schedule);
 	tcase_add_test(tc, engines_agree_under_contention);
+	tcase_add_test(tc, nvswitch_alltoall_shares_the_port_with_a_leaving_ring);
+	tcase_add_test(tc, engines_agree_when_nvswitch_alltoalls_meet_zero_rings);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

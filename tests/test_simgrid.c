@@ -1080,6 +1080,98 @@ START_TEST(identical_micro_steps_extrapolate_exactly)
 }
 END_TEST
 
+static void expect_same_result(const engine_result *a, const engine_result *b)
+{
+	const engine_breakdown *x = &a->breakdown, *y = &b->breakdown;
+	ck_assert_close(a->step_time, b->step_time, 1e-9);
+	ck_assert_close(x->compute, y->compute, 1e-9);
+	ck_assert_close(x->gemm, y->gemm, 1e-9);
+	ck_assert_close(x->attention, y->attention, 1e-9);
+	ck_assert_close(x->memory_bound, y->memory_bound, 1e-9);
+	ck_assert_close(x->optimizer, y->optimizer, 1e-9);
+	ck_assert_close(x->sp_comm, y->sp_comm, 1e-9);
+	ck_assert_close(x->sp_comm_exposed, y->sp_comm_exposed, 1e-9);
+	ck_assert_close(x->zero_comm, y->zero_comm, 1e-9);
+	ck_assert_close(x->zero_comm_exposed, y->zero_comm_exposed, 1e-9);
+	ck_assert_close(a->fwd_time, b->fwd_time, 1e-9);
+	ck_assert_close(a->bwd_time, b->bwd_time, 1e-9);
+	ck_assert_close(a->tokens_per_s, b->tokens_per_s, 1e-9);
+	ck_assert_close(a->mfu, b->mfu, 1e-9);
+}
+
+START_TEST(identical_layers_extrapolate_exactly)
+{
+	/* The layer blocks repeat once per layer (16 for Llama-3.2-1B): engine_simgrid_run_opt
+	 * simulates 1, 2, 3 (or more) layers until the schedule repeats and extrapolates; the
+	 * simulation of every layer (repeat off) gives the same step and breakdown to 1e-9, and
+	 * the reduction is in use (fewer flows and executions than the full run). Cases: the
+	 * whole system (no symmetry) on 2 nodes sharing one 400G NIC per 4 GPUs; ZeRO-2 with
+	 * BASP and with Ulysses, ZeRO-1 with a straggler and a
+	 * degraded NIC (ranks out of step), and 20 micro-steps (layers reduced inside the
+	 * micro-step extrapolation); 32 H100s (dgx-h100, a NIC per GPU) with ZeRO-2 and Ulysses,
+	 * ZeRO-1 and BASP; and one that does not repeat (ZeRO-3 with Ulysses on the shared
+	 * NIC), which falls back to the full run within the search's budget. */
+	config_model m;
+	config_platform small, dgx;
+	config_error err;
+	ck_assert(config_load_model("llama-3.2-1b", &m, &err) && config_load_platform("a100-2x4-ib400", &small, &err) &&
+		  config_load_platform("dgx-h100", &dgx, &err));
+	dgx.nodes = 4;
+	static const struct {
+		config_strategy st;
+		int sp, zero, ga;
+		bool whatif, dgx;
+	} cases[] = {
+		{CONFIG_STRATEGY_BASP, 8, 2, 1, false, false},
+		{CONFIG_STRATEGY_ULYSSES, 4, 2, 1, false, false},
+		{CONFIG_STRATEGY_BASP, 8, 1, 1, true, false},
+		{CONFIG_STRATEGY_BASP, 8, 2, 20, false, false},
+		{CONFIG_STRATEGY_ULYSSES, 4, 3, 1, false, false}, /* does not repeat: the full run */
+		{CONFIG_STRATEGY_ULYSSES, 8, 2, 1, false, true}, /* 32 H100s, one NIC per GPU */
+		{CONFIG_STRATEGY_BASP, 8, 1, 1, false, true},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const config_platform *pp = cases[c].dgx ? &dgx : &small;
+		config_job job = tu_job(cases[c].st, cases[c].dgx ? 32 : 8, cases[c].sp, 2, 4096, cases[c].zero);
+		job.grad_accum = cases[c].ga;
+		ck_assert_msg(workload_check(&m, pp, &job, &err), "%s", err.msg);
+		workload_plan plan;
+		ck_assert(workload_plan_make(&m, pp, &job, &plan, &err));
+		engine_input in = {.model = &m, .platform = pp, .job = &job, .plan = &plan};
+		config_whatif w = {0};
+		if (cases[c].whatif) {
+			ck_assert(config_whatif_add(&w, CONFIG_WHATIF_SLOW_GPU, "5:1.5", &err));
+			ck_assert(config_whatif_add(&w, CONFIG_WHATIF_DEGRADE, "nic:1:2", &err));
+			in.opt.whatif = &w;
+		}
+		engine_simgrid_options o;
+		engine_simgrid_options_default(&o);
+		o.symmetry = false;
+		engine_result fast, full;
+		engine_simgrid_stats sf, su;
+		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &fast, &sf, &err), "%s", err.msg);
+		o.repeat = false;
+		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &full, &su, &err), "%s", err.msg);
+		expect_same_result(&fast, &full);
+		if (c == 4) {
+			/* ZeRO-3's gathers and Ulysses' all-to-alls share the NIC, and their phase drifts
+			 * from layer to layer: the search gives up within its budget of
+			 * max(L/2, 10) = 10 layer iterations (windows 1-2-3 and 2-3-4: runs of 1, 2, 3
+			 * and 4 layers), then runs all 16. Executions: 5 x those outside the layers +
+			 * 26 x a layer's, against 1 x + 16 x for the full run: under 2x */
+			ck_assert_msg(sf.executions > su.executions && sf.executions < 2 * su.executions,
+				      "%ld executions (full: %ld)", sf.executions, su.executions);
+			workload_plan_finish(&plan);
+			continue;
+		}
+		ck_assert_msg(sf.flows < su.flows && sf.executions < su.executions,
+			      "case %zu: %ld flows, %ld executions (full: %ld, %ld)", c, sf.flows, sf.executions, su.flows,
+			      su.executions);
+		workload_plan_finish(&plan);
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------- determinism --- */
 
 START_TEST(same_input_bit_identical_output)
@@ -1147,6 +1239,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, trace_has_a_process_per_node_and_a_slice_per_op);
 	tcase_add_test(tc, engine_runs_any_number_of_simulations_per_process);
 	tcase_add_test(tc, identical_micro_steps_extrapolate_exactly);
+	tcase_add_test(tc, identical_layers_extrapolate_exactly);
 	tcase_add_test(tc, same_input_bit_identical_output);
 	suite_add_tcase(s, tc);
 	return s;

@@ -27,10 +27,21 @@
 #include "engine/schedule.h"
 #include "util/intmath.h"
 
-static void add(engine_op_load *l, int res, double busy, double flows)
+/* Adds `bytes` in `flows` concurrent flows on resource res of bandwidth bw (bytes/s): busy
+ * bytes / bw, and the flows as a max-min weight per unit of the link's bandwidth,
+ * flows x (1 GB/s / bw). Max-min fairness equalises the bandwidth of the flows that share a
+ * link, in bytes/s, not their share of each link: an op whose one NIC flow and seven NVLink
+ * flows each move 45 GB/s (a ring leaving the node through a 47 GB/s NIC after seven
+ * NVSwitch hops) is as far up the fair level on the NVSwitch port as an all-to-all flow of
+ * 45 GB/s there, although it holds 96% of the NIC and 12% of the port per flow. With flows
+ * counted per GB/s the schedule's weight w_i = min_k f_ik / u_ik (schedule.c) is the op's
+ * rate per unit of that absolute per-flow level, the same on every link. */
+static void add(engine_op_load *l, int res, double bytes, double bw, double flows)
 {
+	double busy = bytes / bw;
 	if (busy <= 0 || !(busy < INFINITY))
 		return;
+	flows *= 1e9 / bw;
 	for (int k = 0; k < l->n; k++)
 		if (l->res[k] == res) {
 			l->busy[k] += busy;
@@ -58,9 +69,9 @@ static int pair_res(int j)
 static void local_to(const config_platform *p, engine_op_load *l, int j, double bytes, double flows)
 {
 	if (p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH)
-		add(l, pair_res(j), bytes / config_platform_intra_pair_bw(p), flows);
+		add(l, pair_res(j), bytes, config_platform_intra_pair_bw(p), flows);
 	else
-		add(l, ENGINE_LINK_PORT, bytes / config_platform_intra_bw(p), flows);
+		add(l, ENGINE_LINK_PORT, bytes, config_platform_intra_bw(p), flows);
 }
 
 /* Fat-tree leaf uplink capacity per direction: nodes_per_leaf x nics x NIC / oversubscription. */
@@ -75,19 +86,19 @@ static double leaf_uplink_bw(const config_platform *p)
 static void remote(const config_platform *p, engine_op_load *l, engine_group_shape s, double nic_bytes,
 		   double nic_flows, double gpu_bytes, double gpu_flows)
 {
-	add(l, ENGINE_LINK_NIC, nic_bytes / config_platform_nic_bw(p), nic_flows);
+	add(l, ENGINE_LINK_NIC, nic_bytes, config_platform_nic_bw(p), nic_flows);
 	if (p->intra.fabric == CONFIG_FABRIC_PCIE)
-		add(l, ENGINE_LINK_PORT, gpu_bytes / config_platform_intra_bw(p), gpu_flows);
+		add(l, ENGINE_LINK_PORT, gpu_bytes, config_platform_intra_bw(p), gpu_flows);
 	int nodes = s.per_node > 0 ? s.size / s.per_node : 1, npl = p->inter.nodes_per_leaf;
 	if (p->inter.topology != CONFIG_TOPO_FAT_TREE || p->inter.oversubscription <= 1.0 || npl <= 0)
 		return;
 	double leaf_flows = nic_flows * npl * p->inter.nics_per_node;
 	if (s.leaf_pairs > 0) /* exact: every crossing pair of every group at once (collectives.c) */
-		add(l, ENGINE_LINK_LEAF, s.leaf_pairs * gpu_bytes / fmax(1.0, s.size - s.per_node) / leaf_uplink_bw(p),
+		add(l, ENGINE_LINK_LEAF, s.leaf_pairs * gpu_bytes / fmax(1.0, s.size - s.per_node), leaf_uplink_bw(p),
 		    leaf_flows);
 	else if (nodes > npl) /* the share of a node's inter-node bytes that leaves its leaf */
 		add(l, ENGINE_LINK_LEAF,
-		    nic_bytes * p->inter.nics_per_node * npl * ((double)(nodes - npl) / (nodes - 1)) / leaf_uplink_bw(p),
+		    nic_bytes * p->inter.nics_per_node * npl * ((double)(nodes - npl) / (nodes - 1)), leaf_uplink_bw(p),
 		    leaf_flows);
 }
 
@@ -114,7 +125,7 @@ static void alltoall(const config_platform *p, engine_op_load *l, engine_group_s
 	else if (local > 0 && p->intra.fabric != CONFIG_FABRIC_PCIE)
 		local_to(p, l, 1, local * c, local * per_peer);
 	else if (local > 0) /* PCIe: the port carries local and remote flows (added by remote()) */
-		add(l, ENGINE_LINK_PORT, local * c / config_platform_intra_bw(p), local * per_peer);
+		add(l, ENGINE_LINK_PORT, local * c, config_platform_intra_bw(p), local * per_peer);
 	if (remote_peers > 0) {
 		/* Pairwise: one peer per round, remote in (P - r) of the P - 1 rounds, so a NIC
 		 * carries k·(P - r)/(P - 1) flows on average over the exchange. */
@@ -143,7 +154,10 @@ static void ring(const config_platform *p, engine_op_load *l, engine_group_shape
 	}
 	/* Across nodes: C = min(nics, r) channels of edge_bytes / C, each leaving the node
 	 * from a different GPU; a GPU forwards over NVLink every channel it is not the exit
-	 * of (the busiest: all C when C < r, C - 1 when every GPU is an exit). */
+	 * of (the busiest: all C when C < r, C - 1 when every GPU is an exit): a channel enters
+	 * through one NIC, visits every GPU of the node and leaves through another (NVIDIA/nccl
+	 * issue #915, src/graph/search.cc ncclTopoGetNetDev; docs/sources.md [NCCL-ring]). The
+	 * NIC path itself does not cross the NVSwitch port (GPU -> PCIe -> NIC: [DGX-H100-UG]). */
 	int nics = p->inter.nics_per_node;
 	int C = nics < r ? nics : r;
 	if (C < 1)

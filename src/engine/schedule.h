@@ -35,8 +35,9 @@ enum {
 #define ENGINE_LOAD_MAX 10
 
 /* What one op puts on the links when it runs alone: busy[k] seconds of resource res[k]
- * (its bytes over the link's effective bandwidth) and the flows it keeps there at once
- * (its weight in max-min sharing). Compute ops have n = 0. */
+ * (its bytes over the link's effective bandwidth) and the flows it keeps there at once per
+ * GB/s of that link's bandwidth (its weight in max-min sharing, which equalises flows'
+ * bandwidth in bytes/s: linkload.c). Compute ops have n = 0. */
 typedef struct engine_op_load {
 	int n;
 	unsigned char res[ENGINE_LOAD_MAX];

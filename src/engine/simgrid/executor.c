@@ -50,7 +50,8 @@ typedef struct walker {
 
 void engine_simgrid_options_default(engine_simgrid_options *o)
 {
-	*o = (engine_simgrid_options){.ring = ENGINE_SG_RING_AGGREGATED, .symmetry = true, .merge_compute = true};
+	*o = (engine_simgrid_options){
+		.ring = ENGINE_SG_RING_AGGREGATED, .symmetry = true, .merge_compute = true, .repeat = true};
 }
 
 /* ------------------------------------------------------------------ actors --- */
@@ -394,9 +395,23 @@ static void simgrid_start(void)
 		/* small actor stacks, no guard pages: tens of thousands of actors */
 		"--cfg=contexts/stack-size:256",
 		"--cfg=contexts/guard-size:0",
-		NULL,
+		NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	};
-	int argc = (int)(sizeof argv / sizeof *argv) - 1;
+	int argc = 7;
+	/* SPSIM_SIMGRID_CFG: further SimGrid options (space-separated KEY:VALUE, at most 8), for
+	 * measuring solver settings (docs/simgrid.md §7); the defaults above are the exact ones */
+	static char extra[8][128];
+	const char *cfg = getenv("SPSIM_SIMGRID_CFG");
+	for (int k = 0; cfg && *cfg && k < 8;) {
+		while (*cfg == ' ')
+			cfg++;
+		size_t n = strcspn(cfg, " ");
+		if (n == 0)
+			break;
+		snprintf(extra[k], sizeof extra[k], "--cfg=%.*s", (int)(n < 100 ? n : 100), cfg);
+		argv[argc++] = extra[k++];
+		cfg += n;
+	}
 	simgrid_init(&argc, argv);
 }
 
@@ -753,21 +768,31 @@ static bool in_child(void (*job)(void *ctx, void *buf), void *ctx, void *buf, si
 typedef struct run_msg {
 	int ok;
 	engine_result r;
+	engine_simgrid_stats st;
 	config_error err;
 } run_msg;
 
+typedef struct run_ctx {
+	const engine_input *in;
+	const engine_simgrid_options *o;
+} run_ctx;
+
 static void run_job(void *ctx, void *buf)
 {
+	const run_ctx *c = ctx;
 	run_msg *m = buf;
 	memset(m, 0, sizeof *m);
-	m->ok = engine_simgrid_run_with(ctx, NULL, &m->r, NULL, &m->err);
+	m->ok = sgx_run_in_process(c->in, c->o, &m->r, &m->st, NULL, &m->err);
 }
 
-/* One simulation in a child process; the child writes the trace. */
-static bool run_child(const engine_input *in, engine_result *out, config_error *err)
+/* One simulation in a child process; the child writes the trace. Adds the child's flows
+ * and executions to *acc (may be NULL). */
+static bool run_child(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
+		      engine_simgrid_stats *acc, config_error *err)
 {
 	run_msg m;
-	if (!in_child(run_job, (void *)in, &m, sizeof m, err))
+	run_ctx c = {.in = in, .o = o};
+	if (!in_child(run_job, &c, &m, sizeof m, err))
 		return false;
 	if (!m.ok) {
 		if (err)
@@ -776,119 +801,268 @@ static bool run_child(const engine_input *in, engine_result *out, config_error *
 	}
 	*out = m.r;
 	out->engine = "simgrid";
+	if (acc) {
+		acc->simulated_ranks = m.st.simulated_ranks;
+		acc->period_nodes = m.st.period_nodes;
+		acc->flows += m.st.flows;
+		acc->executions += m.st.executions;
+		acc->xml_bytes = m.st.xml_bytes;
+	}
 	return true;
 }
 
-/* ------------------------------------------- identical micro-steps, once --- */
-/* Gradient accumulation repeats one micro-step G times with nothing between them but
- * the streams' own order, so once the schedule settles (ZeRO traffic of one micro-step
- * overlapping the next the same way each time), every further period of P micro-steps
- * adds the same time to every total (P = 1, or 2 when contention alternates between two
- * micro-step schedules, as ZeRO-3's gathers do). The step is simulated with a, a+P and a+2P
- * micro-steps (a = 2, 4, 8, ..., aligned so that G - a is a whole number of periods); when both differences
- * agree on every total, the schedule repeats and the G-micro-step totals are those of a+2P
- * plus (G - a - 2P) / P periods. The result is the full simulation's up to rounding (the
- * tests compare both); cost no longer grows with G. A trace needs every micro-step, so it
- * runs the full program, and so does SPSIM_SIMGRID_FULL=1 (docs/simgrid.md). */
-#define SGX_PERIODIC_FIELDS 12
+/* ------------------------------------- identical layers and micro-steps, once --- */
+/* A step repeats two things: the layer blocks (forward, backward: one iteration per
+ * layer, L of them) inside a micro-step, and the micro-step itself (grad_accum = G times).
+ * Nothing separates two iterations but each stream's own order, so once the schedule
+ * settles (every rank leaving an iteration in the same relative state: the world
+ * collectives of a layer meet every rank, ZeRO traffic of one micro-step overlaps the next
+ * the same way each time), every further period of P iterations adds the same time to
+ * every total (P = 1, or 2 when contention alternates between two schedules, as ZeRO-3's
+ * prefetched gathers do). So the step is simulated with n = a, a+P and a+2P iterations (a
+ * = 1, 2, 4, ... aligned so that the full count minus a is a whole number of periods); when
+ * the two differences agree on every total to 1e-9 relative, the schedule repeats and the
+ * totals are those of a+2P plus (full - a - 2P) / P periods. Otherwise the next a is
+ * tried, and the full count is simulated when none fits. Layers are reduced inside each
+ * micro-step count the micro-step extrapolation asks for. The result is the full
+ * simulation's up to rounding (tests compare both); cost no longer grows with L or G. A
+ * trace needs every op, so it runs the full program, and so does SPSIM_SIMGRID_FULL=1
+ * (docs/simgrid.md §5.4). */
+#define SGX_PERIODIC_FIELDS 14
 #define SGX_MAX_PERIOD 2
 #define SGX_EXTRAPOLATE_FROM 17 /* micro-steps */
+#define SGX_LAYERS_FROM 8       /* layer iterations */
+#define SGX_LAYER_BUDGET 10     /* layer iterations a failing search may cost at least */
+#define SGX_MEMO 128
 
 static void periodic_fields(const engine_result *r, int g, double *f)
 {
 	const engine_breakdown *b = &r->breakdown;
-	const double v[SGX_PERIODIC_FIELDS] = {r->step_time, b->compute, b->gemm, b->attention, b->memory_bound,
-					       b->optimizer, b->sp_comm, b->sp_comm_exposed, b->zero_comm,
-					       b->zero_comm_exposed, r->fwd_time * g, r->bwd_time * g};
+	const double v[SGX_PERIODIC_FIELDS] = {r->step_time,	  b->compute,	     b->gemm,
+					       b->attention,	  b->memory_bound,   b->optimizer,
+					       b->sp_comm,	  b->sp_comm_exposed, b->zero_comm,
+					       b->zero_comm_exposed, r->fwd_time * g, r->bwd_time * g,
+					       b->sp_comm_side,	  b->zero_comm_main};
 	memcpy(f, v, sizeof v);
 }
 
-/* The totals of a g-micro-step step, simulated once per g (memo holds up to 64 g). */
-typedef struct micro_memo {
-	int g[64];
-	double f[64][SGX_PERIODIC_FIELDS];
-	int n;
-} micro_memo;
-
-static bool totals_at(const engine_input *in, int g, micro_memo *mm, const double **f, config_error *err)
+static void result_of_fields(const engine_input *in, const double *v, int g, engine_result *out)
 {
-	for (int i = 0; i < mm->n; i++)
-		if (mm->g[i] == g) {
-			*f = mm->f[i];
+	*out = (engine_result){.engine = "simgrid", .step_time = v[0]};
+	engine_breakdown *b = &out->breakdown;
+	b->compute = v[1], b->gemm = v[2], b->attention = v[3], b->memory_bound = v[4];
+	b->optimizer = v[5], b->sp_comm = v[6], b->sp_comm_exposed = v[7], b->zero_comm = v[8];
+	b->zero_comm_exposed = v[9];
+	b->sp_comm_side = v[12], b->zero_comm_main = v[13];
+	out->fwd_time = v[10] / g;
+	out->bwd_time = v[11] / g;
+	engine_result_finish(in, out); /* tokens/s and MFU of the whole step */
+}
+
+/* The layer count of the program's layer blocks (all with the same repeat), or 0. */
+static int layer_count(const workload_program *prog)
+{
+	int L = 0;
+	for (int b = 0; b < prog->n_micro + prog->n_step; b++) {
+		const workload_block *blk = b < prog->n_micro ? &prog->micro[b] : &prog->step[b - prog->n_micro];
+		if (blk->layer_first < 0 || blk->n_ops == 0)
+			continue;
+		if (L && blk->repeat != L)
+			return 0;
+		L = blk->repeat;
+	}
+	return L;
+}
+
+/* The simulations behind one result: the input, the options, a memo of the totals of each
+ * (micro-steps, layers) simulated, and the flows and executions they took. */
+typedef struct xrun {
+	const engine_input *in;
+	const engine_simgrid_options *o;
+	int L; /* layers of the full program (0: no layer blocks) */
+	int n;
+	int g[SGX_MEMO], l[SGX_MEMO];
+	double f[SGX_MEMO][SGX_PERIODIC_FIELDS];
+	engine_simgrid_stats st;
+	long spent; /* layer iterations simulated in windows for the current micro-step count */
+} xrun;
+
+static bool memo_has(const xrun *x, int g, int l)
+{
+	for (int i = 0; i < x->n; i++)
+		if (x->g[i] == g && x->l[i] == l)
+			return true;
+	return false;
+}
+
+/* Totals of a step of g micro-steps whose layer blocks repeat l times (one simulation). */
+static bool totals_at(xrun *x, int g, int l, const double **f, config_error *err)
+{
+	for (int i = 0; i < x->n; i++)
+		if (x->g[i] == g && x->l[i] == l) {
+			*f = x->f[i];
 			return true;
 		}
-	if (mm->n == 64)
+	if (x->n == SGX_MEMO)
 		return config_fail(err, "internal: too many partial simulations");
-	workload_plan plan = *in->plan; /* shares the blocks: only the count changes */
+	const workload_program *prog = &x->in->plan->program;
+	int nb = prog->n_micro + prog->n_step;
+	workload_block *blocks = NULL;
+	workload_plan plan = *x->in->plan; /* shares the ops: only the counts change */
 	plan.program.grad_accum = g;
-	engine_input cut = *in;
+	if (l != x->L) {
+		blocks = malloc((size_t)(nb ? nb : 1) * sizeof *blocks);
+		if (!blocks)
+			return config_fail(err, "out of memory");
+		for (int b = 0; b < nb; b++) {
+			blocks[b] = b < prog->n_micro ? prog->micro[b] : prog->step[b - prog->n_micro];
+			if (blocks[b].layer_first >= 0 && blocks[b].n_ops > 0) {
+				/* a backward block walks the layers down: keep its last layer index 0 */
+				if (blocks[b].layer_step < 0)
+					blocks[b].layer_first = l - 1;
+				blocks[b].repeat = l;
+			}
+		}
+		plan.program.micro = blocks;
+		plan.program.step = blocks + prog->n_micro;
+	}
+	engine_input cut = *x->in;
 	cut.plan = &plan;
 	engine_result r;
-	if (!run_child(&cut, &r, err))
+	bool ok = run_child(&cut, x->o, &r, &x->st, err);
+	free(blocks);
+	if (!ok)
 		return false;
-	mm->g[mm->n] = g;
-	periodic_fields(&r, g, mm->f[mm->n]);
-	*f = mm->f[mm->n++];
+	x->g[x->n] = g;
+	x->l[x->n] = l;
+	periodic_fields(&r, g, x->f[x->n]);
+	*f = x->f[x->n++];
 	return true;
 }
 
-/* Extrapolates when the schedule repeats; *done false: simulate the full program. */
-static bool extrapolate(const engine_input *in, engine_result *out, bool *done, config_error *err)
+/* Totals of `full` iterations of one repeated part (micro-steps when `micro`, else
+ * layers), the other count fixed at `other`: extrapolated when the schedule repeats, else
+ * *done false. */
+static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool *done, config_error *err);
+
+/* Totals of g micro-steps with every layer: layers extrapolated when they repeat. */
+static bool step_totals(xrun *x, int g, double *v, config_error *err)
 {
-	int G = in->plan->program.grad_accum;
-	micro_memo *mm = calloc(1, sizeof *mm);
-	if (!mm)
-		return config_fail(err, "out of memory");
+	bool done = false;
+	x->spent = 0;
+	if (x->L >= SGX_LAYERS_FROM && !totals_of(x, false, x->L, g, v, &done, err))
+		return false;
+	if (done)
+		return true;
+	const double *f;
+	if (!totals_at(x, g, x->L, &f, err))
+		return false;
+	memcpy(v, f, SGX_PERIODIC_FIELDS * sizeof *v);
+	return true;
+}
+
+static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool *done, config_error *err)
+{
 	*done = false;
-	bool ok = true;
-	/* A schedule that repeats every micro-step also repeats every two: one window of
-	 * period 2 covers both (a, a+2, a+4: 12 to 15 micro-steps in all when it settles at
-	 * once, hence worth it from SGX_EXTRAPOLATE_FROM micro-steps on). */
-	for (int g = 2; ok && !*done && g + 2 * SGX_MAX_PERIOD < G; g *= 2)
-		for (int P = SGX_MAX_PERIOD; ok && !*done && P <= SGX_MAX_PERIOD; P++) {
-			int a = g + (G - g) % P;
-			if (a + 2 * P >= G)
+	/* A schedule that repeats every iteration also repeats every two. Micro-steps: from
+	 * each start a, the window of period 1, then that of period 2. Layers (whose windows
+	 * are cheap but many): every window of period 1 first, then those of period 2, within
+	 * the budget below. */
+	int n_a = 0;
+	for (int a0 = micro ? 2 : 1; a0 + 2 < full; a0 *= 2)
+		n_a++;
+	for (int w = 0; w < n_a * SGX_MAX_PERIOD; w++) {
+		int ia = micro ? w / SGX_MAX_PERIOD : w % n_a;
+		int P = micro ? w % SGX_MAX_PERIOD + 1 : w / n_a + 1;
+		int a0 = (micro ? 2 : 1) << ia;
+		int a = a0 + (full - a0) % P;
+		if (a + 2 * P >= full)
+			continue;
+		if (!micro) {
+			/* windows cost at most max(L/2, 10) layer iterations per micro-step
+			 * count: a schedule that does not repeat costs at most that more than
+			 * the full run */
+			long need = 0;
+			for (int k = 0; k < 3; k++)
+				need += memo_has(x, other, a + k * P) ? 0 : a + k * P;
+			if (x->spent + need > (full / 2 > SGX_LAYER_BUDGET ? full / 2 : SGX_LAYER_BUDGET))
 				continue;
-			const double *f0, *f1, *f2;
-			ok = totals_at(in, a, mm, &f0, err) && totals_at(in, a + P, mm, &f1, err) &&
-			     totals_at(in, a + 2 * P, mm, &f2, err);
-			bool periodic = ok;
-			for (int i = 0; periodic && i < SGX_PERIODIC_FIELDS; i++) {
-				double d1 = f1[i] - f0[i], d2 = f2[i] - f1[i];
-				periodic = fabs(d2 - d1) <= 1e-9 * fabs(f2[i]) + 1e-15;
-			}
-			if (!periodic)
-				continue;
-			double v[SGX_PERIODIC_FIELDS], k = (double)((G - a - 2 * P) / P);
-			for (int i = 0; i < SGX_PERIODIC_FIELDS; i++)
-				v[i] = f2[i] + k * (f2[i] - f1[i]);
-			*out = (engine_result){.engine = "simgrid", .step_time = v[0]};
-			engine_breakdown *b = &out->breakdown;
-			b->compute = v[1], b->gemm = v[2], b->attention = v[3], b->memory_bound = v[4];
-			b->optimizer = v[5], b->sp_comm = v[6], b->sp_comm_exposed = v[7], b->zero_comm = v[8];
-			b->zero_comm_exposed = v[9];
-			out->fwd_time = v[10] / G;
-			out->bwd_time = v[11] / G;
-			engine_result_finish(in, out); /* tokens/s and MFU of the whole step */
-			*done = true;
+			x->spent += need;
 		}
-	free(mm);
+		double f[3][SGX_PERIODIC_FIELDS];
+		for (int k = 0; k < 3; k++) {
+			int n = a + k * P;
+			bool ok;
+			if (micro) {
+				ok = step_totals(x, n, f[k], err);
+			} else {
+				const double *t;
+				ok = totals_at(x, other, n, &t, err);
+				if (ok)
+					memcpy(f[k], t, sizeof f[k]);
+			}
+			if (!ok)
+				return false;
+		}
+		bool periodic = true;
+		for (int i = 0; periodic && i < SGX_PERIODIC_FIELDS; i++) {
+			double d1 = f[1][i] - f[0][i], d2 = f[2][i] - f[1][i];
+			periodic = fabs(d2 - d1) <= 1e-9 * fabs(f[2][i]) + 1e-15;
+		}
+		if (!periodic)
+			continue;
+		double k = (double)((full - a - 2 * P) / P);
+		for (int i = 0; i < SGX_PERIODIC_FIELDS; i++)
+			v[i] = f[2][i] + k * (f[2][i] - f[1][i]);
+		*done = true;
+		return true;
+	}
+	return true;
+}
+
+bool engine_simgrid_run_opt(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
+			    engine_simgrid_stats *stats, config_error *err)
+{
+	engine_simgrid_options def;
+	engine_simgrid_options_default(&def);
+	if (!o)
+		o = &def;
+	/* background traffic has its own period, so iterations need not repeat: run it whole */
+	bool repeat = o->repeat && !in->opt.trace_path && getenv("SPSIM_SIMGRID_FULL") == NULL &&
+		      sgx_background_last_node(in->opt.whatif) < 0;
+	int G = in->plan->program.grad_accum;
+	xrun *x = repeat ? calloc(1, sizeof *x) : NULL;
+	if (repeat && !x)
+		return config_fail(err, "out of memory");
+	bool ok = true;
+	if (x) {
+		x->in = in;
+		x->o = o;
+		x->L = layer_count(&in->plan->program);
+		double v[SGX_PERIODIC_FIELDS];
+		bool done = false;
+		if (G >= SGX_EXTRAPOLATE_FROM)
+			ok = totals_of(x, true, G, 0, v, &done, err);
+		if (ok && !done)
+			ok = step_totals(x, G, v, err);
+		if (ok)
+			result_of_fields(in, v, G, out);
+		if (stats)
+			*stats = x->st;
+		free(x);
+		return ok;
+	}
+	engine_simgrid_stats st = {0};
+	ok = run_child(in, o, out, &st, err);
+	if (stats)
+		*stats = st;
 	return ok;
 }
 
 /* engine_simgrid.run */
 static bool simgrid_run_op(const engine_input *in, engine_result *out, config_error *err)
 {
-	/* background traffic has its own period, so micro-steps need not repeat: run it whole */
-	if (!in->opt.trace_path && in->plan->program.grad_accum >= SGX_EXTRAPOLATE_FROM &&
-	    getenv("SPSIM_SIMGRID_FULL") == NULL && sgx_background_last_node(in->opt.whatif) < 0) {
-		bool done;
-		if (!extrapolate(in, out, &done, err))
-			return false;
-		if (done)
-			return true;
-	}
-	return run_child(in, out, err);
+	return engine_simgrid_run_opt(in, NULL, out, NULL, err);
 }
 
 /* ------------------------------------------------------- collective timer --- */

@@ -36,6 +36,8 @@ typedef struct engine_simgrid_options {
 	engine_simgrid_ring_mode ring;
 	bool symmetry;   /* simulate one period of nodes when the system is translation symmetric */
 	bool merge_compute; /* run back-to-back compute ops as one execution */
+	bool repeat;     /* engine_simgrid_run_opt: simulate identical layers and micro-steps a few
+			    times and extrapolate once the schedule repeats (docs/simgrid.md §5.4) */
 } engine_simgrid_options;
 
 typedef struct engine_simgrid_stats {
@@ -53,6 +55,12 @@ void engine_simgrid_options_default(engine_simgrid_options *o);
  * defaults) and statistics (may be NULL): once per process, as SimGrid allows. */
 bool engine_simgrid_run_with(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
 			     engine_simgrid_stats *stats, config_error *err);
+
+/* What engine_simgrid.run does (each simulation in a child process, identical layers and
+ * micro-steps extrapolated when o->repeat), with explicit options (NULL: the defaults);
+ * stats (may be NULL) sums the flows and executions of every simulation it ran. */
+bool engine_simgrid_run_opt(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
+			    engine_simgrid_stats *stats, config_error *err);
 
 /* Times one collective at each of `n` sizes (bytes as nccl-tests counts them, as
  * workload_op.bytes), `gpus` ranks in disjoint groups of `group_size` running it at once,
