@@ -24,16 +24,40 @@ typedef struct sched {
 	void *ctx;
 } sched;
 
+/* True when every entry of now moved by the same lambda from before (lambda: the first
+ * entry's move), to 1e-12 relative. */
 static bool uniform_delta(const double *now, const double *before, int n, double *lambda)
 {
-	double l = now[0] - before[0];
-	for (int i = 1; i < n; i++) {
+	double l = *lambda;
+	for (int i = 0; i < n; i++) {
 		double d = now[i] - before[i];
 		if (fabs(d - l) > 1e-12 * dmax(1.0, fabs(now[i])))
 			return false;
 	}
-	*lambda = l;
 	return true;
+}
+
+/* Iteration `it` of a block: op ends into row it % R of ends (R rows kept), visited when
+ * `visit` (a constant where inlined: the untraced loop tests nothing per op). */
+static inline void run_iteration(sched *s, const workload_block *blk, const double *dur, double *ends, int R, int it,
+				 int micro, bool visit)
+{
+	int n = blk->n_ops;
+	double *row = ends + (size_t)(it % R) * n;
+	for (int j = 0; j < n; j++) {
+		const workload_op *op = &blk->ops[j];
+		double start = s->stream_end[op->stream];
+		if (op->dep >= 0) {
+			int it2 = it + op->dep_iter;
+			if (it2 >= 0)
+				start = dmax(start, ends[(size_t)(it2 % R) * n + op->dep]);
+		}
+		double end = start + dur[j];
+		row[j] = end;
+		s->stream_end[op->stream] = end;
+		if (visit)
+			s->visit(s->ctx, blk, it, micro, op, start, end);
+	}
 }
 
 /* Runs one block `repeat` times. Once the whole schedule state (ends of used streams and
@@ -67,60 +91,45 @@ static bool run_block(sched *s, const workload_block *blk, const double *dur, in
 				D = 1 - op->dep_iter;
 		}
 	}
-	/* state: used stream ends, then D rows of op ends (row k = iteration it - k) */
-	int ns = 0;
-	for (int k = 0; k < WL_STREAM_COUNT; k++)
-		ns += used[k];
-	int nstate = ns + D * n;
-	/* Small blocks (every block spsim builds) use the stack: this runs 10^5 times a second. */
+	/* The state is the used stream ends and D rows of op ends (iterations it - D + 1 to
+	 * it); R = D + 1 rows are kept, so the previous iteration's state is still there to
+	 * compare with (its stream ends in prev_end). Small blocks (every block spsim builds)
+	 * use the stack: this runs 10^5 times a second. */
+	int R = D + 1;
 	enum { SMALL = 1024 };
-	double small_ends[SMALL], small_state[2 * (SMALL + WL_STREAM_COUNT)];
-	bool heap = (size_t)D * n > SMALL;
-	double *ends = heap ? calloc((size_t)D * n, sizeof *ends) : small_ends;
-	double *state = heap ? malloc(2 * (size_t)nstate * sizeof *state) : small_state;
-	if (!ends || !state) {
-		if (heap) {
-			free(ends);
-			free(state);
-		}
+	double small_ends[SMALL];
+	bool heap = (size_t)R * n > SMALL;
+	double *ends = heap ? calloc((size_t)R * n, sizeof *ends) : small_ends;
+	if (!ends)
 		return config_fail(err, "out of memory evaluating the schedule");
-	}
 	if (!heap)
-		memset(ends, 0, (size_t)D * n * sizeof *ends);
-	double *prev = state + nstate;
+		memset(ends, 0, (size_t)R * n * sizeof *ends);
+	int first_used = 0;
+	while (!used[first_used])
+		first_used++;
+	double prev_end[WL_STREAM_COUNT] = {0};
 	bool have_prev = false, was_uniform = false;
 	double prev_lambda = 0;
 	bool can_skip = s->visit == NULL;
 
 	for (int it = 0; it < blk->repeat; it++) {
-		double *row = ends + (size_t)(it % D) * n;
-		for (int j = 0; j < n; j++) {
-			const workload_op *op = &blk->ops[j];
-			double start = s->stream_end[op->stream];
-			if (op->dep >= 0) {
-				int it2 = it + op->dep_iter;
-				if (it2 >= 0)
-					start = dmax(start, ends[(size_t)(it2 % D) * n + op->dep]);
-			}
-			double end = start + dur[j];
-			row[j] = end;
-			s->stream_end[op->stream] = end;
-			if (s->visit)
-				s->visit(s->ctx, blk, it, micro, op, start, end);
-		}
-		if (!can_skip || it + 1 < D)
+		if (!can_skip) {
+			run_iteration(s, blk, dur, ends, R, it, micro, true);
 			continue;
-		/* snapshot the state */
-		int q = 0;
-		for (int k = 0; k < WL_STREAM_COUNT; k++)
-			if (used[k])
-				state[q++] = s->stream_end[k];
-		for (int k = 0; k < D; k++) {
-			memcpy(state + q, ends + (size_t)(((it - k) % D + D) % D) * n, (size_t)n * sizeof *state);
-			q += n;
 		}
-		double lambda;
-		bool uni = have_prev && uniform_delta(state, prev, nstate, &lambda);
+		run_iteration(s, blk, dur, ends, R, it, micro, false);
+		if (it + 1 < D)
+			continue;
+		/* the state against the previous iteration's: stream ends, then rows it - k
+		 * against rows it - 1 - k */
+		double lambda = s->stream_end[first_used] - prev_end[first_used];
+		bool uni = have_prev;
+		for (int k = 0; uni && k < WL_STREAM_COUNT; k++)
+			if (used[k])
+				uni = uniform_delta(&s->stream_end[k], &prev_end[k], 1, &lambda);
+		for (int k = 0; uni && k < D; k++)
+			uni = uniform_delta(ends + (size_t)((it - k) % R) * n, ends + (size_t)((it - 1 - k + R) % R) * n, n,
+					    &lambda);
 		if (uni && was_uniform && fabs(lambda - prev_lambda) <= 1e-12 * dmax(1.0, fabs(lambda))) {
 			int left = blk->repeat - 1 - it;
 			for (int k = 0; k < WL_STREAM_COUNT; k++)
@@ -131,22 +140,28 @@ static bool run_block(sched *s, const workload_block *blk, const double *dur, in
 		was_uniform = uni;
 		if (uni)
 			prev_lambda = lambda;
-		memcpy(prev, state, (size_t)nstate * sizeof *state);
+		memcpy(prev_end, s->stream_end, sizeof prev_end);
 		have_prev = true;
 	}
-	if (heap) {
+	if (heap)
 		free(ends);
-		free(state);
-	}
 	return true;
 }
 
 /* Adds one op's total time over the step (every instance) to the breakdown; `main_per_micro`
  * is its main-stream time in one micro-step (0 for step blocks). */
+static inline void side_add(const workload_op *op, double t, double *sp_side, double *zero_main)
+{
+	if (op->cat == WL_CAT_SP_COMM && op->stream != WL_STREAM_MAIN)
+		*sp_side += t;
+	else if (op->cat == WL_CAT_ZERO_COMM && op->stream == WL_STREAM_MAIN)
+		*zero_main += t;
+}
+
 static void account_op(const workload_op *op, double total, double per_micro, engine_result *r)
 {
 	engine_breakdown *b = &r->breakdown;
-	engine_side_add(op, total, &b->sp_comm_side, &b->zero_comm_main);
+	side_add(op, total, &b->sp_comm_side, &b->zero_comm_main);
 	switch (op->cat) {
 	case WL_CAT_COMPUTE:
 		b->compute += total;
@@ -187,10 +202,7 @@ static void finish_breakdown(engine_result *r, double step)
 
 void engine_side_add(const workload_op *op, double t, double *sp_side, double *zero_main)
 {
-	if (op->cat == WL_CAT_SP_COMM && op->stream != WL_STREAM_MAIN)
-		*sp_side += t;
-	else if (op->cat == WL_CAT_ZERO_COMM && op->stream == WL_STREAM_MAIN)
-		*zero_main += t;
+	side_add(op, t, sp_side, zero_main);
 }
 
 void engine_breakdown_expose(engine_breakdown *b, double step)
@@ -272,6 +284,8 @@ typedef struct fl_stream {
 typedef struct fl_slot {
 	int g;        /* block instance held, -1 when free */
 	int rows;     /* rows initialised */
+	int w;        /* row width: the ops of its block */
+	int gap_lo, gap_hi; /* rows [gap_lo, gap_hi) were skipped over (fl_try_skip): no end times */
 	double *ends; /* [iteration][op], NAN until the op instance has ended */
 } fl_slot;
 
@@ -288,6 +302,7 @@ typedef struct fl {
 	int nb, ng, max_ops, max_rep;
 	int **idx[WL_STREAM_COUNT]; /* [b] -> the block's op indices on the stream, in order */
 	int *cnt[WL_STREAM_COUNT];  /* [b] -> how many */
+	int *back[WL_STREAM_COUNT]; /* [b] -> how many iterations back its dependencies reach */
 	int *off;                   /* [b]: offset of block b's ops in the per-op arrays */
 	int *run;                   /* [op]: ops of its stream merged with it (compute runs) */
 	int *target;                /* [op]: some op of its block depends on it */
@@ -370,21 +385,23 @@ static int fl_slot_get(fl *f, int g)
 			return -1;
 		f->n_slots++;
 	}
+	int b, m;
 	s->g = g;
-	s->rows = 0;
+	s->rows = s->gap_lo = s->gap_hi = 0;
+	s->w = fl_block(f, g, &b, &m)->n_ops;
 	return (int)(s - f->slots);
 }
 
-static double *fl_row(fl_slot *s, const fl *f, int it)
+static inline double *fl_row(fl_slot *s, int it)
 {
 	for (; s->rows <= it; s->rows++)
-		for (int j = 0; j < f->max_ops; j++)
-			s->ends[(size_t)s->rows * f->max_ops + j] = NAN;
-	return s->ends + (size_t)it * f->max_ops;
+		for (int j = 0; j < s->w; j++)
+			s->ends[(size_t)s->rows * s->w + j] = NAN;
+	return s->ends + (size_t)it * s->w;
 }
 
 /* Fills the cached fields of stream k's op from its cursor (g, it, k, b, blk, slot). */
-static void fl_bind(fl *f, int k)
+static inline void fl_bind(fl *f, int k)
 {
 	fl_stream *s = &f->st[k];
 	int o = f->off[s->b];
@@ -393,10 +410,10 @@ static void fl_bind(fl *f, int k)
 	s->work = f->work[o + s->j];
 	s->comm = f->load[s->b][s->j].n > 0;
 	fl_slot *sl = &f->slots[s->slot];
-	s->row = fl_row(sl, f, s->it);
+	s->row = fl_row(sl, s->it);
 	const workload_op *op = &s->blk->ops[s->j];
 	int it2 = s->it + op->dep_iter;
-	s->dep = op->dep >= 0 && it2 >= 0 ? &fl_row(sl, f, it2)[op->dep] : NULL;
+	s->dep = op->dep >= 0 && it2 >= 0 ? &fl_row(sl, it2)[op->dep] : NULL;
 }
 
 /* Moves stream k's cursor to its next op at or after (g, it, i) in program order, stopping
@@ -404,12 +421,6 @@ static void fl_bind(fl *f, int k)
 static bool fl_seek(fl *f, int k, int g, int it, int i)
 {
 	fl_stream *s = &f->st[k];
-	if (s->state != FL_BARRIER && s->g == g && s->it == it && i < f->cnt[k][s->b] && i > 0) {
-		s->k = i; /* the next op of the same iteration */
-		s->state = FL_IDLE;
-		fl_bind(f, k);
-		return true;
-	}
 	for (;;) {
 		if (g >= f->ng) {
 			*s = (fl_stream){.g = f->ng, .state = FL_DONE};
@@ -593,7 +604,9 @@ static double fl_end_at(fl *f, fl_slot *sl, int i, int j, double at)
 {
 	if (i < 0)
 		return -INFINITY;
-	double v = fl_row(sl, f, i)[j];
+	if (i >= sl->gap_lo && i < sl->gap_hi)
+		return NAN; /* never ended here */
+	double v = fl_row(sl, i)[j];
 	return v <= at ? v - at : NAN;
 }
 
@@ -659,12 +672,7 @@ static void fl_try_skip(fl *f, int g, int it)
 		const fl_stream *s = &f->st[k];
 		if (k == z || s->g != g || s->state == FL_DONE)
 			continue;
-		int Dk = 0;
-		for (int i = 0; i < f->cnt[k][b]; i++) {
-			const workload_op *op = &blk->ops[f->idx[k][b][i]];
-			if (op->dep >= 0 && -op->dep_iter > Dk)
-				Dk = -op->dep_iter;
-		}
+		int Dk = f->back[k][b];
 		reach = s->it - Dk < reach ? s->it - Dk : reach;
 	}
 	D = lo - reach; /* rows [lo - D, hi] */
@@ -692,14 +700,17 @@ static void fl_try_skip(fl *f, int g, int it)
 		/* Rows [lo - D, hi] move to [lo - D + skip, hi + skip]; the rows skipped over are
 		 * never read again (no dependency reaches back past lo - D). */
 		for (int i = hi; i >= lo - D; i--) {
-			double *dst = sl->ends + (size_t)(i + skip) * f->max_ops;
-			for (int j = 0; j < f->max_ops; j++) {
-				double v = i < 0 ? -INFINITY : fl_row(sl, f, i)[j];
-				dst[j] = v + skip * lambda;
-			}
+			double *dst = sl->ends + (size_t)(i + skip) * sl->w;
+			const double *src = i < 0 ? NULL : fl_row(sl, i);
+			for (int j = 0; j < sl->w; j++)
+				dst[j] = (src ? src[j] : -INFINITY) + skip * lambda;
 		}
 		if (sl->rows < hi + skip + 1)
 			sl->rows = hi + skip + 1;
+		/* the rows between the old window and the moved one are never written (but
+		 * for a saturated queue's, below): no end times there */
+		sl->gap_lo = hi + 1;
+		sl->gap_hi = lo - D + skip;
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
 			fl_stream *s = &f->st[k];
 			if (k != z && s->g == g && s->state != FL_DONE) {
@@ -727,10 +738,12 @@ static void fl_try_skip(fl *f, int g, int it)
 				s->it = itz;
 			}
 			s->rem = W - d;
+			if (sl->gap_hi > s->it)
+				sl->gap_hi = s->it > sl->gap_lo ? s->it : sl->gap_lo;
 			for (int i = s->it; i < hi + skip + 1; i++) {
-				double *row = sl->ends + (size_t)i * f->max_ops;
+				double *row = sl->ends + (size_t)i * sl->w;
 				if (i < lo - D + skip)
-					for (int j = 0; j < f->max_ops; j++)
+					for (int j = 0; j < sl->w; j++)
 						row[j] = -INFINITY;
 				row[jz] = NAN;
 			}
@@ -854,7 +867,7 @@ static void fl_try_skip_micro(fl *f, int m)
 			if (!a)
 				continue;
 			a->g = g + skip * nm;
-			for (int i = 0; i < a->rows * f->max_ops; i++)
+			for (int i = 0; i < a->rows * a->w; i++)
 				a->ends[i] += skip * lambda; /* NAN stays NAN, -inf stays -inf */
 		}
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
@@ -892,25 +905,22 @@ static void fl_free(fl *f)
 
 bool engine_schedule_streams_share(const workload_program *prog)
 {
-	unsigned mask = 0;
-	for (int b = 0; b < prog->n_micro + prog->n_step; b++) {
-		const workload_block *blk = fl_blk(prog, b);
-		for (int j = 0; j < blk->n_ops; j++)
-			if (blk->ops[j].kind == WL_OP_COMM)
-				mask |= 1u << blk->ops[j].stream;
-	}
 	/* Ring attention's transfers never run beside main-stream communication: every
 	 * all-to-all or blocking ZeRO collective of the layer waits for the ring's last
 	 * transfer, and the next ring starts after them (docs/model.md §7a). Beside the main
 	 * stream alone they share nothing. */
+	unsigned mask = 0;
 	bool ring = false;
-	for (int b = 0; b < prog->n_micro && !ring; b++)
-		for (int j = 0; j < prog->micro[b].n_ops; j++)
-			if (prog->micro[b].ops[j].coll == WL_COLL_SENDRECV && prog->micro[b].ops[j].kind == WL_OP_COMM &&
-			    prog->micro[b].ops[j].stream == WL_STREAM_RING) {
-				ring = true;
-				break;
-			}
+	for (int b = 0; b < prog->n_micro + prog->n_step; b++) {
+		const workload_block *blk = fl_blk(prog, b);
+		for (int j = 0; j < blk->n_ops; j++) {
+			const workload_op *op = &blk->ops[j];
+			if (op->kind != WL_OP_COMM)
+				continue;
+			mask |= 1u << op->stream;
+			ring |= b < prog->n_micro && op->coll == WL_COLL_SENDRECV && op->stream == WL_STREAM_RING;
+		}
+	}
 	unsigned side = mask & ~(1u << WL_STREAM_MAIN) & ~(1u << WL_STREAM_RING);
 	if (ring && !side) /* the ring's stream carries only its transfers */
 		mask &= ~(1u << WL_STREAM_RING);
@@ -941,7 +951,7 @@ static bool fl_setup(fl *f, config_error *err)
 	if (f->max_rep < 1)
 		f->max_rep = 1;
 	size_t nptr = (size_t)WL_STREAM_COUNT * f->nb;
-	f->ints = malloc(nptr * sizeof(int *) + ((size_t)3 * nops + (size_t)(1 + WL_STREAM_COUNT) * f->nb) * sizeof(int));
+	f->ints = malloc(nptr * sizeof(int *) + ((size_t)3 * nops + (size_t)(1 + 2 * WL_STREAM_COUNT) * f->nb) * sizeof(int));
 	f->work = malloc(((size_t)nops * 4 + (size_t)f->max_ops + 1 + 2 * WL_STREAM_COUNT * FL_LOG) * sizeof(double));
 	if (!f->ints || !f->work)
 		return config_fail(err, "out of memory evaluating the schedule");
@@ -965,6 +975,8 @@ static bool fl_setup(fl *f, config_error *err)
 	for (int k = 0; k < WL_STREAM_COUNT; k++) {
 		f->cnt[k] = q;
 		q += f->nb;
+		f->back[k] = q;
+		q += f->nb;
 		f->idx[k] = ptrs + (size_t)k * f->nb;
 	}
 	for (int b = 0, o = 0; b < f->nb; o += fl_blk(p, b)->n_ops, b++) {
@@ -977,10 +989,15 @@ static bool fl_setup(fl *f, config_error *err)
 				target[o + blk->ops[j].dep] = 1;
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
 			f->idx[k][b] = q;
-			f->cnt[k][b] = 0;
-			for (int j = 0; j < blk->n_ops; j++)
-				if (blk->ops[j].stream == (workload_stream)k)
-					q[f->cnt[k][b]++] = j;
+			f->cnt[k][b] = f->back[k][b] = 0;
+			for (int j = 0; j < blk->n_ops; j++) {
+				const workload_op *op = &blk->ops[j];
+				if (op->stream != (workload_stream)k)
+					continue;
+				q[f->cnt[k][b]++] = j;
+				if (op->dep >= 0 && -op->dep_iter > f->back[k][b])
+					f->back[k][b] = -op->dep_iter;
+			}
 			q += f->cnt[k][b];
 		}
 		for (int j = 0; j < blk->n_ops; j++) {
@@ -1035,7 +1052,14 @@ static bool fl_complete(fl *f, int k)
 			f->acc[o + j] += d;
 		}
 	}
-	return fl_seek(f, k, s->g, s->it, s->k + s->len);
+	int next = s->k + s->len;
+	if (next < f->cnt[k][s->b]) { /* the next op of the same iteration */
+		s->k = next;
+		s->state = FL_IDLE;
+		fl_bind(f, k);
+		return true;
+	}
+	return fl_seek(f, k, s->g, s->it, next);
 }
 
 static bool fl_run(fl *f, engine_result *r, config_error *err)
@@ -1073,19 +1097,19 @@ static bool fl_run(fl *f, engine_result *r, config_error *err)
 		if (f->dirty)
 			fl_rates(f);
 		double dt = INFINITY;
-		int first = -1, waiting = 0;
+		int first = -1;
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
 			const fl_stream *s = &f->st[k];
 			if (s->state == FL_ACTIVE && s->rem < dt * s->rate) {
 				dt = s->rem / s->rate;
 				first = k;
 			}
-			waiting += s->state != FL_DONE;
 		}
 		if (first < 0) {
-			if (!waiting)
-				break;
-			return config_fail(err, "internal: the schedule deadlocks (a dependency is never met)");
+			for (int k = 0; k < WL_STREAM_COUNT; k++)
+				if (f->st[k].state != FL_DONE)
+					return config_fail(err, "internal: the schedule deadlocks (a dependency is never met)");
+			break;
 		}
 		f->t += dt;
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {

@@ -50,7 +50,7 @@ static workload_block *block_new(builder *b, const char *name, int repeat, bool 
 }
 
 /* Appends an op; returns its index, -1 when out of memory. */
-static int op_add(builder *b, workload_block *blk, workload_op op)
+static int op_add(builder *b, workload_block *blk, const workload_op *op)
 {
 	if (!blk)
 		return -1;
@@ -64,9 +64,10 @@ static int op_add(builder *b, workload_block *blk, workload_op op)
 		blk->ops = ops;
 		blk->cap_ops = cap;
 	}
-	if (op.chunks < 1)
-		op.chunks = 1;
-	blk->ops[blk->n_ops] = op;
+	workload_op *o = &blk->ops[blk->n_ops];
+	*o = *op;
+	if (o->chunks < 1)
+		o->chunks = 1;
 	return blk->n_ops++;
 }
 
@@ -80,7 +81,7 @@ static int gemm(builder *b, workload_block *blk, const char *name, workload_phas
 	op.shape.gemm.m = (int)m;
 	op.shape.gemm.n = (int)n;
 	op.shape.gemm.k = (int)k;
-	return op_add(b, blk, op);
+	return op_add(b, blk, &op);
 }
 
 /* A tiled op: its kernels run once per tile of `tiles`, the shape (a GEMM's m) that of
@@ -98,7 +99,7 @@ static void tile_op(workload_block *blk, int i, int tiles, int per_tile)
 
 static int memop(builder *b, workload_block *blk, const char *name, workload_phase ph, double bytes)
 {
-	return op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
+	return op_add(b, blk, &(workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
 					    .stream = WL_STREAM_MAIN, .phase = ph, .kernel = WL_KERNEL_MEMORY,
 					    .hbm_bytes = bytes, .dep = -1});
 }
@@ -119,7 +120,7 @@ static int attn(builder *b, workload_block *blk, const char *name, workload_phas
 	op.shape.attn.seqs = l->seqs_per_group;
 	op.shape.attn.causal = 1;
 	op.shape.attn.kernel = (unsigned char)config_job_attention_kernel(b->job, b->p);
-	return op_add(b, blk, op);
+	return op_add(b, blk, &op);
 }
 
 workload_alg workload_a2a_alg(config_a2a a)
@@ -150,7 +151,7 @@ static void sp_a2a(builder *b, workload_block *blk, const char *pack, const char
 	if (b->job->sp <= 1)
 		return;
 	if (b->l->group_size <= 1) {
-		op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM,
+		op_add(b, blk, &(workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM,
 					     .stream = WL_STREAM_MAIN, .phase = ph, .coll = WL_COLL_ALLTOALL,
 					     .alg = workload_a2a_alg(b->job->a2a), .group = WL_GROUP_SP, .bytes = bytes,
 					     .dep = -1});
@@ -160,12 +161,12 @@ static void sp_a2a(builder *b, workload_block *blk, const char *pack, const char
 			    .kernel = WL_KERNEL_COPY, .hbm_bytes = 2.0 * bytes, .dep = -1};
 	copy.shape.copy.run_bytes = run;
 	copy.name = pack;
-	op_add(b, blk, copy);
-	op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
+	op_add(b, blk, &copy);
+	op_add(b, blk, &(workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
 				     .phase = ph, .coll = WL_COLL_ALLTOALL, .alg = workload_a2a_alg(b->job->a2a),
 				     .group = WL_GROUP_SP, .bytes = bytes, .dep = -1});
 	copy.name = unpack;
-	op_add(b, blk, copy);
+	op_add(b, blk, &copy);
 }
 
 /* USP's all-to-alls over its U ranks (none for a plain ring, whose group is the ring). */
@@ -187,7 +188,7 @@ static int host_copy(builder *b, workload_block *blk, const char *name, workload
 static int zero_op(builder *b, workload_block *blk, const char *name, workload_phase ph, workload_coll c,
 		   workload_stream stream, double bytes, int chunks, int dep, int dep_iter)
 {
-	return op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_ZERO_COMM, .stream = stream,
+	return op_add(b, blk, &(workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_ZERO_COMM, .stream = stream,
 					    .phase = ph, .coll = c, .alg = WL_ALG_RING, .group = WL_GROUP_WORLD,
 					    .bytes = bytes, .chunks = chunks, .dep = dep, .dep_iter = dep_iter});
 }
@@ -267,13 +268,13 @@ static void ring_block(builder *b, workload_block *blk, const char *name, worklo
 	op.shape.attn.seqs = zigzag_off_diagonal ? 2 * l->seqs_per_group : l->seqs_per_group;
 	op.shape.attn.causal = k == 0 ? 1 : 0;
 	op.shape.attn.kernel = (unsigned char)config_job_attention_kernel(b->job, b->p);
-	op_add(b, blk, op);
+	op_add(b, blk, &op);
 }
 
 /* One ring step's send/recv of `bytes` to the next rank (and from the previous one). */
 static int ring_p2p(builder *b, workload_block *blk, const char *name, workload_phase ph, double bytes, int dep)
 {
-	return op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM,
+	return op_add(b, blk, &(workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM,
 					    .stream = WL_STREAM_RING, .phase = ph, .coll = WL_COLL_SENDRECV,
 					    .alg = WL_ALG_DIRECT, .group = WL_GROUP_SP, .bytes = bytes, .dep = dep});
 }
@@ -444,14 +445,14 @@ static void ag_block(builder *b, workload_block *blk, const char *name, workload
 	op.shape.attn.seqs = l->seqs_per_group;
 	op.shape.attn.causal = k <= q ? 1 : 0;
 	op.shape.attn.kernel = (unsigned char)config_job_attention_kernel(b->job, b->p);
-	op_add(b, blk, op);
+	op_add(b, blk, &op);
 }
 
 /* A ring collective of the CP group (all-gather or reduce-scatter of one of K, V, dK, dV:
  * the full-length buffer, R·t·g·d·e bytes, nccl-tests' size) on the main stream. */
 static void ag_coll(builder *b, workload_block *blk, const char *name, workload_phase ph, workload_coll c, double bytes)
 {
-	op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
+	op_add(b, blk, &(workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
 				     .phase = ph, .coll = c, .alg = WL_ALG_RING, .group = WL_GROUP_SP, .bytes = bytes,
 				     .dep = -1});
 }
@@ -813,7 +814,7 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 		 * write master, m, v and the bf16 weight: 16 + 14 = 30 bytes per parameter
 		 * (DeepSpeed FusedAdam / apex multi_tensor_adam, one pass). */
 		double shard = Z >= 1 ? all_params / W : all_params;
-		op_add(&b, blk, (workload_op){.name = "adam", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
+		op_add(&b, blk, &(workload_op){.name = "adam", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
 					      .stream = WL_STREAM_MAIN, .phase = WL_PHASE_STEP, .kernel = WL_KERNEL_MEMORY,
 					      .hbm_bytes = 30.0 * shard, .dep = -1});
 	}
