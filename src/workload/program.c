@@ -181,7 +181,7 @@ static void sp_a2a_ring(builder *b, workload_block *blk, const char *pack, const
 static int host_copy(builder *b, workload_block *blk, const char *name, workload_phase ph, workload_stream hs,
 		     double bytes)
 {
-	return op_add(b, blk, (workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_HOST_COMM, .stream = hs,
+	return op_add(b, blk, &(workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_HOST_COMM, .stream = hs,
 					    .phase = ph, .kernel = WL_KERNEL_HOST_COPY, .bytes = bytes, .dep = -1});
 }
 
