@@ -1,6 +1,7 @@
 /* Job validation and rank-group formation (basp.md: "BASP: Batch-Aware Sequence
  * Parallelism", "DeepSpeed-Ulysses"). */
 #include <stdio.h>
+#include <string.h>
 
 #include "config/ranges.h"
 #include "workload/workload.h"
@@ -161,11 +162,41 @@ bool workload_check_techniques(const config_platform *p, const config_job *job, 
 	return true;
 }
 
+/* The model and platform that last passed their range checks in this thread, byte for byte:
+ * a sweep checks thousands of jobs against the same few, and the checks cost more than the
+ * job's own. A changed byte (another platform, another node count) checks again, so every
+ * caller still gets the checks' errors. */
+static _Thread_local config_model checked_model;
+static _Thread_local config_platform checked_platform;
+static _Thread_local bool model_checked, platform_checked;
+
+static bool model_ok(const config_model *m, config_error *err)
+{
+	if (model_checked && !memcmp(m, &checked_model, sizeof *m))
+		return true;
+	if (!config_model_check(m, err))
+		return false;
+	memcpy(&checked_model, m, sizeof *m);
+	model_checked = true;
+	return true;
+}
+
+static bool platform_ok(const config_platform *p, config_error *err)
+{
+	if (platform_checked && !memcmp(p, &checked_platform, sizeof *p))
+		return true;
+	if (!config_platform_check(p, err))
+		return false;
+	memcpy(&checked_platform, p, sizeof *p);
+	platform_checked = true;
+	return true;
+}
+
 bool workload_check(const config_model *m, const config_platform *p, config_job *job, config_error *err)
 {
 	char dv[256];
 	/* every number within the range table first: the products below cannot overflow */
-	if (!config_model_check(m, err) || !config_platform_check(p, err))
+	if (!model_ok(m, err) || !platform_ok(p, err))
 		return false;
 	int avail = config_platform_gpus(p);
 	if (job->gpus < 0)

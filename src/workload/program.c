@@ -11,6 +11,7 @@
  * - ZeRO: DeepSpeed runtime/zero/stage_1_and_2.py and stage3.py as summarised in
  *   docs/sources.md [DS-zero-stages], defaults [DS-zero-config]. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,13 +50,56 @@ static workload_block *block_new(builder *b, const char *name, int repeat, bool 
 	return blk;
 }
 
+/* Op arrays freed by workload_plan_finish, kept for the next plan's blocks: a sweep builds
+ * and frees a plan per configuration, and a block's ~10 KB array costs more in malloc and
+ * free than filling it. Shared by every thread under a try-lock (a thread that finds it
+ * taken allocates as before); at most OPS_POOL arrays are kept, the rest freed. */
+enum { OPS_FIRST = 96, OPS_POOL = 64 }; /* OPS_FIRST: a layer block with recompute holds ~80 */
+static struct {
+	workload_op *ops;
+	int cap;
+} ops_pool[OPS_POOL];
+static int ops_pooled;
+static atomic_flag ops_pool_busy = ATOMIC_FLAG_INIT;
+
+static workload_op *ops_take(int *cap)
+{
+	workload_op *ops = NULL;
+	if (!atomic_flag_test_and_set_explicit(&ops_pool_busy, memory_order_acquire)) {
+		if (ops_pooled > 0) {
+			ops_pooled--;
+			ops = ops_pool[ops_pooled].ops;
+			*cap = ops_pool[ops_pooled].cap;
+		}
+		atomic_flag_clear_explicit(&ops_pool_busy, memory_order_release);
+	}
+	return ops;
+}
+
+static void ops_give(workload_op *ops, int cap)
+{
+	if (ops && cap >= OPS_FIRST && !atomic_flag_test_and_set_explicit(&ops_pool_busy, memory_order_acquire)) {
+		bool kept = ops_pooled < OPS_POOL;
+		if (kept) {
+			ops_pool[ops_pooled].ops = ops;
+			ops_pool[ops_pooled++].cap = cap;
+		}
+		atomic_flag_clear_explicit(&ops_pool_busy, memory_order_release);
+		if (kept)
+			return;
+	}
+	free(ops);
+}
+
 /* Appends an op; returns its index, -1 when out of memory. */
 static int op_add(builder *b, workload_block *blk, const workload_op *op)
 {
 	if (!blk)
 		return -1;
+	if (blk->n_ops == blk->cap_ops && !blk->ops && (blk->ops = ops_take(&blk->cap_ops)) == NULL)
+		blk->cap_ops = 0;
 	if (blk->n_ops == blk->cap_ops) {
-		int cap = blk->cap_ops ? 2 * blk->cap_ops : 96; /* a layer block with recompute holds ~80 */
+		int cap = blk->cap_ops ? 2 * blk->cap_ops : OPS_FIRST;
 		workload_op *ops = realloc(blk->ops, (size_t)cap * sizeof *ops);
 		if (!ops) {
 			b->oom = true;
@@ -824,7 +868,7 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 
 	if (b.oom) {
 		for (int i = 0; i < b.n; i++)
-			free(b.blocks[i].ops);
+			ops_give(b.blocks[i].ops, b.blocks[i].cap_ops);
 		free(b.blocks);
 		return config_fail(err, "out of memory building the op program");
 	}
@@ -848,7 +892,7 @@ void workload_plan_finish(workload_plan *plan)
 	workload_block *all = plan->program.micro;
 	int n = plan->program.n_micro + plan->program.n_step;
 	for (int i = 0; i < n; i++)
-		free(all[i].ops);
+		ops_give(all[i].ops, all[i].cap_ops >= all[i].n_ops ? all[i].cap_ops : 0);
 	free(all);
 	memset(plan, 0, sizeof *plan);
 }
