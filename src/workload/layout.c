@@ -170,33 +170,28 @@ static _Thread_local config_model checked_model;
 static _Thread_local config_platform checked_platform;
 static _Thread_local bool model_checked, platform_checked;
 
-static bool model_ok(const config_model *m, config_error *err)
+/* True when x equals the copy in seen (set once a check passed). */
+static bool unchanged(const void *x, const void *seen, size_t n, bool set)
 {
-	if (model_checked && !memcmp(m, &checked_model, sizeof *m))
-		return true;
-	if (!config_model_check(m, err))
-		return false;
-	memcpy(&checked_model, m, sizeof *m);
-	model_checked = true;
-	return true;
+	return set && !memcmp(x, seen, n);
 }
 
-static bool platform_ok(const config_platform *p, config_error *err)
+/* Keeps x as the one that passed; true. */
+static bool remember(const void *x, void *seen, size_t n, bool *set)
 {
-	if (platform_checked && !memcmp(p, &checked_platform, sizeof *p))
-		return true;
-	if (!config_platform_check(p, err))
-		return false;
-	memcpy(&checked_platform, p, sizeof *p);
-	platform_checked = true;
-	return true;
+	memcpy(seen, x, n);
+	return *set = true;
 }
 
 bool workload_check(const config_model *m, const config_platform *p, config_job *job, config_error *err)
 {
 	char dv[256];
 	/* every number within the range table first: the products below cannot overflow */
-	if (!model_ok(m, err) || !platform_ok(p, err))
+	if (!unchanged(m, &checked_model, sizeof *m, model_checked) &&
+	    !(config_model_check(m, err) && remember(m, &checked_model, sizeof *m, &model_checked)))
+		return false;
+	if (!unchanged(p, &checked_platform, sizeof *p, platform_checked) &&
+	    !(config_platform_check(p, err) && remember(p, &checked_platform, sizeof *p, &platform_checked)))
 		return false;
 	int avail = config_platform_gpus(p);
 	if (job->gpus < 0)
