@@ -91,23 +91,30 @@ static void ops_give(workload_op *ops, int cap)
 	free(ops);
 }
 
+/* Room for one more op in blk (a pooled array first, else twice the room); false (b->oom)
+ * when out of memory. Apart from op_add, which then stays a leaf (most ops find room). */
+static __attribute__((noinline)) bool op_room(builder *b, workload_block *blk)
+{
+	if (!blk->ops && (blk->ops = ops_take(&blk->cap_ops)) != NULL && blk->cap_ops > blk->n_ops)
+		return true;
+	if (!blk->ops)
+		blk->cap_ops = 0;
+	int cap = blk->cap_ops ? 2 * blk->cap_ops : OPS_FIRST;
+	workload_op *ops = realloc(blk->ops, (size_t)cap * sizeof *ops);
+	if (!ops) {
+		b->oom = true;
+		return false;
+	}
+	blk->ops = ops;
+	blk->cap_ops = cap;
+	return true;
+}
+
 /* Appends an op; returns its index, -1 when out of memory. */
 static int op_add(builder *b, workload_block *blk, const workload_op *op)
 {
-	if (!blk)
+	if (!blk || (blk->n_ops == blk->cap_ops && !op_room(b, blk)))
 		return -1;
-	if (blk->n_ops == blk->cap_ops && !blk->ops && (blk->ops = ops_take(&blk->cap_ops)) == NULL)
-		blk->cap_ops = 0;
-	if (blk->n_ops == blk->cap_ops) {
-		int cap = blk->cap_ops ? 2 * blk->cap_ops : OPS_FIRST;
-		workload_op *ops = realloc(blk->ops, (size_t)cap * sizeof *ops);
-		if (!ops) {
-			b->oom = true;
-			return -1;
-		}
-		blk->ops = ops;
-		blk->cap_ops = cap;
-	}
 	workload_op *o = &blk->ops[blk->n_ops];
 	*o = *op;
 	if (o->chunks < 1)
