@@ -158,7 +158,7 @@ static inline void side_add(const workload_op *op, double t, double *sp_side, do
 		*zero_main += t;
 }
 
-static void account_op(const workload_op *op, double total, double per_micro, engine_result *r)
+static inline void account_op(const workload_op *op, double total, double per_micro, engine_result *r)
 {
 	engine_breakdown *b = &r->breakdown;
 	side_add(op, total, &b->sp_comm_side, &b->zero_comm_main);
@@ -306,6 +306,7 @@ typedef struct fl {
 	int *off;                   /* [b]: offset of block b's ops in the per-op arrays */
 	int *run;                   /* [op]: ops of its stream merged with it (compute runs) */
 	int *target;                /* [op]: some op of its block depends on it */
+	int *comm;                  /* [op]: it loads links (its engine_op_load has entries) */
 	void *ints;
 	double *work; /* [op]: T_i (compute runs: the run's summed duration) */
 	double *wt;   /* [op]: w_i */
@@ -405,15 +406,19 @@ static inline void fl_bind(fl *f, int k)
 {
 	fl_stream *s = &f->st[k];
 	int o = f->off[s->b];
-	s->j = f->idx[k][s->b][s->k];
-	s->len = f->run[o + s->j];
-	s->work = f->work[o + s->j];
-	s->comm = f->load[s->b][s->j].n > 0;
+	int j = s->j = f->idx[k][s->b][s->k];
+	s->len = f->run[o + j];
+	s->work = f->work[o + j];
+	s->comm = f->comm[o + j];
 	fl_slot *sl = &f->slots[s->slot];
-	s->row = fl_row(sl, s->it);
-	const workload_op *op = &s->blk->ops[s->j];
-	int it2 = s->it + op->dep_iter;
-	s->dep = op->dep >= 0 && it2 >= 0 ? &fl_row(sl, it2)[op->dep] : NULL;
+	double *row = s->row = fl_row(sl, s->it);
+	const workload_op *op = &s->blk->ops[j];
+	if (op->dep < 0) {
+		s->dep = NULL;
+		return;
+	}
+	int it2 = s->it + op->dep_iter; /* the same row, or an earlier one (already there) */
+	s->dep = it2 < 0 ? NULL : (it2 == s->it ? row : fl_row(sl, it2)) + op->dep;
 }
 
 /* Moves stream k's cursor to its next op at or after (g, it, i) in program order, stopping
@@ -951,7 +956,7 @@ static bool fl_setup(fl *f, config_error *err)
 	if (f->max_rep < 1)
 		f->max_rep = 1;
 	size_t nptr = (size_t)WL_STREAM_COUNT * f->nb;
-	f->ints = malloc(nptr * sizeof(int *) + ((size_t)3 * nops + (size_t)(1 + 2 * WL_STREAM_COUNT) * f->nb) * sizeof(int));
+	f->ints = malloc(nptr * sizeof(int *) + ((size_t)4 * nops + (size_t)(1 + 2 * WL_STREAM_COUNT) * f->nb) * sizeof(int));
 	f->work = malloc(((size_t)nops * 4 + (size_t)f->max_ops + 1 + 2 * WL_STREAM_COUNT * FL_LOG) * sizeof(double));
 	if (!f->ints || !f->work)
 		return config_fail(err, "out of memory evaluating the schedule");
@@ -971,6 +976,8 @@ static bool fl_setup(fl *f, config_error *err)
 	f->run = q;
 	q += nops;
 	int *target = f->target = q;
+	q += nops;
+	f->comm = q;
 	q += nops;
 	for (int k = 0; k < WL_STREAM_COUNT; k++) {
 		f->cnt[k] = q;
@@ -1012,6 +1019,7 @@ static bool fl_setup(fl *f, config_error *err)
 			f->wt[o + j] = w < INFINITY ? w : 1;
 			f->acc[o + j] = 0;
 			f->run[o + j] = 1;
+			f->comm[o + j] = ld->n > 0;
 		}
 		/* Runs of compute ops on one stream that nothing waits on inside (the last may be
 		 * waited on) and that wait on nothing after the first: one event each. Compute
