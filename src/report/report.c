@@ -318,7 +318,10 @@ void report_compare_table(FILE *f, const report_run *runs, int n)
 	ROW("tokens per GPU", (snprintf(buf, sizeof buf, "%ld", r->plan->layout.tokens_per_rank), buf));
 	ROW("step time", report_time(r->result->step_time, buf, sizeof buf));
 	ROW("  compute", report_time(r->result->breakdown.compute, buf, sizeof buf));
+	/* "all-to-all" for the Ulysses family; for ring and USP the row is all SP transfers, and
+	 * the next one says how much of it the step waited for (ring steps hide behind attention). */
 	ROW("  sp all-to-all", report_time(r->result->breakdown.sp_comm, buf, sizeof buf));
+	ROW("  sp comm (exposed)", report_time(r->result->breakdown.sp_comm_exposed, buf, sizeof buf));
 	ROW("  zero comm (exposed)", report_time(r->result->breakdown.zero_comm_exposed, buf, sizeof buf));
 	ROW("tokens/s", (snprintf(buf, sizeof buf, "%.0f", r->result->tokens_per_s), buf));
 	ROW("MFU", (snprintf(buf, sizeof buf, "%.1f%%", 100.0 * r->result->mfu), buf));
