@@ -1120,12 +1120,13 @@ static bool fl_run(fl *f, engine_result *r, config_error *err)
 			break;
 		}
 		f->t += dt;
+		const double done_below = 1e-15 * dmax(1.0, f->t); /* completing moves no clock */
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
 			fl_stream *s = &f->st[k];
 			if (s->state != FL_ACTIVE)
 				continue;
 			s->rem = k == first ? 0 : s->rem - s->rate * dt;
-			if (s->rem > 1e-15 * dmax(1.0, f->t))
+			if (s->rem > done_below)
 				continue;
 			f->dirty |= s->comm;
 			double busy = s->busy_since;
