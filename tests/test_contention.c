@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "engine/analytic.h"
+#include "engine/nccl.h"
 #include "engine/schedule.h"
 #include "testutil.h"
 
@@ -73,7 +74,10 @@ END_TEST
  *    ceil(G/nics)·(P - r)·bytes/P;
  *  - ring all-gather / reduce-scatter (P - 1 steps) and all-reduce (2(P - 1)) over the
  *    world spanning nodes: every step moves bytes/P across each node boundary, split over
- *    C = min(nics, G) channels that leave through different NICs: steps·bytes/(P·C) per NIC.
+ *    C = min(nics, G) channels that leave through different NICs: steps·bytes/(P·C) per NIC;
+ *  - except an all-reduce over exactly two nodes that NCCL's model runs as a tree (or
+ *    NVLS-tree): each node roots one of the two trees and is a leaf of the other, so the
+ *    buffer crosses the boundary once per direction: bytes/C per NIC.
  * Summed over every instance (repeat, and grad_accum for micro-step blocks). */
 static double nic_bound(const config_platform *p, const workload_plan *plan)
 {
@@ -101,6 +105,16 @@ static double nic_bound(const config_platform *p, const workload_plan *plan)
 							      op->coll == WL_COLL_ALLREDUCE)) {
 				int steps = op->coll == WL_COLL_ALLREDUCE ? 2 * (P - 1) : P - 1;
 				int C = nics < G ? nics : G;
+				if (op->coll == WL_COLL_ALLREDUCE && P == 2 * G) {
+					engine_group_shape sh = {.size = P, .per_node = G, .active_per_node = G};
+					nccl_algo a = nccl_cost_of(p, op->coll, op->alg, sh,
+								   op->bytes / (op->chunks > 1 ? op->chunks : 1))
+							  .algo;
+					if (a == NCCL_ALGO_TREE || a == NCCL_ALGO_NVLS) {
+						bytes += times * op->bytes / C;
+						continue;
+					}
+				}
 				bytes += times * steps * op->bytes / P / C;
 			}
 		}

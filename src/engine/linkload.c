@@ -24,6 +24,7 @@
 #include <stdlib.h>
 
 #include "engine/analytic.h"
+#include "engine/nccl.h"
 #include "engine/schedule.h"
 #include "util/intmath.h"
 
@@ -223,6 +224,20 @@ void engine_op_load_of(const config_platform *p, engine_group_shape s, const wor
 		return;
 	/* Buckets: `chunks` calls of bytes/chunks each move the op's bytes in total. */
 	collective(p, out, op->coll, op->alg, s, op->bytes);
+	/* An all-reduce over two nodes that NCCL runs as a tree (or NVLS-tree) sends the
+	 * buffer over the network once per direction, where a ring sends it 2(P-1)/P times
+	 * (tuning.cc ncclTopoTuneModel: on two nodes each node roots one of the two trees and
+	 * is a leaf of the other; nccl.c rates those trees the same way). The in-node chain
+	 * moves about what the ring's in-node hops do, so only the network's busy time
+	 * shrinks, by P / (2(P-1)). */
+	int per_node = s.per_node > 0 ? s.per_node : 1;
+	if (op->coll == WL_COLL_ALLREDUCE && op->alg == WL_ALG_RING && s.size > per_node && s.size == 2 * per_node) {
+		nccl_cost c = nccl_cost_of(p, op->coll, op->alg, s, op->bytes / (op->chunks > 1 ? op->chunks : 1));
+		if (c.algo == NCCL_ALGO_TREE || c.algo == NCCL_ALGO_NVLS)
+			for (int k = 0; k < out->n; k++)
+				if (out->res[k] == ENGINE_LINK_NIC || out->res[k] == ENGINE_LINK_LEAF)
+					out->busy[k] *= (double)s.size / (2.0 * (s.size - 1));
+	}
 }
 
 bool engine_analytic_loads(const config_platform *p, const workload_plan *plan, engine_op_load ***out,
