@@ -28,6 +28,8 @@
  * halved when causal, backward 2.5x forward), the same count the op program uses. */
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "engine/compute.h"
 
@@ -137,9 +139,11 @@ static gemm_plan gemm_plan_of(const config_platform *p, double m, double n, doub
 		return (gemm_plan){.eff = 1.0};
 	const double sms = p->gpu.sms, flop_rate = p->gpu.peak_flops * p->eff.gemm,
 		     byte_rate = p->gpu.hbm_bandwidth * p->eff.memory;
-	unsigned long h = (unsigned long)m * 0x9E3779B1u ^ (unsigned long)n * 0x85EBCA77u ^
-			  (unsigned long)k * 0xC2B2AE3Du ^ (unsigned long)sms * 0x27D4EB2Fu;
-	h = (h ^ (h >> 15)) % GEMM_CACHE;
+	/* the shape's bit patterns mixed (a hit compares every field, so any spread will do) */
+	uint64_t bm, bn, bk;
+	memcpy(&bm, &m, sizeof bm), memcpy(&bn, &n, sizeof bn), memcpy(&bk, &k, sizeof bk);
+	uint64_t h = ((bm >> 32) ^ (bn >> 32) * 0x9E3779B1u ^ (bk >> 32) * 0xC2B2AE3Du) * 0x94D049BB133111EBu;
+	h = (h >> 40) % GEMM_CACHE;
 	if (cache[h].m == m && cache[h].n == n && cache[h].k == k && cache[h].sms == sms &&
 	    cache[h].flop_rate == flop_rate && cache[h].byte_rate == byte_rate)
 		return cache[h].plan;

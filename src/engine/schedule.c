@@ -31,7 +31,8 @@ static bool uniform_delta(const double *now, const double *before, int n, double
 	double l = *lambda;
 	for (int i = 0; i < n; i++) {
 		double d = now[i] - before[i];
-		if (fabs(d - l) > 1e-12 * dmax(1.0, fabs(now[i])))
+		double a = fabs(now[i]); /* dmax(1.0, a), NaN taking 1 */
+		if (fabs(d - l) > 1e-12 * (a > 1.0 ? a : 1.0))
 			return false;
 	}
 	return true;
