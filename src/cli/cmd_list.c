@@ -243,7 +243,8 @@ int cli_cmd_platform(int argc, char **argv)
 		return CLI_OK;
 	}
 	char b[32];
-	printf("%s: %d nodes x %d %s (%s, %.0f TFLOP/s bf16, HBM %.0f GB/s)\n", p.name, p.nodes, p.gpus_per_node,
+	printf("%s: %d node%s x %d %s (%s, %.0f TFLOP/s bf16, HBM %.0f GB/s)\n", p.name, p.nodes, p.nodes == 1 ? "" : "s",
+	       p.gpus_per_node,
 	       p.gpu.name, report_bytes(p.gpu.memory_bytes, b, sizeof b), p.gpu.peak_flops / 1e12,
 	       p.gpu.hbm_bandwidth / 1e9);
 	if (p.intra.fabric == CONFIG_FABRIC_NVLINK_MESH)
@@ -258,6 +259,19 @@ int cli_cmd_platform(int argc, char **argv)
 	       p.inter.latency * 1e6, config_topology_names[p.inter.topology]);
 	if (p.inter.topology == CONFIG_TOPO_FAT_TREE)
 		printf(" (%d nodes per leaf, oversubscription %.2g:1)", p.inter.nodes_per_leaf, p.inter.oversubscription);
+	if (p.inter.message_latency > 0)
+		printf(", %.1f us per network message (transport)", p.inter.message_latency * 1e6);
+	if (p.host.bandwidth > 0) {
+		char hm[32];
+		printf("\nhost link: %.1f GB/s per GPU per direction, latency %.2f us, host memory %s per node",
+		       p.host.bandwidth / 1e9, p.host.latency * 1e6, report_bytes(p.host.memory, hm, sizeof hm));
+	} else {
+		printf("\nhost link: none declared (--offload-activations is refused)");
+	}
+	if (p.has_memory_reserve) {
+		char mr[32];
+		printf("\nmemory reserve: %s per GPU (declared)", report_bytes(p.memory_reserve, mr, sizeof mr));
+	}
 	printf("\ngpu: %d SMs, %s; attention kernel %s\n", p.gpu.sms, config_gpu_arch_names[p.gpu.arch],
 	       config_attn_kernel_names[p.attention_kernel]);
 	char attn[48];

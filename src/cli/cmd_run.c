@@ -768,9 +768,9 @@ static int maxseq_tech_table(const cli_job_args *a, const maxseq_ctx *c, const m
 			}
 		return CLI_OK;
 	}
-	printf("%s on %s (%d nodes x %d GPUs), micro-batch %d: longest sequence that fits in memory per\n"
+	printf("%s on %s (%d node%s x %d GPUs), micro-batch %d: longest sequence that fits in memory per\n"
 	       "technique set (offload and tiling add full recompute; tiles: MLP %d, logits %d)\n\n",
-	       a->m.name, a->p.name, a->p.nodes, a->p.gpus_per_node, a->job.micro_batch,
+	       a->m.name, a->p.name, a->p.nodes, a->p.nodes == 1 ? "" : "s", a->p.gpus_per_node, a->job.micro_batch,
 	       a->job.tile_mlp > 1 ? a->job.tile_mlp : MAXSEQ_DEFAULT_TILES,
 	       a->job.tile_logits > 1 ? a->job.tile_logits : MAXSEQ_DEFAULT_TILES);
 	printf("%-18s %4s %4s", "strategy", "SP", "ZeRO");
@@ -914,8 +914,8 @@ int cli_cmd_max_seq(int argc, char **argv)
 		else
 			printf("; next: %s\n", r->unblock);
 	} else {
-		printf("%s on %s (%d nodes x %d GPUs), micro-batch %d; longest sequence that fits in memory\n\n", a.m.name,
-		       a.p.name, a.p.nodes, a.p.gpus_per_node, a.job.micro_batch);
+		printf("%s on %s (%d node%s x %d GPUs), micro-batch %d; longest sequence that fits in memory\n\n",
+		       a.m.name, a.p.name, a.p.nodes, a.p.nodes == 1 ? "" : "s", a.p.gpus_per_node, a.job.micro_batch);
 		int w = 16; /* the strategy column: as wide as its longest spec */
 		for (int i = 0; i < n; i++)
 			if ((int)strlen(rows[i].strategy) > w)

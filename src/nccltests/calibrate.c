@@ -331,10 +331,14 @@ static void choose_subset(const log_model *models, int n, const nccltests_calib_
 		best.overhead = c0;
 	}
 	static const char *const what[4] = {"latency and bandwidth", "bandwidth", "latency", "nothing"};
-	if (rep->intra.fitted && best_i != 0)
+	if (rep->intra.fitted && best_i == 3)
+		note(rep, "intra_node: keeping the platform as given: every fitted term made some size worse");
+	else if (rep->intra.fitted && best_i != 0)
 		note(rep, "intra_node: keeping the fitted %s only: the rest made some size worse than the platform "
 			  "as given", what[best_i]);
-	if (rep->inter.fitted && best_e != 0)
+	if (rep->inter.fitted && best_e == 3)
+		note(rep, "inter_node: keeping the platform as given: every fitted term made some size worse");
+	else if (rep->inter.fitted && best_e != 0)
 		note(rep, "inter_node: keeping the fitted %s only: the rest made some size worse than the platform "
 			  "as given", what[best_e]);
 	if (best_l == 0 && launch != c0)
