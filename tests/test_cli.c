@@ -1267,6 +1267,11 @@ START_TEST(max_seq_technique_table)
 	o = spsim("max-seq", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--techniques", "none,fast", NULL);
 	expect(o, 2, "unknown technique 'fast'");
 	free(o);
+	/* each technique set names its recompute: a --recompute beside them would be ignored */
+	o = spsim("max-seq", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--techniques", "table", "--recompute",
+		  "full", NULL);
+	expect(o, 2, "--recompute does not apply with --techniques");
+	free(o);
 }
 END_TEST
 

@@ -816,6 +816,12 @@ int cli_cmd_max_seq(int argc, char **argv)
 	/* The sequence is what we search: check the job with a length every shard count up to
 	 * 16 (and powers of two up to 2^14) divides: 720720 = lcm(1..16). */
 	a.job.seq_len = 720720L * 1024;
+	if (ctx.techniques && ctx.recomputes) {
+		fprintf(stderr, "spsim max-seq: --recompute does not apply with --techniques: each technique set "
+				"sets its own recompute (none, selective, full); drop --recompute, or name the sets "
+				"(e.g. --techniques none,full,offload)\n");
+		goto out;
+	}
 	if (ctx.strategies && cli_job_given(&a, CLI_OPT_CP_COMM_TYPE)) {
 		fprintf(stderr, "spsim max-seq: --cp-comm-type names one strategy and --strategy lists them; give the "
 				"list alone (e.g. --strategy ring,ring:comm=all_gather,ulysses,usp)\n");
