@@ -1211,6 +1211,12 @@ START_TEST(memory_technique_flags)
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "job"), "tile_mlp")), 4);
 	json_decref(j);
 	free(o);
+	/* and the table's job line names them */
+	o = spsim("run", REF, "--seq-len", "16K", "--recompute", "full", "--offload-activations", "--tile-mlp", "4",
+		  "--tile-logits", "2", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "activations offloaded to host, MLP in 4 tiles, logits in 2 tiles\n"), "%s", o->out);
+	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--recompute", "selective", NULL);
 	expect(o, 0, NULL);
 	ck_assert_msg(strstr(o->out, "recompute selective"), "%s", o->out);

@@ -173,9 +173,17 @@ static void job_line(FILE *f, const report_run *r)
 		j->gpus, j->sp, l->world / l->sp, l->world / l->sp == 1 ? "" : "s", j->micro_batch);
 	if (j->strategy == CONFIG_STRATEGY_BASP && (!r->composite || r->composite->kind == WL_COMPOSE_SINGLE))
 		fprintf(f, " -> %d groups of K=%d per domain", j->sp / l->group_size, l->group_size);
-	fprintf(f, ", seq %ld, ZeRO-%d, recompute %s, grad-accum %d, attention %s, impl %s\n", j->seq_len,
+	fprintf(f, ", seq %ld, ZeRO-%d, recompute %s, grad-accum %d, attention %s, impl %s", j->seq_len,
 		j->zero_stage, config_recompute_names[j->recompute], j->grad_accum,
 		config_attn_kernel_names[config_job_attention_kernel(j, r->platform)], config_impl_names[j->impl]);
+	/* the long-context memory techniques, when on (the JSON's job object carries them always) */
+	if (j->offload_activations)
+		fputs(", activations offloaded to host", f);
+	if (j->tile_mlp > 1)
+		fprintf(f, ", MLP in %d tiles", j->tile_mlp);
+	if (j->tile_logits > 1)
+		fprintf(f, ", logits in %d tiles", j->tile_logits);
+	fputc('\n', f);
 }
 
 void report_run_table(FILE *f, const report_run *r)
