@@ -154,11 +154,39 @@ static int load_record(const char *path, recorded *rec, int cap)
 	return n;
 }
 
+static void usage_text(FILE *f)
+{
+	fprintf(f, "usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses] "
+		   "[--zero 0-3] [--cap SECONDS] [--no-repeat] [--against RECORD]\n");
+}
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses] "
-			"[--zero 0-3] [--cap SECONDS] [--no-repeat] [--against RECORD]\n");
+	usage_text(stderr);
 	return 2;
+}
+
+static int help(void)
+{
+	usage_text(stdout);
+	printf("One full Llama-3.1-8B step on dgx-h100 nodes (SP domain 8) per size, each in its own process;\n"
+	       "prints `gpus N wall_s X cpu_s C peak_rss_mb Y` per size (CPU time is the figure to compare\n"
+	       "on a shared machine).\n"
+	       "  MAX_GPUS     the largest size run (default 16384)\n"
+	       "  --sizes L    the sizes, comma-separated, run in ascending order (default 8,64,512,1024,4096,16384)\n"
+	       "  --whole      no symmetry reduction; adds the CPU ratio to the symmetric run and their step gap\n"
+	       "  --strategy S basp or ulysses only (default both)\n"
+	       "  --zero Z     ZeRO stage 0-3 (default 2)\n"
+	       "  --cap S      a size whose slower run took more than S CPU seconds ends the series (default 600)\n"
+	       "  --no-repeat  simulate every layer and micro-step (no extrapolation)\n"
+	       "  --against F  compare each step time with a record (bench/simgrid-record.txt); fail past 1e-9\n");
+	return 0;
+}
+
+static int by_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
@@ -173,7 +201,9 @@ int main(int argc, char **argv)
 	int n_rec = 0;
 	double rec_diff = -1;
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--whole") == 0) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			return help();
+		} else if (strcmp(argv[i], "--whole") == 0) {
 			whole = true;
 		} else if (strcmp(argv[i], "--against") == 0 && i + 1 < argc) {
 			n_rec = load_record(argv[++i], rec, 256);
@@ -188,6 +218,8 @@ int main(int argc, char **argv)
 			for (char *t = strtok(argv[++i], ","); t && n_sizes < 32; t = strtok(NULL, ","))
 				if ((sizes[n_sizes++] = atoi(t)) < 1)
 					return usage();
+			/* ascending, so that MAX_GPUS and --cap end the series where they should */
+			qsort(sizes, (size_t)n_sizes, sizeof *sizes, by_int);
 		} else if (strcmp(argv[i], "--strategy") == 0 && i + 1 < argc) {
 			i++;
 			if (strcmp(argv[i], "basp") == 0)
