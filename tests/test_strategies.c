@@ -21,8 +21,9 @@ static void plan_of(const config_platform *p, config_job *j, workload_plan *plan
 	ck_assert_msg(workload_plan_make(&M, p, j, plan, &err), "%s", err.msg);
 }
 
-/* Sum over one block's ops named `name` of bytes (comm) or FLOPs (compute), and their count. */
-static double block_sum(const workload_plan *plan, const char *block, const char *name, int *count)
+/* Sum over one block's ops named `name` of bytes (comm) or FLOPs (compute), or with hbm their
+ * HBM bytes (memory-bound ops), and their count. */
+static double block_total(const workload_plan *plan, const char *block, const char *name, bool hbm, int *count)
 {
 	double sum = 0;
 	int n = 0;
@@ -32,13 +33,23 @@ static double block_sum(const workload_plan *plan, const char *block, const char
 			continue;
 		for (int k = 0; k < b->n_ops; k++)
 			if (strcmp(b->ops[k].name, name) == 0) {
-				sum += b->ops[k].kind == WL_OP_COMM ? b->ops[k].bytes : b->ops[k].flops;
+				sum += hbm ? b->ops[k].hbm_bytes : b->ops[k].kind == WL_OP_COMM ? b->ops[k].bytes : b->ops[k].flops;
 				n++;
 			}
 	}
 	if (count)
 		*count = n;
 	return sum;
+}
+
+static double block_sum(const workload_plan *plan, const char *block, const char *name, int *count)
+{
+	return block_total(plan, block, name, false, count);
+}
+
+static double block_hbm(const workload_plan *plan, const char *block, const char *name, int *count)
+{
+	return block_total(plan, block, name, true, count);
 }
 
 /* R = 4, B = 1, S = 64: t = 16 tokens per rank. A KV block is K and V of those tokens:
@@ -74,26 +85,6 @@ START_TEST(ring_bytes_per_step_and_layer)
 	workload_plan_finish(&plan);
 }
 END_TEST
-
-/* Sum of one block's memory-bound ops named `name`, HBM bytes. */
-static double block_hbm(const workload_plan *plan, const char *block, const char *name, int *count)
-{
-	double sum = 0;
-	int n = 0;
-	for (int i = 0; i < plan->program.n_micro; i++) {
-		const workload_block *b = &plan->program.micro[i];
-		if (strcmp(b->name, block) != 0)
-			continue;
-		for (int k = 0; k < b->n_ops; k++)
-			if (strcmp(b->ops[k].name, name) == 0) {
-				sum += b->ops[k].hbm_bytes;
-				n++;
-			}
-	}
-	if (count)
-		*count = n;
-	return sum;
-}
 
 /* The ring's correction passes per layer (docs/model.md "Ring attention"), R = 4, S = 64:
  * t = 16 tokens, all a = 4 heads, g = 2, d = 16. Output O = 16·4·16 = 1024 elements, one
