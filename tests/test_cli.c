@@ -11,6 +11,8 @@
 
 #include <jansson.h>
 
+#include "cli/cli.h"
+#include "cli/commands.h"
 #include "testutil.h"
 
 typedef struct cli_out {
@@ -495,6 +497,11 @@ START_TEST(listing_commands)
 	o = spsim("platforms", NULL);
 	expect(o, 0, NULL);
 	ck_assert(strstr(o->out, "a100-2x4-ib400") && strstr(o->out, "dgx-h100") && strstr(o->out, "a100-pcie"));
+	free(o);
+	/* its help offers table|json: csv is refused, not answered with the table */
+	o = spsim("platforms", "--format", "csv", NULL);
+	expect(o, 2, "--format expects table or json, got 'csv'");
+	ck_assert_str_eq(o->out, "");
 	free(o);
 	o = spsim("platform", "a100-2x4-ib400", NULL);
 	expect(o, 0, NULL);
@@ -1281,12 +1288,87 @@ START_TEST(max_seq_technique_table)
 }
 END_TEST
 
+/* Whether help holds flag ("--name") as a whole word: not as the start of a longer flag
+ * (--zero in --zero-overlap does not count) nor the end of one. */
+static bool help_names(const char *help, const char *flag)
+{
+	size_t n = strlen(flag);
+	for (const char *p = strstr(help, flag); p; p = strstr(p + 1, flag)) {
+		char after = p[n];
+		bool word_end = !(after == '-' || after == '_' || (after >= 'a' && after <= 'z') ||
+				  (after >= '0' && after <= '9'));
+		if (word_end && (p == help || p[-1] != '-'))
+			return true;
+	}
+	return false;
+}
+
+static bool table_has(const struct option *t, const char *name)
+{
+	for (int i = 0; t && t[i].name; i++)
+		if (strcmp(t[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* Every long option a command's getopt_long table accepts is named in its --help, and every
+ * --flag its --help names is one the parser accepts (or one of the few other commands' flags
+ * the text refers to, listed below). Walks the tables the parsers use (cli_commands), so an
+ * option added to a parser without a help line fails here. --help itself is exempt from the
+ * first direction: every command takes it (spsim --help says so). */
+START_TEST(every_parsed_option_is_in_its_help)
+{
+	static const struct {
+		const char *command, *flag;
+	} prose[] = {
+		{"calibrate", "calibration"}, /* "writes a calibration YAML for --calibration" (run's flag) */
+	};
+	int checked = 0;
+	for (const cli_command *c = cli_commands; c->name; c++) {
+		if (!c->options)
+			continue;
+		cli_out *o = spsim(c->name, "--help", NULL);
+		expect(o, 0, NULL);
+		const struct option *tables[2] = {c->job_options ? cli_job_options : NULL, c->options};
+		for (int t = 0; t < 2; t++)
+			for (int i = 0; tables[t] && tables[t][i].name; i++) {
+				char flag[64];
+				snprintf(flag, sizeof flag, "--%s", tables[t][i].name);
+				if (strcmp(flag, "--help") == 0)
+					continue;
+				ck_assert_msg(help_names(o->out, flag), "spsim %s accepts %s but its --help does not name it",
+					      c->name, flag);
+				checked++;
+			}
+		for (const char *p = strstr(o->out, "--"); p; p = strstr(p + 2, "--")) {
+			char name[64];
+			size_t n = 0;
+			while (n + 1 < sizeof name && (p[2 + n] == '-' || (p[2 + n] >= 'a' && p[2 + n] <= 'z') ||
+						       (p[2 + n] >= '0' && p[2 + n] <= '9')))
+				name[n] = p[2 + n], n++;
+			name[n] = '\0';
+			if (n == 0 || (p > o->out && p[-1] == '-'))
+				continue;
+			bool ok = strcmp(name, "help") == 0 || table_has(c->options, name) ||
+				  (c->job_options && table_has(cli_job_options, name));
+			for (size_t k = 0; !ok && k < sizeof prose / sizeof prose[0]; k++)
+				ok = strcmp(prose[k].command, c->name) == 0 && strcmp(prose[k].flag, name) == 0;
+			ck_assert_msg(ok, "spsim %s --help names --%s, which its parser does not accept", c->name, name);
+			p += n;
+		}
+		free(o);
+	}
+	ck_assert_int_gt(checked, 100); /* the job options alone are 40, in three commands */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
 	TCase *tc = tcase_create("cli");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, usage_and_help);
+	tcase_add_test(tc, every_parsed_option_is_in_its_help);
 	tcase_add_test(tc, bad_flags_exit_2_with_a_sentence);
 	tcase_add_test(tc, impl_reserve_and_max_position);
 	tcase_add_test(tc, yaml_errors_point_at_file_line_column);

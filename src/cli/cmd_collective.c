@@ -23,7 +23,7 @@ enum {
 	OPT_PROTO,
 };
 
-static const struct option options[] = {
+const struct option cli_collective_options[] = {
 	{"minbytes", required_argument, NULL, 'b'},
 	{"maxbytes", required_argument, NULL, 'e'},
 	{"stepfactor", required_argument, NULL, 'f'},
@@ -140,7 +140,7 @@ static int parse_args(int argc, char **argv, coll_args *a)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:e:f:i:g:d:o:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":b:e:f:i:g:d:o:h", cli_collective_options, NULL)) != -1) {
 		switch (c) {
 		case 'h': usage(stdout); return CLI_OK;
 		case 'b':

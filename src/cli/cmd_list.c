@@ -155,6 +155,10 @@ int cli_cmd_platforms(int argc, char **argv)
 	int rc = list_args(argc, argv, &fmt);
 	if (rc >= 0)
 		return rc;
+	if (fmt == REPORT_CSV) { /* no CSV listing: refused, never a table under the wrong name */
+		fprintf(stderr, "spsim platforms: --format expects table or json, got 'csv'\n");
+		return CLI_USAGE;
+	}
 	if (fmt != REPORT_JSON)
 		printf("%-16s %-7s %-14s %10s %5s %-12s %16s %s\n", "platform", "nodes", "gpu", "memory", "TFLOP",
 		       "fabric", "intra bw", "network");

@@ -377,34 +377,35 @@ static bool verify(plan_args *a, const plan_query *q, plan_candidate *c, long n,
 	return true;
 }
 
+const struct option cli_plan_options[] = {
+	{"model", required_argument, NULL, OPT_MODEL},
+	{"platform", required_argument, NULL, OPT_PLATFORM},
+	{"gpus", required_argument, NULL, OPT_GPUS},
+	{"seq-len", required_argument, NULL, OPT_SEQ},
+	{"global-batch", required_argument, NULL, OPT_BATCH},
+	{"price", required_argument, NULL, OPT_PRICE},
+	{"top", required_argument, NULL, OPT_TOP},
+	{"zero", required_argument, NULL, OPT_ZERO},
+	{"recompute", required_argument, NULL, OPT_RECOMPUTE},
+	{"max-micro-batch", required_argument, NULL, OPT_MAXB},
+	{"impl", required_argument, NULL, OPT_IMPL},
+	{"memory-reserve", required_argument, NULL, OPT_RESERVE},
+	{"a2a", required_argument, NULL, OPT_A2A},
+	{"strategies", required_argument, NULL, OPT_STRATEGIES},
+	{"verify", required_argument, NULL, OPT_VERIFY},
+	{"placement", required_argument, NULL, OPT_PLACEMENT},
+	{"calibration", required_argument, NULL, OPT_CAL},
+	{"jobs", required_argument, NULL, 'j'},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"format", required_argument, NULL, OPT_FORMAT},
+	{"help", no_argument, NULL, OPT_HELP},
+	{"progress", no_argument, NULL, OPT_PROGRESS},
+	{"quiet", no_argument, NULL, OPT_QUIET},
+	{NULL, 0, NULL, 0},
+};
+
 int cli_cmd_plan(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"model", required_argument, NULL, OPT_MODEL},
-		{"platform", required_argument, NULL, OPT_PLATFORM},
-		{"gpus", required_argument, NULL, OPT_GPUS},
-		{"seq-len", required_argument, NULL, OPT_SEQ},
-		{"global-batch", required_argument, NULL, OPT_BATCH},
-		{"price", required_argument, NULL, OPT_PRICE},
-		{"top", required_argument, NULL, OPT_TOP},
-		{"zero", required_argument, NULL, OPT_ZERO},
-		{"recompute", required_argument, NULL, OPT_RECOMPUTE},
-		{"max-micro-batch", required_argument, NULL, OPT_MAXB},
-		{"impl", required_argument, NULL, OPT_IMPL},
-		{"memory-reserve", required_argument, NULL, OPT_RESERVE},
-		{"a2a", required_argument, NULL, OPT_A2A},
-		{"strategies", required_argument, NULL, OPT_STRATEGIES},
-		{"verify", required_argument, NULL, OPT_VERIFY},
-		{"placement", required_argument, NULL, OPT_PLACEMENT},
-		{"calibration", required_argument, NULL, OPT_CAL},
-		{"jobs", required_argument, NULL, 'j'},
-		{"timeout", required_argument, NULL, OPT_TIMEOUT},
-		{"format", required_argument, NULL, OPT_FORMAT},
-		{"help", no_argument, NULL, OPT_HELP},
-		{"progress", no_argument, NULL, OPT_PROGRESS},
-		{"quiet", no_argument, NULL, OPT_QUIET},
-		{NULL, 0, NULL, 0},
-	};
 	plan_args a = {.top = 5, .format = REPORT_TABLE, .progress = -1};
 	config_job_defaults(&a.base);
 	cli_job_args jargs;
@@ -416,7 +417,7 @@ int cli_cmd_plan(int argc, char **argv)
 	int rc = CLI_USAGE;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":j:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":j:", cli_plan_options, NULL)) != -1) {
 		char *copy = optarg ? strdup(optarg) : NULL;
 		if (copy && n_lists < 64)
 			lists[n_lists++] = copy;

@@ -67,22 +67,23 @@ static int dry_run(const plan_spec *s)
 	return CLI_OK;
 }
 
+const struct option cli_sweep_options[] = {
+	{"output", required_argument, NULL, OPT_OUTPUT},
+	{"out", required_argument, NULL, OPT_OUTPUT},
+	{"jobs", required_argument, NULL, OPT_JOBS},
+	{"resume", no_argument, NULL, OPT_RESUME},
+	{"force", no_argument, NULL, OPT_FORCE},
+	{"retry-failed", no_argument, NULL, OPT_RETRY},
+	{"point-timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"plot", required_argument, NULL, OPT_PLOT},
+	{"dry-run", no_argument, NULL, OPT_DRY},
+	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"help", no_argument, NULL, OPT_HELP},
+	{NULL, 0, NULL, 0},
+};
+
 int cli_cmd_sweep(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"output", required_argument, NULL, OPT_OUTPUT},
-		{"out", required_argument, NULL, OPT_OUTPUT},
-		{"jobs", required_argument, NULL, OPT_JOBS},
-		{"resume", no_argument, NULL, OPT_RESUME},
-		{"force", no_argument, NULL, OPT_FORCE},
-		{"retry-failed", no_argument, NULL, OPT_RETRY},
-		{"point-timeout", required_argument, NULL, OPT_TIMEOUT},
-		{"plot", required_argument, NULL, OPT_PLOT},
-		{"dry-run", no_argument, NULL, OPT_DRY},
-		{"quiet", no_argument, NULL, OPT_QUIET},
-		{"help", no_argument, NULL, OPT_HELP},
-		{NULL, 0, NULL, 0},
-	};
 	plan_sweep_opts so = {.mode = PLAN_OUTPUT_NEW};
 	const char *out = NULL, *plot = NULL;
 	bool resume = false, force = false, dry = false;
@@ -90,7 +91,7 @@ int cli_cmd_sweep(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:j:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:j:", cli_sweep_options, NULL)) != -1) {
 		switch (c) {
 		case OPT_OUTPUT: out = optarg; break;
 		case OPT_JOBS:
