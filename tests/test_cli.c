@@ -989,7 +989,43 @@ static char *read_all(const char *path)
 
 /* Every file under dir (recursively, dot entries skipped) is read and must not cite the
  * notes file that is not in the repository; returns the number of files read. */
-static int assert_no_notes_citation(const char *dir)
+/* Whether docs/sources.md defines tag: a row of one of its tables starts with it
+ * ("| [A100-DS] |", or "| [CX6] / [CX7] |"), so a tag merely mentioned in prose does not count. */
+static bool source_defined(const char *sources, const char *tag)
+{
+	for (const char *p = strstr(sources, tag); p; p = strstr(p + 1, tag))
+		if ((p - sources >= 2 && strncmp(p - 2, "| ", 2) == 0) ||
+		    (p - sources >= 3 && strncmp(p - 3, " / ", 3) == 0))
+			return true;
+	return false;
+}
+
+/* The citation tags of a text: [A100-DS], [MAMF], [nccl-tests-149]. In C sources only
+ * hyphenated ones, so that array sizes ([MEMO], [NET]) are not taken for tags; in Markdown
+ * any bracketed name of three or more characters that starts upper-case (or "nccl") and is
+ * not a link's text. Returns how many it checked. */
+static int assert_tags_defined(const char *path, const char *text, const char *sources, bool markdown)
+{
+	int tags = 0;
+	for (const char *t = strchr(text, '['); t; t = strchr(t + 1, '[')) {
+		size_t n = strspn(t + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-");
+		if (t[1 + n] != ']' || n < 3 || n > 40 || t[2 + n] == '(')
+			continue;
+		if (!(t[1] >= 'A' && t[1] <= 'Z') && strncmp(t + 1, "nccl", 4) != 0)
+			continue;
+		if (!markdown && !memchr(t + 1, '-', n))
+			continue;
+		char tag[48];
+		snprintf(tag, sizeof tag, "%.*s", (int)n + 2, t);
+		ck_assert_msg(source_defined(sources, tag), "%s cites %s, which docs/sources.md does not define", path, tag);
+		tags++;
+	}
+	return tags;
+}
+
+/* Walks dir: no file cites the background notes, and every citation tag in a C source or
+ * Markdown file is defined in docs/sources.md. Returns the files read; *tags counts tags. */
+static int assert_no_notes_citation(const char *dir, const char *sources, int *tags)
 {
 	DIR *d = opendir(dir);
 	ck_assert_msg(d != NULL, "cannot open %s", dir);
@@ -1003,11 +1039,16 @@ static int assert_no_notes_citation(const char *dir)
 		struct stat st;
 		ck_assert_int_eq(stat(path, &st), 0);
 		if (S_ISDIR(st.st_mode)) {
-			files += assert_no_notes_citation(path);
+			files += assert_no_notes_citation(path, sources, tags);
 		} else if (S_ISREG(st.st_mode)) {
 			char *text = read_all(path);
 			ck_assert_ptr_nonnull(text);
 			ck_assert_msg(!strstr(text, "modeling.md"), "%s cites modeling.md", path);
+			size_t len = strlen(path);
+			bool md = len > 3 && strcmp(path + len - 3, ".md") == 0;
+			bool c = len > 2 && (strcmp(path + len - 2, ".c") == 0 || strcmp(path + len - 2, ".h") == 0);
+			if (md || c)
+				*tags += assert_tags_defined(path, text, sources, md);
 			free(text);
 			files++;
 		}
@@ -1045,7 +1086,8 @@ START_TEST(shipped_files_cite_sources_in_the_repository)
 				if (tag[1] < 'A' || tag[1] > 'Z') /* [A100-DS], [HF-..], [NCCL-tuning]; not YAML lists */
 					if (strncmp(tag, "[nccl", 5) != 0)
 						continue;
-				ck_assert_msg(strstr(sources, tag), "%s cites %s, not in docs/sources.md", path, tag);
+				ck_assert_msg(source_defined(sources, tag), "%s cites %s, not defined in docs/sources.md", path,
+					      tag);
 				tags++;
 			}
 			free(text);
@@ -1056,14 +1098,20 @@ START_TEST(shipped_files_cite_sources_in_the_repository)
 	}
 	ck_assert_int_ge(files, 14);
 	ck_assert_int_gt(tags, 30);
-	free(sources);
-	/* nor does any source file or document: each directory holds files, so a walk that
-	 * read nothing (a wrong root) fails too */
-	static const char *const trees[] = {"src", "kernels", "validate", "docs"};
+	/* nor does any source file or document, and every tag they cite is defined there too:
+	 * each directory holds files, so a walk that read nothing (a wrong root) fails */
+	static const char *const trees[] = {"src", "kernels", "validate", "docs", "examples"};
+	int tree_tags = 0;
 	for (size_t k = 0; k < sizeof trees / sizeof trees[0]; k++) {
 		snprintf(path, sizeof path, "%s/%s", root, trees[k]);
-		ck_assert_int_gt(assert_no_notes_citation(path), 3);
+		ck_assert_int_gt(assert_no_notes_citation(path, sources, &tree_tags), 3);
 	}
+	ck_assert_int_gt(tree_tags, 50); /* docs/sources.md's own rows alone define over 40 */
+	/* the tag reader itself: a hyphenated tag in C, an all-caps one in Markdown, neither a
+	 * C array size nor a link's text */
+	ck_assert_int_eq(assert_tags_defined("x.c", "/* [NCCL-tuning] */ double a[MEMO];", sources, false), 1);
+	ck_assert_int_eq(assert_tags_defined("x.md", "[MAMF] and [the docs](y.md)", sources, true), 1);
+	free(sources);
 }
 END_TEST
 
