@@ -1531,16 +1531,21 @@ START_TEST(plot_compare_figures_are_well_formed)
 {
 	config_error e = {""};
 	ck_assert_msg(plan_plot_available(&e), "%s", e.msg);
-	char dir[64], log[128];
+	char dir[64], log[128], slash[80];
 	tmpdir(dir, sizeof dir);
 	snprintf(log, sizeof log, "%s.log", dir);
+	snprintf(slash, sizeof slash, "%s/", dir); /* as a user types it: the paths printed have one '/' */
 	char *a[] = {(char *)exe(), "compare", "--model", "llama-3.2-1b", "--platform", "a100-2x4-ib400",
-		     "--micro-batch", "4", "--seq-len", "16K", "--strategies", "ulysses,basp,ulysses:sp=2", "--plot", dir,
+		     "--micro-batch", "4", "--seq-len", "16K", "--strategies", "ulysses,basp,ulysses:sp=2", "--plot", slash,
 		     NULL};
 	ck_assert_int_eq(run_exe(a, log), 0);
 	for (int i = 0; all_figures[i]; i++)
 		if (strcmp(all_figures[i], "throughput") != 0)
 			assert_figure(dir, all_figures[i]);
+	char *printed = slurp(log);
+	ck_assert_ptr_nonnull(printed);
+	ck_assert_msg(strstr(printed, "figure: ") && !strstr(printed, "//"), "%s", printed);
+	free(printed);
 	unlink(log);
 	rm_tree(dir);
 }

@@ -305,15 +305,22 @@ typedef struct fig {
 	bool any_nofit;
 } fig;
 
+/* "/" between dir and a file name, or nothing when dir already ends in one ("figures/"). */
+static const char *dir_sep(const char *dir)
+{
+	size_t n = strlen(dir);
+	return n && dir[n - 1] == '/' ? "" : "/";
+}
+
 static bool fig_open(fig *f, const char *dir, const char *name, config_error *err)
 {
 	char path[CONFIG_PATH_MAX + 64];
 	memset(f, 0, sizeof *f);
 	f->dir = dir;
 	f->name = name;
-	snprintf(path, sizeof path, "%s/%s.dat", dir, name);
+	snprintf(path, sizeof path, "%s%s%s.dat", dir, dir_sep(dir), name);
 	f->dat = fopen(path, "w");
-	snprintf(path, sizeof path, "%s/%s.gp", dir, name);
+	snprintf(path, sizeof path, "%s%s%s.gp", dir, dir_sep(dir), name);
 	f->gp = f->dat ? fopen(path, "w") : NULL;
 	if (!f->dat || !f->gp) {
 		if (f->dat)
@@ -354,7 +361,8 @@ static bool fig_close(fig *f, FILE *log, int *written, config_error *err)
 	if (!run_gnuplot(f->dir, f->name, err))
 		return false;
 	if (log)
-		fprintf(log, "figure: %s/%s.svg, %s/%s.png\n", f->dir, f->name, f->dir, f->name);
+		fprintf(log, "figure: %s%s%s.svg, %s%s%s.png\n", f->dir, dir_sep(f->dir), f->name, f->dir, dir_sep(f->dir),
+			f->name);
 	(*written)++;
 	return true;
 }
