@@ -201,7 +201,7 @@ START_TEST(spec_errors_are_located)
 		{"bad_duplicate.yaml", ":5:23: ", "'micro_batch' lists '1' twice, expected distinct values"},
 		{"bad_zero.yaml", ":5:9: ", "'zero' must be an integer from 0 to 3, got '4'"},
 		{"bad_impl.yaml", ":5:9: ", "'impl' must be one of: hf, megatron, got 'fused'"},
-		{"bad_recompute.yaml", ":5:26: ", "'recompute' must be none, selective or full, got 'partial'"},
+		{"bad_recompute.yaml", ":5:26: ", "'recompute' must be one of: none, full, selective, got 'partial'"},
 		{"bad_reserve.yaml", ":5:19: ", "'memory_reserve': '1 GiBs' has an unknown unit 'GiBs'"},
 		{"bad_strategy.yaml", ":5:23: ", "unknown strategy 'tree', expected ulysses|basp"},
 		{"bad_baseline.yaml", ":6:13: ", "baseline 'ring' is not one of the strategies of this sweep"},
@@ -335,7 +335,20 @@ START_TEST(strategy_labels)
 	ck_assert(plan_strategy_parse("usp:sp=8", &st, &e) && plan_strategy_apply(&st, &job, &e));
 	ck_assert_int_eq(job.ulysses_degree, 0);
 	ck_assert(!plan_strategy_parse("ring:u=2", &st, &e)); /* degrees are USP's */
-	ck_assert_ptr_nonnull(strstr(e.msg, "expected ring:sp=N"));
+	/* run's --strategy parser reads the spelling: its sentence */
+	ck_assert_ptr_nonnull(strstr(e.msg, "u= and r= apply only to usp"));
+	/* ring:split=naive, run's spelling, is the ring row with the naive split */
+	ck_assert(plan_strategy_parse("ring:split=naive:sp=4", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_str_eq(st.variant->name, "ring");
+	ck_assert_int_eq(job.cp_split, CONFIG_CP_SPLIT_NAIVE);
+	ck_assert_int_eq(job.sp, 4);
+	ck_assert(plan_strategy_parse("basp-ring:split=naive", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_str_eq(st.variant->name, "basp-ring");
+	ck_assert_int_eq(job.cp_split, CONFIG_CP_SPLIT_NAIVE);
+	ck_assert(!plan_strategy_parse("ulysses:split=naive", &st, &e));
+	ck_assert_ptr_nonnull(strstr(e.msg, "split= applies only to ring attention"));
+	ck_assert(!plan_strategy_parse("ring:sp=4:sp=N/B", &st, &e));
+	ck_assert_ptr_nonnull(strstr(e.msg, "contradict"));
 	ck_assert(!plan_strategy_parse("ring:comm=a2a", &st, &e));
 	ck_assert_ptr_nonnull(strstr(e.msg, "expected comm=p2p or comm=all_gather"));
 }

@@ -697,3 +697,23 @@ bool yt_range_int(const yt_node *map, config_range_id id, bool required, int *ou
 		*out = (int)l; /* every INT row's bounds fit an int */
 	return true;
 }
+
+const yt_node *yt_entry_of(yt_entry *e, const char *key, const yt_node *v)
+{
+	memset(e, 0, sizeof *e);
+	e->key.kind = YT_SCALAR;
+	e->key.line = v->line;
+	e->key.col = v->col;
+	e->key.file = v->file;
+	e->key.value = (char *)key; /* read only: the entry is never freed by yt_free */
+	e->keys[0] = &e->key;
+	e->items[0] = (yt_node *)v;
+	e->map.kind = YT_MAP;
+	e->map.line = v->line;
+	e->map.col = v->col;
+	e->map.file = v->file;
+	e->map.keys = e->keys;
+	e->map.items = e->items;
+	e->map.n = 1;
+	return &e->map;
+}
