@@ -203,6 +203,8 @@ json_t *plan_row_new(long index, const char *key);
 /* Fills the point description (model ... label) from a job; calibration may be NULL. */
 void plan_row_set_job(json_t *row, const config_model *m, const config_platform *p, const config_job *job,
 		      const char *label, const char *engine, const char *calibration);
+/* The engine options of a sweep point, as its spec writes them ("contiguous", "none"). */
+void plan_row_set_options(json_t *row, const char *placement, const char *what_if);
 void plan_row_set_result(json_t *row, const workload_plan *plan, const engine_result *res);
 /* The same for a simulated job: the composite's memory and its number of parts. */
 void plan_row_set_sim(json_t *row, const plan_sim *sim);

@@ -163,6 +163,8 @@ static json_t *describe(const plan_spec *s, long index, plan_point *pt, config_p
 	*valid = plan_point_job(s, pt, p, job, err);
 	plan_row_set_job(row, &s->models[pt->at[PLAN_AXIS_MODEL]], p, job, s->strategies[pt->at[PLAN_AXIS_STRATEGY]].label,
 			 s->values[PLAN_AXIS_ENGINE][pt->at[PLAN_AXIS_ENGINE]].text, cal->path[0] ? cal->path : NULL);
+	plan_row_set_options(row, s->values[PLAN_AXIS_PLACEMENT][pt->at[PLAN_AXIS_PLACEMENT]].text,
+			     s->values[PLAN_AXIS_WHAT_IF][pt->at[PLAN_AXIS_WHAT_IF]].text);
 	return row;
 }
 

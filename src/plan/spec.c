@@ -338,6 +338,35 @@ static bool read_axis(loader *L, const yt_node *t, plan_axis a)
 	return true;
 }
 
+/* A placement or what-if value no engine of the spec can run is a spec error, not a grid
+ * of invalid points (a value some engine runs makes invalid points on the others). */
+static bool engines_can_run(const plan_spec *s, const yt_node *t, config_error *err)
+{
+	for (int a = PLAN_AXIS_PLACEMENT; a <= PLAN_AXIS_WHAT_IF; a++) {
+		const yt_node *v = yt_find(t, axis_keys[a]);
+		for (int i = 0; v && i < s->n[a]; i++) {
+			engine_options o = {.placement = ENGINE_PLACE_CONTIGUOUS};
+			if (a == PLAN_AXIS_PLACEMENT)
+				engine_placement_parse(s->values[a][i].text, &o, NULL);
+			else if (s->whatifs[i].n > 0)
+				o.whatif = &s->whatifs[i];
+			config_error why = {""};
+			bool any = false;
+			for (int e = 0; e < s->n[PLAN_AXIS_ENGINE] && !any; e++) {
+				const char *engine = s->values[PLAN_AXIS_ENGINE][e].text;
+				any = a == PLAN_AXIS_PLACEMENT ? engine_placement_supported(engine, &o, &why)
+							       : engine_whatif_supported(engine, &o, &why);
+			}
+			if (!any)
+				return yt_fail(err, v->kind == YT_SEQ ? v->items[i] : v,
+					       "'%s' %s cannot run on the engine%s of this sweep (%s), expected engine: "
+					       "simgrid",
+					       axis_keys[a], s->values[a][i].text, s->n[PLAN_AXIS_ENGINE] > 1 ? "s" : "", why.msg);
+		}
+	}
+	return true;
+}
+
 bool plan_spec_load(const char *path, plan_spec *out, config_error *err)
 {
 	memset(out, 0, sizeof *out);
@@ -357,6 +386,7 @@ bool plan_spec_load(const char *path, plan_spec *out, config_error *err)
 		  yt_string(t, "baseline", false, s->baseline, sizeof s->baseline, NULL, err);
 	for (int a = 0; ok && a < PLAN_AXIS_COUNT; a++)
 		ok = read_axis(&L, t, (plan_axis)a);
+	ok = ok && engines_can_run(s, t, err);
 	if (ok && !s->name[0]) {
 		/* The file name without directory and extension. */
 		const char *b = strrchr(path, '/');
