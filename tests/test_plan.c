@@ -836,6 +836,7 @@ START_TEST(sweep_cp_comm_type_against_named_strategies)
 		json_t *r = plan_point_eval(&s, i);
 		ck_assert_str_eq(plan_row_str(r, "cp_comm_type"), "p2p");
 		ck_assert_str_eq(plan_row_str(r, "strategy"), i ? "basp" : "ring");
+		ck_assert_str_eq(plan_row_str(r, "label"), i ? "basp" : "plain"); /* not Ulysses any more */
 		json_decref(r);
 	}
 	plan_spec_finish(&s);

@@ -306,13 +306,17 @@ static bool read_axis(loader *L, const yt_node *t, plan_axis a)
 		if (a == PLAN_AXIS_MODEL || a == PLAN_AXIS_PLATFORM || a == PLAN_AXIS_SEQ_LEN)
 			return yt_fail(L->err, t, "missing required key '%s' in 'sweep', expected a value or a list", key);
 		if (a == PLAN_AXIS_STRATEGY) {
-			/* Sweeps exist to compare: both strategies unless told otherwise. */
+			/* Sweeps exist to compare: both strategies unless told otherwise. A
+			 * cp_comm_type turns them into the type itself and BASP over it: the first
+			 * is then labelled `plain`, which is no longer Ulysses. */
 			if (!alloc_axis(s, a, 2))
 				return config_fail(L->err, "out of memory");
 			const char *d[2] = {"ulysses", "basp"};
 			for (int i = 0; i < 2; i++) {
 				plan_strategy_parse(d[i], &s->strategies[i], NULL);
-				snprintf(s->values[a][i].text, sizeof s->values[a][i].text, "%s", d[i]);
+				if (i == 0 && s->given[PLAN_AXIS_CP_COMM_TYPE])
+					snprintf(s->strategies[i].label, sizeof s->strategies[i].label, "plain");
+				snprintf(s->values[a][i].text, sizeof s->values[a][i].text, "%s", s->strategies[i].label);
 			}
 			return true;
 		}
