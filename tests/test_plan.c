@@ -940,6 +940,130 @@ START_TEST(sweep_resume_tells_new_keys_apart)
 }
 END_TEST
 
+/* what_if and placement on SimGrid: a point with a what-if equals the job file with the
+ * same what_if mapping (config_load_whatif), run as `spsim run --job` runs it; the what-if
+ * and the placement reach the engine (a GPU computing twice as slow lengthens the step; the
+ * strided placement moves ranks across nodes). On the analytic engine the same values are
+ * invalid points, with the engine's own sentence. */
+START_TEST(sweep_whatif_and_placement_reach_simgrid)
+{
+	if (!engine_find("simgrid")) {
+		fprintf(stderr, "sweep_whatif_and_placement_reach_simgrid: simgrid engine not built; skipped\n");
+		return;
+	}
+	char dir[64], spec[256], job[256];
+	tmpdir(dir, sizeof dir);
+	/* SP groups of 4: inside a node placed contiguously, across both nodes strided */
+	const char *common = "  model: llama-3.2-1b\n  platform: a100-2x4-ib400\n  seq_len: 4K\n  zero: 1\n";
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "sweep:\n%s  strategy: \"ulysses:sp=4\"\n  engine: [analytic, simgrid]\n  placement: [contiguous, strided]\n"
+		 "  what_if: [none, {slow_gpu: [\"0:2\"]}]\n",
+		 common);
+	put_file(spec, sizeof spec, dir, "spec.yaml", text);
+	plan_spec s;
+	config_error e = {""};
+	ck_assert_msg(plan_spec_load(spec, &s, &e), "%s", e.msg);
+	ck_assert_int_eq(s.n_points, 8);
+	ck_assert_str_eq(s.values[PLAN_AXIS_WHAT_IF][1].text, "slow-gpu=0:2");
+	snprintf(text, sizeof text, "job:\n%s  strategy: ulysses\n  sp: 4\n  what_if: {slow_gpu: [\"0:2\"]}\n", common);
+	put_file(job, sizeof job, dir, "job.yaml", text);
+	/* the job file's run on SimGrid, contiguous */
+	config_job j;
+	config_job_defaults(&j);
+	config_whatif w = {0};
+	char model[CONFIG_PATH_MAX] = "", platform[CONFIG_PATH_MAX] = "";
+	ck_assert_msg(config_load_job(job, &j, model, platform, NULL, NULL, &e) && config_load_whatif(job, &w, &e), "%s",
+		      e.msg);
+	static config_model m;
+	static config_platform p;
+	ck_assert(config_load_model(model, &m, &e) && config_load_platform(platform, &p, &e));
+	ck_assert_msg(workload_check(&m, &p, &j, &e), "%s", e.msg);
+	double step[8];
+	for (int i = 0; i < 8; i++) {
+		/* points: engine (analytic, simgrid) x placement (contiguous, strided) x what_if (none, slow) */
+		pid_t pid = 0;
+		int fd[2];
+		ck_assert_int_eq(pipe(fd), 0);
+		fflush(NULL);
+		pid = fork(); /* SimGrid initialises once per process */
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			json_t *r = plan_point_eval(&s, i);
+			double v = strcmp(plan_row_str(r, "status"), "ok") == 0 ? plan_row_num(r, "step_time_s") : -1;
+			if (v < 0 && i >= 4)
+				fprintf(stderr, "point %d: %s\n", i, plan_row_str(r, "error"));
+			if (i < 4 && i > 0) /* analytic: only (contiguous, none) runs */
+				v = strstr(plan_row_str(r, "error"), i == 1 ? "cannot run --slow-gpu" : "contiguous placement only")
+					? -2
+					: -3;
+			ssize_t n = write(fd[1], &v, sizeof v);
+			_exit(n == sizeof v ? 0 : 1);
+		}
+		close(fd[1]);
+		ck_assert_int_eq(read(fd[0], &step[i], sizeof step[i]), (ssize_t)sizeof step[i]);
+		close(fd[0]);
+		int st;
+		waitpid(pid, &st, 0);
+	}
+	ck_assert_double_gt(step[0], 0);
+	ck_assert_double_eq(step[1], -2); /* analytic with a what-if: invalid, the engine's reason */
+	ck_assert_double_eq(step[2], -2); /* analytic with strided placement: invalid */
+	for (int i = 4; i < 8; i++)
+		ck_assert_msg(step[i] > 0, "simgrid point %d failed", i);
+	ck_assert_double_gt(step[5], step[4] * 1.05); /* rank 0 twice as slow: the step waits for it */
+	ck_assert_double_gt(step[6], step[4]);        /* strided: each all-to-all group crosses the network */
+	/* the job file with its what_if, on SimGrid in a process of its own */
+	int fd[2];
+	ck_assert_int_eq(pipe(fd), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		plan_sim *sim = malloc(sizeof *sim);
+		engine_options o = {.placement = ENGINE_PLACE_CONTIGUOUS, .whatif = &w};
+		double v = sim && plan_simulate(&m, &p, &j, engine_find("simgrid"), o, sim, &e) ? sim->res.step_time : -1;
+		ssize_t n = write(fd[1], &v, sizeof v);
+		_exit(n == sizeof v ? 0 : 1);
+	}
+	close(fd[1]);
+	double direct_step = 0;
+	ck_assert_int_eq(read(fd[0], &direct_step, sizeof direct_step), (ssize_t)sizeof direct_step);
+	close(fd[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	ck_assert_double_eq(step[5], direct_step);
+	plan_spec_finish(&s);
+	rm_tree(dir);
+}
+END_TEST
+
+/* `spsim sweep --help` and docs/planning.md name every key a spec takes. */
+START_TEST(sweep_help_and_docs_name_every_key)
+{
+	char dir[64], log[128], doc[CONFIG_PATH_MAX];
+	tmpdir(dir, sizeof dir);
+	snprintf(log, sizeof log, "%s/help", dir);
+	char *argv[] = {(char *)exe(), "sweep", "--help", NULL};
+	ck_assert_int_eq(run_exe(argv, log), 0);
+	char *help = slurp(log);
+	snprintf(doc, sizeof doc, "%s/docs/planning.md", getenv("SPSIM_DATA_DIR"));
+	char *md = slurp(doc);
+	ck_assert(help && md);
+	for (int a = 0; a < PLAN_AXIS_COUNT; a++) {
+		const char *k = plan_axis_key((plan_axis)a);
+		char word[64], code[64];
+		snprintf(word, sizeof word, " %s", k);
+		snprintf(code, sizeof code, "`%s`", k);
+		ck_assert_msg(strstr(help, word), "sweep --help does not name '%s'", k);
+		ck_assert_msg(strstr(md, code), "docs/planning.md does not name `%s`", k);
+	}
+	free(help);
+	free(md);
+	rm_tree(dir);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- sweeps --- */
 START_TEST(sweep_rows_match_direct_runs)
 {
@@ -1975,6 +2099,8 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, sweep_cp_comm_type_against_named_strategies);
 	tcase_add_test(t, sweep_setting_errors_are_located);
 	tcase_add_test(t, sweep_resume_tells_new_keys_apart);
+	tcase_add_test(t, sweep_whatif_and_placement_reach_simgrid);
+	tcase_add_test(t, sweep_help_and_docs_name_every_key);
 	tcase_add_test(t, sweep_records_a_failing_point_and_goes_on);
 	tcase_add_test(t, sweep_resume_after_kill_matches_uninterrupted);
 	tcase_add_test(t, sweep_cli_refuses_existing_output);
