@@ -1653,6 +1653,66 @@ START_TEST(planner_says_when_basp_does_not_win)
 }
 END_TEST
 
+/* The planner takes run's job settings (--attention-kernel, --tile-logits, ...) as settings
+ * every configuration shares: each candidate is run's job with them (its analytic step is
+ * a direct run of that job), and a faster attention kernel makes the best step shorter. */
+START_TEST(planner_takes_run_job_settings)
+{
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("dgx-h100", &p, &e));
+	int budget = 8;
+	config_job base;
+	config_job_defaults(&base);
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 65536, .global_tokens = 16L * 65536, .base = &base};
+	plan_candidate *c;
+	long n2, n3;
+	plan_search_stats st;
+	base.attention_kernel = CONFIG_ATTN_FA2;
+	ck_assert(plan_search(&q, &c, &n2, &st, &e) && n2 > 0);
+	double fa2 = c[0].analytic.step_time;
+	free(c);
+	base.attention_kernel = CONFIG_ATTN_FA3;
+	base.tile_logits = 4;
+	ck_assert(plan_search(&q, &c, &n3, &st, &e) && n3 > 0);
+	for (long i = 0; i < n3; i++)
+		ck_assert(c[i].job.attention_kernel == CONFIG_ATTN_FA3 && c[i].job.tile_logits == 4);
+	config_platform pc = p;
+	pc.nodes = 1;
+	bool fits;
+	engine_result want = direct(&m, &pc, c[0].job, &fits);
+	ck_assert_double_eq(c[0].analytic.step_time, want.step_time);
+	ck_assert_double_lt(c[0].analytic.step_time, fa2);
+	free(c);
+	/* the flags: run's parser, run's messages */
+	char log[] = "/tmp/spsim-plan-cli-XXXXXX";
+	int fd = mkstemp(log);
+	close(fd);
+	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "8",
+		     "--seq-len", "64K", "--global-batch", "1M", "--verify", "none", "--top", "1", "--format", "json",
+		     "--attention-kernel", "flash-attn-3", "--tile-logits", "4", "--zero-overlap", "off", NULL};
+	ck_assert_int_eq(run_exe(a, log), 0);
+	json_t *j = json_load_file(log, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	json_t *top = json_array_get(json_object_get(j, "ranking"), 0);
+	ck_assert_str_eq(plan_row_str(top, "attention_kernel"), "flash-attn-3");
+	ck_assert_double_eq(plan_row_num(top, "tile_logits"), 4);
+	ck_assert(json_is_false(json_object_get(top, "zero_overlap")));
+	json_decref(j);
+	char *bad[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "8",
+		       "--seq-len", "64K", "--global-batch", "1M", "--attention-kernel", "flash-attn-4", NULL};
+	ck_assert_int_eq(run_exe(bad, log), 2);
+	char *out = slurp(log);
+	ck_assert_msg(strstr(out, "--attention-kernel expects flash-attn-2, flash-attn-3, cudnn or flash-attn-triton, got "
+				  "'flash-attn-4'"),
+		      "%.1500s", out);
+	free(out);
+	unlink(log);
+}
+END_TEST
+
 START_TEST(planner_takes_the_implementation_and_reserve)
 {
 	/* Megatron's fused kernels keep less than Hugging Face's eager modules, so at least as
@@ -2116,6 +2176,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, planner_weighs_basp_beyond_divisibility);
 	tcase_add_test(t, planner_says_when_basp_does_not_win);
 	tcase_add_test(t, planner_takes_the_implementation_and_reserve);
+	tcase_add_test(t, planner_takes_run_job_settings);
 	tcase_add_test(t, planner_merges_one_layout_under_two_names);
 	tcase_add_test(t, planner_searches_selective_recompute_on_request);
 	tcase_add_test(t, planner_cost_ranking_and_explanations);
