@@ -392,7 +392,7 @@ bool yt_check_keys(const yt_node *map, const char *const *known, config_error *e
 				ok = true;
 		if (ok)
 			continue;
-		char list[512] = "";
+		char list[768] = ""; /* a sweep spec has 37 keys */
 		size_t used = 0;
 		for (const char *const *p = known; *p; p++) {
 			int w = snprintf(list + used, sizeof list - used, "%s%s", p == known ? "" : ", ", *p);
