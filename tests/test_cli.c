@@ -1370,6 +1370,7 @@ START_TEST(every_parsed_option_is_in_its_help)
 		const char *command, *flag;
 	} prose[] = {
 		{"calibrate", "calibration"}, /* "writes a calibration YAML for --calibration" (run's flag) */
+		{"sweep", "strategy"},        /* "strategy takes run's --strategy spellings" */
 	};
 	int checked = 0;
 	for (const cli_command *c = cli_commands; c->name; c++) {
