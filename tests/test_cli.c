@@ -498,6 +498,16 @@ START_TEST(listing_commands)
 	expect(o, 0, NULL);
 	ck_assert(strstr(o->out, "a100-2x4-ib400") && strstr(o->out, "dgx-h100") && strstr(o->out, "a100-pcie"));
 	free(o);
+	/* a value flag given last says that its value is missing, as the getopt commands do */
+	o = spsim("models", "--format", NULL);
+	expect(o, 2, "spsim models: option '--format' needs a value");
+	free(o);
+	o = spsim("platform", "dgx-h100", "--nodes", NULL);
+	expect(o, 2, "spsim platform: option '--nodes' needs a value");
+	free(o);
+	o = spsim("platform", "dgx-h100", "--xml", "extra", NULL);
+	expect(o, 2, "unexpected argument 'extra'");
+	free(o);
 	/* its help offers table|json: csv is refused, not answered with the table */
 	o = spsim("platforms", "--format", "csv", NULL);
 	expect(o, 2, "--format expects table or json, got 'csv'");

@@ -20,6 +20,18 @@ static bool want_help(int argc, char **argv)
 	return false;
 }
 
+/* A flag that takes a value given last, with none after it: said as the getopt_long
+ * commands say it. */
+static bool missing_value(const char *cmd, int argc, char **argv, int i, const char *const *flags)
+{
+	for (int k = 0; flags[k]; k++)
+		if (i + 1 == argc && strcmp(argv[i], flags[k]) == 0) {
+			fprintf(stderr, "spsim %s: option '%s' needs a value\n", cmd, argv[i]);
+			return true;
+		}
+	return false;
+}
+
 /* Parses [--format F] only. */
 static int list_args(int argc, char **argv, report_format *fmt)
 {
@@ -30,8 +42,10 @@ static int list_args(int argc, char **argv, report_format *fmt)
 				return CLI_USAGE;
 			}
 		} else {
-			fprintf(stderr, "spsim %s: unexpected argument '%s' (see spsim %s --help)\n", argv[0], argv[i],
-				argv[0]);
+			static const char *const valued[] = {"--format", NULL};
+			if (!missing_value(argv[0], argc, argv, i, valued))
+				fprintf(stderr, "spsim %s: unexpected argument '%s' (see spsim %s --help)\n", argv[0],
+					argv[i], argv[0]);
 			return CLI_USAGE;
 		}
 	}
@@ -195,7 +209,10 @@ int cli_cmd_platform(int argc, char **argv)
 		} else if (argv[i][0] != '-' && !name)
 			name = argv[i];
 		else {
-			fprintf(stderr, "spsim platform: unexpected argument '%s' (see spsim platform --help)\n", argv[i]);
+			static const char *const valued[] = {"--nodes", "--calibration", "--format", NULL};
+			if (!missing_value("platform", argc, argv, i, valued))
+				fprintf(stderr, "spsim platform: unexpected argument '%s' (see spsim platform --help)\n",
+					argv[i]);
 			return CLI_USAGE;
 		}
 	}
