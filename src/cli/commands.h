@@ -25,14 +25,13 @@ int cli_cmd_plan(int argc, char **argv);
 extern const struct option cli_run_options[], cli_compare_options[], cli_max_seq_options[];
 extern const struct option cli_collective_options[], cli_calibrate_options[];
 extern const struct option cli_sweep_options[], cli_plan_options[];
+extern const struct option cli_models_options[], cli_platforms_options[], cli_platform_options[];
 
 typedef struct cli_command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const char *summary;
-	/* the command's own long options; NULL for the listing commands, which take only the
-	 * few words their usage line names */
-	const struct option *options;
+	const struct option *options; /* the command's own long options */
 	bool job_options; /* cli_job_options come first */
 } cli_command;
 
