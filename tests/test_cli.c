@@ -1421,6 +1421,33 @@ START_TEST(every_parsed_option_is_in_its_help)
 }
 END_TEST
 
+/* Every command refuses an unknown option and an option missing its value with the same
+ * two sentences (cli_getopt_refused), naming the command. */
+START_TEST(every_command_refuses_alike)
+{
+	for (const cli_command *c = cli_commands; c->name; c++) {
+		char want[160];
+		cli_out *o = spsim(c->name, "--no-such-flag", NULL);
+		snprintf(want, sizeof want, "spsim %s: unknown option '--no-such-flag' (see spsim %s --help)", c->name,
+			 c->name);
+		expect(o, 2, want);
+		free(o);
+		const char *valued = NULL;
+		const struct option *t = c->job_options ? cli_job_options : c->options;
+		for (int i = 0; t[i].name && !valued; i++)
+			if (t[i].has_arg == required_argument)
+				valued = t[i].name;
+		ck_assert_msg(valued != NULL, "spsim %s takes no option with a value", c->name);
+		char flag[64];
+		snprintf(flag, sizeof flag, "--%s", valued);
+		o = spsim(c->name, flag, NULL);
+		snprintf(want, sizeof want, "spsim %s: option '%s' needs a value", c->name, flag);
+		expect(o, 2, want);
+		free(o);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -1428,6 +1455,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, usage_and_help);
 	tcase_add_test(tc, every_parsed_option_is_in_its_help);
+	tcase_add_test(tc, every_command_refuses_alike);
 	tcase_add_test(tc, bad_flags_exit_2_with_a_sentence);
 	tcase_add_test(tc, impl_reserve_and_max_position);
 	tcase_add_test(tc, yaml_errors_point_at_file_line_column);

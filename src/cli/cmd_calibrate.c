@@ -131,12 +131,7 @@ static int parse_args(int argc, char **argv, cal_args *a)
 		}
 		case OPT_IN_PLACE: a->co.in_place = true; break;
 		case OPT_ALG: a->alg_name = optarg; break;
-		case ':':
-			fprintf(stderr, "spsim calibrate: %s needs a value (see spsim calibrate --help)\n", argv[optind - 1]);
-			return CLI_USAGE;
-		default:
-			fprintf(stderr, "spsim calibrate: unknown option '%s' (see spsim calibrate --help)\n", argv[optind - 1]);
-			return CLI_USAGE;
+		default: return cli_getopt_refused(c, argv);
 		}
 	}
 	for (int i = optind; i < argc; i++)

@@ -193,12 +193,7 @@ static int parse_args(int argc, char **argv, coll_args *a)
 		case OPT_IN_PLACE: a->in_place = true; break;
 		case OPT_PROTO: a->proto_name = optarg; break;
 		case ':':
-			fprintf(stderr, "spsim collective: %s needs a value (see spsim collective --help)\n", argv[optind - 1]);
-			return CLI_USAGE;
-		case '?':
-			fprintf(stderr, "spsim collective: unknown option '%s' (see spsim collective --help)\n",
-				argv[optind - 1]);
-			return CLI_USAGE;
+		case '?': return cli_getopt_refused(c, argv);
 		default: {
 			int r = cli_job_option(&a->job, c, optarg);
 			if (r < 0)

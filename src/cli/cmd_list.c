@@ -56,13 +56,8 @@ static int list_parse(int argc, char **argv, const struct option *opts, void (*h
 		if (c == CLI_OPT_HELP || c == 'h') {
 			help(stdout);
 			return CLI_OK;
-		} else if (c == '?') {
-			fprintf(stderr, "spsim %s: unknown option '%s' (see spsim %s --help)\n", argv[0], argv[optind - 1],
-				argv[0]);
-			return CLI_USAGE;
-		} else if (c == ':') {
-			fprintf(stderr, "spsim %s: option '%s' needs a value\n", argv[0], argv[optind - 1]);
-			return CLI_USAGE;
+		} else if (c == '?' || c == ':') {
+			return cli_getopt_refused(c, argv);
 		} else if (c == CLI_OPT_FORMAT) {
 			if (!report_format_parse(optarg, &a->fmt) || (a->fmt == REPORT_CSV && !a->csv_ok)) {
 				fprintf(stderr, "spsim %s: --format expects %s, got '%s'\n", argv[0],

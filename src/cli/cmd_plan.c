@@ -517,14 +517,14 @@ int cli_cmd_plan(int argc, char **argv)
 		case OPT_HELP: plan_help(stdout); rc = CLI_OK; goto out;
 		case OPT_PROGRESS: a.progress = 1; break;
 		case OPT_QUIET: a.progress = 0; break;
-		case ':': fprintf(stderr, "spsim plan: option '%s' needs a value\n", argv[optind - 1]); goto out;
+		case ':': cli_getopt_refused(c, argv); goto out;
 		default:
 			if (c >= OPT_JOB_SETTING && c < OPT_JOB_SETTING + N_JOB_SETTINGS) {
 				ok = cli_job_option(&jargs, job_setting_ids[c - OPT_JOB_SETTING], optarg) > 0;
 				take_settings(&a.base, &jargs.job);
 				break;
 			}
-			fprintf(stderr, "spsim plan: unknown option '%s' (see spsim plan --help)\n", argv[optind - 1]);
+			cli_getopt_refused(c, argv);
 			goto out;
 		}
 		if (!ok)

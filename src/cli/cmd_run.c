@@ -110,13 +110,8 @@ static int parse(int argc, char **argv, cli_job_args *a, const struct option *ex
 		if (c == CLI_OPT_HELP) {
 			help(stdout);
 			rc = CLI_OK;
-		} else if (c == '?') {
-			fprintf(stderr, "spsim %s: unknown option '%s' (see spsim %s --help)\n", argv[0], argv[optind - 1],
-				argv[0]);
-			rc = CLI_USAGE;
-		} else if (c == ':') {
-			fprintf(stderr, "spsim %s: option '%s' needs a value\n", argv[0], argv[optind - 1]);
-			rc = CLI_USAGE;
+		} else if (c == '?' || c == ':') {
+			rc = cli_getopt_refused(c, argv);
 		} else {
 			/* the command's own options first: max-seq takes lists where run takes one value */
 			int r = cb ? cb(ctx, c, optarg) : 0;

@@ -120,10 +120,7 @@ int cli_cmd_sweep(int argc, char **argv)
 		case OPT_DRY: dry = true; break;
 		case OPT_QUIET: so.quiet = true; break;
 		case OPT_HELP: sweep_help(stdout); return CLI_OK;
-		case ':': fprintf(stderr, "spsim sweep: option '%s' needs a value\n", argv[optind - 1]); return CLI_USAGE;
-		default:
-			fprintf(stderr, "spsim sweep: unknown option '%s' (see spsim sweep --help)\n", argv[optind - 1]);
-			return CLI_USAGE;
+		default: return cli_getopt_refused(c, argv);
 		}
 	}
 	if (optind != argc - 1) {
