@@ -153,6 +153,12 @@ typedef struct nccltests_calib_class {
 	bool fitted;
 	nccltests_fit fit;
 	int n_logs;
+	/* Per NCCL protocol (LL, LL128, Simple): its own (latency, bandwidth) fitted on the
+	 * sizes of the fitted range where NCCL's tuner picks it (at least 2), and what of it
+	 * the never-worse rule kept (calibration `protocols:`). */
+	bool proto_fitted[CONFIG_NCCL_PROTOS];
+	bool proto_kept_latency[CONFIG_NCCL_PROTOS], proto_kept_bw[CONFIG_NCCL_PROTOS];
+	nccltests_fit proto_fit[CONFIG_NCCL_PROTOS];
 } nccltests_calib_class;
 
 typedef struct nccltests_calib_report {
