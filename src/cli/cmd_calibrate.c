@@ -161,6 +161,11 @@ static void print_class(const char *name, const nccltests_calib_class *k, const 
 		"points of %d log%s)\n",
 		name, k->fit.latency * 1e6, k->fit.bandwidth / 1e9, per, k->fit.rms_rel * 100, k->fit.max_rel * 100,
 		k->fit.n_points, k->n_logs, k->n_logs == 1 ? "" : "s");
+	char protos[512];
+	nccltests_protocols_text(k, protos, sizeof protos);
+	if (protos[0])
+		fprintf(stderr, "spsim calibrate: %s protocols (each on the sizes NCCL's tuner runs it): %s\n", name,
+			protos);
 }
 
 int cli_cmd_calibrate(int argc, char **argv)

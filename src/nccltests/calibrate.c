@@ -593,3 +593,23 @@ bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_
 	free(models);
 	return ok;
 }
+
+void nccltests_protocols_text(const nccltests_calib_class *k, char *buf, size_t len)
+{
+	size_t at = 0;
+	if (len)
+		buf[0] = '\0';
+	for (int pr = 0; pr < CONFIG_NCCL_PROTOS && at < len; pr++) {
+		if (!k->proto_fitted[pr])
+			continue;
+		const nccltests_fit *f = &k->proto_fit[pr];
+		int w = snprintf(buf + at, len - at, "%s%s latency %.3g us%s, bandwidth %.4g GB/s%s (largest error %.1f%% over "
+						     "%d points)",
+				 at ? "; " : "", nccl_proto_name((nccl_proto)pr), f->latency * 1e6,
+				 k->proto_kept_latency[pr] ? "" : " (not kept)", f->bandwidth / 1e9,
+				 k->proto_kept_bw[pr] ? "" : " (not kept)", f->max_rel * 100, f->n_points);
+		if (w < 0)
+			break;
+		at += (size_t)w;
+	}
+}
