@@ -209,6 +209,9 @@ typedef struct model_ctx {
 	/* the bus bandwidths are protocol pr's calibrated (realized) ones: NCCL's protocol
 	 * share and per-channel caps are already in them (set by ring_cost) */
 	bool realized;
+	/* protocol pr has a calibrated hop latency on the group's path: it carries the
+	 * protocol's whole fixed cost, NCCL's baseLat included (docs/nccl-tests.md §4) */
+	bool lat_cal[NCCL_PROTO_COUNT];
 	double busbw_tree;  /* the bus bandwidth NCCL's trees start from (see ctx_init) */
 	double busbw_intra; /* one node's ring bus bandwidth (the group's ranks on it) */
 } model_ctx;
@@ -258,6 +261,9 @@ static void ctx_init(model_ctx *m, const config_platform *p, workload_coll c, en
 					  : p->inter.latency / hw_lat[HW_NET][NCCL_ALGO_RING][NCCL_PROTO_SIMPLE];
 	}
 	m->realized = false;
+	for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++)
+		m->lat_cal[pr] = p->nccl.proto_cal[0][pr].latency > 0 ||
+				 (m->nodes > 1 && p->nccl.proto_cal[1][pr].latency > 0);
 }
 
 static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *latency, double *algbw)
@@ -298,7 +304,7 @@ static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *
 	 * RDMA) pays it on every network hop whatever the protocol: NCCL's hwLat network row
 	 * is InfiniBand's, where LL's and LL128's small messages cost less than Simple's */
 	double inter = fmax(hw_lat[HW_NET][a][pr] * m->lat_inter[pr], m->p->inter.message_latency);
-	double lat = base_lat[a][pr] * us;
+	double lat = m->lat_cal[pr] ? 0 : base_lat[a][pr] * us;
 	if (a == NCCL_ALGO_RING) {
 		if (c == WL_COLL_BROADCAST) {
 			lat += nsteps * (nodes > 1 ? inter : intra);

@@ -365,11 +365,14 @@ static int tuned_proto(const log_model *m, double bytes)
 	return (int)nccl_cost_of(&m->orig, m->log->coll, m->alg, m->shapes[0], bytes).proto;
 }
 
-/* The rows of a protocol's region: usable, in the fitted range, where the tuner picks pr. */
+/* The rows of a protocol's region: usable, up to the fitted range's top, where the tuner
+ * picks pr. The region reaches below the fitted range's bottom (-b): the class's fit
+ * starts at 1 MiB so as not to bend its one line to the launch-bound small sizes, while a
+ * protocol's own line is alone on its sizes. */
 static bool in_region(const log_model *m, const nccltests_row *r, int col, const nccltests_calib_opts *o, int pr)
 {
 	double hi = o->max_bytes > 0 ? o->max_bytes : INFINITY;
-	return row_usable(r, col) && r->size >= o->min_bytes && r->size <= hi && tuned_proto(m, r->size) == pr;
+	return row_usable(r, col) && r->size <= hi && tuned_proto(m, r->size) == pr;
 }
 
 /* Largest relative error over protocol pr's region of the class's logs under cal, and
@@ -377,8 +380,11 @@ static bool in_region(const log_model *m, const nccltests_row *r, int col, const
 static cand_score region_score(const log_model *models, int n, bool inter, int pr, const config_calibration *cal,
 			       const nccltests_calib_opts *o, bool check_worse)
 {
+	/* the largest error over the region's sizes in the fitted range, or over the whole
+	 * region when none is */
 	cand_score sc = {0, false};
-	int col = o->in_place ? NCCLTESTS_IP : NCCLTESTS_OOP;
+	double all = 0;
+	int col = o->in_place ? NCCLTESTS_IP : NCCLTESTS_OOP, n_hi = 0;
 	for (int i = 0; i < n; i++) {
 		const log_model *m = &models[i];
 		config_platform p = m->orig;
@@ -392,10 +398,16 @@ static cand_score region_score(const log_model *models, int n, bool inter, int p
 			double e = fabs(log_time(m, &p, r->size) - t) / t;
 			if (check_worse && e > fabs(log_time(m, &m->orig, r->size) - t) / t + WORSE_TOL)
 				sc.worse = true;
-			if (region && e > sc.max_fit)
-				sc.max_fit = e;
+			if (region && r->size >= o->min_bytes) {
+				n_hi++;
+				sc.max_fit = fmax(sc.max_fit, e);
+			}
+			if (region)
+				all = fmax(all, e);
 		}
 	}
+	if (n_hi == 0)
+		sc.max_fit = all;
 	return sc;
 }
 
