@@ -228,6 +228,10 @@ typedef struct config_platform {
 			bool set;
 			double intra_bw, pair_bw, intra_lat, eff_intra, nic_bw, inter_lat, eff_inter;
 		} tuner;
+		/* The platform is a placeholder (spsim calibrate's generic layout without
+		 * --platform): the tuner chooses on the calibrated class links; protocol entries
+		 * still never change the choice. */
+		bool tuner_follows;
 	} nccl;
 	struct {
 		double gemm;      /* share of peak_flops a large, tile-aligned GEMM reaches (the plateau of

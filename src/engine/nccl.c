@@ -97,7 +97,7 @@ static const config_platform *tuner_platform(const config_platform *p, config_pl
 		return p;
 	*buf = *p;
 	memset(buf->nccl.proto_cal, 0, sizeof buf->nccl.proto_cal);
-	if (p->nccl.tuner.set) {
+	if (p->nccl.tuner.set && !p->nccl.tuner_follows) {
 		buf->intra.bandwidth = p->nccl.tuner.intra_bw;
 		buf->intra.pair_bandwidth = p->nccl.tuner.pair_bw;
 		buf->intra.latency = p->nccl.tuner.intra_lat;
@@ -111,14 +111,16 @@ static const config_platform *tuner_platform(const config_platform *p, config_pl
 }
 
 /* NCCL's view of one GPU's pair link and of its whole link, bytes/s (see tuner_platform). */
+static bool tuner_snapshot(const config_platform *p) { return p->nccl.tuner.set && !p->nccl.tuner_follows; }
+
 static double tuner_pair_bw(const config_platform *p)
 {
-	return p->nccl.tuner.set ? p->nccl.tuner.pair_bw * p->nccl.tuner.eff_intra : config_platform_intra_pair_bw(p);
+	return tuner_snapshot(p) ? p->nccl.tuner.pair_bw * p->nccl.tuner.eff_intra : config_platform_intra_pair_bw(p);
 }
 
 static double tuner_intra_bw(const config_platform *p)
 {
-	return p->nccl.tuner.set ? p->nccl.tuner.intra_bw * p->nccl.tuner.eff_intra : config_platform_intra_bw(p);
+	return tuner_snapshot(p) ? p->nccl.tuner.intra_bw * p->nccl.tuner.eff_intra : config_platform_intra_bw(p);
 }
 
 /* One node's ring bandwidth per GPU through the fabric (all its GPUs on the ring), as
@@ -542,7 +544,7 @@ static void key_of(const config_platform *p, plat_key *k)
 	k->links_only = p->nccl.links_only;
 	k->force_algo = p->nccl.force_algo;
 	k->force_proto = p->nccl.force_proto;
-	k->tuner_set = p->nccl.tuner.set;
+	k->tuner_set = p->nccl.tuner.set + 2 * p->nccl.tuner_follows;
 	if (p->nccl.tuner.set) {
 		double t[7] = {p->nccl.tuner.intra_bw,	p->nccl.tuner.pair_bw, p->nccl.tuner.intra_lat,
 			       p->nccl.tuner.eff_intra, p->nccl.tuner.nic_bw,  p->nccl.tuner.inter_lat,

@@ -35,6 +35,9 @@ void nccltests_generic_platform(config_platform *p, int nodes, int gpus_per_node
 	p->inter.oversubscription = 1.0;
 	p->eff.gemm = p->eff.attention = p->eff.memory = 1.0;
 	p->eff.intra_link = p->eff.inter_link = 1.0;
+	/* a placeholder, not hardware NCCL's tuner sees: the links being fitted are the best
+	 * guess at the hardware, so the tuner chooses on them */
+	p->nccl.tuner_follows = true;
 }
 
 typedef struct log_model {
