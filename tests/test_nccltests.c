@@ -929,23 +929,27 @@ static const char *load_yaml_text(const char *text, config_platform *p, config_c
 
 static const char *cal_from_text(const char *text, config_calibration *c) { return load_yaml_text(text, NULL, c); }
 
-/* dgx-a100 (8 A100s on NVSwitch) with per-protocol intra-node links: prm = {LL latency,
- * LL bandwidth, LL128 latency, LL128 bandwidth, Simple latency, Simple bandwidth}. */
+/* Per-protocol links of link class prm[6] (0 intra, 1 inter): prm = {LL latency, LL
+ * bandwidth, LL128 latency, LL128 bandwidth, Simple latency, Simple bandwidth, class}. */
 static void per_protocol_cal(const double *prm, config_calibration *cal)
 {
 	memset(cal, 0, sizeof *cal);
 	for (int pr = 0; pr < CONFIG_NCCL_PROTOS; pr++)
-		cal->proto[0][pr] = (config_proto_link){true, true, prm[2 * pr], prm[2 * pr + 1]};
+		cal->proto[(int)prm[6]][pr] = (config_proto_link){true, true, prm[2 * pr], prm[2 * pr + 1]};
 }
 
+/* An 8-rank all-reduce under per_protocol_cal(prm): intra-node on dgx-a100 (one node of 8
+ * A100s on NVSwitch), inter-node on a100-2x4-ib400 (two nodes of 4). */
 static double t_protocols(double S, const double *prm)
 {
-	static config_platform base;
-	static bool loaded;
+	static config_platform base[2];
+	static bool loaded[2];
+	int k = (int)prm[6];
 	config_error e = {""};
-	if (!loaded)
-		ck_assert_msg(loaded = config_load_platform("dgx-a100", &base, &e), "%s", e.msg);
-	config_platform p = base;
+	if (!loaded[k])
+		ck_assert_msg(loaded[k] = config_load_platform(k ? "a100-2x4-ib400" : "dgx-a100", &base[k], &e), "%s",
+			      e.msg);
+	config_platform p = base[k];
 	config_calibration cal;
 	per_protocol_cal(prm, &cal);
 	config_apply_calibration(&p, &cal);
@@ -957,31 +961,39 @@ static double t_protocols(double S, const double *prm)
 
 START_TEST(test_calibrate_recovers_per_protocol_links)
 {
-	/* a log made by spsim's own model on dgx-a100 with each protocol's links set (LL 1 us
-	 * and 40 GB/s, LL128 2.5 us and 120 GB/s, Simple 12 us and 225 GB/s; NCCL's tuner picks
-	 * LL, LL128 and Simple over 1 KB - 8 GB on the uncalibrated links): each protocol's
-	 * region is affine in its latency and 1/bandwidth, so calibrate gives them back to
-	 * within 1%, and the calibrated prediction is the log */
-	double prm[] = {1 * US, 40 * GBs, 2.5 * US, 120 * GBs, 12 * US, 225 * GBs};
-	char *text = make_log(WL_COLL_ALLREDUCE, 1, 8, t_protocols, prm, 1024, 8192 * MiB);
-	nccltests_log log;
-	parse_text(text, NULL, &log);
-	config_platform p;
-	config_error e = {""};
-	ck_assert_msg(config_load_platform("dgx-a100", &p, &e), "%s", e.msg);
-	nccltests_calib_opts o = {.platform = &p, .min_bytes = MiB};
-	config_calibration cal;
-	nccltests_calib_report rep;
-	calibrate(&log, 1, &o, &cal, &rep);
-	for (int pr = 0; pr < CONFIG_NCCL_PROTOS; pr++) {
-		ck_assert_msg(rep.intra.proto_fitted[pr] && cal.proto[0][pr].has_latency && cal.proto[0][pr].has_bw,
-			      "protocol %d not fitted and kept", pr);
-		assert_close(cal.proto[0][pr].latency, prm[2 * pr], 0.01);
-		assert_close(cal.proto[0][pr].bandwidth, prm[2 * pr + 1], 0.01);
+	/* a log made by spsim's own model with each protocol's links set, NCCL's tuner picking
+	 * LL, LL128 and Simple over 1 KB - 8 GB on the uncalibrated links: intra-node on
+	 * dgx-a100 (LL 1 us and 40 GB/s, LL128 2.5 us and 120 GB/s, Simple 12 us and
+	 * 225 GB/s), inter-node on a100-2x4-ib400 (LL 4 us and 8 GB/s, LL128 6 us and 30 GB/s,
+	 * Simple 20 us and 45 GB/s per NIC). Each protocol's region is affine in its latency
+	 * and 1/bandwidth, so calibrate gives them back to within 1%, and the calibrated
+	 * prediction is the log */
+	double prms[2][7] = {{1 * US, 40 * GBs, 2.5 * US, 120 * GBs, 12 * US, 225 * GBs, 0},
+			     {4 * US, 8 * GBs, 6 * US, 30 * GBs, 20 * US, 45 * GBs, 1}};
+	for (int k = 0; k < 2; k++) {
+		const double *prm = prms[k];
+		char *text = make_log(WL_COLL_ALLREDUCE, 1 + k, 8 / (1 + k), t_protocols, prm, 1024, 8192 * MiB);
+		nccltests_log log;
+		parse_text(text, NULL, &log);
+		ck_assert_int_eq(log.nodes, 1 + k);
+		config_platform p;
+		config_error e = {""};
+		ck_assert_msg(config_load_platform(k ? "a100-2x4-ib400" : "dgx-a100", &p, &e), "%s", e.msg);
+		nccltests_calib_opts o = {.platform = &p, .min_bytes = MiB};
+		config_calibration cal;
+		nccltests_calib_report rep;
+		calibrate(&log, 1, &o, &cal, &rep);
+		const nccltests_calib_class *cls = k ? &rep.inter : &rep.intra;
+		for (int pr = 0; pr < CONFIG_NCCL_PROTOS; pr++) {
+			ck_assert_msg(cls->proto_fitted[pr] && cal.proto[k][pr].has_latency && cal.proto[k][pr].has_bw,
+				      "class %d protocol %d not fitted and kept", k, pr);
+			assert_close(cal.proto[k][pr].latency, prm[2 * pr], 0.01);
+			assert_close(cal.proto[k][pr].bandwidth, prm[2 * pr + 1], 0.01);
+		}
+		ck_assert(max_error(&log, &p, &cal, 0) < 0.01);
+		nccltests_log_finish(&log);
+		free(text);
 	}
-	ck_assert(max_error(&log, &p, &cal, 0) < 0.01);
-	nccltests_log_finish(&log);
-	free(text);
 }
 END_TEST
 
@@ -997,7 +1009,7 @@ START_TEST(test_calibration_keeps_tuner_choice)
 		config_error e = {""};
 		ck_assert_msg(config_load_platform(plats[k], &p, &e), "%s", e.msg);
 		config_calibration cal;
-		double prm[] = {30 * US, 2 * GBs, 1 * US, 50 * GBs, 0.1 * US, 2000 * GBs};
+		double prm[] = {30 * US, 2 * GBs, 1 * US, 50 * GBs, 0.1 * US, 2000 * GBs, 0};
 		per_protocol_cal(prm, &cal);
 		cal.proto[1][NCCL_PROTO_SIMPLE] = (config_proto_link){true, true, 0.5 * US, 500 * GBs};
 		cal.has_intra_latency = cal.has_intra_bw = cal.has_inter_latency = cal.has_inter_bw = true;
