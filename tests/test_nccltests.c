@@ -1036,6 +1036,34 @@ START_TEST(test_calibration_keeps_tuner_choice)
 }
 END_TEST
 
+START_TEST(test_intra_protocols_leave_multi_node_bandwidth)
+{
+	/* an intra-node protocol entry says nothing of the protocol's share of the network: a
+	 * single-node calibration's protocols leave a two-node group's wire time as NCCL's
+	 * protocol model gives it (docs/nccl-tests.md §4), and time a one-node group */
+	config_platform p, pc;
+	config_error e = {""};
+	ck_assert_msg(config_load_platform("a100-2x4-ib400", &p, &e), "%s", e.msg);
+	config_calibration cal;
+	double prm[] = {0, 2 * GBs, 0, 5 * GBs, 0, 7 * GBs, 0}; /* bandwidths only */
+	per_protocol_cal(prm, &cal);
+	for (int pr = 0; pr < CONFIG_NCCL_PROTOS; pr++)
+		cal.proto[0][pr].has_latency = false;
+	pc = p;
+	config_apply_calibration(&pc, &cal);
+	engine_group_shape two = {.size = 8, .per_node = 4}, one = {.size = 4, .per_node = 4};
+	for (double S = 1024; S <= 1024 * MiB; S *= 4) {
+		nccl_cost a = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, two, S);
+		nccl_cost b = nccl_cost_of(&pc, WL_COLL_ALLREDUCE, WL_ALG_RING, two, S);
+		ck_assert_double_eq(a.scale[1], b.scale[1]);
+		ck_assert_double_eq(a.latency, b.latency);
+		a = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, one, S);
+		b = nccl_cost_of(&pc, WL_COLL_ALLREDUCE, WL_ALG_RING, one, S);
+		ck_assert(b.scale[0] > a.scale[0]); /* 2-7 GB/s: slower than the 80 GB/s pair links */
+	}
+}
+END_TEST
+
 START_TEST(test_calibration_protocols_yaml)
 {
 	/* per-protocol links read, written and read back; bad keys and values name the
@@ -1558,6 +1586,7 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cal, test_calibration_never_worse_and_within_15pct);
 	tcase_add_test(cal, test_calibrate_recovers_per_protocol_links);
 	tcase_add_test(cal, test_calibration_keeps_tuner_choice);
+	tcase_add_test(cal, test_intra_protocols_leave_multi_node_bandwidth);
 	tcase_add_test(cal, test_calibration_protocols_yaml);
 	tcase_add_test(cal, test_calibration_yaml_round_trip);
 	tcase_add_test(cal, test_platform_nccl_keys);

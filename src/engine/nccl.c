@@ -263,9 +263,8 @@ static void ctx_init(model_ctx *m, const config_platform *p, workload_coll c, en
 					  : p->inter.latency / hw_lat[HW_NET][NCCL_ALGO_RING][NCCL_PROTO_SIMPLE];
 	}
 	m->realized = false;
-	for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++)
-		m->lat_cal[pr] = p->nccl.proto_cal[0][pr].latency > 0 ||
-				 (m->nodes > 1 && p->nccl.proto_cal[1][pr].latency > 0);
+	for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++) /* across nodes: an inter-node entry (proto_platform) */
+		m->lat_cal[pr] = p->nccl.proto_cal[m->nodes > 1][pr].latency > 0;
 }
 
 static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *latency, double *algbw)
@@ -368,11 +367,14 @@ int nccl_launch_channels(const config_platform *p, nccl_algo a, nccl_proto pr, i
 }
 
 /* The platform protocol pr is timed on: p with the class bandwidths replaced by pr's
- * calibrated (realized) ones where it has them; false when it has none on the group's path. */
+ * calibrated (realized) ones; false when the group's path has none. Across nodes that
+ * takes an inter-node entry (the network is a multi-node ring's bottleneck, and an
+ * intra-node entry alone says nothing of the protocol's share of it): without one, the
+ * class links and NCCL's protocol model time the pair. */
 static bool proto_platform(const config_platform *p, nccl_proto pr, bool multi_node, config_platform *q)
 {
-	double bi = p->nccl.proto_cal[0][pr].bandwidth, be = multi_node ? p->nccl.proto_cal[1][pr].bandwidth : 0;
-	if (!(bi > 0) && !(be > 0))
+	double bi = p->nccl.proto_cal[0][pr].bandwidth, be = p->nccl.proto_cal[1][pr].bandwidth;
+	if (multi_node ? !(be > 0) : !(bi > 0))
 		return false;
 	*q = *p;
 	if (bi > 0) { /* as config_apply_calibration applies a class bandwidth */
@@ -381,7 +383,7 @@ static bool proto_platform(const config_platform *p, nccl_proto pr, bool multi_n
 			p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH && p->gpus_per_node > 1 ? bi / (p->gpus_per_node - 1) : bi;
 		q->eff.intra_link = 1.0;
 	}
-	if (be > 0) {
+	if (multi_node) {
 		q->inter.nic_bandwidth = be;
 		q->eff.inter_link = 1.0;
 	}
