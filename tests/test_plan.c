@@ -282,6 +282,15 @@ START_TEST(point_applies_overrides_and_calibration)
 		/* the calibration's measured NIC rate sets that efficiency to 1; its gemm replaces */
 		ck_assert_double_eq(pl.eff.inter_link, cal ? 1.0 : s.platforms[p.at[PLAN_AXIS_PLATFORM]].eff.inter_link);
 		ck_assert_double_eq(pl.eff.gemm, cal ? 0.5 : s.platforms[p.at[PLAN_AXIS_PLATFORM]].eff.gemm);
+		/* the overrides are hardware: NCCL's own view of the links (which a calibration
+		 * leaves at the platform's) follows them */
+		ck_assert(pl.nccl.tuner.set == cal);
+		if (cal) {
+			ck_assert_double_eq(pl.nccl.tuner.nic_bw, 100e9);
+			ck_assert_double_eq(pl.nccl.tuner.inter_lat, 7e-6);
+			ck_assert_double_eq(pl.nccl.tuner.intra_bw, 120e9);
+			ck_assert_double_eq(pl.nccl.tuner.pair_bw, pl.intra.pair_bandwidth);
+		}
 		ck_assert_int_eq(job.strategy, CONFIG_STRATEGY_BASP);
 		ck_assert_int_eq(job.micro_batch, 2);
 	}

@@ -47,6 +47,11 @@ static void usage(FILE *f)
 	      "broadcast_perf) and writes a calibration YAML for --calibration. Single-node logs fit the\n"
 	      "intra_node links; multi-node logs the inter_node links, with intra_node held at the fitted\n"
 	      "(or the platform's) values. Each log's layout comes from its '# Using devices' table.\n"
+	      "Then, per class, each NCCL protocol (LL, LL128, Simple) gets its own latency and bandwidth\n"
+	      "(the YAML's protocols: entries), fitted on the sizes where NCCL's tuner picks it (at\n"
+	      "least 2, else the class's links stand for it). They time the pair the tuner chose; the\n"
+	      "choice stays NCCL's, on the platform's uncalibrated links. With --platform no fitted\n"
+	      "value is kept that makes any size of the logs worse than the platform as given.\n"
 	      "\n"
 	      "  --from-nccl-tests LOG   an nccl-tests log; more LOGs may follow as arguments\n"
 	      "  --platform NAME|FILE    the cluster the logs come from (default: a generic NVSwitch node with\n"
@@ -156,6 +161,11 @@ static void print_class(const char *name, const nccltests_calib_class *k, const 
 		"points of %d log%s)\n",
 		name, k->fit.latency * 1e6, k->fit.bandwidth / 1e9, per, k->fit.rms_rel * 100, k->fit.max_rel * 100,
 		k->fit.n_points, k->n_logs, k->n_logs == 1 ? "" : "s");
+	char protos[512];
+	nccltests_protocols_text(k, protos, sizeof protos);
+	if (protos[0])
+		fprintf(stderr, "spsim calibrate: %s protocols (each on the sizes NCCL's tuner runs it): %s\n", name,
+			protos);
 }
 
 int cli_cmd_calibrate(int argc, char **argv)
