@@ -57,6 +57,16 @@ const struct option cli_job_options[] = {
 	{NULL, 0, NULL, 0},
 };
 
+int cli_getopt_refused(int c, char **argv)
+{
+	if (c == ':')
+		fprintf(stderr, "spsim %s: option '%s' needs a value\n", argv[0], argv[optind - 1]);
+	else
+		fprintf(stderr, "spsim %s: unknown option '%s' (see spsim %s --help)\n", argv[0], argv[optind - 1],
+			argv[0]);
+	return CLI_USAGE;
+}
+
 struct option *cli_options_concat(const struct option *extra)
 {
 	const size_t n_job = sizeof cli_job_options / sizeof cli_job_options[0] - 1;
@@ -630,9 +640,8 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 			return false;
 		a->opt.trace_path = a->trace;
 	}
-	if (a->opt.placement != ENGINE_PLACE_CONTIGUOUS && strcmp(a->engine, "analytic") == 0) {
-		fprintf(stderr, "spsim %s: the analytic engine models contiguous placement only; use --engine simgrid "
-				"for strided or random placement\n", cmd);
+	if (!engine_placement_supported(a->engine, &a->opt, &err)) {
+		fprintf(stderr, "spsim %s: %s\n", cmd, err.msg);
 		return false;
 	}
 	if (!workload_check(&a->m, &a->p, &a->job, &err)) {

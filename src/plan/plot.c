@@ -67,15 +67,19 @@ static const int marker_shapes[][2] = {{7, 6}, {5, 4}, {9, 8}, {13, 12}, {11, 10
 /* The fields that describe a configuration (apart from the strategy label). */
 static const char *const dims[] = {
 	"model", "platform", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
-	"gpu_memory", "calibration", "engine", "nodes", "gpus", "zero_stage", "recompute", "a2a", "basp_uneven",
+	"gpu_memory", "calibration", "engine", "placement", "what_if", "nodes", "gpus", "zero_stage", "recompute", "a2a",
+	"basp_uneven", "cp_comm_type", "attention_kernel", "impl", "offload_activations", "tile_mlp", "tile_logits",
+	"memory_reserve", "zero_overlap", "fp32_grad_comm", "reduce_bucket", "allgather_bucket", "prefetch_bucket",
 	"grad_accum", "seq_len", "micro_batch", NULL,
 };
-enum { MAX_DIMS = 19 };
+enum { MAX_DIMS = 33 };
 
 /* The order in which fields are pinned to one value when a figure would be crowded:
  * details of the set-up first, the axes of the studies last. */
 static const char *const pin_order[] = {
-	"engine", "calibration", "inter_latency", "intra_bandwidth", "nics", "gpus_per_node", "gpu_memory",
+	"engine", "calibration", "placement", "what_if", "inter_latency", "intra_bandwidth", "nics", "gpus_per_node",
+	"gpu_memory", "reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "zero_overlap",
+	"memory_reserve", "tile_logits", "tile_mlp", "offload_activations", "impl", "attention_kernel", "cp_comm_type",
 	"grad_accum", "a2a", "basp_uneven", "recompute", "zero_stage", "nic_bandwidth", "gpus", "nodes", "model",
 	"platform", "seq_len", "micro_batch", NULL,
 };
@@ -255,6 +259,18 @@ static void pretty(const json_t *row, const char *k, char *buf, size_t len)
 		snprintf(buf, len, "uneven %s", s);
 	else if (strcmp(k, "grad_accum") == 0)
 		snprintf(buf, len, "GA %g", v);
+	else if (strcmp(k, "tile_mlp") == 0 || strcmp(k, "tile_logits") == 0)
+		snprintf(buf, len, "%s tiles %g", k[5] == 'm' ? "MLP" : "logit", v);
+	else if (strcmp(k, "memory_reserve") == 0)
+		snprintf(buf, len, isfinite(v) ? "reserve %g GiB" : "reserve derived", v / 1073741824.0);
+	else if (json_is_boolean(json_object_get(row, k)))
+		snprintf(buf, len, "%s %s", k, v != 0 ? "on" : "off");
+	else if (strstr(k, "_bucket"))
+		snprintf(buf, len, "%s %g", k, v);
+	else if (strcmp(k, "cp_comm_type") == 0 || strcmp(k, "impl") == 0)
+		snprintf(buf, len, "%s %s", k, s);
+	else if (strcmp(k, "what_if") == 0 && strcmp(s, "none") == 0)
+		snprintf(buf, len, "no what-if");
 	else if (strcmp(k, "calibration") == 0) {
 		const char *b = strrchr(s, '/');
 		snprintf(buf, len, "%s%s", s[0] ? "cal " : "uncalibrated", s[0] ? (b ? b + 1 : s) : "");
@@ -305,15 +321,22 @@ typedef struct fig {
 	bool any_nofit;
 } fig;
 
+/* "/" between dir and a file name, or nothing when dir already ends in one ("figures/"). */
+static const char *dir_sep(const char *dir)
+{
+	size_t n = strlen(dir);
+	return n && dir[n - 1] == '/' ? "" : "/";
+}
+
 static bool fig_open(fig *f, const char *dir, const char *name, config_error *err)
 {
 	char path[CONFIG_PATH_MAX + 64];
 	memset(f, 0, sizeof *f);
 	f->dir = dir;
 	f->name = name;
-	snprintf(path, sizeof path, "%s/%s.dat", dir, name);
+	snprintf(path, sizeof path, "%s%s%s.dat", dir, dir_sep(dir), name);
 	f->dat = fopen(path, "w");
-	snprintf(path, sizeof path, "%s/%s.gp", dir, name);
+	snprintf(path, sizeof path, "%s%s%s.gp", dir, dir_sep(dir), name);
 	f->gp = f->dat ? fopen(path, "w") : NULL;
 	if (!f->dat || !f->gp) {
 		if (f->dat)
@@ -354,7 +377,8 @@ static bool fig_close(fig *f, FILE *log, int *written, config_error *err)
 	if (!run_gnuplot(f->dir, f->name, err))
 		return false;
 	if (log)
-		fprintf(log, "figure: %s/%s.svg, %s/%s.png\n", f->dir, f->name, f->dir, f->name);
+		fprintf(log, "figure: %s%s%s.svg, %s%s%s.png\n", f->dir, dir_sep(f->dir), f->name, f->dir, dir_sep(f->dir),
+			f->name);
 	(*written)++;
 	return true;
 }
@@ -388,6 +412,25 @@ static void skip(FILE *log, const char *name, const char *why)
 		fprintf(log, "figure %s skipped: %s\n", name, why);
 }
 
+/* Whether every value of field `by` comes with one value of field k in s. */
+static bool one_value_per(const rowset *s, const char *by, const char *k)
+{
+	json_t *seen = json_object();
+	bool same = true;
+	char b[256], v[256];
+	for (long i = 0; i < s->n && same; i++) {
+		raw(s->r[i], by, b, sizeof b);
+		raw(s->r[i], k, v, sizeof v);
+		const char *old = json_string_value(json_object_get(seen, b));
+		if (old)
+			same = strcmp(old, v) == 0;
+		else
+			json_object_set_new(seen, b, json_string(v));
+	}
+	json_decref(seen);
+	return same;
+}
+
 /* A hardware field that follows the platform (each platform has one value of it, as
  * loaded): naming the platform says it all. An override that varies within a platform
  * is not derived. */
@@ -395,22 +438,15 @@ static bool derived(const rowset *s, const char *k)
 {
 	static const char *const sub[] = {"gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
 					  "gpu_memory", NULL};
-	if (!in_list(sub, k) || distinct(s, "platform") < 2)
-		return false;
-	json_t *seen = json_object();
-	bool same = true;
-	char p[256], v[256];
-	for (long i = 0; i < s->n && same; i++) {
-		raw(s->r[i], "platform", p, sizeof p);
-		raw(s->r[i], k, v, sizeof v);
-		const char *old = json_string_value(json_object_get(seen, p));
-		if (old)
-			same = strcmp(old, v) == 0;
-		else
-			json_object_set_new(seen, p, json_string(v));
-	}
-	json_decref(seen);
-	return same;
+	return in_list(sub, k) && distinct(s, "platform") >= 2 && one_value_per(s, "platform", k);
+}
+
+/* A field that follows the strategy label (every label has one value of it: cp_comm_type,
+ * which the strategy spec sets): grouping by label already separates its values, so it is
+ * not a dimension of its own; pinning it would drop strategies from the figure. */
+static bool follows_label(const rowset *s, const char *k)
+{
+	return distinct(s, "label") >= 2 && one_value_per(s, "label", k);
 }
 
 /* The fields that vary in s (among dims, minus except and derived ones) into out;
@@ -419,7 +455,8 @@ static int varying(const rowset *s, const char *const *except, const char **out)
 {
 	int n = 0;
 	for (int i = 0; dims[i]; i++)
-		if (!in_list(except, dims[i]) && distinct(s, dims[i]) > 1 && !derived(s, dims[i]))
+		if (!in_list(except, dims[i]) && distinct(s, dims[i]) > 1 && !derived(s, dims[i]) &&
+		    !follows_label(s, dims[i]))
 			out[n++] = dims[i];
 	out[n] = NULL;
 	return n;
