@@ -202,8 +202,9 @@ static void load(const config_platform *p)
 START_TEST(fat_tree_routes_climb_only_across_leaves)
 {
 	/* 4 nodes x 2 GPUs, 2 NICs, leaves of 2 nodes: a message inside a leaf crosses the
-	 * two NICs (and the leaf switch); across leaves it also climbs leaf 0's uplink and
-	 * descends leaf 1's. GPU 1 uses NIC 1 (i mod nics). Inside a node: the two GPU links. */
+	 * two NICs (and node 0's port on the leaf switch); across leaves it also climbs leaf 0's
+	 * uplink, crosses leaf 0's port on the spine and descends leaf 1's uplink. GPU 1 uses
+	 * NIC 1 (i mod nics). Inside a node: the two GPU links. */
 	config_platform p = tu_platform(4, 2, 2);
 	p.inter.topology = CONFIG_TOPO_FAT_TREE;
 	p.inter.nodes_per_leaf = 2;
@@ -213,9 +214,9 @@ START_TEST(fat_tree_routes_climb_only_across_leaves)
 	route_of("n0g0", "n0g1", r, sizeof r);
 	ck_assert_str_eq(r, "n0g0_link_UP n0g1_link_DOWN");
 	route_of("n0g1", "n1g0", r, sizeof r);
-	ck_assert_str_eq(r, "n0nic1_UP leaf0sw n1nic0_DOWN");
+	ck_assert_str_eq(r, "n0nic1_UP leaf0sw0 n1nic0_DOWN");
 	route_of("n1g1", "n3g1", r, sizeof r);
-	ck_assert_str_eq(r, "n1nic1_UP leaf0up_UP spsimsw leaf1up_DOWN n3nic1_DOWN");
+	ck_assert_str_eq(r, "n1nic1_UP leaf0up_UP spsimsw0 leaf1up_DOWN n3nic1_DOWN");
 	/* uplink: 2 nodes x 2 NICs x 10 GB/s / 4 = 10 GB/s */
 	ck_assert_double_eq(sg_link_get_bandwidth(sg_link_by_name("leaf0up_UP")), 10e9);
 	/* route latencies are the platform's: 1 us inside a node, 10 us across */
@@ -229,14 +230,52 @@ END_TEST
 START_TEST(large_platforms_group_zones)
 {
 	/* 100 nodes on one switch: zones of at most 32 children, so routes exist between
-	 * nodes in different groups and climb only switches. */
+	 * nodes in different groups and climb only switch ports: n0 is child 0 of spsim_0,
+	 * spsim_0 child 0 of spsim, n99 child 3 of spsim_3 (nodes 96-99); n33 and n34 are
+	 * children 1 and 2 of spsim_1, so they meet on the lower one's port. */
 	config_platform p = tu_platform(100, 2, 1);
 	load(&p);
 	char r[512];
 	route_of("n0g0", "n99g1", r, sizeof r);
-	ck_assert_str_eq(r, "n0nic0_UP spsim_0sw spsimsw spsim_3sw n99nic0_DOWN");
+	ck_assert_str_eq(r, "n0nic0_UP spsim_0sw0 spsimsw0 spsim_3sw3 n99nic0_DOWN");
 	route_of("n33g0", "n34g1", r, sizeof r);
-	ck_assert_str_eq(r, "n33nic0_UP spsim_1sw n34nic0_DOWN");
+	ck_assert_str_eq(r, "n33nic0_UP spsim_1sw1 n34nic0_DOWN");
+}
+END_TEST
+
+/* True when the routes a -> b and c -> d have no link in common. */
+static bool routes_disjoint(const char *a, const char *b, const char *c, const char *d)
+{
+	char r1[512], r2[512];
+	route_of(a, b, r1, sizeof r1);
+	route_of(c, d, r2, sizeof r2);
+	for (char *t = strtok(r1, " "); t; t = strtok(NULL, " ")) {
+		size_t n = strlen(t);
+		for (const char *u = r2; (u = strstr(u, t)) != NULL; u += n)
+			if ((u == r2 || u[-1] == ' ') && (u[n] == ' ' || u[n] == '\0'))
+				return false;
+	}
+	return true;
+}
+
+START_TEST(no_link_is_shared_by_the_whole_cluster)
+{
+	/* A single switch is a FATPIPE link that never limits a flow, but one shared link
+	 * would put every inter-node flow in one sharing constraint, which SimGrid's
+	 * selective update re-solves whole at every event. Each child of a zone has its own
+	 * port instead: flows between different nodes share no link, inside a group of 32
+	 * nodes and across groups (100 nodes: spsim_0 holds n0-n31, spsim_1 n32-n63, ...). */
+	config_platform p = tu_platform(100, 2, 1);
+	load(&p);
+	ck_assert(routes_disjoint("n0g0", "n1g0", "n2g0", "n3g0"));
+	ck_assert(routes_disjoint("n33g0", "n34g0", "n35g0", "n36g0"));
+	ck_assert(routes_disjoint("n0g0", "n99g0", "n40g0", "n70g0"));
+	ck_assert(routes_disjoint("n31g0", "n32g0", "n63g0", "n64g0"));
+	/* flows out of one node do share its port (and its NIC), as they should */
+	ck_assert(!routes_disjoint("n0g0", "n1g0", "n0g1", "n2g1"));
+	/* the ports are non-blocking: every one is FATPIPE at the switch rate */
+	ck_assert_int_eq(sg_link_is_shared(sg_link_by_name("spsim_1sw1")), 0); /* FATPIPE */
+	ck_assert_double_ge(sg_link_get_bandwidth(sg_link_by_name("spsimsw0")), 1e18);
 }
 END_TEST
 
@@ -247,7 +286,7 @@ START_TEST(pcie_crosses_the_gpu_link_to_the_nic)
 	load(&p);
 	char r[512];
 	route_of("n0g1", "n1g0", r, sizeof r);
-	ck_assert_str_eq(r, "n0g1_link_UP n0nic0_UP spsimsw n1nic0_DOWN n1g0_link_DOWN");
+	ck_assert_str_eq(r, "n0g1_link_UP n0nic0_UP spsimsw0 n1nic0_DOWN n1g0_link_DOWN");
 }
 END_TEST
 
@@ -1294,6 +1333,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, platform_xml_has_every_gpu_link_and_nic);
 	tcase_add_test(tc, fat_tree_routes_climb_only_across_leaves);
 	tcase_add_test(tc, large_platforms_group_zones);
+	tcase_add_test(tc, no_link_is_shared_by_the_whole_cluster);
 	tcase_add_test(tc, pcie_crosses_the_gpu_link_to_the_nic);
 	tcase_add_test(tc, shipped_platforms_load_in_simgrid);
 	suite_add_tcase(s, tc);

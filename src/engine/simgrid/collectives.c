@@ -414,17 +414,26 @@ void sgx_proxy_actor(int argc, char **argv)
 
 static long size_of(double bytes) { return bytes > 0 ? (long)llround(bytes) : 0; }
 
+/* A phase's flows (and their comms) live on the actor's stack up to this many; a larger
+ * phase (an all-to-all over a big group) allocates. */
+#define SGX_SMALL_PHASE 64
+
 /* Posts every flow of a phase, each after its latency, and waits for all of them. */
 static void phase(sgx_rank *R, int s, flow *f, int n)
 {
 	sgx_run *r = R->run;
 	if (n == 0)
 		return;
-	sg_comm_t *comms = malloc((size_t)n * sizeof *comms);
-	sgx_proxy **wraps = malloc((size_t)n * sizeof *wraps);
+	sg_comm_t comm_buf[SGX_SMALL_PHASE];
+	sgx_proxy *wrap_buf[SGX_SMALL_PHASE];
+	bool small = n <= SGX_SMALL_PHASE;
+	sg_comm_t *comms = small ? comm_buf : malloc((size_t)n * sizeof *comms);
+	sgx_proxy **wraps = small ? wrap_buf : malloc((size_t)n * sizeof *wraps);
 	if (!comms || !wraps) {
-		free(comms);
-		free(wraps);
+		if (!small) {
+			free(comms);
+			free(wraps);
+		}
 		r->oom = true;
 		return;
 	}
@@ -476,8 +485,10 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 	sg_comm_wait_all(comms, (size_t)nc);
 	for (int k = 0; k < nw; k++)
 		sg_sem_acquire(wraps[k]->done);
-	free(comms);
-	free(wraps);
+	if (!small) {
+		free(comms);
+		free(wraps);
+	}
 }
 
 static void group_barrier(sgx_group *g, int s)
@@ -504,7 +515,8 @@ static void ring(sgx_rank *R, int s, sgx_group *g, int i, int steps, double byte
 	if (P <= 1 || bytes <= 0 || steps <= 0)
 		return;
 	double chunk = bytes / P / C;
-	flow *f = malloc((size_t)2 * C * sizeof *f);
+	flow buf[SGX_SMALL_PHASE];
+	flow *f = 2 * C <= SGX_SMALL_PHASE ? buf : malloc((size_t)2 * C * sizeof *f);
 	if (!f) {
 		R->run->oom = true;
 		return;
@@ -520,7 +532,8 @@ static void ring(sgx_rank *R, int s, sgx_group *g, int i, int steps, double byte
 		}
 		phase(R, s, f, 2 * C);
 	}
-	free(f);
+	if (f != buf)
+		free(f);
 	group_barrier(bg, s);
 	if (agg && steps > 1 && R->link_latency[s])
 		sg_actor_sleep_for((steps - 1) * g->lat_max);
@@ -529,7 +542,8 @@ static void ring(sgx_rank *R, int s, sgx_group *g, int i, int steps, double byte
 static void alltoall_direct(sgx_rank *R, int s, sgx_group *g, int i, double bytes)
 {
 	int P = g->size;
-	flow *f = malloc((size_t)2 * P * sizeof *f);
+	flow buf[SGX_SMALL_PHASE];
+	flow *f = 2 * P <= SGX_SMALL_PHASE ? buf : malloc((size_t)2 * P * sizeof *f);
 	if (!f) {
 		R->run->oom = true;
 		return;
@@ -542,7 +556,8 @@ static void alltoall_direct(sgx_rank *R, int s, sgx_group *g, int i, double byte
 		f[n++] = (flow){.peer = g->members[j], .bytes = bytes / P};
 	}
 	phase(R, s, f, n);
-	free(f);
+	if (f != buf)
+		free(f);
 }
 
 static void alltoall_pairwise(sgx_rank *R, int s, sgx_group *g, int i, double bytes)

@@ -15,7 +15,8 @@
  *                    its nearest NIC, ncclTopoGetLocalNet; one NIC per GPU: [NCCL-topo]).
  *                    On pcie the GPU's own link is crossed too (GPU -> host switch -> NIC).
  *   fat-tree leaf:   uplink of nodes_per_leaf x nics x nic_bw / oversubscription.
- *   switches:        FATPIPE links of unbounded rate (SimGrid forbids empty routes).
+ *   switches:        FATPIPE links of unbounded rate (SimGrid forbids empty routes), one
+ *                    port per child zone, so that no link is shared by the whole cluster.
  * What-ifs (docs/simgrid.md "What-ifs"): a degraded NIC, GPU port, pair link or leaf
  * uplink has its bandwidth divided by the what-if's factor; nothing else changes.
  * Latencies: intra = 2 x half on the GPU links (or the pair link), inter = 2 x half on the
@@ -140,24 +141,51 @@ typedef struct item {
 	char gw[48];
 } item;
 
-/* Writes the routes of a zone of zones: child <-> child through `sw`, child -> the zone's
- * own switch through `up` (direction UP when `up_dir`), and closes the zone. */
-static void zone_routes(writer *w, const char *ind, const char *self, const item *kids, int n, const char *sw,
+/* Switch port i of zone `self` ("<self>sw<i>"): the FATPIPE link of every route between
+ * child i and a later child, and of child i's route up to the zone's own gateway when the
+ * zone has no real uplink. SimGrid forbids empty routes, so a route through a switch needs
+ * a link; one per child (not one per switch) keeps flows of different children out of one
+ * sharing constraint. A FATPIPE link of SWITCH_BW never limits a flow, so the rates are
+ * those of a single shared switch link (docs/simgrid.md §2, §7), but SimGrid's selective
+ * update no longer ties every flow through the switch into one system to re-solve at each
+ * event. */
+static void port_name(char *buf, size_t len, const char *self, int i) { snprintf(buf, len, "%ssw%d", self, i); }
+
+/* Declares the ports zone_routes uses: every child's but the last, and the last one's too
+ * when the route up to the zone's gateway goes through the switch (no real uplink). */
+static void switch_ports(writer *w, const char *ind, const char *self, int n, bool up_through_switch)
+{
+	char port[80];
+	for (int i = 0; i < n; i++)
+		if (i + 1 < n || up_through_switch) {
+			port_name(port, sizeof port, self, i);
+			link_xml(w, ind, port, SWITCH_BW, 0, "FATPIPE");
+		}
+}
+
+/* Writes the routes of a zone of zones: child i <-> child j > i through port i, child i ->
+ * the zone's own switch through `up` (direction UP when `up_dir`) or, without it, through
+ * port i when `want_up`. */
+static void zone_routes(writer *w, const char *ind, const char *self, const item *kids, int n, bool want_up,
 			const char *up, bool up_dir)
 {
-	for (int i = 0; i < n; i++)
+	char port[80];
+	for (int i = 0; i < n; i++) {
+		port_name(port, sizeof port, self, i);
 		for (int j = i + 1; j < n; j++)
 			fprintf(w->f,
 				"%s  <zoneRoute src=\"%s\" dst=\"%s\" gw_src=\"%s\" gw_dst=\"%s\"><link_ctn id=\"%s\"/></zoneRoute>\n",
-				ind, kids[i].id, kids[j].id, kids[i].gw, kids[j].gw, sw);
-	if (up)
+				ind, kids[i].id, kids[j].id, kids[i].gw, kids[j].gw, port);
+	}
+	if (want_up)
 		for (int i = 0; i < n; i++) {
 			fprintf(w->f, "%s  <zoneRoute src=\"%s\" dst=\"%ss\" gw_src=\"%s\" gw_dst=\"%sgw\">", ind, kids[i].id,
 				self, kids[i].gw, self);
-			if (up_dir)
+			port_name(port, sizeof port, self, i);
+			if (up && up_dir)
 				fprintf(w->f, "<link_ctn id=\"%s\" direction=\"UP\"/>", up);
 			else
-				fprintf(w->f, "<link_ctn id=\"%s\"/>", up);
+				fprintf(w->f, "<link_ctn id=\"%s\"/>", up ? up : port);
 			fprintf(w->f, "</zoneRoute>\n");
 		}
 }
@@ -255,9 +283,7 @@ static void subtree(writer *w, int first, int count, int leaf_size, int depth, c
 			subtree(w, f, c, leaf_size, depth + 1, child, &kids[i], true);
 		}
 	}
-	char sw[64], up[64];
-	snprintf(sw, sizeof sw, "%ssw", name);
-	link_xml(w, ind, sw, SWITCH_BW, 0, "FATPIPE");
+	char up[64];
 	const char *uplink = NULL;
 	bool up_dir = false;
 	if (want_gw && is_leaf) {
@@ -268,10 +294,9 @@ static void subtree(writer *w, int first, int count, int leaf_size, int depth, c
 		link_xml(w, ind, up, degraded(w, bw, CONFIG_LINK_LEAF, first / leaf_size, -1, -1), 0, "SPLITDUPLEX");
 		uplink = up;
 		up_dir = true;
-	} else if (want_gw) {
-		uplink = sw;
 	}
-	zone_routes(w, ind, name, kids, n, sw, uplink, up_dir);
+	switch_ports(w, ind, name, n, want_gw && !uplink);
+	zone_routes(w, ind, name, kids, n, want_gw, uplink, up_dir);
 	fprintf(w->f, "%s</zone>\n", ind);
 	snprintf(out->id, sizeof out->id, "%s", name);
 	snprintf(out->gw, sizeof out->gw, "%sgw", name);
@@ -331,8 +356,8 @@ bool sgx_platform_write(const sgx_spec *s, FILE *out, config_error *err)
 		wrap_zone(&w, " ", leaves);
 		snprintf(kids[1].id, sizeof kids[1].id, "wrap");
 		snprintf(kids[1].gw, sizeof kids[1].gw, "wrapgw");
-		link_xml(&w, " ", "spsimsw", SWITCH_BW, 0, "FATPIPE");
-		zone_routes(&w, " ", "spsim", kids, 2, "spsimsw", NULL, false);
+		switch_ports(&w, " ", "spsim", 2, false);
+		zone_routes(&w, " ", "spsim", kids, 2, false, NULL, false);
 		fprintf(out, "</zone>\n");
 	}
 	fprintf(out, "</platform>\n");
