@@ -53,7 +53,7 @@ static const char *const job_keys[] = {
 	"grad_accum",    "zero",             "recompute",       "dtype",          "zero_overlap",
 	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
 	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",
-	"attention_kernel", "impl",         "memory_reserve",   "basp_inner",     "cp_split",
+	"attention_kernel", "impl", "zero3_prefetch",         "memory_reserve",   "basp_inner",     "cp_split",
 	"ulysses_degree", "ring_degree", "what_if", "cp_comm_type", "offload_activations", "tile_mlp", "tile_logits", NULL,
 };
 
@@ -66,7 +66,7 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 	if (!yt_top(doc, "job", &t, err) || !yt_check_keys(t, job_keys, err))
 		return false;
 	int strategy = job->strategy, recompute = job->recompute, dtype = job->dtype, a2a = job->a2a,
-	    uneven = job->basp_uneven, attn = job->attention_kernel, impl = job->impl,
+	    uneven = job->basp_uneven, attn = job->attention_kernel, impl = job->impl, z3p = job->zero3_prefetch,
 	    inner = job->basp_inner == CONFIG_STRATEGY_RING ? 1 : job->basp_inner == CONFIG_STRATEGY_USP ? 2 : 0, split = job->cp_split,
 	    ctype = -1;
 	long zero = job->zero_stage;
@@ -85,6 +85,7 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 	    !yt_enum(t, "basp_uneven", false, config_basp_uneven_names, 3, &uneven, NULL, err) ||
 	    !yt_enum(t, "attention_kernel", false, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &attn, NULL, err) ||
 	    !yt_enum(t, "impl", false, config_impl_names, 2, &impl, NULL, err) ||
+	    !yt_enum(t, "zero3_prefetch", false, config_zero3_prefetch_names, 2, &z3p, NULL, err) ||
 	    !yt_enum(t, "basp_inner", false, basp_inners, 3, &inner, NULL, err) ||
 	    !yt_posint(t, "ulysses_degree", false, &job->ulysses_degree, NULL, err) ||
 	    !yt_posint(t, "ring_degree", false, &job->ring_degree, NULL, err) ||
@@ -106,6 +107,7 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 	job->basp_uneven = (config_basp_uneven)uneven;
 	job->attention_kernel = attn;
 	job->impl = (config_impl)impl;
+	job->zero3_prefetch = (config_zero3_prefetch)z3p;
 	job->basp_inner = inner == 1 ? CONFIG_STRATEGY_RING : inner == 2 ? CONFIG_STRATEGY_USP : CONFIG_STRATEGY_ULYSSES;
 	job->cp_split = (config_cp_split)split;
 	if (ctype >= 0) { /* Megatron-Core's name for the SP group's strategy (BASP: its inner) */
