@@ -776,7 +776,8 @@ static int z3_unit_of(const workload_op *op)
  * layer. Returns the most elements gathered and alive at once: the current unit and what
  * is prefetched beyond it (with `whole` the layer's parameters all stay, as after a
  * full recompute, whose backward reuses them). */
-static double z3_batches(const double *elems, const int *order, int n, double window, bool whole, double *batch)
+static double z3_batches(const double *elems, const int *order, int n, double window, bool whole, double *batch,
+			 double *carry)
 {
 	double P = 0, start[2 * Z3_UNITS];
 	for (int k = 0; k < n; k++)
@@ -788,6 +789,9 @@ static double z3_batches(const double *elems, const int *order, int n, double wi
 		acc += elems[order[j % n]];
 	}
 	double live = 0, prev_end = 0;
+	if (carry) /* the layer's units the previous layer's hooks gathered: those starting before w */
+		for (int j = *carry = 0; j < n; j++)
+			*carry += start[j] < w ? elems[order[j]] : 0.0;
 	for (int k = 0; k < n; k++) {
 		const double end = start[k] + elems[order[k]];
 		double b = 0, ahead = 0;
@@ -818,11 +822,15 @@ static int z3_map(int x, const int *shift_at, int ns)
 }
 
 /* The per-submodule gathers of one layer block, inserted before the GEMMs that first use
- * each unit from op `from` on; gathers on stream ps, named `gname`, in phase ph. */
-static void z3_fetch(builder *b, workload_block *blk, int from, workload_phase ph, const char *gname, workload_stream ps)
+ * each unit from op `from` on; gathers on stream ps, named `gname`, in phase ph. Returns
+ * the elements of the first layer's units that the block's pattern leaves to the hooks
+ * before it (z3_batches' carry), 0 when nothing was inserted. */
+static double z3_fetch(builder *b, workload_block *blk, int from, workload_phase ph, const char *gname,
+		       workload_stream ps)
 {
+	double carry = 0;
 	if (!blk || b->oom)
-		return;
+		return 0;
 	double elems[Z3_UNITS], batch[Z3_UNITS];
 	int order[Z3_UNITS], at[Z3_UNITS], n = 0;
 	bool seen[Z3_UNITS] = {false};
@@ -836,8 +844,8 @@ static void z3_fetch(builder *b, workload_block *blk, int from, workload_phase p
 		}
 	}
 	if (n == 0)
-		return;
-	z3_batches(elems, order, n, b->job->prefetch_bucket_elems, false, batch);
+		return 0;
+	z3_batches(elems, order, n, b->job->prefetch_bucket_elems, false, batch, &carry);
 	/* the issue point of each hook's gather: the main-stream op before its GEMM (old index,
 	 * -1: the block's last main-stream op of the previous layer) */
 	int issue[Z3_UNITS], last_main = -1;
@@ -857,7 +865,7 @@ static void z3_fetch(builder *b, workload_block *blk, int from, workload_phase p
 		extra += batch[k] > 0;
 	while (blk->cap_ops < blk->n_ops + extra)
 		if (!op_room(b, blk))
-			return;
+			return 0;
 	/* move the ops up, last hook first, then remap every dependency */
 	int shift_at[Z3_UNITS], ns = 0;
 	for (int k = n - 1; k >= 0; k--) {
@@ -910,6 +918,18 @@ static void z3_fetch(builder *b, workload_block *blk, int from, workload_phase p
 			prev_g = gat[k];
 	}
 #undef Z3_MAP
+	return carry;
+}
+
+/* The first layer's carried units (z3_fetch), gathered by the hooks before the layer
+ * block: the embedding's in forward, the head's in backward (each hook prefetches the
+ * window that follows it). On the main stream at the end of that block: the first layer's
+ * GEMM waits for every gather issued before it (fetch_sub_module's wait_stream). */
+static void z3_carry(builder *b, int blk_index, workload_phase ph, double elems)
+{
+	if (elems > 0 && blk_index >= 0 && blk_index < b->n)
+		zero_op(b, &b->blocks[blk_index], "zero3_gather_ahead", ph, WL_COLL_ALLGATHER, WL_STREAM_MAIN,
+			elems * BF16, 1, -1, 0);
 }
 
 double workload_zero3_gathered_elems(const config_model *m, const config_job *job)
@@ -922,9 +942,9 @@ double workload_zero3_gathered_elems(const config_model *m, const config_job *jo
 	static const int fwd[Z3_UNITS] = {Z3_QKV, Z3_O, Z3_GATE_UP, Z3_DOWN};
 	static const int bwd[Z3_UNITS] = {Z3_DOWN, Z3_GATE_UP, Z3_O, Z3_QKV};
 	const double w = job->prefetch_bucket_elems;
-	double live = z3_batches(elems, fwd, Z3_UNITS, w, false, NULL);
-	double back = job->recompute == CONFIG_RECOMPUTE_FULL ? z3_batches(elems, fwd, Z3_UNITS, w, true, NULL)
-							      : z3_batches(elems, bwd, Z3_UNITS, w, false, NULL);
+	double live = z3_batches(elems, fwd, Z3_UNITS, w, false, NULL, NULL);
+	double back = job->recompute == CONFIG_RECOMPUTE_FULL ? z3_batches(elems, fwd, Z3_UNITS, w, true, NULL, NULL)
+							      : z3_batches(elems, bwd, Z3_UNITS, w, false, NULL, NULL);
 	return live > back ? live : back;
 }
 
@@ -974,6 +994,7 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	/* ZeRO-3's fetch: per layer one block ahead (layer), or per submodule (z3_fetch) */
 	const bool z3_layer = Z == 3 && job->zero3_prefetch == CONFIG_ZERO3_PREFETCH_LAYER;
 	const bool z3_sub = Z == 3 && !z3_layer;
+	double carry_fwd = 0; /* DeepSpeed style: the first layer's units the embedding's hook gathers */
 	blk = block_new(&b, "layer_fwd", L, false, 0, 1);
 	{
 		/* ZeRO-3 prefetch by layer: layer l's gather may start once layer l-1 has started
@@ -999,13 +1020,17 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 			}
 		}
 		if (z3_sub)
-			z3_fetch(&b, blk, first, WL_PHASE_FWD, "zero3_gather", ps);
+			carry_fwd = z3_fetch(&b, blk, first, WL_PHASE_FWD, "zero3_gather", ps);
+		z3_carry(&b, b.n - 2, WL_PHASE_FWD, carry_fwd);
 	}
 
 	blk = block_new(&b, "head", 1, false, -1, 0);
-	if (Z == 3 && head_params > 0)
+	/* DeepSpeed style: the last layer's hooks prefetched as much as they carried into the
+	 * first (the layer's pattern repeats), of the head's weight when it has one */
+	const double head_left = head_params - (carry_fwd < head_params ? carry_fwd : head_params);
+	if (Z == 3 && head_left > 0)
 		zero_op(&b, blk, "zero3_gather_head", WL_PHASE_FWD, WL_COLL_ALLGATHER, WL_STREAM_MAIN,
-			head_params * BF16, chunks_of(head_params, job->allgather_bucket_elems), -1, 0);
+			head_left * BF16, chunks_of(head_left, job->allgather_bucket_elems), -1, 0);
 	const elementwise_bytes e = elementwise_of(m, job);
 	memop(&b, blk, "final_norm", WL_PHASE_FWD, e.norm_fwd * d.th);
 	/* Cross-entropy in fp32 (elementwise_of). With --tile-logits n the head, the loss and
@@ -1057,7 +1082,7 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 		 * follows finds it available (released only beyond stage3_max_reuse_distance,
 		 * __params_to_release); otherwise the backward gathers in reverse order */
 		if (z3_sub)
-			z3_fetch(&b, blk, before, WL_PHASE_BWD, "zero3_gather_bwd", ps);
+			z3_carry(&b, b.n - 2, WL_PHASE_BWD, z3_fetch(&b, blk, before, WL_PHASE_BWD, "zero3_gather_bwd", ps));
 		grad_reduce(&b, blk, "zero_grad_allreduce", "zero3_reduce_scatter", zs, layer_params, gbytes);
 	}
 
