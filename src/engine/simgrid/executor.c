@@ -827,10 +827,14 @@ static bool run_child(const engine_input *in, const engine_simgrid_options *o, e
  * collectives of a layer meet every rank, ZeRO traffic of one micro-step overlaps the next
  * the same way each time), every further period of P iterations adds the same time to
  * every total (P = 1, or 2 when contention alternates between two schedules, as ZeRO-3's
- * prefetched gathers do). So the step is simulated with n = a, a+P and a+2P iterations (a
- * = 1, 2, 4, ... aligned so that the full count minus a is a whole number of periods); when
- * the two differences agree on every total to 1e-9 relative, the schedule repeats and the
- * totals are those of a+2P plus (full - a - 2P) / P periods. Otherwise the next a is
+ * prefetched gathers do). So the step is simulated with n = a, a+P, a+2P and a+3P
+ * iterations (a = 1, 2, 4, ... aligned so that the full count minus a is a whole number of
+ * periods); when the three differences agree on every total to 1e-9 relative, the schedule
+ * repeats and the totals are those of a+3P plus (full - a - 3P) / P periods. (Two
+ * differences are not enough: a stream whose backlog grows by a little each layer, as a
+ * reduce-scatter stream sharing the NIC with gathers does, finishes last only from some
+ * layer count on, and before that the step grows at the main stream's rate for a few
+ * layers.) Otherwise the next a is
  * tried, and the full count is simulated when none fits. Layers are reduced inside each
  * micro-step count the micro-step extrapolation asks for. The result is the full
  * simulation's up to rounding (tests compare both); cost no longer grows with L or G. A
@@ -838,9 +842,10 @@ static bool run_child(const engine_input *in, const engine_simgrid_options *o, e
  * (docs/simgrid.md §5.4). */
 #define SGX_PERIODIC_FIELDS 16
 #define SGX_MAX_PERIOD 2
+#define SGX_SAMPLES 4 /* iteration counts a window simulates: three differences to agree */
 #define SGX_EXTRAPOLATE_FROM 17 /* micro-steps */
 #define SGX_LAYERS_FROM 8       /* layer iterations */
-#define SGX_LAYER_BUDGET 10     /* layer iterations a failing search may cost at least */
+#define SGX_LAYER_BUDGET 15     /* layer iterations a failing search may cost at least */
 #define SGX_MEMO 128
 
 static void periodic_fields(const engine_result *r, int g, double *f)
@@ -986,21 +991,21 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 		int P = micro ? w % SGX_MAX_PERIOD + 1 : w / n_a + 1;
 		int a0 = (micro ? 2 : 1) << ia;
 		int a = a0 + (full - a0) % P;
-		if (a + 2 * P >= full)
+		if (a + (SGX_SAMPLES - 1) * P >= full)
 			continue;
 		if (!micro) {
 			/* windows cost at most max(L/2, 10) layer iterations per micro-step
 			 * count: a schedule that does not repeat costs at most that more than
 			 * the full run */
 			long need = 0;
-			for (int k = 0; k < 3; k++)
+			for (int k = 0; k < SGX_SAMPLES; k++)
 				need += memo_has(x, other, a + k * P) ? 0 : a + k * P;
 			if (x->spent + need > (full / 2 > SGX_LAYER_BUDGET ? full / 2 : SGX_LAYER_BUDGET))
 				continue;
 			x->spent += need;
 		}
-		double f[3][SGX_PERIODIC_FIELDS];
-		for (int k = 0; k < 3; k++) {
+		double f[SGX_SAMPLES][SGX_PERIODIC_FIELDS];
+		for (int k = 0; k < SGX_SAMPLES; k++) {
 			int n = a + k * P;
 			bool ok;
 			if (micro) {
@@ -1015,15 +1020,17 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 				return false;
 		}
 		bool periodic = true;
-		for (int i = 0; periodic && i < SGX_PERIODIC_FIELDS; i++) {
-			double d1 = f[1][i] - f[0][i], d2 = f[2][i] - f[1][i];
-			periodic = fabs(d2 - d1) <= 1e-9 * fabs(f[2][i]) + 1e-15;
-		}
+		const int last = SGX_SAMPLES - 1;
+		for (int i = 0; periodic && i < SGX_PERIODIC_FIELDS; i++)
+			for (int k = 2; periodic && k <= last; k++) {
+				double d1 = f[k - 1][i] - f[k - 2][i], d2 = f[k][i] - f[k - 1][i];
+				periodic = fabs(d2 - d1) <= 1e-9 * fabs(f[last][i]) + 1e-15;
+			}
 		if (!periodic)
 			continue;
-		double k = (double)((full - a - 2 * P) / P);
+		double k = (double)((full - a - last * P) / P);
 		for (int i = 0; i < SGX_PERIODIC_FIELDS; i++)
-			v[i] = f[2][i] + k * (f[2][i] - f[1][i]);
+			v[i] = f[last][i] + k * (f[last][i] - f[last - 1][i]);
 		*done = true;
 		return true;
 	}
