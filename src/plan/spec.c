@@ -50,7 +50,7 @@ static const char *const spec_keys[] = {
 	"name", "baseline", "zero_overlap", "fp32_grad_comm", "reduce_bucket", "allgather_bucket", "prefetch_bucket",
 	"model", "platform", "nodes", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
 	"gpu_memory", "calibration", "engine", "gpus", "zero", "recompute", "a2a", "basp_uneven", "grad_accum", "seq_len",
-	"micro_batch", "strategy", "impl", "memory_reserve", NULL,
+	"micro_batch", "strategy", "impl", "memory_reserve", "zero3_prefetch", NULL,
 };
 
 #define MAX_POINTS 100000000L
@@ -266,11 +266,13 @@ static bool read_base(loader *L, const yt_node *t)
 	    !yt_range(t, CONFIG_R_PREFETCH_BUCKET, false, &b->prefetch_bucket_elems, NULL, L->err) ||
 	    !yt_bool(t, "fp32_grad_comm", false, &b->fp32_grad_comm, &has_fp32, L->err))
 		return false;
-	int impl = b->impl;
+	int impl = b->impl, z3p = b->zero3_prefetch;
 	if (!yt_enum(t, "impl", false, config_impl_names, 2, &impl, NULL, L->err) ||
+	    !yt_enum(t, "zero3_prefetch", false, config_zero3_prefetch_names, 2, &z3p, NULL, L->err) ||
 	    !yt_size_or_zero(t, "memory_reserve", &b->memory_reserve, &b->memory_reserve_set, L->err))
 		return false;
 	b->impl = (config_impl)impl;
+	b->zero3_prefetch = (config_zero3_prefetch)z3p;
 	b->fp32_grad_comm_set = has_fp32;
 	const yt_node *ov = yt_find(t, "zero_overlap");
 	if (ov) {
