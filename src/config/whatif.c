@@ -314,16 +314,11 @@ static bool read_entry(const yt_node *v, config_whatif_kind kind, config_whatif 
 	return true;
 }
 
-bool config_load_whatif(const char *path, config_whatif *w, config_error *err)
+bool config_read_whatif(const yt_node *wi, config_whatif *w, config_error *err)
 {
-	yt_doc *doc;
-	if (!yt_load(path, &doc, err))
-		return false;
-	const yt_node *t, *wi = NULL;
 	config_whatif out = *w;
-	bool ok = yt_top(doc, "job", &t, err) && yt_map(t, "what_if", false, &wi, err) &&
-		  (!wi || yt_check_keys(wi, yaml_keys, err));
-	for (int k = 0; ok && wi && k < CONFIG_WHATIF_KINDS; k++) {
+	bool ok = yt_check_keys(wi, yaml_keys, err);
+	for (int k = 0; ok && k < CONFIG_WHATIF_KINDS; k++) {
 		const yt_node *v = yt_find(wi, yaml_keys[k]);
 		if (!v)
 			continue;
@@ -333,9 +328,20 @@ bool config_load_whatif(const char *path, config_whatif *w, config_error *err)
 		else
 			ok = read_entry(v, (config_whatif_kind)k, &out, err);
 	}
-	yt_free(doc);
 	if (ok)
 		*w = out;
+	return ok;
+}
+
+bool config_load_whatif(const char *path, config_whatif *w, config_error *err)
+{
+	yt_doc *doc;
+	if (!yt_load(path, &doc, err))
+		return false;
+	const yt_node *t, *wi = NULL;
+	bool ok = yt_top(doc, "job", &t, err) && yt_map(t, "what_if", false, &wi, err) &&
+		  (!wi || config_read_whatif(wi, w, err));
+	yt_free(doc);
 	return ok;
 }
 
