@@ -1277,6 +1277,35 @@ START_TEST(identical_layers_extrapolate_exactly)
 }
 END_TEST
 
+START_TEST(extrapolation_never_yields_a_negative_total)
+{
+	/* USP (Ulysses over the node, rings across the two) with ZeRO-3 on 2 dgx-h100 nodes, 64K,
+	 * Llama-3.2-1B: windows of 1-4 layers look periodic, but extrapolated to 16 layers the
+	 * ZeRO exposure comes out negative (-7 ms), so that window was no period. The engine
+	 * goes on to the next window or the full run: a valid result, equal to the full run's. */
+	config_model m;
+	config_platform p;
+	config_error err;
+	ck_assert(config_load_model("llama-3.2-1b", &m, &err) && config_load_platform("dgx-h100", &p, &err));
+	p.nodes = 2;
+	config_job job = tu_job(CONFIG_STRATEGY_USP, 16, 16, 1, 65536, 3);
+	ck_assert_msg(workload_check(&m, &p, &job, &err), "%s", err.msg);
+	workload_plan plan;
+	ck_assert(workload_plan_make(&m, &p, &job, &plan, &err));
+	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
+	engine_simgrid_options o;
+	engine_simgrid_options_default(&o);
+	engine_result fast, full;
+	ck_assert_msg(engine_simgrid_run_opt(&in, &o, &fast, NULL, &err), "%s", err.msg);
+	o.repeat = false;
+	ck_assert_msg(engine_simgrid_run_opt(&in, &o, &full, NULL, &err), "%s", err.msg);
+	ck_assert(fast.breakdown.zero_comm_exposed >= 0);
+	ck_assert_msg(fabs(fast.step_time - full.step_time) <= 1e-9 * full.step_time, "step %.12g, full run %.12g",
+		      fast.step_time, full.step_time);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
 /* ------------------------------------------------------------- determinism --- */
 
 START_TEST(same_input_bit_identical_output)
@@ -1347,6 +1376,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, engine_runs_any_number_of_simulations_per_process);
 	tcase_add_test(tc, identical_micro_steps_extrapolate_exactly);
 	tcase_add_test(tc, identical_layers_extrapolate_exactly);
+	tcase_add_test(tc, extrapolation_never_yields_a_negative_total);
 	tcase_add_test(tc, same_input_bit_identical_output);
 	suite_add_tcase(s, tc);
 	return s;

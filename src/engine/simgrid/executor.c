@@ -1029,8 +1029,13 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 		if (!periodic)
 			continue;
 		double k = (double)((full - a - last * P) / P);
-		for (int i = 0; i < SGX_PERIODIC_FIELDS; i++)
+		bool physical = true; /* a total that extrapolates below zero was no period */
+		for (int i = 0; i < SGX_PERIODIC_FIELDS; i++) {
 			v[i] = f[last][i] + k * (f[last][i] - f[last - 1][i]);
+			physical = physical && v[i] >= -1e-12 * fabs(v[0]);
+		}
+		if (!physical)
+			continue;
 		*done = true;
 		return true;
 	}
