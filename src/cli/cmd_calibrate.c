@@ -20,7 +20,7 @@ enum {
 	OPT_ALG,
 };
 
-static const struct option options[] = {
+const struct option cli_calibrate_options[] = {
 	{"from-nccl-tests", required_argument, NULL, OPT_FROM},
 	{"platform", required_argument, NULL, CLI_OPT_PLATFORM},
 	{"output", required_argument, NULL, OPT_OUTPUT},
@@ -85,7 +85,7 @@ static int parse_args(int argc, char **argv, cal_args *a)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:e:o:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":b:e:o:h", cli_calibrate_options, NULL)) != -1) {
 		switch (c) {
 		case 'h': usage(stdout); return CLI_OK;
 		case OPT_FROM: a->logs[a->n_logs++] = optarg; break;
@@ -131,12 +131,7 @@ static int parse_args(int argc, char **argv, cal_args *a)
 		}
 		case OPT_IN_PLACE: a->co.in_place = true; break;
 		case OPT_ALG: a->alg_name = optarg; break;
-		case ':':
-			fprintf(stderr, "spsim calibrate: %s needs a value (see spsim calibrate --help)\n", argv[optind - 1]);
-			return CLI_USAGE;
-		default:
-			fprintf(stderr, "spsim calibrate: unknown option '%s' (see spsim calibrate --help)\n", argv[optind - 1]);
-			return CLI_USAGE;
+		default: return cli_getopt_refused(c, argv);
 		}
 	}
 	for (int i = optind; i < argc; i++)

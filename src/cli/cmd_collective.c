@@ -23,7 +23,7 @@ enum {
 	OPT_PROTO,
 };
 
-static const struct option options[] = {
+const struct option cli_collective_options[] = {
 	{"minbytes", required_argument, NULL, 'b'},
 	{"maxbytes", required_argument, NULL, 'e'},
 	{"stepfactor", required_argument, NULL, 'f'},
@@ -140,7 +140,7 @@ static int parse_args(int argc, char **argv, coll_args *a)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:e:f:i:g:d:o:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":b:e:f:i:g:d:o:h", cli_collective_options, NULL)) != -1) {
 		switch (c) {
 		case 'h': usage(stdout); return CLI_OK;
 		case 'b':
@@ -193,12 +193,7 @@ static int parse_args(int argc, char **argv, coll_args *a)
 		case OPT_IN_PLACE: a->in_place = true; break;
 		case OPT_PROTO: a->proto_name = optarg; break;
 		case ':':
-			fprintf(stderr, "spsim collective: %s needs a value (see spsim collective --help)\n", argv[optind - 1]);
-			return CLI_USAGE;
-		case '?':
-			fprintf(stderr, "spsim collective: unknown option '%s' (see spsim collective --help)\n",
-				argv[optind - 1]);
-			return CLI_USAGE;
+		case '?': return cli_getopt_refused(c, argv);
 		default: {
 			int r = cli_job_option(&a->job, c, optarg);
 			if (r < 0)
