@@ -569,6 +569,41 @@ static engine_result run_job(const config_model *m, const config_platform *p, co
 	return r;
 }
 
+START_TEST(zero3_deepspeed_fetch_never_beats_layer_prefetch)
+{
+	/* Invariant: with the same bytes per call, less lookahead cannot hide more. DeepSpeed's
+	 * per-submodule fetch (zero3_prefetch deepspeed) gathers the next layer's units one hook
+	 * ahead (a window of at least the layer: prefetch_bucket = the layer's parameters, so
+	 * the layer style's gather is one call too); the layer style gathers the whole next
+	 * layer one layer ahead. Over SP, recompute, NICs and sequence lengths on a 2 x 4
+	 * platform with a 4-layer, h = 1024 model, the DeepSpeed step is never shorter, and
+	 * where the network is slow it is longer (the GEMM of each hook waits for its own
+	 * window, not the layer's). */
+	config_model m = tu_model();
+	m.layers = 4, m.hidden = 1024, m.heads = 8, m.kv_heads = 8, m.head_dim = 128, m.ffn = 4096, m.vocab = 1000;
+	int points = 0, slower = 0;
+	for (int nics = 1; nics <= 4; nics *= 4)
+		for (int sp = 1; sp <= 4; sp *= 4)
+			for (int rc = 0; rc < 2; rc++)
+				for (long S = 1024; S <= 8192; S *= 8) {
+					config_platform p = tu_platform(2, 4, nics);
+					config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 8, sp, 1, S, 3);
+					j.recompute = rc ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
+					j.prefetch_bucket_elems = config_model_layer_params(&m);
+					j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_LAYER;
+					double layer = run_job(&m, &p, j).step_time;
+					j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_DEEPSPEED;
+					double ds = run_job(&m, &p, j).step_time;
+					ck_assert_msg(ds >= layer * (1 - 1e-9), "nics %d sp %d recompute %d S %ld: deepspeed %.9g < layer %.9g",
+						      nics, sp, rc, S, ds, layer);
+					slower += ds > 1.01 * layer;
+					points++;
+				}
+	ck_assert_int_eq(points, 16);
+	ck_assert_int_gt(slower, 0);
+}
+END_TEST
+
 START_TEST(breakdown_conserves_step_time)
 {
 	/* The main stream runs compute and SP all-to-alls back to back; ZeRO exposure is
@@ -707,6 +742,7 @@ int main(void)
 	tcase_add_test(tc, extrapolation_equals_unrolled_schedule);
 	tcase_add_test(tc, breakdown_conserves_step_time);
 	tcase_add_test(tc, faster_network_never_slows_a_step);
+	tcase_add_test(tc, zero3_deepspeed_fetch_never_beats_layer_prefetch);
 	tcase_add_test(tc, tokens_per_second_counts_every_replica);
 	tcase_add_test(tc, analytic_trace_is_valid_json);
 	suite_add_tcase(s, tc);

@@ -195,6 +195,13 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	o = spsim("run", REF, "--seq-len", "16K", "--impl", "deepspeed", NULL);
 	expect(o, 2, "--impl expects hf or megatron, got 'deepspeed'");
 	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--zero3-prefetch", "fsdp", NULL);
+	expect(o, 2, "--zero3-prefetch expects deepspeed or layer, got 'fsdp'");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--zero3-prefetch", "layer", NULL);
+	expect(o, 0, NULL);
+	ck_assert_ptr_nonnull(strstr(o->out, "ZeRO-3 prefetch layer"));
+	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--memory-reserve", "2", NULL);
 	expect(o, 2, "--memory-reserve: '2' has no unit, expected a size such as 40GiB or 512MiB, or 0");
 	free(o);
@@ -293,6 +300,7 @@ START_TEST(run_json_has_the_documented_keys)
 	sum += json_number_value(json_object_get(m, "reserve"));
 	ck_assert_close(sum, json_number_value(json_object_get(m, "peak")), 1e-9);
 	ck_assert_str_eq(json_string_value(json_object_get(job, "impl")), "hf");
+	ck_assert_str_eq(json_string_value(json_object_get(job, "zero3_prefetch")), "deepspeed");
 	/* wire bytes beside the buffers: BASP K = 4 stays in a node; ZeRO-3's world rings
 	 * leave the node for 1/4 of what they send (r = 4) */
 	json_t *cb = json_object_get(j, "comm_bytes_per_gpu");
@@ -1175,7 +1183,10 @@ START_TEST(cp_comm_type_flag)
 	expect(o, 0, NULL);
 	ck_assert_ptr_nonnull(strstr(o->out, "ring:comm=all_gather"));
 	free(o);
-	o = spsim("max-seq", REF, "--strategy", "ring,ring:comm=all_gather", "--zero", "3", "--format", "json", NULL);
+	/* (with full recompute: without it both stop at 19456 since the ZeRO-3 fetch window
+	 * freed memory, a granule apart from each other's bound) */
+	o = spsim("max-seq", REF, "--strategy", "ring,ring:comm=all_gather", "--zero", "3", "--recompute", "full",
+		  "--format", "json", NULL);
 	expect(o, 0, NULL);
 	j = json_loads(o->out, 0, NULL);
 	json_t *rows = json_object_get(j, "rows");
@@ -1186,7 +1197,8 @@ START_TEST(cp_comm_type_flag)
 	ck_assert_int_lt(ag, ring);
 	json_decref(j);
 	free(o);
-	o = spsim("max-seq", REF, "--cp-comm-type", "all_gather", "--zero", "3", "--format", "json", NULL);
+	o = spsim("max-seq", REF, "--cp-comm-type", "all_gather", "--zero", "3", "--recompute", "full", "--format", "json",
+		  NULL);
 	expect(o, 0, NULL);
 	j = json_loads(o->out, 0, NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "strategy")), "ring:comm=all_gather");

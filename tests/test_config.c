@@ -967,6 +967,7 @@ START_TEST(job_defaults)
 	ck_assert_double_eq(j.reduce_bucket_elems, 5e8);
 	ck_assert_double_eq(j.allgather_bucket_elems, 5e8);
 	ck_assert_double_eq(j.prefetch_bucket_elems, 5e7);
+	ck_assert_int_eq(j.zero3_prefetch, CONFIG_ZERO3_PREFETCH_DEEPSPEED); /* DeepSpeed + Hugging Face */
 	ck_assert_int_eq(j.fp32_grad_comm_set, 0);
 	ck_assert(!config_job_zero_overlap(&j));
 	j.zero_stage = 3;
@@ -1010,6 +1011,7 @@ START_TEST(job_full_file)
 	ck_assert_double_eq(j.reduce_bucket_elems, 2e8);
 	ck_assert_double_eq(j.allgather_bucket_elems, 3e8);
 	ck_assert_double_eq(j.prefetch_bucket_elems, 1e7);
+	ck_assert_int_eq(j.zero3_prefetch, CONFIG_ZERO3_PREFETCH_LAYER);
 	ck_assert_int_eq(j.fp32_grad_comm_set, 1);
 	ck_assert(!j.fp32_grad_comm);
 	ck_assert_int_eq(j.impl, CONFIG_IMPL_MEGATRON);
@@ -1071,8 +1073,9 @@ START_TEST(job_errors)
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
 		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
-		     "attention_kernel, impl, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, cp_comm_type, offload_activations, tile_mlp, tile_logits");
+		     "attention_kernel, impl, zero3_prefetch, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, cp_comm_type, offload_activations, tile_mlp, tile_logits");
 	expect_error(JOB, "job_bad_inner.yaml", "3:15: 'basp_inner' must be one of: ulysses, ring, usp, got 'tree'");
+	expect_error(JOB, "job_bad_zero3_prefetch.yaml", "3:19: 'zero3_prefetch' must be one of: deepspeed, layer, got 'fsdp'");
 	expect_error(JOB, "job_bad_split.yaml", "3:13: 'cp_split' must be one of: zigzag, naive, got 'spiral'");
 	expect_error(JOB, "job_bad_cp_comm.yaml",
 		     "3:17: 'cp_comm_type' must be one of: p2p, all_gather, a2a, a2a+p2p, got 'ring'");

@@ -680,6 +680,7 @@ START_TEST(sweep_settings_equal_their_job_files)
 		{"cp_comm_type", {"p2p", "all_gather", "a2a", "a2a+p2p"}, "  strategy: basp\n", false},
 		{"attention_kernel", {"flash-attn-2", "flash-attn-3", "cudnn", "flash-attn-triton"}, "", false},
 		{"impl", {"hf", "megatron"}, "", false},
+		{"zero3_prefetch", {"deepspeed", "layer"}, "", false},
 		{"offload_activations", {"false", "true"}, "  recompute: full\n", false},
 		{"tile_mlp", {"1", "4"}, "", false},
 		{"tile_logits", {"1", "8"}, "", false},

@@ -461,10 +461,27 @@ START_TEST(zero_traffic_per_stage_conserves_parameters)
 	workload_plan_finish(&plan);
 
 	j.zero_stage = 3;
+	j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_LAYER;
 	plan_ok(&m, &j, &plan);
 	ck_assert_close(zero_bytes(&plan, WL_COLL_ALLGATHER), 2 * (2 * (psi - m.hidden) + 2 * m.layers * lp), 1e-12);
 	ck_assert_close(zero_bytes(&plan, WL_COLL_REDUCESCATTER), 2 * 4 * psi, 1e-12);
 	ck_assert_int_eq(tu_find(&plan, "layer_fwd", "zero3_gather")->stream, WL_STREAM_PREFETCH); /* overlap on */
+	workload_plan_finish(&plan);
+	/* DeepSpeed's per-submodule fetch gathers the projection weights only: each layer's
+	 * two RMSNorm weights (h each) stay whole (under param_persistence_threshold), in
+	 * forward and again in backward; the embedding as before. Its window (5e7, capped at
+	 * the layer's P = 36864 units) reaches the whole next layer, so the hooks before the
+	 * first layer gather all P of it in each pass (zero3_gather_ahead) and the last layer's
+	 * hooks gather P ahead: in forward those stand for the head's 100·64 = 6400 (no head
+	 * gather left), 30464 more than the head; in backward nothing follows: P more. */
+	j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_DEEPSPEED;
+	plan_ok(&m, &j, &plan);
+	const double P = lp - 2.0 * m.hidden;
+	ck_assert_double_eq(P, 36864);
+	ck_assert_close(zero_bytes(&plan, WL_COLL_ALLGATHER),
+			2 * (2 * (psi - m.hidden - m.layers * 2.0 * m.hidden) + 2 * (P - 6400) + 2 * m.layers * P + 2 * P),
+			1e-12);
+	ck_assert_close(zero_bytes(&plan, WL_COLL_REDUCESCATTER), 2 * 4 * psi, 1e-12);
 	workload_plan_finish(&plan);
 
 	/* SP = 1 (pure data parallelism): gradients travel in bf16. */
@@ -491,6 +508,159 @@ START_TEST(zero_overlap_flag_moves_collectives)
 	plan_ok(&m, &j, &plan);
 	ck_assert_int_eq(tu_find(&plan, "layer_fwd", "zero3_gather")->stream, WL_STREAM_MAIN);
 	workload_plan_finish(&plan);
+	j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_LAYER;
+	plan_ok(&m, &j, &plan);
+	ck_assert_int_eq(tu_find(&plan, "layer_fwd", "zero3_gather")->stream, WL_STREAM_MAIN);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+/* One block's ops as "name bytes dep/dep_iter" lines, gathers' bytes in elements (bf16). */
+static void block_text(const workload_plan *plan, const char *block, char *out, size_t len)
+{
+	size_t at = 0;
+	out[0] = 0;
+	for (int i = 0; i < plan->program.n_micro; i++) {
+		const workload_block *b = &plan->program.micro[i];
+		if (strcmp(b->name, block) != 0)
+			continue;
+		for (int k = 0; k < b->n_ops && at < len; k++) {
+			const workload_op *op = &b->ops[k];
+			if (op->kind == WL_OP_COMM)
+				at += (size_t)snprintf(out + at, len - at, "%d %s %.0f %d/%d\n", k, op->name, op->bytes / 2, op->dep,
+						       op->dep_iter);
+			else
+				at += (size_t)snprintf(out + at, len - at, "%d %s %d/%d\n", k, op->name, op->dep, op->dep_iter);
+		}
+	}
+}
+
+START_TEST(zero3_deepspeed_fetch_per_submodule)
+{
+	/* The tiny model (h 64, a 4, g 2, d 16, ffn 128), 4 GPUs, SP 1, ZeRO-3 with overlap
+	 * (gathers on the prefetch stream), prefetch_bucket 10000 elements. Fetch units in
+	 * forward order with their elements and [start, end) in the layer's trace:
+	 *   qkv 64·(64 + 2·32) = 8192 [0, 8192); o 64·64 = 4096 [8192, 12288);
+	 *   gate+up 2·64·128 = 16384 [12288, 28672); down 8192 [28672, 36864); P = 36864,
+	 *   the next layer's units at +P.
+	 * Hook k gathers the units starting in [e(k-1) + 10000, e(k) + 10000), e(-1) = 0:
+	 *   qkv [10000, 18192): gate+up (12288) -> 16384
+	 *   o [18192, 22288): none -> no gather
+	 *   gate+up [22288, 38672): down (28672), next qkv (36864) -> 16384
+	 *   down [38672, 46864): next o (45056) -> 4096     (sum 36864 = P)
+	 * Each gather is issued when the main stream reaches its hook (dep on the op before
+	 * the GEMM); each GEMM waits for the last gather issued at an earlier hook: qkv_proj
+	 * for the previous layer's last (index of "down"'s gather, one iteration back),
+	 * out_proj and mlp_gate_up for qkv's, mlp_down for gate+up's. */
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 1, 1, 32, 3);
+	j.prefetch_bucket_elems = 10000;
+	workload_plan plan;
+	plan_ok(&m, &j, &plan);
+	char got[4096];
+	block_text(&plan, "layer_fwd", got, sizeof got);
+	ck_assert_str_eq(got, "0 input_norm -1/0\n"
+			      "1 zero3_gather 16384 0/0\n"
+			      "2 qkv_proj 10/-1\n"
+			      "3 rope -1/0\n"
+			      "4 attn_fwd -1/0\n"
+			      "5 out_proj 1/0\n"
+			      "6 residual_norm -1/0\n"
+			      "7 zero3_gather 16384 6/0\n"
+			      "8 mlp_gate_up 1/0\n"
+			      "9 swiglu -1/0\n"
+			      "10 zero3_gather 4096 9/0\n"
+			      "11 mlp_down 7/0\n"
+			      "12 residual_add -1/0\n");
+	ck_assert_int_eq(tu_find(&plan, "layer_fwd", "zero3_gather")->stream, WL_STREAM_PREFETCH);
+	ck_assert_int_eq(tu_find(&plan, "layer_fwd", "zero3_gather")->chunks, 1); /* one coalesced call */
+	/* The first layer's qkv and o (starting before the window's 10000) come from the
+	 * embedding's hook, on the main stream; the last layer's hooks prefetched 12288 >= the
+	 * head's 6400: no head gather left. */
+	const workload_op *ahead = tu_find(&plan, "embed_fwd", "zero3_gather_ahead");
+	ck_assert_ptr_nonnull(ahead);
+	ck_assert_double_eq(ahead->bytes, 2.0 * 12288);
+	ck_assert_int_eq(ahead->stream, WL_STREAM_MAIN);
+	ck_assert_ptr_null(tu_find(&plan, "head", "zero3_gather_head"));
+	/* Backward without recompute, units in reverse: down [0, 8192), gate+up [8192, 24576),
+	 * o [24576, 28672), qkv [28672, 36864):
+	 *   down [10000, 18192): none
+	 *   gate+up [18192, 34576): o (24576), qkv (28672) -> 12288
+	 *   o [34576, 38672): next down (36864) -> 8192
+	 *   qkv [38672, 46864): next gate+up (45056) -> 16384
+	 * mlp_down_bwd and mlp_gate_up_bwd wait for the previous layer's last gather (qkv's),
+	 * out_proj_bwd for gate+up's, qkv_proj_bwd for o's. The reduce-scatter follows. */
+	block_text(&plan, "layer_bwd", got, sizeof got);
+	ck_assert_str_eq(got, "0 mlp_down_bwd 9/-1\n"
+			      "1 swiglu_bwd -1/0\n"
+			      "2 zero3_gather_bwd 12288 1/0\n"
+			      "3 mlp_gate_up_bwd 9/-1\n"
+			      "4 residual_norm_bwd -1/0\n"
+			      "5 zero3_gather_bwd 8192 4/0\n"
+			      "6 out_proj_bwd 2/0\n"
+			      "7 attn_bwd -1/0\n"
+			      "8 rope_bwd -1/0\n"
+			      "9 zero3_gather_bwd 16384 8/0\n"
+			      "10 qkv_proj_bwd 5/0\n"
+			      "11 input_norm_bwd -1/0\n"
+			      "12 zero3_reduce_scatter 36992 11/0\n");
+	/* the last layer's down and gate+up (starting before 10000) from the head's hooks */
+	ck_assert_double_eq(tu_find(&plan, "head", "zero3_gather_ahead")->bytes, 2.0 * (8192 + 16384));
+	workload_plan_finish(&plan);
+
+	/* Full recompute: the recomputed forward gathers in forward order (the same four
+	 * hooks as the forward block, after the backward's first op), the backward reuses
+	 * what it gathered: no gather at the backward GEMMs. */
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	plan_ok(&m, &j, &plan);
+	block_text(&plan, "layer_bwd", got, sizeof got);
+	ck_assert_msg(strstr(got, "1 zero3_gather_bwd 16384 0/0\n2 qkv_proj 10/-1\n"), "%s", got);
+	ck_assert_msg(strstr(got, "7 zero3_gather_bwd 16384 6/0\n8 mlp_gate_up 1/0\n"), "%s", got);
+	ck_assert_msg(strstr(got, "10 zero3_gather_bwd 4096 9/0\n11 mlp_down 7/0\n"), "%s", got);
+	ck_assert_msg(strstr(got, "mlp_down_bwd -1/0\n"), "%s", got);
+	workload_plan_finish(&plan);
+
+	/* Layer style (FSDP): unchanged, one gather of the whole layer (37,248 elements: the
+	 * units and two 64-element norms; config_model_layer_params) in ceil(36992 / 10000) = 4
+	 * calls, first in the block, after the previous layer's first op; the layer's first op
+	 * waits for it. */
+	j.recompute = CONFIG_RECOMPUTE_NONE;
+	j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_LAYER;
+	plan_ok(&m, &j, &plan);
+	block_text(&plan, "layer_fwd", got, sizeof got);
+	ck_assert_str_eq(got, "0 zero3_gather 36992 1/-1\n"
+			      "1 input_norm 0/0\n"
+			      "2 qkv_proj -1/0\n"
+			      "3 rope -1/0\n"
+			      "4 attn_fwd -1/0\n"
+			      "5 out_proj -1/0\n"
+			      "6 residual_norm -1/0\n"
+			      "7 mlp_gate_up -1/0\n"
+			      "8 swiglu -1/0\n"
+			      "9 mlp_down -1/0\n"
+			      "10 residual_add -1/0\n");
+	ck_assert_int_eq(tu_find(&plan, "layer_fwd", "zero3_gather")->chunks, 4);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+START_TEST(zero3_gathered_memory_follows_the_window)
+{
+	/* The tiny model's units as in zero3_deepspeed_fetch_per_submodule, window 10000.
+	 * Forward, alive at each hook: the current unit and those prefetched up to the window
+	 *   qkv [0, 18192): qkv, o, gate+up 28672; o [8192, 22288): 20480;
+	 *   gate+up [12288, 38672): gate+up, down, next qkv 32768; down: 20480 -> 32768.
+	 * Full recompute: the recomputed layer stays for its backward (P = 36864) plus what its
+	 * hooks prefetched of the next layer, units starting in [P, P + 10000): qkv, o 12288:
+	 * 49152. Layer style: two layers, 2 · 36992. */
+	config_model m = tu_model();
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 1, 1, 32, 3);
+	j.prefetch_bucket_elems = 10000;
+	ck_assert_double_eq(workload_zero3_gathered_elems(&m, &j), 32768);
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	ck_assert_double_eq(workload_zero3_gathered_elems(&m, &j), 49152);
+	j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_LAYER;
+	ck_assert_double_eq(workload_zero3_gathered_elems(&m, &j), 2 * 36992);
 }
 END_TEST
 
@@ -815,6 +985,8 @@ int main(void)
 	tcase_add_test(tc, wire_bytes_sent_equal_received);
 	tcase_add_test(tc, zero_traffic_per_stage_conserves_parameters);
 	tcase_add_test(tc, zero_overlap_flag_moves_collectives);
+	tcase_add_test(tc, zero3_deepspeed_fetch_per_submodule);
+	tcase_add_test(tc, zero3_gathered_memory_follows_the_window);
 	tcase_add_test(tc, buckets_split_large_reductions);
 	tcase_add_test(tc, a2a_algorithm_follows_the_job);
 	tcase_add_test(tc, elementwise_bytes_by_implementation);

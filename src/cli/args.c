@@ -11,7 +11,7 @@
 
 #define SET(bit) (1u << (bit))
 enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A,
-       S_UNEVEN, S_ATTN, S_IMPL, S_RESERVE, S_UDEG, S_RDEG, S_CPCOMM, S_OFFLOAD, S_TILE_MLP, S_TILE_LOGITS };
+       S_UNEVEN, S_ATTN, S_IMPL, S_Z3P, S_RESERVE, S_UDEG, S_RDEG, S_CPCOMM, S_OFFLOAD, S_TILE_MLP, S_TILE_LOGITS };
 
 const struct option cli_job_options[] = {
 	{"model", required_argument, NULL, CLI_OPT_MODEL},
@@ -45,6 +45,7 @@ const struct option cli_job_options[] = {
 	{"basp-uneven", required_argument, NULL, CLI_OPT_BASP_UNEVEN},
 	{"attention-kernel", required_argument, NULL, CLI_OPT_ATTENTION_KERNEL},
 	{"impl", required_argument, NULL, CLI_OPT_IMPL},
+	{"zero3-prefetch", required_argument, NULL, CLI_OPT_ZERO3_PREFETCH},
 	{"memory-reserve", required_argument, NULL, CLI_OPT_MEMORY_RESERVE},
 	{"offload-activations", no_argument, NULL, CLI_OPT_OFFLOAD_ACTIVATIONS},
 	{"tile-mlp", required_argument, NULL, CLI_OPT_TILE_MLP},
@@ -139,6 +140,10 @@ void cli_job_help(FILE *f)
 	      "  --impl hf|megatron       what each layer saves for backward: hf = DeepSpeed + Hugging Face\n"
 	      "                           eager modules (unfused SwiGLU, fp32 norm copies, fp32 loss), megatron =\n"
 	      "                           fused kernels (default hf)\n"
+	      "  --zero3-prefetch deepspeed|layer  how ZeRO-3 gathers parameters: deepspeed = one gather per\n"
+	      "                           submodule (q/k/v, o, gate/up, down) issued when the window of\n"
+	      "                           --prefetch-bucket elements reaches it (DeepSpeed); layer = each\n"
+	      "                           layer's parameters one layer ahead (PyTorch FSDP) (default deepspeed)\n"
 	      "  --memory-reserve SIZE    memory lost to CUDA context, cuBLAS, NCCL buffers and allocator\n"
 	      "                           fragmentation, e.g. 2GiB or 0 (default: the platform's, else derived)\n"
 	      "Engine and output:\n"
@@ -451,6 +456,17 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		}
 		a->set |= SET(S_IMPL);
 		return 1;
+	case CLI_OPT_ZERO3_PREFETCH:
+		if (strcmp(arg, "deepspeed") == 0)
+			j->zero3_prefetch = CONFIG_ZERO3_PREFETCH_DEEPSPEED;
+		else if (strcmp(arg, "layer") == 0)
+			j->zero3_prefetch = CONFIG_ZERO3_PREFETCH_LAYER;
+		else {
+			fprintf(stderr, "spsim: --zero3-prefetch expects deepspeed or layer, got '%s'\n", arg);
+			return -1;
+		}
+		a->set |= SET(S_Z3P);
+		return 1;
 	case CLI_OPT_MEMORY_RESERVE: {
 		config_error err;
 		if (!config_parse_size_or_zero(arg, &d, &err)) {
@@ -578,6 +594,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_UNEVEN, basp_uneven)
 		TAKE(S_ATTN, attention_kernel)
 		TAKE(S_IMPL, impl)
+		TAKE(S_Z3P, zero3_prefetch)
 		TAKE(S_OFFLOAD, offload_activations)
 		TAKE(S_TILE_MLP, tile_mlp)
 		TAKE(S_TILE_LOGITS, tile_logits)

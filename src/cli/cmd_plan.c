@@ -27,7 +27,7 @@ enum {
 static const int job_setting_ids[] = {
 	CLI_OPT_ATTENTION_KERNEL, CLI_OPT_OFFLOAD_ACTIVATIONS, CLI_OPT_TILE_MLP,	      CLI_OPT_TILE_LOGITS,
 	CLI_OPT_ZERO_OVERLAP,	  CLI_OPT_FP32_GRAD_COMM,      CLI_OPT_REDUCE_BUCKET, CLI_OPT_ALLGATHER_BUCKET,
-	CLI_OPT_PREFETCH_BUCKET,  CLI_OPT_DTYPE,
+	CLI_OPT_PREFETCH_BUCKET,  CLI_OPT_DTYPE,	       CLI_OPT_ZERO3_PREFETCH,
 };
 #define N_JOB_SETTINGS ((int)(sizeof job_setting_ids / sizeof job_setting_ids[0]))
 
@@ -57,7 +57,8 @@ static void plan_help(FILE *f)
 	      "  --impl hf|megatron       what each layer saves for backward (default hf; see spsim run --help)\n"
 	      "  --memory-reserve SIZE    memory lost to CUDA context, NCCL and fragmentation, or 0 (default derived)\n"
 	      "  --attention-kernel K, --offload-activations, --tile-mlp N, --tile-logits N, --zero-overlap V,\n"
-	      "  --fp32-grad-comm V, --reduce-bucket E, --allgather-bucket E, --prefetch-bucket E, --dtype bf16\n"
+	      "  --fp32-grad-comm V, --reduce-bucket E, --allgather-bucket E, --prefetch-bucket E, --dtype bf16,\n"
+	      "  --zero3-prefetch deepspeed|layer\n"
 	      "                           settings every configuration shares, as spsim run takes them (see\n"
 	      "                           spsim run --help; offload needs recompute full: --recompute full)\n"
 	      "  --strategies LIST        the strategies to search (default ulysses, basp, basp-unequal,\n"
@@ -433,6 +434,7 @@ const struct option cli_plan_options[] = {
 	{"allgather-bucket", required_argument, NULL, OPT_JOB_SETTING + 7},
 	{"prefetch-bucket", required_argument, NULL, OPT_JOB_SETTING + 8},
 	{"dtype", required_argument, NULL, OPT_JOB_SETTING + 9},
+	{"zero3-prefetch", required_argument, NULL, OPT_JOB_SETTING + 10},
 	{NULL, 0, NULL, 0},
 };
 

@@ -433,6 +433,11 @@ typedef enum config_a2a { CONFIG_A2A_DIRECT, CONFIG_A2A_PAIRWISE, CONFIG_A2A_HIE
  * eager PyTorch Hugging Face modules under DeepSpeed (unfused SwiGLU, fp32 RMSNorm copies,
  * fp32 log-softmax loss), or Megatron-Core's fused kernels. */
 typedef enum config_impl { CONFIG_IMPL_HF, CONFIG_IMPL_MEGATRON } config_impl;
+/* How ZeRO-3 fetches parameters (docs/model.md "ZeRO-3 parameter fetch"): DeepSpeed's
+ * per-submodule gathers with a prefetch window of prefetch_bucket elements
+ * (deepspeed/runtime/zero/partitioned_param_coordinator.py, fetch_sub_module), or a whole
+ * layer (one block) gathered one layer ahead, as PyTorch FSDP prefetches per FSDP unit. */
+typedef enum config_zero3_prefetch { CONFIG_ZERO3_PREFETCH_DEEPSPEED, CONFIG_ZERO3_PREFETCH_LAYER } config_zero3_prefetch;
 
 typedef struct config_job {
 	config_strategy strategy;
@@ -453,6 +458,7 @@ typedef struct config_job {
 	config_a2a a2a;              /* SP all-to-all algorithm */
 	config_basp_uneven basp_uneven; /* what BASP does when N % B != 0 */
 	config_impl impl;            /* what each layer saves for backward (default hf) */
+	config_zero3_prefetch zero3_prefetch; /* ZeRO-3 parameter fetch style (default deepspeed) */
 	bool memory_reserve_set;     /* memory_reserve given (job key or --memory-reserve) */
 	double memory_reserve;       /* bytes; wins over the platform's and the default */
 	int attention_kernel;        /* config_attn_kernel, or -1: the platform's attention_kernel */
@@ -504,6 +510,7 @@ extern const char *const config_recompute_names[CONFIG_RECOMPUTES];
 extern const char *const config_a2a_names[3];
 extern const char *const config_basp_uneven_names[3];
 extern const char *const config_impl_names[2];
+extern const char *const config_zero3_prefetch_names[2];
 extern const char *const config_fabric_names[3];
 extern const char *const config_topology_names[3];
 extern const char *const config_gpu_arch_names[2];
@@ -578,6 +585,7 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     a2a: direct                # direct | pairwise | hierarchical
  *     basp_uneven: error         # error | unequal | extra-step
  *     impl: hf                   # hf | megatron: what each layer saves for backward
+ *     zero3_prefetch: deepspeed  # deepspeed | layer: ZeRO-3 per-submodule or per-layer gathers
  *     memory_reserve: 2GiB       # a size or 0: CUDA context, NCCL, allocator (default derived)
  *     attention_kernel: cudnn    # flash-attn-2 | flash-attn-3 | cudnn | flash-attn-triton
  *                                # (default: the platform's)

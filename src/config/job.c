@@ -54,7 +54,7 @@ static const char *const job_keys[] = {
 	"grad_accum",    "zero",             "recompute",       "dtype",          "zero_overlap",
 	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
 	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",
-	"attention_kernel", "impl",         "memory_reserve",   "basp_inner",     "cp_split",
+	"attention_kernel", "impl", "zero3_prefetch",         "memory_reserve",   "basp_inner",     "cp_split",
 	"ulysses_degree", "ring_degree", "what_if", "cp_comm_type", "offload_activations", "tile_mlp", "tile_logits", NULL,
 };
 
@@ -84,6 +84,7 @@ static const setting settings[] = {
 	{"basp_uneven", K_ENUM, config_basp_uneven_names, 3, 0, FIELD(basp_uneven), NOFLAG},
 	{"attention_kernel", K_ENUM, config_attn_kernel_names, CONFIG_ATTN_KERNELS, 0, FIELD(attention_kernel), NOFLAG},
 	{"impl", K_ENUM, config_impl_names, 2, 0, FIELD(impl), NOFLAG},
+	{"zero3_prefetch", K_ENUM, config_zero3_prefetch_names, 2, 0, FIELD(zero3_prefetch), NOFLAG},
 	{"memory_reserve", K_SIZE_OR_ZERO, NULL, 0, 0, FIELD(memory_reserve), FIELD(memory_reserve_set)},
 	{"zero_overlap", K_TRISTATE, NULL, 0, 0, FIELD(zero_overlap), NOFLAG},
 	{"reduce_bucket", K_RANGE, NULL, 0, CONFIG_R_REDUCE_BUCKET, FIELD(reduce_bucket_elems), NOFLAG},
@@ -100,7 +101,7 @@ static const setting settings[] = {
 /* enum fields are written as an int */
 _Static_assert(sizeof(config_recompute) == sizeof(int) && sizeof(config_a2a) == sizeof(int) &&
 		       sizeof(config_impl) == sizeof(int) && sizeof(config_dtype) == sizeof(int) &&
-		       sizeof(config_basp_uneven) == sizeof(int),
+		       sizeof(config_basp_uneven) == sizeof(int) && sizeof(config_zero3_prefetch) == sizeof(int),
 	       "enum job fields are int-sized");
 
 int config_job_setting_find(const char *key)

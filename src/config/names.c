@@ -21,6 +21,7 @@ const char *const config_gpu_arch_names[2] = {"ampere", "hopper"};
 const char *const config_attn_kernel_names[CONFIG_ATTN_KERNELS] = {"flash-attn-2", "flash-attn-3", "cudnn",
 								     "flash-attn-triton"};
 const char *const config_impl_names[2] = {"hf", "megatron"};
+const char *const config_zero3_prefetch_names[2] = {"deepspeed", "layer"};
 
 bool config_job_usp(const config_job *job)
 {

@@ -137,9 +137,9 @@ static bool read_kernel(const yt_node *m, fidelity_case *k, config_error *err)
 static bool read_step(const char *file, const yt_node *m, fidelity_case *k, const config_platform *p, config_error *err)
 {
 	static const char *const keys[] = {"model",     "strategy",        "gpus", "sp", "micro_batch", "seq_len",
-					   "grad_accum", "zero", "recompute", "attention_kernel", NULL};
+					   "grad_accum", "zero", "recompute", "attention_kernel", "zero3_prefetch", NULL};
 	char model[CONFIG_PATH_MAX];
-	int strategy = 0, recompute = 0, attn = -1;
+	int strategy = 0, recompute = 0, attn = -1, z3p = 0;
 	long zero = 1;
 	config_job_defaults(&k->job);
 	strategy = k->job.strategy, recompute = k->job.recompute, zero = k->job.zero_stage;
@@ -151,9 +151,11 @@ static bool read_step(const char *file, const yt_node *m, fidelity_case *k, cons
 	    !yt_posint(m, "grad_accum", false, &k->job.grad_accum, NULL, err) ||
 	    !yt_int(m, "zero", false, 0, 3, &zero, NULL, err) ||
 	    !yt_enum(m, "recompute", false, config_recompute_names, 2, &recompute, NULL, err) ||
-	    !yt_enum(m, "attention_kernel", false, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &attn, NULL, err))
+	    !yt_enum(m, "attention_kernel", false, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &attn, NULL, err) ||
+	    !yt_enum(m, "zero3_prefetch", false, config_zero3_prefetch_names, 2, &z3p, NULL, err))
 		return false;
 	k->job.attention_kernel = attn; /* -1 when absent: the platform's */
+	k->job.zero3_prefetch = (config_zero3_prefetch)z3p;
 	k->job.strategy = (config_strategy)strategy;
 	k->job.recompute = (config_recompute)recompute;
 	k->job.zero_stage = (int)zero;

@@ -115,6 +115,7 @@ typedef enum plan_axis {
 	PLAN_AXIS_CP_COMM_TYPE, /* applied after the strategy (config_job_apply_cp_comm_type) */
 	PLAN_AXIS_ATTENTION_KERNEL,
 	PLAN_AXIS_IMPL,
+	PLAN_AXIS_ZERO3_PREFETCH,
 	PLAN_AXIS_OFFLOAD_ACTIVATIONS,
 	PLAN_AXIS_TILE_MLP,
 	PLAN_AXIS_TILE_LOGITS,

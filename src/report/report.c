@@ -88,6 +88,7 @@ json_t *report_run_json(const report_run *r)
 			  config_job_zero_overlap(j)));
 	json_object_set_new(json_object_get(o, "job"), "a2a", json_string(config_a2a_names[j->a2a]));
 	json_object_set_new(json_object_get(o, "job"), "impl", json_string(config_impl_names[j->impl]));
+	json_object_set_new(json_object_get(o, "job"), "zero3_prefetch", json_string(config_zero3_prefetch_names[j->zero3_prefetch]));
 	{
 		char label[64];
 		json_object_set_new(json_object_get(o, "job"), "strategy_spec",
@@ -183,6 +184,8 @@ static void job_line(FILE *f, const report_run *r)
 		fprintf(f, ", MLP in %d tiles", j->tile_mlp);
 	if (j->tile_logits > 1)
 		fprintf(f, ", logits in %d tiles", j->tile_logits);
+	if (j->zero_stage == 3 && j->zero3_prefetch != CONFIG_ZERO3_PREFETCH_DEEPSPEED)
+		fprintf(f, ", ZeRO-3 prefetch %s", config_zero3_prefetch_names[j->zero3_prefetch]);
 	fputc('\n', f);
 }
 

@@ -257,10 +257,11 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	double zero = 0;
 	if (l->world > 1) {
 		if (Z == 3) {
-			/* Gathered parameters of the current and the prefetched layer, plus the
-			 * reduce-scatter bucket. */
+			/* Gathered parameters (the current and the prefetched layer, or DeepSpeed's
+			 * current submodule and its prefetch window: workload_zero3_gathered_elems),
+			 * plus the reduce-scatter bucket. */
 			double lp = config_model_layer_params(m);
-			zero = 2.0 * BF16 * lp + gb * (rb < lp ? rb : lp);
+			zero = BF16 * workload_zero3_gathered_elems(m, job) + gb * (rb < lp ? rb : lp);
 		} else {
 			zero = gb * rb + (Z >= 1 ? BF16 * ab : 0.0);
 		}

@@ -722,6 +722,232 @@ static void grad_reduce(builder *b, workload_block *blk, const char *name2, cons
 		elems * gbytes, chunks_of(elems, b->job->reduce_bucket_elems), blk->n_ops - 1, 0);
 }
 
+/* ---- ZeRO-3 parameter fetch, DeepSpeed style (docs/model.md "ZeRO-3 parameter fetch") ----
+ * DeepSpeed's stage 3 gathers parameters per submodule, in the pre-forward and pre-backward
+ * hooks of every module (deepspeed/runtime/zero/parameter_offload.py,
+ * pre_sub_module_forward_function / pre_sub_module_backward_function ->
+ * PartitionedParameterCoordinator.fetch_sub_module in partitioned_param_coordinator.py):
+ *   1. one all_gather_coalesced call for the submodule's parameters not yet available or
+ *      in flight (__all_gather_params: one flat all-gather per call);
+ *   2. the compute stream waits for the all-gather stream
+ *      (get_accelerator().current_stream().wait_stream(self.__allgather_stream)): the
+ *      submodule's compute waits for every gather issued so far, not only its own;
+ *   3. with a recorded trace, one more coalesced call prefetching the next parameters of
+ *      the trace while numel_prefetching < stage3_prefetch_bucket_size.
+ * The program's fetch units are the layer's projection weights at spsim's GEMMs: q, k, v
+ * (fused qkv_proj), o (out_proj), gate and up (fused mlp_gate_up), down (mlp_down); the
+ * norm weights and biases are under param_persistence_threshold (1e5 elements: stage 3
+ * never partitions them, [DS-zero-config]). A unit is prefetched at the hook of the first
+ * unit whose end lies within the window (prefetch_bucket elements) of its start: at each
+ * hook the gathered-ahead parameters reach at most one window beyond the current unit.
+ * The hook's gather is issued when the main stream reaches the hook (the host in step
+ * with the GPU) and the hook's GEMM waits for the gathers issued at earlier hooks. The
+ * window is capped at one layer (the program's dependencies reach one layer back). */
+enum { Z3_QKV, Z3_O, Z3_GATE_UP, Z3_DOWN, Z3_UNITS };
+
+static void z3_unit_elems(const config_model *m, double n[Z3_UNITS])
+{
+	const double h = m->hidden, ad = (double)m->heads * m->head_dim, gd = (double)m->kv_heads * m->head_dim;
+	n[Z3_QKV] = h * (ad + 2.0 * gd);
+	n[Z3_O] = ad * h;
+	n[Z3_GATE_UP] = 2.0 * h * m->ffn;
+	n[Z3_DOWN] = (double)m->ffn * h;
+}
+
+/* The unit whose parameters the op's GEMM uses, -1 for any other op. */
+static int z3_unit_of(const workload_op *op)
+{
+	static const char *const names[Z3_UNITS][2] = {{"qkv_proj", "qkv_proj_bwd"},
+							   {"out_proj", "out_proj_bwd"},
+							   {"mlp_gate_up", "mlp_gate_up_bwd"},
+							   {"mlp_down", "mlp_down_bwd"}};
+	if (op->kind != WL_OP_COMPUTE || op->kernel != WL_KERNEL_GEMM || !op->name)
+		return -1;
+	for (int u = 0; u < Z3_UNITS; u++)
+		if (strcmp(op->name, names[u][0]) == 0 || strcmp(op->name, names[u][1]) == 0)
+			return u;
+	return -1;
+}
+
+/* The per-hook gathers of a layer whose units are used in `order` (n hooks), the layer
+ * repeating: batch[k] = elements of the units (this layer's or the next's) whose start lies
+ * in [e(k-1) + w, e(k) + w), e(k) the end of hook k's unit in the layer's trace and
+ * e(-1) = 0. Every unit falls in exactly one hook's range: one layer's parameters per
+ * layer. Returns the most elements gathered and alive at once: the current unit and what
+ * is prefetched beyond it (with `whole` the layer's parameters all stay, as after a
+ * full recompute, whose backward reuses them). */
+static double z3_batches(const double *elems, const int *order, int n, double window, bool whole, double *batch,
+			 double *carry)
+{
+	double P = 0, start[2 * Z3_UNITS];
+	for (int k = 0; k < n; k++)
+		P += elems[order[k]];
+	const double w = window < P ? window : P;
+	double acc = 0;
+	for (int j = 0; j < 2 * n; j++) { /* the layer's units, then the next layer's */
+		start[j] = acc;
+		acc += elems[order[j % n]];
+	}
+	double live = 0, prev_end = 0;
+	if (carry) /* the layer's units the previous layer's hooks gathered: those starting before w */
+		for (int j = *carry = 0; j < n; j++)
+			*carry += start[j] < w ? elems[order[j]] : 0.0;
+	for (int k = 0; k < n; k++) {
+		const double end = start[k] + elems[order[k]];
+		double b = 0, ahead = 0;
+		for (int j = 0; j < 2 * n; j++) {
+			if (start[j] >= prev_end + w && start[j] < end + w)
+				b += elems[order[j % n]];
+			if (start[j] >= (whole ? P : start[k]) && start[j] < end + w)
+				ahead += elems[order[j % n]];
+		}
+		if (batch)
+			batch[k] = b;
+		double alive = (whole ? P : 0) + ahead;
+		if (alive > live)
+			live = alive;
+		prev_end = end;
+	}
+	return live;
+}
+
+/* Where old op index x lands once a gather has been inserted before each of the ns ops
+ * at old indices shift_at. */
+static int z3_map(int x, const int *shift_at, int ns)
+{
+	int y = x;
+	for (int s = 0; s < ns; s++)
+		y += shift_at[s] <= x;
+	return y;
+}
+
+/* The per-submodule gathers of one layer block, inserted before the GEMMs that first use
+ * each unit from op `from` on; gathers on stream ps, named `gname`, in phase ph. Returns
+ * the elements of the first layer's units that the block's pattern leaves to the hooks
+ * before it (z3_batches' carry), 0 when nothing was inserted. */
+static double z3_fetch(builder *b, workload_block *blk, int from, workload_phase ph, const char *gname,
+		       workload_stream ps)
+{
+	double carry = 0;
+	if (!blk || b->oom)
+		return 0;
+	double elems[Z3_UNITS], batch[Z3_UNITS];
+	int order[Z3_UNITS], at[Z3_UNITS], n = 0;
+	bool seen[Z3_UNITS] = {false};
+	z3_unit_elems(b->m, elems);
+	for (int i = from; i < blk->n_ops && n < Z3_UNITS; i++) {
+		int u = z3_unit_of(&blk->ops[i]);
+		if (u >= 0 && !seen[u]) {
+			seen[u] = true;
+			order[n] = u;
+			at[n++] = i;
+		}
+	}
+	if (n == 0)
+		return 0;
+	z3_batches(elems, order, n, b->job->prefetch_bucket_elems, false, batch, &carry);
+	/* the issue point of each hook's gather: the main-stream op before its GEMM (old index,
+	 * -1: the block's last main-stream op of the previous layer) */
+	int issue[Z3_UNITS], last_main = -1;
+	for (int i = 0; i < blk->n_ops; i++)
+		if (blk->ops[i].stream == WL_STREAM_MAIN)
+			last_main = i;
+	for (int k = 0; k < n; k++) {
+		issue[k] = -1;
+		for (int i = at[k] - 1; i >= 0; i--)
+			if (blk->ops[i].stream == WL_STREAM_MAIN) {
+				issue[k] = i;
+				break;
+			}
+	}
+	int extra = 0;
+	for (int k = 0; k < n; k++)
+		extra += batch[k] > 0;
+	while (blk->cap_ops < blk->n_ops + extra)
+		if (!op_room(b, blk))
+			return 0;
+	/* move the ops up, last hook first, then remap every dependency */
+	int shift_at[Z3_UNITS], ns = 0;
+	for (int k = n - 1; k >= 0; k--) {
+		if (batch[k] <= 0)
+			continue;
+		int i = at[k];
+		memmove(&blk->ops[i + 1], &blk->ops[i], (size_t)(blk->n_ops - i) * sizeof blk->ops[0]);
+		blk->n_ops++;
+		shift_at[ns++] = i;
+	}
+#define Z3_MAP(x) z3_map((x), shift_at, ns)
+	for (int i = 0; i < blk->n_ops; i++) /* the inserted slots are overwritten below */
+		if (blk->ops[i].dep >= 0)
+			blk->ops[i].dep = Z3_MAP(blk->ops[i].dep);
+	int gat[Z3_UNITS], last_g = -1;
+	for (int k = 0; k < n; k++) {
+		gat[k] = -1;
+		if (batch[k] <= 0)
+			continue;
+		gat[k] = Z3_MAP(at[k]) - 1;
+		last_g = gat[k];
+		workload_op g = {.name = gname, .kind = WL_OP_COMM, .cat = WL_CAT_ZERO_COMM, .stream = ps, .phase = ph,
+				 .coll = WL_COLL_ALLGATHER, .alg = WL_ALG_RING, .group = WL_GROUP_WORLD,
+				 .bytes = batch[k] * BF16, .chunks = 1, .dep = -1};
+		if (ps != WL_STREAM_MAIN) {
+			g.dep = issue[k] >= 0 ? Z3_MAP(issue[k]) : Z3_MAP(last_main);
+			g.dep_iter = issue[k] >= 0 ? 0 : -1;
+		}
+		blk->ops[gat[k]] = g;
+	}
+	/* each hook's GEMM waits for the last gather issued at an earlier hook (the previous
+	 * layer's last one for the first hooks); a GEMM that already waits for something
+	 * else (ring attention's dK, dV) passes the wait to the nearest main-stream op before it */
+	int prev_g = -1;
+	for (int k = 0; k < n; k++) {
+		int c = Z3_MAP(at[k]), dep = prev_g >= 0 ? prev_g : last_g, it = prev_g >= 0 ? 0 : -1;
+		for (int i = c; i >= 0; i--) {
+			workload_op *op = &blk->ops[i];
+			if (op->stream != WL_STREAM_MAIN || (i < c && z3_unit_of(op) >= 0))
+				break;
+			if (op->dep < 0) {
+				if (it < 0 || dep < i) {
+					op->dep = dep;
+					op->dep_iter = it;
+				}
+				break;
+			}
+		}
+		if (gat[k] >= 0)
+			prev_g = gat[k];
+	}
+#undef Z3_MAP
+	return carry;
+}
+
+/* The first layer's carried units (z3_fetch), gathered by the hooks before the layer
+ * block: the embedding's in forward, the head's in backward (each hook prefetches the
+ * window that follows it). On the main stream at the end of that block: the first layer's
+ * GEMM waits for every gather issued before it (fetch_sub_module's wait_stream). */
+static void z3_carry(builder *b, int blk_index, workload_phase ph, double elems)
+{
+	if (elems > 0 && blk_index >= 0 && blk_index < b->n)
+		zero_op(b, &b->blocks[blk_index], "zero3_gather_ahead", ph, WL_COLL_ALLGATHER, WL_STREAM_MAIN,
+			elems * BF16, 1, -1, 0);
+}
+
+double workload_zero3_gathered_elems(const config_model *m, const config_job *job)
+{
+	const double lp = config_model_layer_params(m);
+	if (job->zero3_prefetch == CONFIG_ZERO3_PREFETCH_LAYER)
+		return 2.0 * lp; /* the current and the prefetched layer */
+	double elems[Z3_UNITS];
+	z3_unit_elems(m, elems);
+	static const int fwd[Z3_UNITS] = {Z3_QKV, Z3_O, Z3_GATE_UP, Z3_DOWN};
+	static const int bwd[Z3_UNITS] = {Z3_DOWN, Z3_GATE_UP, Z3_O, Z3_QKV};
+	const double w = job->prefetch_bucket_elems;
+	double live = z3_batches(elems, fwd, Z3_UNITS, w, false, NULL, NULL);
+	double back = job->recompute == CONFIG_RECOMPUTE_FULL ? z3_batches(elems, fwd, Z3_UNITS, w, true, NULL, NULL)
+							      : z3_batches(elems, bwd, Z3_UNITS, w, false, NULL, NULL);
+	return live > back ? live : back;
+}
+
 bool workload_plan_make(const config_model *m, const config_platform *p, const config_job *job, workload_plan *out,
 			config_error *err)
 {
@@ -765,12 +991,16 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	const bool offload = job->offload_activations && job->recompute == CONFIG_RECOMPUTE_FULL;
 	const workload_stream hs = overlap ? WL_STREAM_HOST : WL_STREAM_ZERO;
 	const double ckpt = workload_layer_saved_bytes(m, job, l);
+	/* ZeRO-3's fetch: per layer one block ahead (layer), or per submodule (z3_fetch) */
+	const bool z3_layer = Z == 3 && job->zero3_prefetch == CONFIG_ZERO3_PREFETCH_LAYER;
+	const bool z3_sub = Z == 3 && !z3_layer;
+	double carry_fwd = 0; /* DeepSpeed style: the first layer's units the embedding's hook gathers */
 	blk = block_new(&b, "layer_fwd", L, false, 0, 1);
 	{
-		/* ZeRO-3 prefetch: layer l's gather may start once layer l-1 has started (its
-		 * first compute op ended), and layer l waits for it. */
+		/* ZeRO-3 prefetch by layer: layer l's gather may start once layer l-1 has started
+		 * (its first compute op ended), and layer l waits for it. */
 		int g = -1, h = -1;
-		if (Z == 3)
+		if (z3_layer)
 			g = zero_op(&b, blk, "zero3_gather", WL_PHASE_FWD, WL_COLL_ALLGATHER, ps, layer_params * BF16,
 				    chunks_of(layer_params, job->prefetch_bucket_elems), -1, 0);
 		if (offload)
@@ -789,12 +1019,18 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 				blk->ops[h].dep_iter = -1;
 			}
 		}
+		if (z3_sub)
+			carry_fwd = z3_fetch(&b, blk, first, WL_PHASE_FWD, "zero3_gather", ps);
+		z3_carry(&b, b.n - 2, WL_PHASE_FWD, carry_fwd);
 	}
 
 	blk = block_new(&b, "head", 1, false, -1, 0);
-	if (Z == 3 && head_params > 0)
+	/* DeepSpeed style: the last layer's hooks prefetched as much as they carried into the
+	 * first (the layer's pattern repeats), of the head's weight when it has one */
+	const double head_left = head_params - (carry_fwd < head_params ? carry_fwd : head_params);
+	if (Z == 3 && head_left > 0)
 		zero_op(&b, blk, "zero3_gather_head", WL_PHASE_FWD, WL_COLL_ALLGATHER, WL_STREAM_MAIN,
-			head_params * BF16, chunks_of(head_params, job->allgather_bucket_elems), -1, 0);
+			head_left * BF16, chunks_of(head_left, job->allgather_bucket_elems), -1, 0);
 	const elementwise_bytes e = elementwise_of(m, job);
 	memop(&b, blk, "final_norm", WL_PHASE_FWD, e.norm_fwd * d.th);
 	/* Cross-entropy in fp32 (elementwise_of). With --tile-logits n the head, the loss and
@@ -812,7 +1048,7 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	blk = block_new(&b, "layer_bwd", L, false, L - 1, -1);
 	{
 		int g = -1, h = -1;
-		if (Z == 3)
+		if (z3_layer)
 			g = zero_op(&b, blk, "zero3_gather_bwd", WL_PHASE_BWD, WL_COLL_ALLGATHER, ps,
 				    layer_params * BF16, chunks_of(layer_params, job->prefetch_bucket_elems), -1, 0);
 		/* offload: layer l's checkpoint is fetched back once layer l+1's backward has
@@ -841,6 +1077,12 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 			if (wait >= 0)
 				blk->ops[before].dep = wait;
 		}
+		/* DeepSpeed's backward hooks: with full recompute the recomputed forward gathers
+		 * the layer again (its post-forward hooks released it) and the backward that
+		 * follows finds it available (released only beyond stage3_max_reuse_distance,
+		 * __params_to_release); otherwise the backward gathers in reverse order */
+		if (z3_sub)
+			z3_carry(&b, b.n - 2, WL_PHASE_BWD, z3_fetch(&b, blk, before, WL_PHASE_BWD, "zero3_gather_bwd", ps));
 		grad_reduce(&b, blk, "zero_grad_allreduce", "zero3_reduce_scatter", zs, layer_params, gbytes);
 	}
 

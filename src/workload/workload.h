@@ -267,6 +267,10 @@ workload_reserve workload_memory_reserve(const config_platform *p, const config_
 /* Longest sequence length (a multiple of `granule`) that fits; 0 if none does. */
 long workload_max_seq(const config_model *m, const config_platform *p, const config_job *job, long granule);
 
+/* Parameter elements ZeRO-3 holds gathered at once, per GPU: the current and the prefetched
+ * layer (zero3_prefetch layer), or DeepSpeed's current submodule with its prefetch window
+ * (and, with full recompute, the whole layer its backward reuses); docs/model.md. */
+double workload_zero3_gathered_elems(const config_model *m, const config_job *job);
 /* Bytes per gradient element on the wire: 4 when SP > 1 (DeepSpeed's fp32 reduction
  * with sequence parallelism; docs/sources.md [DS-sp-comm]) unless the job says otherwise. */
 double workload_grad_comm_bytes(const config_job *job, const workload_layout *l);

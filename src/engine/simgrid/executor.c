@@ -827,10 +827,15 @@ static bool run_child(const engine_input *in, const engine_simgrid_options *o, e
  * collectives of a layer meet every rank, ZeRO traffic of one micro-step overlaps the next
  * the same way each time), every further period of P iterations adds the same time to
  * every total (P = 1, or 2 when contention alternates between two schedules, as ZeRO-3's
- * prefetched gathers do). So the step is simulated with n = a, a+P and a+2P iterations (a
- * = 1, 2, 4, ... aligned so that the full count minus a is a whole number of periods); when
- * the two differences agree on every total to 1e-9 relative, the schedule repeats and the
- * totals are those of a+2P plus (full - a - 2P) / P periods. Otherwise the next a is
+ * prefetched gathers do). So the step is simulated with n = a, a+P and a+2P iterations
+ * (a = 1, 2, 4, ... aligned so that the full count minus a is a whole number of periods)
+ * and once more at about twice the window's end; when the two differences agree on every
+ * total to 1e-9 relative, no total falls, and the later run lies on the same line, the
+ * schedule repeats and the totals are those of a+2P plus (full - a - 2P) / P periods.
+ * (Three points are not enough: a stream whose backlog grows by a little each layer, as a
+ * reduce-scatter stream sharing the NIC with gathers does, finishes last only from some
+ * layer count on, and a fixed exposed cost can be hidden a little more by each added
+ * layer; both are linear for a few layers.) Otherwise the next a is
  * tried, and the full count is simulated when none fits. Layers are reduced inside each
  * micro-step count the micro-step extrapolation asks for. The result is the full
  * simulation's up to rounding (tests compare both); cost no longer grows with L or G. A
@@ -1036,6 +1041,7 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 		}
 		if (!periodic)
 			continue;
+		/* (no total falls, so none extrapolates below zero) */
 		double k = (double)((full - a - 2 * P) / P);
 		for (int i = 0; i < SGX_PERIODIC_FIELDS; i++)
 			v[i] = f[2][i] + k * (f[2][i] - f[1][i]);
