@@ -1068,6 +1068,13 @@ static bool fl_complete(fl *f, int k)
 		fl_bind(f, k);
 		return true;
 	}
+	if (s->it + 1 < s->blk->repeat) { /* its first op of the next iteration: fl_seek's */
+		s->it++;                  /* cursor, without its search (same instance, slot, */
+		s->k = 0;                 /* block; the timing fields are set when it starts) */
+		s->state = FL_IDLE;
+		fl_bind(f, k);
+		return true;
+	}
 	return fl_seek(f, k, s->g, s->it, next);
 }
 
