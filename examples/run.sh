@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SPSIM=${SPSIM:-./build/src/spsim}
 OUT=${OUT:-$(mktemp -d)}
-for name in microbatch seqlen models whatif strategies; do
+for name in microbatch seqlen models whatif strategies cp-kernels; do
   "$SPSIM" sweep "examples/$name.yaml" -o "$OUT/$name" --force --quiet --plot "$OUT/$name/figures"
   mkdir -p "examples/figures/$name"
   rm -f "examples/figures/$name"/*.png

@@ -207,6 +207,46 @@ START_TEST(nccl_protocol_switches_where_its_model_does)
 }
 END_TEST
 
+START_TEST(nccl_a100_mid_sizes_switch_from_ll128_to_simple)
+{
+	/* The 8 x A100 NVSwitch node of the fidelity corpus (platforms/dgx-a100.yaml: 300 GB/s
+	 * x 0.77 = 231 GB/s ring bus bandwidth, 3.4 us NVLink Simple step, compute capability
+	 * 80, lround(231 / 20) = 12 channels), without the launch overhead. NCCL's model
+	 * (tuning.cc, NCCL 2.19):
+	 *   ring LL128  bus min(0.92 x 231, 12 x 20 perChMaxRingLL128Bw) = 212.52 GB/s, algbw
+	 *               x 8/14 = 121.44 GB/s, latency 14 + 14 x 1.9 = 40.6 us
+	 *   ring Simple bus 231, algbw 132 GB/s, latency 8.4 + 14 x 3.4 = 56 us
+	 * LL128 = Simple at 15.4 us / (1/121.44 - 1/132 GB/s) = 23.38 MB: the tuner runs LL128
+	 * at 2-16 MiB and Simple from 32 MiB, so the 32 and 64 MiB points of a measured curve
+	 * (Azure ND A100 v4: 442.3 and 704.8 us, docs/fidelity.md) run Simple, whose modelled
+	 * times are 56 + 254.2 = 310.2 us and 56 + 508.4 = 564.4 us: the mid-size gap is there
+	 * where no LL128 runs. LL128 is enabled (NVLink, one generation of 70/80/90) and not
+	 * on compute capability 100, which NCCL 2.19 does not enable by default. */
+	config_platform p = tu_platform(1, 8, 1);
+	p.intra.bandwidth = 231e9;
+	p.intra.latency = 3.4e-6;
+	p.nccl.compute_capability = 80;
+	engine_group_shape s = shape(8, 8, 8);
+	ck_assert_int_eq(nccl_channels(&p), 12);
+	double bw_128 = 212.52e9 * 8 / 14, bw_s = 231e9 * 8 / 14;
+	double cross = 15.4e-6 / (1 / bw_128 - 1 / bw_s);
+	ck_assert(fabs(cross - 23.38e6) < 0.01e6);
+	double MiB = 1048576;
+	for (double sz = 2 * MiB; sz <= 64 * MiB; sz *= 2) {
+		nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, sz);
+		bool simple = sz > cross;
+		ck_assert_int_eq(k.algo, NCCL_ALGO_RING);
+		ck_assert_int_eq(k.proto, simple ? NCCL_PROTO_SIMPLE : NCCL_PROTO_LL128);
+		ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, sz),
+				simple ? 56e-6 + sz / bw_s : 40.6e-6 + sz / bw_128, 1e-9);
+	}
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 64 * MiB), 564.4e-6, 1e-6);
+	/* Blackwell (100): NCCL 2.19's LL128 switch has no case for it, so 16 MiB runs Simple */
+	p.nccl.compute_capability = 100;
+	ck_assert_int_eq(nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 16 * MiB).proto, NCCL_PROTO_SIMPLE);
+}
+END_TEST
+
 START_TEST(nccl_launches_fewer_channels_for_small_messages)
 {
 	/* enqueue.cc getAlgoInfo: while nBytes < nc x nThreads x threadThreshold NCCL drops a
@@ -747,6 +787,7 @@ int main(void)
 	tcase_add_test(tc, ring_collectives);
 	tcase_add_test(tc, mesh_uses_every_pair_link);
 	tcase_add_test(tc, nccl_protocol_switches_where_its_model_does);
+	tcase_add_test(tc, nccl_a100_mid_sizes_switch_from_ll128_to_simple);
 	tcase_add_test(tc, nccl_launches_fewer_channels_for_small_messages);
 	tcase_add_test(tc, two_node_all_reduce_takes_the_tree);
 	tcase_add_test(tc, nvls_tree_across_nodes);

@@ -150,7 +150,7 @@ START_TEST(every_numeric_flag_reads_the_table)
 	 * through config_whatif_add); its upper bound is taken, a hair above is not. */
 	const config_range *f = config_range_get(CONFIG_R_WHATIF_FACTOR);
 	ck_assert_double_eq(f->lo, 1);
-	ck_assert_double_eq(f->hi, 1000); /* the "FACTOR from 1 to 1000" of the messages */
+	ck_assert_double_eq(f->hi, 1000); /* the "FACTOR a number from 1 to 1000" of the messages */
 	config_whatif w = {0};
 	config_error e;
 	ck_assert_msg(config_whatif_add(&w, CONFIG_WHATIF_SLOW_GPU, "3:1000", &e), "%s", e.msg);

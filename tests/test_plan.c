@@ -201,7 +201,7 @@ START_TEST(spec_errors_are_located)
 		{"bad_duplicate.yaml", ":5:23: ", "'micro_batch' lists '1' twice, expected distinct values"},
 		{"bad_zero.yaml", ":5:9: ", "'zero' must be an integer from 0 to 3, got '4'"},
 		{"bad_impl.yaml", ":5:9: ", "'impl' must be one of: hf, megatron, got 'fused'"},
-		{"bad_recompute.yaml", ":5:26: ", "'recompute' must be none, selective or full, got 'partial'"},
+		{"bad_recompute.yaml", ":5:26: ", "'recompute' must be one of: none, full, selective, got 'partial'"},
 		{"bad_reserve.yaml", ":5:19: ", "'memory_reserve': '1 GiBs' has an unknown unit 'GiBs'"},
 		{"bad_strategy.yaml", ":5:23: ", "unknown strategy 'tree', expected ulysses|basp"},
 		{"bad_baseline.yaml", ":6:13: ", "baseline 'ring' is not one of the strategies of this sweep"},
@@ -335,7 +335,20 @@ START_TEST(strategy_labels)
 	ck_assert(plan_strategy_parse("usp:sp=8", &st, &e) && plan_strategy_apply(&st, &job, &e));
 	ck_assert_int_eq(job.ulysses_degree, 0);
 	ck_assert(!plan_strategy_parse("ring:u=2", &st, &e)); /* degrees are USP's */
-	ck_assert_ptr_nonnull(strstr(e.msg, "expected ring:sp=N"));
+	/* run's --strategy parser reads the spelling: its sentence */
+	ck_assert_ptr_nonnull(strstr(e.msg, "u= and r= apply only to usp"));
+	/* ring:split=naive, run's spelling, is the ring row with the naive split */
+	ck_assert(plan_strategy_parse("ring:split=naive:sp=4", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_str_eq(st.variant->name, "ring");
+	ck_assert_int_eq(job.cp_split, CONFIG_CP_SPLIT_NAIVE);
+	ck_assert_int_eq(job.sp, 4);
+	ck_assert(plan_strategy_parse("basp-ring:split=naive", &st, &e) && plan_strategy_apply(&st, &job, &e));
+	ck_assert_str_eq(st.variant->name, "basp-ring");
+	ck_assert_int_eq(job.cp_split, CONFIG_CP_SPLIT_NAIVE);
+	ck_assert(!plan_strategy_parse("ulysses:split=naive", &st, &e));
+	ck_assert_ptr_nonnull(strstr(e.msg, "split= applies only to ring attention"));
+	ck_assert(!plan_strategy_parse("ring:sp=4:sp=N/B", &st, &e));
+	ck_assert_ptr_nonnull(strstr(e.msg, "contradict"));
 	ck_assert(!plan_strategy_parse("ring:comm=a2a", &st, &e));
 	ck_assert_ptr_nonnull(strstr(e.msg, "expected comm=p2p or comm=all_gather"));
 }
@@ -601,6 +614,453 @@ START_TEST(csv_quotes_and_columns)
 	ck_assert_ptr_nonnull(strstr(nl + 1, "7,model=x;platform=y,invalid,\"heads 20, not divisible by 8, \"\"K\"\" must "
 					    "divide them\","));
 	free(buf);
+}
+END_TEST
+
+/* ------------------------------------------------------- job settings --- */
+/* Writes text to dir/name; the path goes to out. */
+static void put_file(char *out, size_t len, const char *dir, const char *name, const char *text)
+{
+	snprintf(out, len, "%s/%s", dir, name);
+	FILE *f = fopen(out, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A job run the way `spsim run --job FILE` runs it: the job file read by config_load_job,
+ * its model and platform loaded, nodes applied, the job check, then the analytic engine
+ * over the composite (plan_simulate is run's pipeline: workload_compose + every part). */
+static void run_job_file(const char *path, double *step, double *peak)
+{
+	config_job job;
+	config_job_defaults(&job);
+	char model[CONFIG_PATH_MAX] = "", platform[CONFIG_PATH_MAX] = "", cal[CONFIG_PATH_MAX] = "";
+	int nodes = 0;
+	config_error e = {""};
+	ck_assert_msg(config_load_job(path, &job, model, platform, cal, &nodes, &e), "%s", e.msg);
+	static config_model m;
+	static config_platform p;
+	ck_assert_msg(config_load_model(model, &m, &e) && config_load_platform(platform, &p, &e), "%s", e.msg);
+	if (nodes)
+		p.nodes = nodes;
+	ck_assert_msg(workload_check(&m, &p, &job, &e), "%s: %s", path, e.msg);
+	plan_sim *sim = malloc(sizeof *sim);
+	ck_assert_ptr_nonnull(sim);
+	ck_assert_msg(plan_simulate(&m, &p, &job, engine_find("analytic"), (engine_options){0}, sim, &e), "%s", e.msg);
+	*step = sim->res.step_time;
+	*peak = sim->memory.peak;
+	plan_sim_finish(sim);
+	free(sim);
+}
+
+/* Every job-file setting a sweep takes: a spec that lists values of the key, and for each
+ * value the job file that says the same with the key set to it. Point i of the spec must
+ * be that job exactly (same step time and peak memory: one code path, nothing dropped),
+ * and the values must not all give the same job (the key is applied, not ignored). The
+ * `same` cases are keys whose values are by definition one job here: zero_overlap default
+ * is on at stage 3 (DeepSpeed's overlap_comm default), and dtype has only bf16. */
+START_TEST(sweep_settings_equal_their_job_files)
+{
+	static const struct {
+		const char *key;
+		const char *values[4];
+		const char *extra; /* lines both files share, besides the common ones */
+		bool same;
+	} cases[] = {
+		{"cp_comm_type", {"p2p", "all_gather", "a2a", "a2a+p2p"}, "  strategy: basp\n", false},
+		{"attention_kernel", {"flash-attn-2", "flash-attn-3", "cudnn", "flash-attn-triton"}, "", false},
+		{"impl", {"hf", "megatron"}, "", false},
+		{"offload_activations", {"false", "true"}, "  recompute: full\n", false},
+		{"tile_mlp", {"1", "4"}, "", false},
+		{"tile_logits", {"1", "8"}, "", false},
+		{"memory_reserve", {"0", "6GiB"}, "", false},
+		{"recompute", {"none", "selective", "full"}, "", false},
+		{"zero_overlap", {"false", "true"}, "", false},
+		{"zero_overlap", {"default", "true"}, "", true},
+		{"fp32_grad_comm", {"false", "true"}, "", false},
+		{"reduce_bucket", {"5e8", "1e6"}, "  zero: 2\n", false},
+		{"allgather_bucket", {"5e8", "1e6"}, "  zero: 1\n", false},
+		{"prefetch_bucket", {"5e7", "1e5"}, "", false},
+		{"a2a", {"direct", "hierarchical"}, "  strategy: ulysses\n", false},
+		{"basp_uneven", {"unequal", "extra-step"}, "  strategy: basp\n  micro_batch: 3\n", false},
+		{"dtype", {"bf16"}, "", true},
+	};
+	/* micro-batch 2 unless the case says (B = 3 over 16 GPUs: BASP beyond divisibility) */
+	const char *common = "  model: llama-3.1-8b\n  platform: dgx-h100\n  nodes: 2\n  seq_len: 32K\n";
+	char dir[64];
+	tmpdir(dir, sizeof dir);
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		char text[2048], list[256] = "", spec[256], job[256];
+		int n = 0;
+		for (; n < 4 && cases[c].values[n]; n++)
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", n ? ", " : "", cases[c].values[n]);
+		bool strategy = strstr(cases[c].extra, "strategy") != NULL;
+		/* zero 3 unless the case says; one strategy, so point i is value i */
+		const char *zero = strstr(cases[c].extra, "zero") ? "" : "  zero: 3\n",
+			   *batch = strstr(cases[c].extra, "micro_batch") ? "" : "  micro_batch: 2\n";
+		snprintf(text, sizeof text, "sweep:\n%s%s%s%s%s  %s: [%s]\n", common, cases[c].extra, zero, batch,
+			 strategy ? "" : "  strategy: basp\n", cases[c].key, list);
+		put_file(spec, sizeof spec, dir, "spec.yaml", text);
+		plan_spec s;
+		config_error e = {""};
+		ck_assert_msg(plan_spec_load(spec, &s, &e), "%s: %s", cases[c].key, e.msg);
+		ck_assert_int_eq(s.n_points, n);
+		double step[4], peak[4];
+		for (int i = 0; i < n; i++) {
+			snprintf(text, sizeof text, "job:\n%s%s%s%s%s  %s: %s\n", common, cases[c].extra, zero, batch,
+				 strategy ? "" : "  strategy: basp\n", cases[c].key, cases[c].values[i]);
+			put_file(job, sizeof job, dir, "job.yaml", text);
+			run_job_file(job, &step[i], &peak[i]);
+			json_t *row = plan_point_eval(&s, i);
+			ck_assert_msg(strcmp(plan_row_str(row, "status"), "ok") == 0, "%s=%s: %s", cases[c].key,
+				      cases[c].values[i], plan_row_str(row, "error"));
+			ck_assert_msg(plan_row_num(row, "step_time_s") == step[i] && plan_row_num(row, "mem_peak") == peak[i],
+				      "%s=%s: sweep %.9g s %.6g B, job file %.9g s %.6g B", cases[c].key, cases[c].values[i],
+				      plan_row_num(row, "step_time_s"), plan_row_num(row, "mem_peak"), step[i], peak[i]);
+			/* the row names the value it ran (cp_comm_type, attention_kernel, ...) */
+			char want[64];
+			snprintf(want, sizeof want, "%s=%s", cases[c].key, cases[c].values[i]);
+			ck_assert_ptr_nonnull(strstr(plan_row_str(row, "point"), want));
+			json_decref(row);
+		}
+		bool differ = false;
+		for (int i = 1; i < n; i++)
+			differ |= step[i] != step[0] || peak[i] != peak[0];
+		ck_assert_msg(differ != cases[c].same, "%s: values %s", cases[c].key,
+			      cases[c].same ? "differ where they are one job" : "all give the same job");
+		plan_spec_finish(&s);
+	}
+	rm_tree(dir);
+}
+END_TEST
+
+/* The row columns carry the settings a point ran with, named as a job file names them. */
+START_TEST(sweep_rows_carry_the_settings)
+{
+	char dir[64], spec[256];
+	tmpdir(dir, sizeof dir);
+	plan_spec s;
+	config_error e = {""};
+	put_file(spec, sizeof spec, dir, "spec.yaml",
+		 "sweep:\n  model: llama-3.1-8b\n  platform: dgx-h100\n  seq_len: 16K\n"
+		 "  attention_kernel: cudnn\n  impl: megatron\n  recompute: full\n"
+		 "  offload_activations: true\n  tile_mlp: 4\n  tile_logits: 8\n  memory_reserve: 3GiB\n"
+		 "  zero_overlap: false\n  fp32_grad_comm: false\n  reduce_bucket: 1e7\n  allgather_bucket: 2e7\n"
+		 "  prefetch_bucket: 3e6\n  strategy: ring:split=naive\n");
+	ck_assert_msg(plan_spec_load(spec, &s, &e), "%s", e.msg);
+	json_t *r = plan_point_eval(&s, 0);
+	ck_assert_str_eq(plan_row_str(r, "status"), "ok");
+	ck_assert_str_eq(plan_row_str(r, "strategy"), "ring");
+	ck_assert_str_eq(plan_row_str(r, "cp_comm_type"), "p2p"); /* ring's KV passed around */
+	ck_assert_str_eq(plan_row_str(r, "attention_kernel"), "cudnn");
+	ck_assert_str_eq(plan_row_str(r, "impl"), "megatron");
+	ck_assert(json_is_true(json_object_get(r, "offload_activations")));
+	ck_assert_double_eq(plan_row_num(r, "tile_mlp"), 4);
+	ck_assert_double_eq(plan_row_num(r, "tile_logits"), 8);
+	ck_assert_double_eq(plan_row_num(r, "memory_reserve"), 3.0 * 1073741824);
+	ck_assert(json_is_false(json_object_get(r, "zero_overlap")));
+	ck_assert(json_is_false(json_object_get(r, "fp32_grad_comm")));
+	ck_assert_double_eq(plan_row_num(r, "reduce_bucket"), 1e7);
+	ck_assert_double_eq(plan_row_num(r, "allgather_bucket"), 2e7);
+	ck_assert_double_eq(plan_row_num(r, "prefetch_bucket"), 3e6);
+	ck_assert_str_eq(plan_row_str(r, "placement"), "contiguous");
+	ck_assert_str_eq(plan_row_str(r, "what_if"), "none");
+	/* the spec's strategy value is the label; split=naive reached the job */
+	ck_assert_str_eq(plan_row_str(r, "label"), "ring:split=naive");
+	plan_point p;
+	config_platform pl;
+	config_job job;
+	plan_point_at(&s, 0, &p);
+	ck_assert(plan_point_job(&s, &p, &pl, &job, &e));
+	ck_assert_int_eq(job.cp_split, CONFIG_CP_SPLIT_NAIVE);
+	ck_assert_int_eq(job.cp_comm, CONFIG_CP_COMM_P2P);
+	/* the CSV has a column for each */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	plan_row_csv_header(f);
+	fclose(f);
+	static const char *const cols[] = {",cp_comm_type,", ",attention_kernel,", ",impl,", ",offload_activations,",
+					   ",tile_mlp,", ",tile_logits,", ",memory_reserve_bytes,", ",zero_overlap,",
+					   ",fp32_grad_comm,", ",reduce_bucket_elements,", ",placement,", ",what_if,"};
+	for (size_t i = 0; i < sizeof cols / sizeof *cols; i++)
+		ck_assert_msg(strstr(buf, cols[i]), "no column %s", cols[i]);
+	free(buf);
+	json_decref(r);
+	plan_spec_finish(&s);
+	rm_tree(dir);
+}
+END_TEST
+
+/* cp_comm_type against a strategy the spec names: the job file's rule (a non-BASP strategy
+ * other than the type's is refused with both named), per point, as the job check's reason. */
+START_TEST(sweep_cp_comm_type_against_named_strategies)
+{
+	char dir[64], spec[256];
+	tmpdir(dir, sizeof dir);
+	put_file(spec, sizeof spec, dir, "spec.yaml",
+		 "sweep:\n  model: llama-3.1-8b\n  platform: dgx-h100\n  seq_len: 16K\n  micro_batch: 2\n"
+		 "  strategy: [ring, basp]\n  cp_comm_type: [p2p, a2a]\n");
+	plan_spec s;
+	config_error e = {""};
+	ck_assert_msg(plan_spec_load(spec, &s, &e), "%s", e.msg);
+	ck_assert_int_eq(s.n_points, 4);
+	/* points: (p2p, ring) (p2p, basp) (a2a, ring) (a2a, basp) */
+	const bool valid[4] = {true, true, false, true};
+	const config_strategy inner[4] = {CONFIG_STRATEGY_RING, CONFIG_STRATEGY_RING, 0, CONFIG_STRATEGY_ULYSSES};
+	for (int i = 0; i < 4; i++) {
+		plan_point p;
+		config_platform pl;
+		config_job job;
+		plan_point_at(&s, i, &p);
+		ck_assert_int_eq(plan_point_job(&s, &p, &pl, &job, &e), valid[i]);
+		if (!valid[i])
+			ck_assert_ptr_nonnull(strstr(e.msg, "cp_comm_type a2a is strategy ulysses, but the strategy given is ring"));
+		else
+			ck_assert_int_eq(job.strategy == CONFIG_STRATEGY_BASP ? job.basp_inner : job.strategy, inner[i]);
+	}
+	plan_spec_finish(&s);
+	/* without a strategy key the default pair [ulysses, basp] takes the type: ring and BASP over ring */
+	put_file(spec, sizeof spec, dir, "spec.yaml",
+		 "sweep:\n  model: llama-3.1-8b\n  platform: dgx-h100\n  seq_len: 16K\n  micro_batch: 2\n"
+		 "  cp_comm_type: p2p\n");
+	ck_assert_msg(plan_spec_load(spec, &s, &e), "%s", e.msg);
+	for (int i = 0; i < 2; i++) {
+		plan_point p;
+		config_platform pl;
+		config_job job;
+		plan_point_at(&s, i, &p);
+		ck_assert_msg(plan_point_job(&s, &p, &pl, &job, &e), "%s", e.msg);
+		ck_assert(config_job_ring(&job));
+		json_t *r = plan_point_eval(&s, i);
+		ck_assert_str_eq(plan_row_str(r, "cp_comm_type"), "p2p");
+		ck_assert_str_eq(plan_row_str(r, "strategy"), i ? "basp" : "ring");
+		ck_assert_str_eq(plan_row_str(r, "label"), i ? "basp" : "plain"); /* not Ulysses any more */
+		json_decref(r);
+	}
+	plan_spec_finish(&s);
+	rm_tree(dir);
+}
+END_TEST
+
+/* A bad value of each new key: the job file's message at the value's line and column;
+ * unknown keys and the strategy's own keys refused with what to write instead. */
+START_TEST(sweep_setting_errors_are_located)
+{
+	static const struct {
+		const char *line, *where, *what;
+	} cases[] = {
+		{"  cp_comm_type: [p2p, ring]\n", ":5:23: ", "'cp_comm_type' must be one of: p2p, all_gather, a2a, a2a+p2p, got 'ring'"},
+		{"  attention_kernel: flash-attn-4\n", ":5:21: ",
+		 "'attention_kernel' must be one of: flash-attn-2, flash-attn-3, cudnn, flash-attn-triton, got 'flash-attn-4'"},
+		{"  offload_activations: [true, maybe]\n", ":5:31: ", "'offload_activations' must be true or false, got 'maybe'"},
+		{"  tile_mlp: [1, 0]\n", ":5:17: ", "'tile_mlp' must be"},
+		{"  tile_logits: -2\n", ":5:16: ", "'tile_logits' must be"},
+		{"  memory_reserve: [0, lots]\n", ":5:23: ", "'memory_reserve': "},
+		{"  zero_overlap: sometimes\n", ":5:17: ", "'zero_overlap' must be true, false or default, got 'sometimes'"},
+		{"  fp32_grad_comm: 2\n", ":5:19: ", "'fp32_grad_comm' must be true or false, got '2'"},
+		{"  reduce_bucket: -1\n", ":5:18: ", "'reduce_bucket' must be"},
+		{"  dtype: fp16\n", ":5:10: ", "'dtype' must be one of: bf16, got 'fp16'"},
+		{"  impl: [hf, hf]\n", ":5:14: ", "'impl' lists 'hf' twice, expected distinct values"},
+		{"  placement: diagonal\n", ":5:14: ", "--placement"},
+		{"  what_if: slow-gpu=3:2\n", ":5:12: ", "'what_if' slow-gpu=3:2 cannot run on the engine of this sweep"},
+		{"  what_if: {slow_gpu: [\"3:0.5\"]}\n", ":5:24: ", "'slow_gpu': "},
+		{"  placement: strided\n", ":5:14: ", "'placement' strided cannot run on the engine of this sweep"},
+		{"  basp_inner: ring\n", ":5:3: ",
+		 "'basp_inner' is part of the strategy in a sweep spec, expected it in the strategy values, e.g. strategy: basp:inner=ring"},
+		{"  cp_split: naive\n", ":5:3: ", "'cp_split' is part of the strategy in a sweep spec"},
+		{"  ulysses_degree: 2\n", ":5:3: ", "'ulysses_degree' is part of the strategy in a sweep spec"},
+		{"  sp: 4\n", ":5:3: ", "'sp' is part of the strategy in a sweep spec"},
+		{"  attn_kernel: cudnn\n", ":5:3: ", "unknown key 'attn_kernel' in 'sweep', expected one of: name, baseline, model,"},
+		{"  strategy: ring:split=spiral\n", ":5:13: ", "strategy 'ring:split=spiral': split=spiral, expected split=zigzag or split=naive"},
+	};
+	char dir[64], spec[256];
+	tmpdir(dir, sizeof dir);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[512], want[512];
+		snprintf(text, sizeof text, "sweep:\n  model: llama-3.1-8b\n  platform: dgx-h100\n  seq_len: 16K\n%s",
+			 cases[i].line);
+		put_file(spec, sizeof spec, dir, "spec.yaml", text);
+		plan_spec s;
+		config_error e = {""};
+		ck_assert_msg(!plan_spec_load(spec, &s, &e), "%s was accepted", cases[i].line);
+		snprintf(want, sizeof want, "%s%s%s", spec, cases[i].where, cases[i].what);
+		ck_assert_msg(strncmp(e.msg, want, strlen(want)) == 0, "%s got  %s\n want %s...", cases[i].line, e.msg, want);
+	}
+	/* the command: the same message and exit status 2 */
+	put_file(spec, sizeof spec, dir, "spec.yaml",
+		 "sweep:\n  model: llama-3.1-8b\n  platform: dgx-h100\n  seq_len: 16K\n  cp_comm_type: ring\n");
+	char log[128], out[128];
+	snprintf(log, sizeof log, "%s/log", dir);
+	snprintf(out, sizeof out, "%s/out", dir);
+	char *argv[] = {(char *)exe(), "sweep", spec, "-o", out, "--quiet", NULL};
+	ck_assert_int_eq(run_exe(argv, log), 2);
+	char *msg = slurp(log);
+	ck_assert_ptr_nonnull(msg);
+	ck_assert_msg(strstr(msg, "spec.yaml:5:17: 'cp_comm_type' must be one of: p2p, all_gather, a2a, a2a+p2p, got 'ring'"),
+		      "%s", msg);
+	free(msg);
+	rm_tree(dir);
+}
+END_TEST
+
+/* Resume keys points by every key the spec gives: a record made with one attention kernel
+ * (or with the key left out) does not stand for a point with another. */
+START_TEST(sweep_resume_tells_new_keys_apart)
+{
+	char dir[64], out[128], spec[256];
+	tmpdir(dir, sizeof dir);
+	snprintf(out, sizeof out, "%s/out", dir);
+	const char *base = "sweep:\n  model: llama-3.1-8b\n  platform: dgx-h100\n  seq_len: 16K\n  strategy: ulysses\n";
+	const char *extra[] = {"", "  attention_kernel: flash-attn-2\n", "  attention_kernel: cudnn\n",
+			       "  attention_kernel: [flash-attn-2, cudnn]\n", "  cp_comm_type: a2a\n"};
+	/* rows already there before each run, and rows run by it */
+	const long already[] = {0, 0, 0, 2, 0}, ran[] = {1, 1, 1, 0, 1};
+	for (int i = 0; i < 5; i++) {
+		char text[512];
+		snprintf(text, sizeof text, "%s%s", base, extra[i]);
+		put_file(spec, sizeof spec, dir, "spec.yaml", text);
+		plan_spec s;
+		config_error e = {""};
+		ck_assert_msg(plan_spec_load(spec, &s, &e), "%s", e.msg);
+		plan_sweep_opts o = {.out_dir = out, .jobs = 1, .quiet = true, .mode = i ? PLAN_OUTPUT_RESUME : PLAN_OUTPUT_NEW};
+		plan_sweep_summary sum;
+		ck_assert_msg(plan_sweep_run(&s, &o, &sum, &e), "%s", e.msg);
+		ck_assert_msg(sum.already == already[i] && sum.ran == ran[i], "%s: %ld already, %ld ran", extra[i],
+			      sum.already, sum.ran);
+		plan_spec_finish(&s);
+	}
+	json_t *rows;
+	config_error e = {""};
+	ck_assert(plan_rows_load(out, &rows, &e));
+	ck_assert_int_eq((long)json_array_size(rows), 4);
+	json_decref(rows);
+	rm_tree(dir);
+}
+END_TEST
+
+/* what_if and placement on SimGrid: a point with a what-if equals the job file with the
+ * same what_if mapping (config_load_whatif), run as `spsim run --job` runs it; the what-if
+ * and the placement reach the engine (a GPU computing twice as slow lengthens the step; the
+ * strided placement moves ranks across nodes). On the analytic engine the same values are
+ * invalid points, with the engine's own sentence. */
+START_TEST(sweep_whatif_and_placement_reach_simgrid)
+{
+	if (!engine_find("simgrid")) {
+		fprintf(stderr, "sweep_whatif_and_placement_reach_simgrid: simgrid engine not built; skipped\n");
+		return;
+	}
+	char dir[64], spec[256], job[256];
+	tmpdir(dir, sizeof dir);
+	/* SP groups of 4: inside a node placed contiguously, across both nodes strided */
+	const char *common = "  model: llama-3.2-1b\n  platform: a100-2x4-ib400\n  seq_len: 4K\n  zero: 1\n";
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "sweep:\n%s  strategy: \"ulysses:sp=4\"\n  engine: [analytic, simgrid]\n  placement: [contiguous, strided]\n"
+		 "  what_if: [none, {slow_gpu: [\"0:2\"]}]\n",
+		 common);
+	put_file(spec, sizeof spec, dir, "spec.yaml", text);
+	plan_spec s;
+	config_error e = {""};
+	ck_assert_msg(plan_spec_load(spec, &s, &e), "%s", e.msg);
+	ck_assert_int_eq(s.n_points, 8);
+	ck_assert_str_eq(s.values[PLAN_AXIS_WHAT_IF][1].text, "slow-gpu=0:2");
+	snprintf(text, sizeof text, "job:\n%s  strategy: ulysses\n  sp: 4\n  what_if: {slow_gpu: [\"0:2\"]}\n", common);
+	put_file(job, sizeof job, dir, "job.yaml", text);
+	/* the job file's run on SimGrid, contiguous */
+	config_job j;
+	config_job_defaults(&j);
+	config_whatif w = {0};
+	char model[CONFIG_PATH_MAX] = "", platform[CONFIG_PATH_MAX] = "";
+	ck_assert_msg(config_load_job(job, &j, model, platform, NULL, NULL, &e) && config_load_whatif(job, &w, &e), "%s",
+		      e.msg);
+	static config_model m;
+	static config_platform p;
+	ck_assert(config_load_model(model, &m, &e) && config_load_platform(platform, &p, &e));
+	ck_assert_msg(workload_check(&m, &p, &j, &e), "%s", e.msg);
+	double step[8];
+	for (int i = 0; i < 8; i++) {
+		/* points: engine (analytic, simgrid) x placement (contiguous, strided) x what_if (none, slow) */
+		pid_t pid = 0;
+		int fd[2];
+		ck_assert_int_eq(pipe(fd), 0);
+		fflush(NULL);
+		pid = fork(); /* SimGrid initialises once per process */
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			json_t *r = plan_point_eval(&s, i);
+			double v = strcmp(plan_row_str(r, "status"), "ok") == 0 ? plan_row_num(r, "step_time_s") : -1;
+			if (v < 0 && i >= 4)
+				fprintf(stderr, "point %d: %s\n", i, plan_row_str(r, "error"));
+			if (i < 4 && i > 0) /* analytic: only (contiguous, none) runs */
+				v = strstr(plan_row_str(r, "error"), i == 1 ? "cannot run --slow-gpu" : "contiguous placement only")
+					? -2
+					: -3;
+			ssize_t n = write(fd[1], &v, sizeof v);
+			_exit(n == sizeof v ? 0 : 1);
+		}
+		close(fd[1]);
+		ck_assert_int_eq(read(fd[0], &step[i], sizeof step[i]), (ssize_t)sizeof step[i]);
+		close(fd[0]);
+		int st;
+		waitpid(pid, &st, 0);
+	}
+	ck_assert_double_gt(step[0], 0);
+	ck_assert_double_eq(step[1], -2); /* analytic with a what-if: invalid, the engine's reason */
+	ck_assert_double_eq(step[2], -2); /* analytic with strided placement: invalid */
+	for (int i = 4; i < 8; i++)
+		ck_assert_msg(step[i] > 0, "simgrid point %d failed", i);
+	ck_assert_double_gt(step[5], step[4] * 1.05); /* rank 0 twice as slow: the step waits for it */
+	ck_assert_double_gt(step[6], step[4]);        /* strided: each all-to-all group crosses the network */
+	/* the job file with its what_if, on SimGrid in a process of its own */
+	int fd[2];
+	ck_assert_int_eq(pipe(fd), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		plan_sim *sim = malloc(sizeof *sim);
+		engine_options o = {.placement = ENGINE_PLACE_CONTIGUOUS, .whatif = &w};
+		double v = sim && plan_simulate(&m, &p, &j, engine_find("simgrid"), o, sim, &e) ? sim->res.step_time : -1;
+		ssize_t n = write(fd[1], &v, sizeof v);
+		_exit(n == sizeof v ? 0 : 1);
+	}
+	close(fd[1]);
+	double direct_step = 0;
+	ck_assert_int_eq(read(fd[0], &direct_step, sizeof direct_step), (ssize_t)sizeof direct_step);
+	close(fd[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	ck_assert_double_eq(step[5], direct_step);
+	plan_spec_finish(&s);
+	rm_tree(dir);
+}
+END_TEST
+
+/* `spsim sweep --help` and docs/planning.md name every key a spec takes. */
+START_TEST(sweep_help_and_docs_name_every_key)
+{
+	char dir[64], log[128], doc[CONFIG_PATH_MAX];
+	tmpdir(dir, sizeof dir);
+	snprintf(log, sizeof log, "%s/help", dir);
+	char *argv[] = {(char *)exe(), "sweep", "--help", NULL};
+	ck_assert_int_eq(run_exe(argv, log), 0);
+	char *help = slurp(log);
+	snprintf(doc, sizeof doc, "%s/docs/planning.md", getenv("SPSIM_DATA_DIR"));
+	char *md = slurp(doc);
+	ck_assert(help && md);
+	for (int a = 0; a < PLAN_AXIS_COUNT; a++) {
+		const char *k = plan_axis_key((plan_axis)a);
+		char word[64], code[64];
+		snprintf(word, sizeof word, " %s", k);
+		snprintf(code, sizeof code, "`%s`", k);
+		ck_assert_msg(strstr(help, word), "sweep --help does not name '%s'", k);
+		ck_assert_msg(strstr(md, code), "docs/planning.md does not name `%s`", k);
+	}
+	free(help);
+	free(md);
+	rm_tree(dir);
 }
 END_TEST
 
@@ -1193,6 +1653,66 @@ START_TEST(planner_says_when_basp_does_not_win)
 }
 END_TEST
 
+/* The planner takes run's job settings (--attention-kernel, --tile-logits, ...) as settings
+ * every configuration shares: each candidate is run's job with them (its analytic step is
+ * a direct run of that job), and a faster attention kernel makes the best step shorter. */
+START_TEST(planner_takes_run_job_settings)
+{
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("dgx-h100", &p, &e));
+	int budget = 8;
+	config_job base;
+	config_job_defaults(&base);
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 65536, .global_tokens = 16L * 65536, .base = &base};
+	plan_candidate *c;
+	long n2, n3;
+	plan_search_stats st;
+	base.attention_kernel = CONFIG_ATTN_FA2;
+	ck_assert(plan_search(&q, &c, &n2, &st, &e) && n2 > 0);
+	double fa2 = c[0].analytic.step_time;
+	free(c);
+	base.attention_kernel = CONFIG_ATTN_FA3;
+	base.tile_logits = 4;
+	ck_assert(plan_search(&q, &c, &n3, &st, &e) && n3 > 0);
+	for (long i = 0; i < n3; i++)
+		ck_assert(c[i].job.attention_kernel == CONFIG_ATTN_FA3 && c[i].job.tile_logits == 4);
+	config_platform pc = p;
+	pc.nodes = 1;
+	bool fits;
+	engine_result want = direct(&m, &pc, c[0].job, &fits);
+	ck_assert_double_eq(c[0].analytic.step_time, want.step_time);
+	ck_assert_double_lt(c[0].analytic.step_time, fa2);
+	free(c);
+	/* the flags: run's parser, run's messages */
+	char log[] = "/tmp/spsim-plan-cli-XXXXXX";
+	int fd = mkstemp(log);
+	close(fd);
+	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "8",
+		     "--seq-len", "64K", "--global-batch", "1M", "--verify", "none", "--top", "1", "--format", "json",
+		     "--attention-kernel", "flash-attn-3", "--tile-logits", "4", "--zero-overlap", "off", NULL};
+	ck_assert_int_eq(run_exe(a, log), 0);
+	json_t *j = json_load_file(log, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	json_t *top = json_array_get(json_object_get(j, "ranking"), 0);
+	ck_assert_str_eq(plan_row_str(top, "attention_kernel"), "flash-attn-3");
+	ck_assert_double_eq(plan_row_num(top, "tile_logits"), 4);
+	ck_assert(json_is_false(json_object_get(top, "zero_overlap")));
+	json_decref(j);
+	char *bad[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "8",
+		       "--seq-len", "64K", "--global-batch", "1M", "--attention-kernel", "flash-attn-4", NULL};
+	ck_assert_int_eq(run_exe(bad, log), 2);
+	char *out = slurp(log);
+	ck_assert_msg(strstr(out, "--attention-kernel expects flash-attn-2, flash-attn-3, cudnn or flash-attn-triton, got "
+				  "'flash-attn-4'"),
+		      "%.1500s", out);
+	free(out);
+	unlink(log);
+}
+END_TEST
+
 START_TEST(planner_takes_the_implementation_and_reserve)
 {
 	/* Megatron's fused kernels keep less than Hugging Face's eager modules, so at least as
@@ -1634,6 +2154,13 @@ static Suite *plan_suite(void)
 	t = tcase_create("sweeps");
 	tcase_set_timeout(t, 180);
 	tcase_add_test(t, sweep_rows_match_direct_runs);
+	tcase_add_test(t, sweep_settings_equal_their_job_files);
+	tcase_add_test(t, sweep_rows_carry_the_settings);
+	tcase_add_test(t, sweep_cp_comm_type_against_named_strategies);
+	tcase_add_test(t, sweep_setting_errors_are_located);
+	tcase_add_test(t, sweep_resume_tells_new_keys_apart);
+	tcase_add_test(t, sweep_whatif_and_placement_reach_simgrid);
+	tcase_add_test(t, sweep_help_and_docs_name_every_key);
 	tcase_add_test(t, sweep_records_a_failing_point_and_goes_on);
 	tcase_add_test(t, sweep_resume_after_kill_matches_uninterrupted);
 	tcase_add_test(t, sweep_cli_refuses_existing_output);
@@ -1649,6 +2176,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, planner_weighs_basp_beyond_divisibility);
 	tcase_add_test(t, planner_says_when_basp_does_not_win);
 	tcase_add_test(t, planner_takes_the_implementation_and_reserve);
+	tcase_add_test(t, planner_takes_run_job_settings);
 	tcase_add_test(t, planner_merges_one_layout_under_two_names);
 	tcase_add_test(t, planner_searches_selective_recompute_on_request);
 	tcase_add_test(t, planner_cost_ranking_and_explanations);

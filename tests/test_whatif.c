@@ -67,7 +67,7 @@ END_TEST
 START_TEST(bad_flags_name_the_flag_and_the_form)
 {
 	parse_fails(CONFIG_WHATIF_SLOW_GPU, "3", "--slow-gpu '3': expected RANK:FACTOR");
-	parse_fails(CONFIG_WHATIF_SLOW_GPU, "3:0.5", "FACTOR from 1 to 1000");
+	parse_fails(CONFIG_WHATIF_SLOW_GPU, "3:0.5", "FACTOR a number from 1 to 1000");
 	parse_fails(CONFIG_WHATIF_SLOW_GPU, "3:2000", "--slow-gpu");
 	parse_fails(CONFIG_WHATIF_SLOW_GPU, "-1:2", "--slow-gpu");
 	parse_fails(CONFIG_WHATIF_SLOW_NODE, "a:2", "--slow-node 'a:2': expected NODE:FACTOR");

@@ -630,9 +630,8 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 			return false;
 		a->opt.trace_path = a->trace;
 	}
-	if (a->opt.placement != ENGINE_PLACE_CONTIGUOUS && strcmp(a->engine, "analytic") == 0) {
-		fprintf(stderr, "spsim %s: the analytic engine models contiguous placement only; use --engine simgrid "
-				"for strided or random placement\n", cmd);
+	if (!engine_placement_supported(a->engine, &a->opt, &err)) {
+		fprintf(stderr, "spsim %s: %s\n", cmd, err.msg);
 		return false;
 	}
 	if (!workload_check(&a->m, &a->p, &a->job, &err)) {

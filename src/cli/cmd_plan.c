@@ -18,8 +18,18 @@
 enum {
 	OPT_MODEL = 256, OPT_PLATFORM, OPT_GPUS, OPT_SEQ, OPT_BATCH, OPT_PRICE, OPT_TOP, OPT_ZERO, OPT_RECOMPUTE,
 	OPT_MAXB, OPT_VERIFY, OPT_PLACEMENT, OPT_CAL, OPT_FORMAT, OPT_TIMEOUT, OPT_A2A, OPT_HELP, OPT_PROGRESS,
-	OPT_QUIET, OPT_IMPL, OPT_RESERVE, OPT_STRATEGIES,
+	OPT_QUIET, OPT_IMPL, OPT_RESERVE, OPT_STRATEGIES, OPT_JOB_SETTING,
 };
+
+/* Job settings every configuration of the plan shares, each read by `spsim run`'s own flag
+ * parser (cli_job_option): option OPT_JOB_SETTING + i is run's job_setting_ids[i] (the
+ * names in the option table below are run's). */
+static const int job_setting_ids[] = {
+	CLI_OPT_ATTENTION_KERNEL, CLI_OPT_OFFLOAD_ACTIVATIONS, CLI_OPT_TILE_MLP,	      CLI_OPT_TILE_LOGITS,
+	CLI_OPT_ZERO_OVERLAP,	  CLI_OPT_FP32_GRAD_COMM,      CLI_OPT_REDUCE_BUCKET, CLI_OPT_ALLGATHER_BUCKET,
+	CLI_OPT_PREFETCH_BUCKET,  CLI_OPT_DTYPE,
+};
+#define N_JOB_SETTINGS ((int)(sizeof job_setting_ids / sizeof job_setting_ids[0]))
 
 static void plan_help(FILE *f)
 {
@@ -46,6 +56,10 @@ static void plan_help(FILE *f)
 	      "  --max-micro-batch B      largest micro-batch to try (default: no limit)\n"
 	      "  --impl hf|megatron       what each layer saves for backward (default hf; see spsim run --help)\n"
 	      "  --memory-reserve SIZE    memory lost to CUDA context, NCCL and fragmentation, or 0 (default derived)\n"
+	      "  --attention-kernel K, --offload-activations, --tile-mlp N, --tile-logits N, --zero-overlap V,\n"
+	      "  --fp32-grad-comm V, --reduce-bucket E, --allgather-bucket E, --prefetch-bucket E, --dtype bf16\n"
+	      "                           settings every configuration shares, as spsim run takes them (see\n"
+	      "                           spsim run --help; offload needs recompute full: --recompute full)\n"
 	      "  --strategies LIST        the strategies to search (default ulysses, basp, basp-unequal,\n"
 	      "                           basp-extra-step); also ring (ring attention, zigzag), basp-ring\n"
 	      "                           (alias basp:inner=ring), usp (every Ulysses degree), basp-usp\n"
@@ -377,6 +391,14 @@ static bool verify(plan_args *a, const plan_query *q, plan_candidate *c, long n,
 	return true;
 }
 
+/* The job settings the flags set (config_job_setting_copy: the job file's table); the
+ * planner searches recompute and a2a itself (--recompute, --a2a). */
+static void take_settings(config_job *base, const config_job *flags)
+{
+	for (int k = 0; config_job_setting_key(k); k++)
+		config_job_setting_copy(k, base, flags);
+}
+
 int cli_cmd_plan(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -403,6 +425,16 @@ int cli_cmd_plan(int argc, char **argv)
 		{"help", no_argument, NULL, OPT_HELP},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"quiet", no_argument, NULL, OPT_QUIET},
+		{"attention-kernel", required_argument, NULL, OPT_JOB_SETTING + 0},
+		{"offload-activations", no_argument, NULL, OPT_JOB_SETTING + 1},
+		{"tile-mlp", required_argument, NULL, OPT_JOB_SETTING + 2},
+		{"tile-logits", required_argument, NULL, OPT_JOB_SETTING + 3},
+		{"zero-overlap", required_argument, NULL, OPT_JOB_SETTING + 4},
+		{"fp32-grad-comm", required_argument, NULL, OPT_JOB_SETTING + 5},
+		{"reduce-bucket", required_argument, NULL, OPT_JOB_SETTING + 6},
+		{"allgather-bucket", required_argument, NULL, OPT_JOB_SETTING + 7},
+		{"prefetch-bucket", required_argument, NULL, OPT_JOB_SETTING + 8},
+		{"dtype", required_argument, NULL, OPT_JOB_SETTING + 9},
 		{NULL, 0, NULL, 0},
 	};
 	plan_args a = {.top = 5, .format = REPORT_TABLE, .progress = -1};
@@ -451,9 +483,7 @@ int cli_cmd_plan(int argc, char **argv)
 		case OPT_RESERVE:
 			/* the job flags' own parsing and messages */
 			ok = cli_job_option(&jargs, c == OPT_IMPL ? CLI_OPT_IMPL : CLI_OPT_MEMORY_RESERVE, optarg) > 0;
-			a.base.impl = jargs.job.impl;
-			a.base.memory_reserve = jargs.job.memory_reserve;
-			a.base.memory_reserve_set = jargs.job.memory_reserve_set;
+			take_settings(&a.base, &jargs.job);
 			break;
 		case OPT_MAXB:
 			ok = cli_parse_int("--max-micro-batch", optarg, 1, 1 << 20, &v);
@@ -488,6 +518,11 @@ int cli_cmd_plan(int argc, char **argv)
 		case OPT_QUIET: a.progress = 0; break;
 		case ':': fprintf(stderr, "spsim plan: option '%s' needs a value\n", argv[optind - 1]); goto out;
 		default:
+			if (c >= OPT_JOB_SETTING && c < OPT_JOB_SETTING + N_JOB_SETTINGS) {
+				ok = cli_job_option(&jargs, job_setting_ids[c - OPT_JOB_SETTING], optarg) > 0;
+				take_settings(&a.base, &jargs.job);
+				break;
+			}
 			fprintf(stderr, "spsim plan: unknown option '%s' (see spsim plan --help)\n", argv[optind - 1]);
 			goto out;
 		}

@@ -442,6 +442,15 @@ bool config_job_fp32_grad_comm(const config_job *job, int sp);
 /* The attention kernel a job runs: its own choice, else the platform's. */
 config_attn_kernel config_job_attention_kernel(const config_job *job, const config_platform *p);
 
+/* The job keys that set plain fields of config_job (recompute, dtype, a2a, basp_uneven,
+ * attention_kernel, impl, memory_reserve, zero_overlap, the ZeRO buckets, fp32_grad_comm,
+ * offload_activations, tile_mlp, tile_logits): one table (job.c) that job files and sweep
+ * specs read through. find: a key's index, -1 when it is not one of them; key: the
+ * index's key (NULL past the end); copy: the fields setting i sets, from src to dst. */
+int config_job_setting_find(const char *key);
+const char *config_job_setting_key(int i);
+void config_job_setting_copy(int i, config_job *dst, const config_job *src);
+
 /* The spellings of the enums in YAML, flags and reports (names.c), indexed by value. */
 extern const char *const config_strategy_names[4];
 extern const char *const config_cp_split_names[2];

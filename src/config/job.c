@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 void config_job_defaults(config_job *job)
@@ -57,21 +58,149 @@ static const char *const job_keys[] = {
 	"ulysses_degree", "ring_degree", "what_if", "cp_comm_type", "offload_activations", "tile_mlp", "tile_logits", NULL,
 };
 
+/* ---------------------------------------------------------------- settings --- */
+/* The job keys that set plain fields of config_job, in one table: job files read them
+ * here (job_read) and sweep specs read each of their values through the same entry
+ * (config_job_setting_read on a one-entry mapping), so both take the same spellings,
+ * ranges and messages. */
+typedef enum setting_kind { K_ENUM, K_BOOL, K_RANGE, K_RANGE_INT, K_SIZE_OR_ZERO, K_TRISTATE } setting_kind;
+typedef struct setting {
+	const char *key;
+	setting_kind kind;
+	const char *const *names; /* K_ENUM */
+	int n;
+	config_range_id range;    /* K_RANGE, K_RANGE_INT */
+	size_t off, size;         /* the field */
+	size_t flag_off, flag_size; /* a field set to 1 when the key is given (0 size: none) */
+} setting;
+
+static const char *const dtype_names[] = {"bf16"};
+#define FIELD(f) offsetof(config_job, f), sizeof(((config_job *)0)->f)
+#define NOFLAG 0, 0
+static const setting settings[] = {
+	{"recompute", K_ENUM, config_recompute_names, CONFIG_RECOMPUTES, 0, FIELD(recompute), NOFLAG},
+	{"dtype", K_ENUM, dtype_names, 1, 0, FIELD(dtype), NOFLAG},
+	{"a2a", K_ENUM, config_a2a_names, 3, 0, FIELD(a2a), NOFLAG},
+	{"basp_uneven", K_ENUM, config_basp_uneven_names, 3, 0, FIELD(basp_uneven), NOFLAG},
+	{"attention_kernel", K_ENUM, config_attn_kernel_names, CONFIG_ATTN_KERNELS, 0, FIELD(attention_kernel), NOFLAG},
+	{"impl", K_ENUM, config_impl_names, 2, 0, FIELD(impl), NOFLAG},
+	{"memory_reserve", K_SIZE_OR_ZERO, NULL, 0, 0, FIELD(memory_reserve), FIELD(memory_reserve_set)},
+	{"zero_overlap", K_TRISTATE, NULL, 0, 0, FIELD(zero_overlap), NOFLAG},
+	{"reduce_bucket", K_RANGE, NULL, 0, CONFIG_R_REDUCE_BUCKET, FIELD(reduce_bucket_elems), NOFLAG},
+	{"allgather_bucket", K_RANGE, NULL, 0, CONFIG_R_ALLGATHER_BUCKET, FIELD(allgather_bucket_elems), NOFLAG},
+	{"prefetch_bucket", K_RANGE, NULL, 0, CONFIG_R_PREFETCH_BUCKET, FIELD(prefetch_bucket_elems), NOFLAG},
+	{"fp32_grad_comm", K_BOOL, NULL, 0, 0, FIELD(fp32_grad_comm), FIELD(fp32_grad_comm_set)},
+	{"offload_activations", K_BOOL, NULL, 0, 0, FIELD(offload_activations), NOFLAG},
+	{"tile_mlp", K_RANGE_INT, NULL, 0, CONFIG_R_TILE_MLP, FIELD(tile_mlp), NOFLAG},
+	{"tile_logits", K_RANGE_INT, NULL, 0, CONFIG_R_TILE_LOGITS, FIELD(tile_logits), NOFLAG},
+};
+#undef FIELD
+#undef NOFLAG
+#define N_SETTINGS ((int)(sizeof settings / sizeof settings[0]))
+/* enum fields are written as an int */
+_Static_assert(sizeof(config_recompute) == sizeof(int) && sizeof(config_a2a) == sizeof(int) &&
+		       sizeof(config_impl) == sizeof(int) && sizeof(config_dtype) == sizeof(int) &&
+		       sizeof(config_basp_uneven) == sizeof(int),
+	       "enum job fields are int-sized");
+
+int config_job_setting_find(const char *key)
+{
+	for (int i = 0; i < N_SETTINGS; i++)
+		if (strcmp(settings[i].key, key) == 0)
+			return i;
+	return -1;
+}
+
+const char *config_job_setting_key(int i) { return i >= 0 && i < N_SETTINGS ? settings[i].key : NULL; }
+
+/* zero_overlap: true, false, or "default" (DeepSpeed's per-stage default). */
+static bool read_tristate(const yt_node *t, const char *key, int *out, config_error *err)
+{
+	const yt_node *ov = yt_find(t, key);
+	if (ov->kind == YT_SCALAR && strcmp(ov->value, "default") == 0) {
+		*out = -1;
+		return true;
+	}
+	bool b = false;
+	if (ov->kind != YT_SCALAR || !yt_bool(t, key, false, &b, NULL, NULL))
+		return yt_fail(err, ov, "'%s' must be true, false or default, got %s%.200s%s", key,
+			       ov->kind == YT_SCALAR ? "'" : "",
+			       ov->kind == YT_SCALAR ? ov->value : ov->kind == YT_MAP ? "a mapping" : "a sequence",
+			       ov->kind == YT_SCALAR ? "'" : "");
+	*out = b ? 1 : 0;
+	return true;
+}
+
+bool config_job_setting_read(const yt_node *t, int i, config_job *job, bool *found, config_error *err)
+{
+	const setting *s = &settings[i];
+	bool f = yt_find(t, s->key) != NULL;
+	if (found)
+		*found = f;
+	if (!f)
+		return true;
+	char *field = (char *)job + s->off;
+	bool ok = true, b = false;
+	int k = 0;
+	double d = 0;
+	switch (s->kind) {
+	case K_ENUM:
+		memcpy(&k, field, sizeof k);
+		ok = yt_enum(t, s->key, false, s->names, s->n, &k, NULL, err);
+		memcpy(field, &k, sizeof k);
+		break;
+	case K_BOOL:
+		ok = yt_bool(t, s->key, false, &b, NULL, err);
+		memcpy(field, &b, sizeof b);
+		break;
+	case K_RANGE:
+		ok = yt_range(t, s->range, false, &d, NULL, err);
+		memcpy(field, &d, sizeof d);
+		break;
+	case K_RANGE_INT:
+		ok = yt_range_int(t, s->range, false, &k, NULL, err);
+		memcpy(field, &k, sizeof k);
+		break;
+	case K_SIZE_OR_ZERO:
+		ok = yt_size_or_zero(t, s->key, &d, NULL, err);
+		memcpy(field, &d, sizeof d);
+		break;
+	case K_TRISTATE:
+		ok = read_tristate(t, s->key, &k, err);
+		memcpy(field, &k, sizeof k);
+		break;
+	}
+	if (ok && s->flag_size) {
+		const bool yes = true;
+		const int one = 1;
+		memcpy((char *)job + s->flag_off, s->flag_size == sizeof yes ? (const void *)&yes : (const void *)&one,
+		       s->flag_size);
+	}
+	return ok;
+}
+
+void config_job_setting_copy(int i, config_job *dst, const config_job *src)
+{
+	const setting *s = &settings[i];
+	memcpy((char *)dst + s->off, (const char *)src + s->off, s->size);
+	if (s->flag_size)
+		memcpy((char *)dst + s->flag_off, (const char *)src + s->flag_off, s->flag_size);
+}
+
 static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, char *model, char *platform, char *calibration,
 		     int *nodes, config_error *err)
 {
-	static const char *const dtypes[] = {"bf16"};
 	static const char *const basp_inners[] = {"ulysses", "ring", "usp"};
 	const yt_node *t;
 	if (!yt_top(doc, "job", &t, err) || !yt_check_keys(t, job_keys, err))
 		return false;
-	int strategy = job->strategy, recompute = job->recompute, dtype = job->dtype, a2a = job->a2a,
-	    uneven = job->basp_uneven, attn = job->attention_kernel, impl = job->impl,
+	int strategy = job->strategy,
 	    inner = job->basp_inner == CONFIG_STRATEGY_RING ? 1 : job->basp_inner == CONFIG_STRATEGY_USP ? 2 : 0, split = job->cp_split,
 	    ctype = -1;
 	long zero = job->zero_stage;
-	bool has_fp32 = false, has_reserve = false;
-	double reserve = 0;
+	for (int i = 0; i < N_SETTINGS; i++)
+		if (!config_job_setting_read(t, i, job, NULL, err))
+			return false;
 	if (!yt_enum(t, "strategy", false, config_strategy_names, 4, &strategy, NULL, err) ||
 	    !yt_range_int(t, CONFIG_R_GPUS, false, &job->gpus, NULL, err) ||
 	    !yt_range_int(t, CONFIG_R_SP, false, &job->sp, NULL, err) ||
@@ -79,33 +208,13 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 	    !yt_range_long(t, CONFIG_R_SEQ_LEN, false, &job->seq_len, NULL, err) ||
 	    !yt_range_int(t, CONFIG_R_GRAD_ACCUM, false, &job->grad_accum, NULL, err) ||
 	    !yt_range_long(t, CONFIG_R_ZERO, false, &zero, NULL, err) ||
-	    !yt_enum(t, "recompute", false, config_recompute_names, CONFIG_RECOMPUTES, &recompute, NULL, err) ||
-	    !yt_enum(t, "dtype", false, dtypes, 1, &dtype, NULL, err) ||
-	    !yt_enum(t, "a2a", false, config_a2a_names, 3, &a2a, NULL, err) ||
-	    !yt_enum(t, "basp_uneven", false, config_basp_uneven_names, 3, &uneven, NULL, err) ||
-	    !yt_enum(t, "attention_kernel", false, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &attn, NULL, err) ||
-	    !yt_enum(t, "impl", false, config_impl_names, 2, &impl, NULL, err) ||
 	    !yt_enum(t, "basp_inner", false, basp_inners, 3, &inner, NULL, err) ||
 	    !yt_posint(t, "ulysses_degree", false, &job->ulysses_degree, NULL, err) ||
 	    !yt_posint(t, "ring_degree", false, &job->ring_degree, NULL, err) ||
 	    !yt_enum(t, "cp_split", false, config_cp_split_names, 2, &split, NULL, err) ||
-	    !yt_enum(t, "cp_comm_type", false, config_cp_comm_type_names, 4, &ctype, NULL, err) ||
-	    !yt_size_or_zero(t, "memory_reserve", &reserve, &has_reserve, err) ||
-	    !yt_range(t, CONFIG_R_REDUCE_BUCKET, false, &job->reduce_bucket_elems, NULL, err) ||
-	    !yt_range(t, CONFIG_R_ALLGATHER_BUCKET, false, &job->allgather_bucket_elems, NULL, err) ||
-	    !yt_range(t, CONFIG_R_PREFETCH_BUCKET, false, &job->prefetch_bucket_elems, NULL, err) ||
-	    !yt_bool(t, "fp32_grad_comm", false, &job->fp32_grad_comm, &has_fp32, err) ||
-	    !yt_bool(t, "offload_activations", false, &job->offload_activations, NULL, err) ||
-	    !yt_range_int(t, CONFIG_R_TILE_MLP, false, &job->tile_mlp, NULL, err) ||
-	    !yt_range_int(t, CONFIG_R_TILE_LOGITS, false, &job->tile_logits, NULL, err))
+	    !yt_enum(t, "cp_comm_type", false, config_cp_comm_type_names, 4, &ctype, NULL, err))
 		return false;
 	job->strategy = (config_strategy)strategy;
-	job->recompute = (config_recompute)recompute;
-	job->dtype = (config_dtype)dtype;
-	job->a2a = (config_a2a)a2a;
-	job->basp_uneven = (config_basp_uneven)uneven;
-	job->attention_kernel = attn;
-	job->impl = (config_impl)impl;
 	job->basp_inner = inner == 1 ? CONFIG_STRATEGY_RING : inner == 2 ? CONFIG_STRATEGY_USP : CONFIG_STRATEGY_ULYSSES;
 	job->cp_split = (config_cp_split)split;
 	if (ctype >= 0) { /* Megatron-Core's name for the SP group's strategy (BASP: its inner) */
@@ -113,27 +222,7 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 		if (!config_job_apply_cp_comm_type(job, (config_cp_comm_type)ctype, yt_find(t, "strategy") != NULL, &e))
 			return yt_fail(err, yt_find(t, "cp_comm_type"), "%s", e.msg);
 	}
-	if (has_reserve) {
-		job->memory_reserve_set = true;
-		job->memory_reserve = reserve;
-	}
 	job->zero_stage = (int)zero;
-	if (has_fp32)
-		job->fp32_grad_comm_set = 1;
-	/* zero_overlap: true, false, or "default" (DeepSpeed's per-stage default). */
-	const yt_node *ov = yt_find(t, "zero_overlap");
-	if (ov && ov->kind == YT_SCALAR && strcmp(ov->value, "default") == 0) {
-		job->zero_overlap = -1;
-	} else if (ov) {
-		bool b = false;
-		if (ov->kind != YT_SCALAR || (strcmp(ov->value, "default") != 0 &&
-					      !yt_bool(t, "zero_overlap", false, &b, NULL, NULL)))
-			return yt_fail(err, ov, "'zero_overlap' must be true, false or default, got %s%.200s%s",
-				       ov->kind == YT_SCALAR ? "'" : "",
-				       ov->kind == YT_SCALAR ? ov->value : ov->kind == YT_MAP ? "a mapping" : "a sequence",
-				       ov->kind == YT_SCALAR ? "'" : "");
-		job->zero_overlap = b ? 1 : 0;
-	}
 	char m[CONFIG_PATH_MAX] = "", pl[CONFIG_PATH_MAX] = "", cal[CONFIG_PATH_MAX] = "";
 	int n = 0;
 	if (!yt_string(t, "model", false, m, sizeof m, NULL, err) ||

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,13 +19,24 @@ static const char *const yaml_keys[CONFIG_WHATIF_KINDS + 1] = {"slow_gpu",  "slo
 							       "fail_node", "background", NULL};
 
 static const char *const expected[CONFIG_WHATIF_KINDS] = {
-	"RANK:FACTOR, e.g. 3:1.5 (world rank 3 computes 1.5x slower; FACTOR from 1 to 1000)",
-	"NODE:FACTOR, e.g. 0:2 (every GPU of node 0 computes 2x slower; FACTOR from 1 to 1000)",
-	("LINK:FACTOR with LINK nic:NODE, nic:NODE.I, nvlink:NODE.GPU, nvlink:NODE.A-B or leaf:L, e.g. nic:0.1:2 "
-	 "(FACTOR from 1 to 1000)"),
+	"RANK:FACTOR, e.g. 3:1.5 (world rank 3 computes 1.5x slower)",
+	"NODE:FACTOR, e.g. 0:2 (every GPU of node 0 computes 2x slower)",
+	"LINK:FACTOR with LINK nic:NODE, nic:NODE.I, nvlink:NODE.GPU, nvlink:NODE.A-B or leaf:L, e.g. nic:0.1:2",
 	"NODE, a node index from 0, e.g. 3",
 	"SIZE:PERIOD:NODES, e.g. 1GiB:100ms:4-7 (a ring all-reduce of 1 GiB every 100 ms over nodes 4 to 7)",
 };
+
+/* What a what-if's text must be; kinds with a FACTOR add its range from the ranges table
+ * (one place for the bound, so the message cannot drift from the check). */
+static const char *expect_text(config_whatif_kind kind, char *buf, size_t len)
+{
+	if (kind == CONFIG_WHATIF_FAIL_NODE || kind == CONFIG_WHATIF_BACKGROUND)
+		return expected[kind];
+	char range[96];
+	snprintf(buf, len, "%s; FACTOR %s", expected[kind],
+		 config_range_expect(CONFIG_R_WHATIF_FACTOR, range, sizeof range));
+	return buf;
+}
 
 /* A non-negative integer at *s; advances *s. */
 static bool read_index(const char **s, int *out)
@@ -129,8 +141,9 @@ bool config_whatif_add(config_whatif *w, config_whatif_kind kind, const char *te
 	case CONFIG_WHATIF_BACKGROUND: ok = parse_background(text, &it); break;
 	default: ok = false;
 	}
+	char buf[256];
 	if (!ok)
-		return config_fail(err, "--%s '%.200s': expected %s", flag, text, expected[kind]);
+		return config_fail(err, "--%s '%.200s': expected %s", flag, text, expect_text(kind, buf, sizeof buf));
 	w->item[w->n++] = it;
 	return true;
 }
@@ -291,25 +304,21 @@ double config_whatif_link_factor(const config_whatif *w, config_link_kind link, 
 
 static bool read_entry(const yt_node *v, config_whatif_kind kind, config_whatif *w, config_error *err)
 {
+	char buf[256];
 	if (v->kind != YT_SCALAR)
 		return yt_fail(err, v, "'%s' entries must be strings in the flag syntax, expected %s",
-			       yaml_keys[kind], expected[kind]);
+			       yaml_keys[kind], expect_text(kind, buf, sizeof buf));
 	config_error e;
 	if (!config_whatif_add(w, kind, v->value, &e))
 		return yt_fail(err, v, "'%s': %s", yaml_keys[kind], e.msg);
 	return true;
 }
 
-bool config_load_whatif(const char *path, config_whatif *w, config_error *err)
+bool config_read_whatif(const yt_node *wi, config_whatif *w, config_error *err)
 {
-	yt_doc *doc;
-	if (!yt_load(path, &doc, err))
-		return false;
-	const yt_node *t, *wi = NULL;
 	config_whatif out = *w;
-	bool ok = yt_top(doc, "job", &t, err) && yt_map(t, "what_if", false, &wi, err) &&
-		  (!wi || yt_check_keys(wi, yaml_keys, err));
-	for (int k = 0; ok && wi && k < CONFIG_WHATIF_KINDS; k++) {
+	bool ok = yt_check_keys(wi, yaml_keys, err);
+	for (int k = 0; ok && k < CONFIG_WHATIF_KINDS; k++) {
 		const yt_node *v = yt_find(wi, yaml_keys[k]);
 		if (!v)
 			continue;
@@ -319,9 +328,20 @@ bool config_load_whatif(const char *path, config_whatif *w, config_error *err)
 		else
 			ok = read_entry(v, (config_whatif_kind)k, &out, err);
 	}
-	yt_free(doc);
 	if (ok)
 		*w = out;
+	return ok;
+}
+
+bool config_load_whatif(const char *path, config_whatif *w, config_error *err)
+{
+	yt_doc *doc;
+	if (!yt_load(path, &doc, err))
+		return false;
+	const yt_node *t, *wi = NULL;
+	bool ok = yt_top(doc, "job", &t, err) && yt_map(t, "what_if", false, &wi, err) &&
+		  (!wi || config_read_whatif(wi, w, err));
+	yt_free(doc);
 	return ok;
 }
 

@@ -392,7 +392,7 @@ bool yt_check_keys(const yt_node *map, const char *const *known, config_error *e
 				ok = true;
 		if (ok)
 			continue;
-		char list[512] = "";
+		char list[768] = ""; /* a sweep spec has 37 keys */
 		size_t used = 0;
 		for (const char *const *p = known; *p; p++) {
 			int w = snprintf(list + used, sizeof list - used, "%s%s", p == known ? "" : ", ", *p);
@@ -696,4 +696,24 @@ bool yt_range_int(const yt_node *map, config_range_id id, bool required, int *ou
 	if (f)
 		*out = (int)l; /* every INT row's bounds fit an int */
 	return true;
+}
+
+const yt_node *yt_entry_of(yt_entry *e, const char *key, const yt_node *v)
+{
+	memset(e, 0, sizeof *e);
+	e->key.kind = YT_SCALAR;
+	e->key.line = v->line;
+	e->key.col = v->col;
+	e->key.file = v->file;
+	e->key.value = (char *)key; /* read only: the entry is never freed by yt_free */
+	e->keys[0] = &e->key;
+	e->items[0] = (yt_node *)v;
+	e->map.kind = YT_MAP;
+	e->map.line = v->line;
+	e->map.col = v->col;
+	e->map.file = v->file;
+	e->map.keys = e->keys;
+	e->map.items = e->items;
+	e->map.n = 1;
+	return &e->map;
 }

@@ -83,4 +83,24 @@ bool yt_range_int(const yt_node *map, config_range_id id, bool required, int *ou
 bool yt_range_long(const yt_node *map, config_range_id id, bool required, long *out, bool *found,
 		   config_error *err);
 
+
+/* A value node seen as the one entry of a mapping {key: v}, so the accessors above read
+ * one item of a list (a sweep axis) with the checks and messages they give a key. */
+typedef struct yt_entry {
+	yt_node map, key;
+	yt_node *keys[1], *items[1];
+} yt_entry;
+const yt_node *yt_entry_of(yt_entry *e, const char *key, const yt_node *v);
+
+/* job.c: setting i of the job-settings table (config.h, config_job_setting_find) read
+ * from map t into job when t has it (*found, may be NULL, says so), with the job file's
+ * checks and messages. */
+bool config_job_setting_read(const yt_node *t, int i, config_job *job, bool *found, config_error *err);
+/* whatif.c: a `what_if:` mapping (slow_gpu, slow_node, degrade, fail_node, background)
+ * appended to w; nothing is appended unless the whole mapping is valid. */
+bool config_read_whatif(const yt_node *wi, config_whatif *w, config_error *err);
+const char *config_job_setting_key(int i);
+bool config_job_setting_read(const yt_node *t, int i, config_job *job, bool *found, config_error *err);
+void config_job_setting_copy(int i, config_job *dst, const config_job *src);
+
 #endif

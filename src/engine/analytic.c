@@ -173,9 +173,8 @@ static bool analytic_run(const engine_input *in, engine_result *out, config_erro
 		return config_fail(err, "the analytic engine times one kind of node; platform '%s' mixes node groups "
 					"of different GPUs or NIC counts: use --engine simgrid",
 				   in->platform->name);
-	if (in->opt.placement != ENGINE_PLACE_CONTIGUOUS)
-		return config_fail(err, "the analytic engine models contiguous placement only; use --engine simgrid "
-					"for strided or random placement");
+	if (!engine_placement_supported("analytic", &in->opt, err))
+		return false;
 	double **dur;
 	if (!engine_analytic_durations(in->platform, in->plan, &dur, err))
 		return false;

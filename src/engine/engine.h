@@ -91,6 +91,9 @@ bool engine_whatif_active(const engine_options *opt);
  * symmetry the analytic engine's closed form assumes (all ranks of a class alike), so
  * only the SimGrid engine runs them. */
 bool engine_whatif_supported(const char *engine, const engine_options *opt, config_error *err);
+/* False, saying why, when the engine cannot place ranks as opt asks (the analytic engine
+ * models contiguous placement only). */
+bool engine_placement_supported(const char *engine, const engine_options *opt, config_error *err);
 
 typedef struct engine_input {
 	const config_model *model;

@@ -53,6 +53,14 @@ bool engine_whatif_supported(const char *engine, const engine_options *opt, conf
 			   engine, what);
 }
 
+bool engine_placement_supported(const char *engine, const engine_options *opt, config_error *err)
+{
+	if (opt->placement == ENGINE_PLACE_CONTIGUOUS || strcmp(engine, "analytic") != 0)
+		return true;
+	return config_fail(err, "the analytic engine models contiguous placement only; use --engine simgrid for "
+				"strided or random placement");
+}
+
 double engine_placed_gpu_memory(const config_platform *p, int world, const engine_options *opt)
 {
 	if (p->n_node_groups == 0)

@@ -52,7 +52,8 @@ const char *plan_variant_names(void);
 /* "direct", "pairwise", "hierarchical". */
 const char *plan_a2a_name(config_a2a a);
 
-/* A strategy as a sweep or compare names it: VARIANT, VARIANT:sp=N (SP domain of N GPUs,
+/* A strategy as a sweep or compare names it: run's --strategy spelling (config_strategy_parse,
+ * which reads it) or a row of plan_variants, optionally with :sp=N (SP domain of N GPUs,
  * W/N data-parallel replicas) or VARIANT:sp=N/B (SP = GPUs / micro-batch: basp.md's
  * "Ulysses with SP = N/B", which follows the micro-batch along a sweep); the run
  * spellings basp:inner=ring|usp and ring:comm=all_gather name their rows, and usp and
@@ -64,6 +65,7 @@ typedef struct plan_strategy {
 	plan_sp_mode sp_mode;
 	int sp; /* PLAN_SP_FIXED */
 	int u, r; /* USP's degrees (usp, basp-usp: :u=U:r=R); 0: derived (workload_check) */
+	config_cp_split split; /* ring attention's split (:split=naive) */
 } plan_strategy;
 
 bool plan_strategy_parse(const char *text, plan_strategy *out, config_error *err);
@@ -102,11 +104,27 @@ typedef enum plan_axis {
 	PLAN_AXIS_GPU_MEMORY,
 	PLAN_AXIS_CALIBRATION,
 	PLAN_AXIS_ENGINE,
+	PLAN_AXIS_PLACEMENT, /* engine_placement_parse: contiguous, strided, random:SEED */
+	PLAN_AXIS_WHAT_IF,   /* none, or a compare --what-if spec / a job file's what_if mapping */
 	PLAN_AXIS_GPUS,
 	PLAN_AXIS_ZERO,
+	/* job settings read through the job file's table (config_job_setting_read) */
 	PLAN_AXIS_RECOMPUTE,
 	PLAN_AXIS_A2A,
 	PLAN_AXIS_BASP_UNEVEN,
+	PLAN_AXIS_CP_COMM_TYPE, /* applied after the strategy (config_job_apply_cp_comm_type) */
+	PLAN_AXIS_ATTENTION_KERNEL,
+	PLAN_AXIS_IMPL,
+	PLAN_AXIS_OFFLOAD_ACTIVATIONS,
+	PLAN_AXIS_TILE_MLP,
+	PLAN_AXIS_TILE_LOGITS,
+	PLAN_AXIS_MEMORY_RESERVE,
+	PLAN_AXIS_ZERO_OVERLAP,
+	PLAN_AXIS_FP32_GRAD_COMM,
+	PLAN_AXIS_REDUCE_BUCKET,
+	PLAN_AXIS_ALLGATHER_BUCKET,
+	PLAN_AXIS_PREFETCH_BUCKET,
+	PLAN_AXIS_DTYPE,
 	PLAN_AXIS_GRAD_ACCUM,
 	PLAN_AXIS_SEQ_LEN,
 	PLAN_AXIS_MICRO_BATCH,
@@ -119,7 +137,9 @@ const char *plan_axis_key(plan_axis a);
 
 typedef struct plan_value {
 	char text[CONFIG_PATH_MAX]; /* as it appears in point keys and rows */
-	double num;                 /* numeric axes: the value in SI base units or a count */
+	double num;                 /* numeric axes: the value in SI base units or a count;
+				     * cp_comm_type: the config_cp_comm_type */
+	config_job job;             /* job-setting axes: the spec's base with this value read in */
 } plan_value;
 
 typedef struct plan_spec {
@@ -135,7 +155,8 @@ typedef struct plan_spec {
 	config_platform *platforms;   /* n[PLAN_AXIS_PLATFORM], as loaded */
 	config_calibration *cals;     /* n[PLAN_AXIS_CALIBRATION]; path "" = none */
 	plan_strategy *strategies;    /* n[PLAN_AXIS_STRATEGY] */
-	config_job base;              /* settings every point shares (zero_overlap, buckets) */
+	config_whatif *whatifs;       /* n[PLAN_AXIS_WHAT_IF]; n = 0: none */
+	config_job base;              /* DeepSpeed's defaults (config_job_defaults) */
 	long n_points;
 } plan_spec;
 
@@ -155,9 +176,12 @@ void plan_point_at(const plan_spec *s, long index, plan_point *out);
  * its index, so resume survives an edited spec. */
 void plan_point_key(const plan_spec *s, const plan_point *p, char *buf, size_t len);
 /* The point's platform (nodes, overrides, calibration applied) and checked job; false
- * with the job check's sentence when the combination is not a valid job. */
+ * with the job check's sentence when the combination is not a valid job (or its engine
+ * cannot run the point's placement or what-ifs). */
 bool plan_point_job(const plan_spec *s, const plan_point *p, config_platform *platform, config_job *job,
 		    config_error *err);
+/* The engine options of a point: its placement and what-ifs (the what-ifs point into s). */
+engine_options plan_point_options(const plan_spec *s, const plan_point *p);
 /* Runs one point: a row (see below) with status "ok", "invalid" (the job check rejects
  * the combination) or "error" (the engine failed). Never NULL except out of memory. */
 json_t *plan_point_eval(const plan_spec *s, long index);
@@ -179,6 +203,8 @@ json_t *plan_row_new(long index, const char *key);
 /* Fills the point description (model ... label) from a job; calibration may be NULL. */
 void plan_row_set_job(json_t *row, const config_model *m, const config_platform *p, const config_job *job,
 		      const char *label, const char *engine, const char *calibration);
+/* The engine options of a sweep point, as its spec writes them ("contiguous", "none"). */
+void plan_row_set_options(json_t *row, const char *placement, const char *what_if);
 void plan_row_set_result(json_t *row, const workload_plan *plan, const engine_result *res);
 /* The same for a simulated job: the composite's memory and its number of parts. */
 void plan_row_set_sim(json_t *row, const plan_sim *sim);

@@ -67,15 +67,19 @@ static const int marker_shapes[][2] = {{7, 6}, {5, 4}, {9, 8}, {13, 12}, {11, 10
 /* The fields that describe a configuration (apart from the strategy label). */
 static const char *const dims[] = {
 	"model", "platform", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
-	"gpu_memory", "calibration", "engine", "nodes", "gpus", "zero_stage", "recompute", "a2a", "basp_uneven",
+	"gpu_memory", "calibration", "engine", "placement", "what_if", "nodes", "gpus", "zero_stage", "recompute", "a2a",
+	"basp_uneven", "cp_comm_type", "attention_kernel", "impl", "offload_activations", "tile_mlp", "tile_logits",
+	"memory_reserve", "zero_overlap", "fp32_grad_comm", "reduce_bucket", "allgather_bucket", "prefetch_bucket",
 	"grad_accum", "seq_len", "micro_batch", NULL,
 };
-enum { MAX_DIMS = 19 };
+enum { MAX_DIMS = 33 };
 
 /* The order in which fields are pinned to one value when a figure would be crowded:
  * details of the set-up first, the axes of the studies last. */
 static const char *const pin_order[] = {
-	"engine", "calibration", "inter_latency", "intra_bandwidth", "nics", "gpus_per_node", "gpu_memory",
+	"engine", "calibration", "placement", "what_if", "inter_latency", "intra_bandwidth", "nics", "gpus_per_node",
+	"gpu_memory", "reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "zero_overlap",
+	"memory_reserve", "tile_logits", "tile_mlp", "offload_activations", "impl", "attention_kernel", "cp_comm_type",
 	"grad_accum", "a2a", "basp_uneven", "recompute", "zero_stage", "nic_bandwidth", "gpus", "nodes", "model",
 	"platform", "seq_len", "micro_batch", NULL,
 };
@@ -255,6 +259,18 @@ static void pretty(const json_t *row, const char *k, char *buf, size_t len)
 		snprintf(buf, len, "uneven %s", s);
 	else if (strcmp(k, "grad_accum") == 0)
 		snprintf(buf, len, "GA %g", v);
+	else if (strcmp(k, "tile_mlp") == 0 || strcmp(k, "tile_logits") == 0)
+		snprintf(buf, len, "%s tiles %g", k[5] == 'm' ? "MLP" : "logit", v);
+	else if (strcmp(k, "memory_reserve") == 0)
+		snprintf(buf, len, isfinite(v) ? "reserve %g GiB" : "reserve derived", v / 1073741824.0);
+	else if (json_is_boolean(json_object_get(row, k)))
+		snprintf(buf, len, "%s %s", k, v != 0 ? "on" : "off");
+	else if (strstr(k, "_bucket"))
+		snprintf(buf, len, "%s %g", k, v);
+	else if (strcmp(k, "cp_comm_type") == 0 || strcmp(k, "impl") == 0)
+		snprintf(buf, len, "%s %s", k, s);
+	else if (strcmp(k, "what_if") == 0 && strcmp(s, "none") == 0)
+		snprintf(buf, len, "no what-if");
 	else if (strcmp(k, "calibration") == 0) {
 		const char *b = strrchr(s, '/');
 		snprintf(buf, len, "%s%s", s[0] ? "cal " : "uncalibrated", s[0] ? (b ? b + 1 : s) : "");

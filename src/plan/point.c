@@ -81,9 +81,12 @@ bool plan_point_job(const plan_spec *s, const plan_point *pt, config_platform *p
 	}
 	j.gpus = s->given[PLAN_AXIS_GPUS] ? (int)num(s, pt, PLAN_AXIS_GPUS) : config_platform_gpus(&p);
 	j.zero_stage = (int)num(s, pt, PLAN_AXIS_ZERO);
-	j.recompute = (config_recompute)num(s, pt, PLAN_AXIS_RECOMPUTE);
-	j.a2a = (config_a2a)num(s, pt, PLAN_AXIS_A2A);
-	j.basp_uneven = (config_basp_uneven)num(s, pt, PLAN_AXIS_BASP_UNEVEN);
+	/* the job-file settings the spec gives, each value read as a job file reads it */
+	for (int a = 0; a < PLAN_AXIS_COUNT; a++) {
+		int k = s->given[a] ? config_job_setting_find(plan_axis_key((plan_axis)a)) : -1;
+		if (k >= 0)
+			config_job_setting_copy(k, &j, &s->values[a][pt->at[a]].job);
+	}
 	j.grad_accum = (int)num(s, pt, PLAN_AXIS_GRAD_ACCUM);
 	j.seq_len = (long)num(s, pt, PLAN_AXIS_SEQ_LEN);
 	j.micro_batch = (int)num(s, pt, PLAN_AXIS_MICRO_BATCH);
@@ -91,7 +94,31 @@ bool plan_point_job(const plan_spec *s, const plan_point *pt, config_platform *p
 	*job = j;
 	if (!plan_strategy_apply(&s->strategies[pt->at[PLAN_AXIS_STRATEGY]], job, err))
 		return false;
-	return workload_check(m, platform, job, err);
+	/* Megatron-Core's name for what the SP group runs, after the strategy it rewrites;
+	 * against a strategy the spec names, as against a job file's strategy key */
+	if (s->given[PLAN_AXIS_CP_COMM_TYPE] &&
+	    !config_job_apply_cp_comm_type(job, (config_cp_comm_type)num(s, pt, PLAN_AXIS_CP_COMM_TYPE),
+					   s->given[PLAN_AXIS_STRATEGY], err))
+		return false;
+	if (!workload_check(m, platform, job, err))
+		return false;
+	const char *engine = s->values[PLAN_AXIS_ENGINE][pt->at[PLAN_AXIS_ENGINE]].text;
+	engine_options o = plan_point_options(s, pt);
+	if (!engine_placement_supported(engine, &o, err))
+		return false;
+	return !o.whatif || (config_whatif_check(o.whatif, platform, job->gpus, err) &&
+			     engine_whatif_supported(engine, &o, err));
+}
+
+engine_options plan_point_options(const plan_spec *s, const plan_point *pt)
+{
+	engine_options o = {.placement = ENGINE_PLACE_CONTIGUOUS};
+	if (s->given[PLAN_AXIS_PLACEMENT])
+		engine_placement_parse(s->values[PLAN_AXIS_PLACEMENT][pt->at[PLAN_AXIS_PLACEMENT]].text, &o, NULL);
+	const config_whatif *w = s->whatifs ? &s->whatifs[pt->at[PLAN_AXIS_WHAT_IF]] : NULL;
+	if (w && w->n > 0)
+		o.whatif = w;
+	return o;
 }
 
 bool plan_engine_isolated(const char *engine) { return strcmp(engine, "analytic") != 0; }
@@ -136,6 +163,8 @@ static json_t *describe(const plan_spec *s, long index, plan_point *pt, config_p
 	*valid = plan_point_job(s, pt, p, job, err);
 	plan_row_set_job(row, &s->models[pt->at[PLAN_AXIS_MODEL]], p, job, s->strategies[pt->at[PLAN_AXIS_STRATEGY]].label,
 			 s->values[PLAN_AXIS_ENGINE][pt->at[PLAN_AXIS_ENGINE]].text, cal->path[0] ? cal->path : NULL);
+	plan_row_set_options(row, s->values[PLAN_AXIS_PLACEMENT][pt->at[PLAN_AXIS_PLACEMENT]].text,
+			     s->values[PLAN_AXIS_WHAT_IF][pt->at[PLAN_AXIS_WHAT_IF]].text);
 	return row;
 }
 
@@ -172,7 +201,7 @@ json_t *plan_point_eval(const plan_spec *s, long index)
 		plan_sim *sim = malloc(sizeof *sim);
 		if (!e || !sim) {
 			plan_row_set_status(row, "error", !e ? "engine not built into this spsim" : "out of memory");
-		} else if (plan_simulate(m, &p, &job, e, (engine_options){.placement = ENGINE_PLACE_CONTIGUOUS}, sim, &err)) {
+		} else if (plan_simulate(m, &p, &job, e, plan_point_options(s, &pt), sim, &err)) {
 			plan_row_set_sim(row, sim);
 			plan_row_set_status(row, "ok", NULL);
 			plan_sim_finish(sim);

@@ -10,7 +10,10 @@ const char *const plan_row_columns[] = {
 	/* what ran */
 	"engine", "model", "platform", "nodes", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth",
 	"inter_latency", "gpu_memory", "calibration", "gpus", "label", "strategy", "sp", "micro_batch", "group_size",
-	"dp_replicas", "seq_len", "zero_stage", "recompute", "grad_accum", "a2a", "basp_uneven", "parts", "tokens_per_gpu",
+	"dp_replicas", "seq_len", "zero_stage", "recompute", "grad_accum", "a2a", "basp_uneven", "cp_comm_type",
+	"attention_kernel", "impl", "offload_activations", "tile_mlp", "tile_logits", "memory_reserve", "zero_overlap",
+	"fp32_grad_comm", "reduce_bucket", "allgather_bucket", "prefetch_bucket", "placement", "what_if", "parts",
+	"tokens_per_gpu",
 	/* time, seconds per optimizer step */
 	"step_time_s", "compute_s", "gemm_s", "attention_s", "memory_bound_s", "optimizer_s", "sp_comm_s",
 	"sp_comm_exposed_s", "zero_comm_s", "zero_comm_exposed_s",
@@ -30,7 +33,9 @@ const char *const plan_row_csv_columns[] = {
 	"engine", "model", "platform", "nodes", "gpus_per_node", "nics", "nic_bandwidth_bytes_per_s",
 	"intra_bandwidth_bytes_per_s", "inter_latency_s", "gpu_memory_bytes", "calibration", "gpus", "label", "strategy",
 	"sp", "micro_batch", "group_size", "dp_replicas", "seq_len", "zero_stage", "recompute", "grad_accum", "a2a",
-	"basp_uneven", "parts", "tokens_per_gpu",
+	"basp_uneven", "cp_comm_type", "attention_kernel", "impl", "offload_activations", "tile_mlp", "tile_logits",
+	"memory_reserve_bytes", "zero_overlap", "fp32_grad_comm", "reduce_bucket_elements", "allgather_bucket_elements",
+	"prefetch_bucket_elements", "placement", "what_if", "parts", "tokens_per_gpu",
 	"step_time_s", "compute_s", "gemm_s", "attention_s", "memory_bound_s", "optimizer_s", "sp_comm_s",
 	"sp_comm_exposed_s", "zero_comm_s", "zero_comm_exposed_s",
 	"sp_bytes", "sp_bytes_off_gpu", "zero_bytes",
@@ -76,10 +81,33 @@ void plan_row_set_job(json_t *row, const config_model *m, const config_platform 
 	set_i(row, "zero_stage", job->zero_stage);
 	set_s(row, "recompute", config_recompute_names[job->recompute]);
 	set_i(row, "grad_accum", job->grad_accum);
-	static const char *const a2a[] = {"direct", "pairwise", "hierarchical"};
-	static const char *const uneven[] = {"error", "unequal", "extra-step"};
-	set_s(row, "a2a", job->a2a >= 0 && job->a2a <= 2 ? a2a[job->a2a] : "?");
-	set_s(row, "basp_uneven", job->basp_uneven >= 0 && job->basp_uneven <= 2 ? uneven[job->basp_uneven] : "?");
+	set_s(row, "a2a", job->a2a >= 0 && job->a2a <= 2 ? config_a2a_names[job->a2a] : "?");
+	set_s(row, "basp_uneven",
+	      job->basp_uneven >= 0 && job->basp_uneven <= 2 ? config_basp_uneven_names[job->basp_uneven] : "?");
+	/* Megatron-Core's name for what the SP group (BASP: each group) runs */
+	config_strategy inner = job->strategy == CONFIG_STRATEGY_BASP ? job->basp_inner : job->strategy;
+	config_cp_comm_type type = inner == CONFIG_STRATEGY_USP	   ? CONFIG_CP_TYPE_A2A_P2P
+				   : inner != CONFIG_STRATEGY_RING ? CONFIG_CP_TYPE_A2A
+				   : config_job_all_gather(job)    ? CONFIG_CP_TYPE_ALL_GATHER
+								   : CONFIG_CP_TYPE_P2P;
+	set_s(row, "cp_comm_type", config_cp_comm_type_names[type]);
+	set_s(row, "attention_kernel", config_attn_kernel_names[config_job_attention_kernel(job, p)]);
+	set_s(row, "impl", config_impl_names[job->impl]);
+	json_object_set_new(row, "offload_activations", json_boolean(job->offload_activations));
+	set_i(row, "tile_mlp", job->tile_mlp);
+	set_i(row, "tile_logits", job->tile_logits);
+	set_r(row, "memory_reserve", job->memory_reserve_set ? job->memory_reserve : NAN); /* null: derived */
+	json_object_set_new(row, "zero_overlap", json_boolean(config_job_zero_overlap(job)));
+	json_object_set_new(row, "fp32_grad_comm", json_boolean(config_job_fp32_grad_comm(job, job->sp ? job->sp : job->gpus)));
+	set_r(row, "reduce_bucket", job->reduce_bucket_elems);
+	set_r(row, "allgather_bucket", job->allgather_bucket_elems);
+	set_r(row, "prefetch_bucket", job->prefetch_bucket_elems);
+}
+
+void plan_row_set_options(json_t *row, const char *placement, const char *what_if)
+{
+	set_s(row, "placement", placement);
+	set_s(row, "what_if", what_if);
 }
 
 static void set_memory(json_t *row, const workload_memory *m)

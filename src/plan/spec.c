@@ -15,7 +15,16 @@
  *     calibration: [none, cal.yaml]
  *     a2a: [direct, hierarchical]         # SP all-to-all algorithm (default direct)
  *     basp_uneven: [unequal, extra-step]  # BASP when B does not divide N (default error)
+ *     cp_comm_type: [p2p, all_gather]     # Megatron-Core's name for the SP group's strategy
+ *     attention_kernel: [flash-attn-2, cudnn]
+ *     placement: [contiguous, strided]    # simgrid engine
+ *     what_if: [none, slow-gpu=3:2]       # simgrid engine; compare --what-if's syntax
  *     baseline: ulysses                   # speedups are over this strategy (default: the first)
+ *
+ * Every job-file key that sets a plain job field (recompute, a2a, basp_uneven,
+ * attention_kernel, impl, offload_activations, tile_mlp, tile_logits, memory_reserve,
+ * zero_overlap, fp32_grad_comm, the buckets, dtype) is an axis read through the job file's
+ * own table (config_job_setting_read), so a value means what it means in a job file.
  *
  * Errors are "file:line:column: what is wrong, what was expected" (config/yamltree.h). */
 #include <errno.h>
@@ -30,8 +39,10 @@
 /* Spec keys of the axes, in plan_axis order. */
 static const char *const axis_keys[PLAN_AXIS_COUNT] = {
 	"model", "platform", "nodes", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
-	"gpu_memory", "calibration", "engine", "gpus", "zero", "recompute", "a2a", "basp_uneven", "grad_accum", "seq_len",
-	"micro_batch", "strategy",
+	"gpu_memory", "calibration", "engine", "placement", "what_if", "gpus", "zero", "recompute", "a2a", "basp_uneven",
+	"cp_comm_type", "attention_kernel", "impl", "offload_activations", "tile_mlp", "tile_logits", "memory_reserve",
+	"zero_overlap", "fp32_grad_comm", "reduce_bucket", "allgather_bucket", "prefetch_bucket", "dtype", "grad_accum",
+	"seq_len", "micro_batch", "strategy",
 };
 
 /* The range-table row of each numeric axis (0 for the others: they are not numbers). */
@@ -46,12 +57,32 @@ static const config_range_id axis_range[PLAN_AXIS_COUNT] = {
 
 const char *plan_axis_key(plan_axis a) { return a >= 0 && a < PLAN_AXIS_COUNT ? axis_keys[a] : "?"; }
 
-static const char *const spec_keys[] = {
-	"name", "baseline", "zero_overlap", "fp32_grad_comm", "reduce_bucket", "allgather_bucket", "prefetch_bucket",
-	"model", "platform", "nodes", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
-	"gpu_memory", "calibration", "engine", "gpus", "zero", "recompute", "a2a", "basp_uneven", "grad_accum", "seq_len",
-	"micro_batch", "strategy", "impl", "memory_reserve", NULL,
+/* Job-file keys a sweep writes in its strategy values instead, and how. */
+static const char *const strategy_spelled[][2] = {
+	{"sp", "strategy: ulysses:sp=4 (or :sp=N/B)"},
+	{"basp_inner", "strategy: basp:inner=ring (or basp:inner=usp)"},
+	{"cp_split", "strategy: ring:split=naive"},
+	{"ulysses_degree", "strategy: usp:u=4:r=2"},
+	{"ring_degree", "strategy: usp:u=4:r=2"},
 };
+
+/* The keys of `sweep:`: name, baseline and the axes. */
+static bool check_keys(const yt_node *t, config_error *err)
+{
+	for (size_t i = 0; i < sizeof strategy_spelled / sizeof strategy_spelled[0]; i++) {
+		const yt_node *v = yt_find(t, strategy_spelled[i][0]);
+		for (size_t k = 0; v && k < t->n; k++)
+			if (t->items[k] == v)
+				return yt_fail(err, t->keys[k],
+					       "'%s' is part of the strategy in a sweep spec, expected it in the strategy "
+					       "values, e.g. %s",
+					       strategy_spelled[i][0], strategy_spelled[i][1]);
+	}
+	const char *known[PLAN_AXIS_COUNT + 3] = {"name", "baseline"};
+	for (int a = 0; a < PLAN_AXIS_COUNT; a++)
+		known[2 + a] = axis_keys[a];
+	return yt_check_keys(t, known, err);
+}
 
 #define MAX_POINTS 100000000L
 
@@ -67,9 +98,10 @@ static bool items_of(const yt_node *const *vp, const char *key, const yt_node *c
 		     config_error *err)
 {
 	const yt_node *v = *vp;
-	if (v->kind == YT_MAP)
+	const bool maps = strcmp(key, "what_if") == 0; /* a job file's what_if mapping is one value */
+	if (v->kind == YT_MAP && !maps)
 		return yt_fail(err, v, "'%s' must be a value or a list of values, got a mapping", key);
-	if (v->kind == YT_SCALAR) {
+	if (v->kind != YT_SEQ) {
 		*items = vp;
 		*n = 1;
 		return true;
@@ -77,11 +109,34 @@ static bool items_of(const yt_node *const *vp, const char *key, const yt_node *c
 	if (v->n == 0)
 		return yt_fail(err, v, "'%s' is an empty list, expected at least one value", key);
 	for (size_t i = 0; i < v->n; i++)
-		if (v->items[i]->kind != YT_SCALAR)
+		if (v->items[i]->kind != YT_SCALAR && !(maps && v->items[i]->kind == YT_MAP))
 			return yt_fail(err, v->items[i], "'%s' items must be plain values, got a %s", key,
 				       v->items[i]->kind == YT_MAP ? "mapping" : "list");
 	*items = (const yt_node *const *)v->items;
 	*n = v->n;
+	return true;
+}
+
+/* A what_if value written as a job file's mapping (slow_gpu: ..., degrade: ...); its text
+ * is compare --what-if's spelling, KIND=VALUE joined by '+'. */
+static bool whatif_map(loader *L, const yt_node *it, size_t i, plan_value *val)
+{
+	config_whatif *w = &L->s->whatifs[i];
+	memset(w, 0, sizeof *w);
+	if (!config_read_whatif(it, w, L->err))
+		return false;
+	if (w->n == 0)
+		return yt_fail(L->err, it, "'what_if' is an empty mapping, expected slow_gpu, slow_node, degrade, "
+					   "fail_node or background");
+	size_t used = 0;
+	val->text[0] = '\0';
+	for (int k = 0; k < w->n && used < sizeof val->text; k++) {
+		char b[160], *sp;
+		config_whatif_format(&w->item[k], b, sizeof b);
+		if ((sp = strchr(b, ' ')))
+			*sp = '=';
+		used += (size_t)snprintf(val->text + used, sizeof val->text - used, "%s%s", k ? "+" : "", b);
+	}
 	return true;
 }
 
@@ -132,26 +187,48 @@ static bool parse_item(loader *L, plan_axis a, const yt_node *it, size_t i, plan
 			return yt_fail(L->err, it, "%s", sub.msg);
 		return true;
 	}
+	case PLAN_AXIS_CP_COMM_TYPE: {
+		yt_entry e;
+		int k = 0;
+		if (!yt_enum(yt_entry_of(&e, key, it), key, false, config_cp_comm_type_names, 4, &k, NULL, L->err))
+			return false;
+		val->num = k;
+		return true;
+	}
+	case PLAN_AXIS_PLACEMENT: {
+		engine_options o = {0};
+		if (!engine_placement_parse(t, &o, &sub))
+			return yt_fail(L->err, it, "%s", sub.msg);
+		val->num = o.placement;
+		return true;
+	}
+	case PLAN_AXIS_WHAT_IF: {
+		config_whatif *w = &L->s->whatifs[i];
+		memset(w, 0, sizeof *w);
+		if (strcmp(t, "none") != 0 && !config_whatif_parse_spec(w, t, &sub))
+			return yt_fail(L->err, it, "%s", sub.msg);
+		return true;
+	}
 	case PLAN_AXIS_RECOMPUTE:
-		/* the value is the config_recompute: 0 none, 1 full, 2 selective */
-		for (int k = 0; k < CONFIG_RECOMPUTES; k++)
-			if (strcmp(t, config_recompute_names[k]) == 0) {
-				val->num = k;
-				return true;
-			}
-		return yt_fail(L->err, it, "'recompute' must be none, selective or full, got '%.200s'", t);
 	case PLAN_AXIS_A2A:
-	case PLAN_AXIS_BASP_UNEVEN: {
-		static const char *const a2a[] = {"direct", "pairwise", "hierarchical"};
-		static const char *const uneven[] = {"error", "unequal", "extra-step"};
-		const char *const *names = a == PLAN_AXIS_A2A ? a2a : uneven;
-		for (int k = 0; k < 3; k++)
-			if (strcmp(t, names[k]) == 0) {
-				val->num = k;
-				return true;
-			}
-		return yt_fail(L->err, it, "'%s' must be one of %s, %s, %s, got '%.200s'", key, names[0], names[1], names[2],
-			       t);
+	case PLAN_AXIS_BASP_UNEVEN:
+	case PLAN_AXIS_ATTENTION_KERNEL:
+	case PLAN_AXIS_IMPL:
+	case PLAN_AXIS_OFFLOAD_ACTIVATIONS:
+	case PLAN_AXIS_TILE_MLP:
+	case PLAN_AXIS_TILE_LOGITS:
+	case PLAN_AXIS_MEMORY_RESERVE:
+	case PLAN_AXIS_ZERO_OVERLAP:
+	case PLAN_AXIS_FP32_GRAD_COMM:
+	case PLAN_AXIS_REDUCE_BUCKET:
+	case PLAN_AXIS_ALLGATHER_BUCKET:
+	case PLAN_AXIS_PREFETCH_BUCKET:
+	case PLAN_AXIS_DTYPE: {
+		/* the job file's own reading of the key */
+		yt_entry e;
+		val->job = L->s->base;
+		return config_job_setting_read(yt_entry_of(&e, key, it), config_job_setting_find(key), &val->job, NULL,
+					       L->err);
 	}
 	case PLAN_AXIS_ZERO:
 	case PLAN_AXIS_SEQ_LEN:
@@ -190,10 +267,13 @@ static bool alloc_axis(plan_spec *s, plan_axis a, size_t n)
 		s->cals = calloc(n, sizeof *s->cals);
 	else if (a == PLAN_AXIS_STRATEGY)
 		s->strategies = calloc(n, sizeof *s->strategies);
+	else if (a == PLAN_AXIS_WHAT_IF)
+		s->whatifs = calloc(n, sizeof *s->whatifs);
 	else
 		return true;
 	return (a == PLAN_AXIS_MODEL && s->models) || (a == PLAN_AXIS_PLATFORM && s->platforms) ||
-	       (a == PLAN_AXIS_CALIBRATION && s->cals) || (a == PLAN_AXIS_STRATEGY && s->strategies);
+	       (a == PLAN_AXIS_CALIBRATION && s->cals) || (a == PLAN_AXIS_STRATEGY && s->strategies) ||
+	       (a == PLAN_AXIS_WHAT_IF && s->whatifs);
 }
 
 /* An axis the spec leaves out: one value that means "the default". */
@@ -207,13 +287,13 @@ static bool default_axis(loader *L, plan_axis a)
 	case PLAN_AXIS_ENGINE: snprintf(v->text, sizeof v->text, "analytic"); break;
 	case PLAN_AXIS_CALIBRATION: snprintf(v->text, sizeof v->text, "none"); break;
 	case PLAN_AXIS_ZERO: v->num = s->base.zero_stage; snprintf(v->text, sizeof v->text, "%d", s->base.zero_stage); break;
-	case PLAN_AXIS_RECOMPUTE: v->num = 0; snprintf(v->text, sizeof v->text, "none"); break;
-	case PLAN_AXIS_A2A: v->num = s->base.a2a; snprintf(v->text, sizeof v->text, "default"); break;
-	case PLAN_AXIS_BASP_UNEVEN: v->num = s->base.basp_uneven; snprintf(v->text, sizeof v->text, "default"); break;
+	case PLAN_AXIS_PLACEMENT: v->num = ENGINE_PLACE_CONTIGUOUS; snprintf(v->text, sizeof v->text, "contiguous"); break;
+	case PLAN_AXIS_WHAT_IF: snprintf(v->text, sizeof v->text, "none"); break; /* whatifs[0] is empty */
 	case PLAN_AXIS_GRAD_ACCUM:
 	case PLAN_AXIS_MICRO_BATCH: v->num = 1; snprintf(v->text, sizeof v->text, "1"); break;
-	default: v->text[0] = '\0'; v->num = 0; /* the platform's own / all GPUs */
+	default: v->text[0] = '\0'; v->num = 0; /* the platform's own / all GPUs; the base job's setting */
 	}
+	v->job = s->base;
 	return true;
 }
 
@@ -226,13 +306,17 @@ static bool read_axis(loader *L, const yt_node *t, plan_axis a)
 		if (a == PLAN_AXIS_MODEL || a == PLAN_AXIS_PLATFORM || a == PLAN_AXIS_SEQ_LEN)
 			return yt_fail(L->err, t, "missing required key '%s' in 'sweep', expected a value or a list", key);
 		if (a == PLAN_AXIS_STRATEGY) {
-			/* Sweeps exist to compare: both strategies unless told otherwise. */
+			/* Sweeps exist to compare: both strategies unless told otherwise. A
+			 * cp_comm_type turns them into the type itself and BASP over it: the first
+			 * is then labelled `plain`, which is no longer Ulysses. */
 			if (!alloc_axis(s, a, 2))
 				return config_fail(L->err, "out of memory");
 			const char *d[2] = {"ulysses", "basp"};
 			for (int i = 0; i < 2; i++) {
 				plan_strategy_parse(d[i], &s->strategies[i], NULL);
-				snprintf(s->values[a][i].text, sizeof s->values[a][i].text, "%s", d[i]);
+				if (i == 0 && s->given[PLAN_AXIS_CP_COMM_TYPE])
+					snprintf(s->strategies[i].label, sizeof s->strategies[i].label, "plain");
+				snprintf(s->values[a][i].text, sizeof s->values[a][i].text, "%s", s->strategies[i].label);
 			}
 			return true;
 		}
@@ -246,39 +330,43 @@ static bool read_axis(loader *L, const yt_node *t, plan_axis a)
 		return config_fail(L->err, "out of memory");
 	s->given[a] = true;
 	for (size_t i = 0; i < n; i++) {
-		if (!parse_item(L, a, items[i], i, &s->values[a][i]))
+		bool ok = a == PLAN_AXIS_WHAT_IF && items[i]->kind == YT_MAP ? whatif_map(L, items[i], i, &s->values[a][i])
+									      : parse_item(L, a, items[i], i, &s->values[a][i]);
+		if (!ok)
 			return false;
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(s->values[a][j].text, s->values[a][i].text) == 0)
 				return yt_fail(L->err, items[i], "'%s' lists '%s' twice, expected distinct values", key,
-					       items[i]->value);
+					       s->values[a][i].text);
 	}
 	return true;
 }
 
-static bool read_base(loader *L, const yt_node *t)
+/* A placement or what-if value no engine of the spec can run is a spec error, not a grid
+ * of invalid points (a value some engine runs makes invalid points on the others). */
+static bool engines_can_run(const plan_spec *s, const yt_node *t, config_error *err)
 {
-	config_job *b = &L->s->base;
-	config_job_defaults(b);
-	bool has_fp32 = false;
-	if (!yt_range(t, CONFIG_R_REDUCE_BUCKET, false, &b->reduce_bucket_elems, NULL, L->err) ||
-	    !yt_range(t, CONFIG_R_ALLGATHER_BUCKET, false, &b->allgather_bucket_elems, NULL, L->err) ||
-	    !yt_range(t, CONFIG_R_PREFETCH_BUCKET, false, &b->prefetch_bucket_elems, NULL, L->err) ||
-	    !yt_bool(t, "fp32_grad_comm", false, &b->fp32_grad_comm, &has_fp32, L->err))
-		return false;
-	int impl = b->impl;
-	if (!yt_enum(t, "impl", false, config_impl_names, 2, &impl, NULL, L->err) ||
-	    !yt_size_or_zero(t, "memory_reserve", &b->memory_reserve, &b->memory_reserve_set, L->err))
-		return false;
-	b->impl = (config_impl)impl;
-	b->fp32_grad_comm_set = has_fp32;
-	const yt_node *ov = yt_find(t, "zero_overlap");
-	if (ov) {
-		static const char *const ovs[] = {"default", "false", "true"};
-		int k = 0;
-		if (!yt_enum(t, "zero_overlap", false, ovs, 3, &k, NULL, L->err))
-			return false;
-		b->zero_overlap = k - 1;
+	for (int a = PLAN_AXIS_PLACEMENT; a <= PLAN_AXIS_WHAT_IF; a++) {
+		const yt_node *v = yt_find(t, axis_keys[a]);
+		for (int i = 0; v && i < s->n[a]; i++) {
+			engine_options o = {.placement = ENGINE_PLACE_CONTIGUOUS};
+			if (a == PLAN_AXIS_PLACEMENT)
+				engine_placement_parse(s->values[a][i].text, &o, NULL);
+			else if (s->whatifs[i].n > 0)
+				o.whatif = &s->whatifs[i];
+			config_error why = {""};
+			bool any = false;
+			for (int e = 0; e < s->n[PLAN_AXIS_ENGINE] && !any; e++) {
+				const char *engine = s->values[PLAN_AXIS_ENGINE][e].text;
+				any = a == PLAN_AXIS_PLACEMENT ? engine_placement_supported(engine, &o, &why)
+							       : engine_whatif_supported(engine, &o, &why);
+			}
+			if (!any)
+				return yt_fail(err, v->kind == YT_SEQ ? v->items[i] : v,
+					       "'%s' %s cannot run on the engine%s of this sweep (%s), expected engine: "
+					       "simgrid",
+					       axis_keys[a], s->values[a][i].text, s->n[PLAN_AXIS_ENGINE] > 1 ? "s" : "", why.msg);
+		}
 	}
 	return true;
 }
@@ -296,11 +384,13 @@ bool plan_spec_load(const char *path, plan_spec *out, config_error *err)
 	loader L = {.s = s, .err = err};
 	config_dir_of(path, L.dir, sizeof L.dir);
 	const yt_node *t;
-	bool ok = yt_top(doc, "sweep", &t, err) && yt_check_keys(t, spec_keys, err) &&
+	config_job_defaults(&s->base);
+	bool ok = yt_top(doc, "sweep", &t, err) && check_keys(t, err) &&
 		  yt_string(t, "name", false, s->name, sizeof s->name, NULL, err) &&
-		  yt_string(t, "baseline", false, s->baseline, sizeof s->baseline, NULL, err) && read_base(&L, t);
+		  yt_string(t, "baseline", false, s->baseline, sizeof s->baseline, NULL, err);
 	for (int a = 0; ok && a < PLAN_AXIS_COUNT; a++)
 		ok = read_axis(&L, t, (plan_axis)a);
+	ok = ok && engines_can_run(s, t, err);
 	if (ok && !s->name[0]) {
 		/* The file name without directory and extension. */
 		const char *b = strrchr(path, '/');
@@ -346,6 +436,7 @@ void plan_spec_finish(plan_spec *s)
 	free(s->platforms);
 	free(s->cals);
 	free(s->strategies);
+	free(s->whatifs);
 	char path[CONFIG_PATH_MAX];
 	memcpy(path, s->path, sizeof path);
 	memset(s, 0, sizeof *s);

@@ -1,6 +1,4 @@
 /* Strategy variants (the table sweeps and the planner iterate) and strategy labels. */
-#include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,15 +137,27 @@ const char *plan_variant_names(void)
 	return buf;
 }
 
-static bool parse_pos(const char *s, int *out)
+/* Planner rows that are a run spelling with a setting: a sweep may name either. */
+static const char *const row_spelling[][2] = {
+	{"basp-ring", "basp:inner=ring"},
+	{"basp-usp", "basp:inner=usp"},
+	{"ring-allgather", "ring:comm=all_gather"},
+	{"basp-ring-allgather", "basp:inner=ring:comm=all_gather"},
+	{"basp-unequal", "basp"},
+	{"basp-extra-step", "basp"},
+};
+
+/* The row of plan_variants a parsed run spelling is. */
+static const char *row_of(const config_job *j)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v <= 0 || v > INT_MAX)
-		return false;
-	*out = (int)v;
-	return true;
+	bool basp = j->strategy == CONFIG_STRATEGY_BASP;
+	config_strategy inner = basp ? j->basp_inner : j->strategy;
+	bool ag = j->cp_comm == CONFIG_CP_COMM_ALL_GATHER;
+	switch (inner) {
+	case CONFIG_STRATEGY_RING: return basp ? (ag ? "basp-ring-allgather" : "basp-ring") : ag ? "ring-allgather" : "ring";
+	case CONFIG_STRATEGY_USP: return basp ? "basp-usp" : "usp";
+	default: return basp ? "basp" : "ulysses";
+	}
 }
 
 bool plan_strategy_parse(const char *text, plan_strategy *out, config_error *err)
@@ -157,53 +167,46 @@ bool plan_strategy_parse(const char *text, plan_strategy *out, config_error *err
 		return config_fail(err, "strategy '%.80s...' is too long", text);
 	const char *colon = strchr(text, ':');
 	size_t n = colon ? (size_t)(colon - text) : strlen(text);
-	char name[CONFIG_NAME_MAX];
+	char name[CONFIG_NAME_MAX], spelled[2 * CONFIG_NAME_MAX];
 	snprintf(name, sizeof name, "%.*s", (int)n, text);
-	/* basp:inner=ring is the basp-ring row (compare's and --strategy's spelling) */
-	if (strcmp(name, "basp") == 0 && colon && strncmp(colon + 1, "inner=", 6) == 0) {
-		const char *v = colon + 7, *next = strchr(v, ':');
-		size_t vn = next ? (size_t)(next - v) : strlen(v);
-		if (vn == 4 && strncmp(v, "ring", 4) == 0)
-			snprintf(name, sizeof name, "basp-ring");
-		else if (vn == 3 && strncmp(v, "usp", 3) == 0)
-			snprintf(name, sizeof name, "basp-usp");
-		else if (!(vn == 7 && strncmp(v, "ulysses", 7) == 0))
-			return config_fail(err, "strategy '%s': expected basp:inner=ulysses, basp:inner=ring or basp:inner=usp",
-					   text);
-		colon = next;
-	}
-	/* ring:comm=p2p|all_gather (and basp:inner=ring:comm=...): the ring rows */
-	if ((strcmp(name, "ring") == 0 || strcmp(name, "basp-ring") == 0) && colon &&
-	    strncmp(colon + 1, "comm=", 5) == 0) {
-		const char *v = colon + 6, *next = strchr(v, ':');
-		size_t vn = next ? (size_t)(next - v) : strlen(v);
-		if (vn == 10 && strncmp(v, "all_gather", 10) == 0)
-			strcat(name, "-allgather");
-		else if (!(vn == 3 && strncmp(v, "p2p", 3) == 0))
-			return config_fail(err, "strategy '%s': expected comm=p2p or comm=all_gather", text);
-		colon = next;
-	}
-	s.variant = plan_variant_find(name);
-	if (!s.variant)
+	const char *row = NULL;
+	for (size_t i = 0; i < sizeof row_spelling / sizeof row_spelling[0]; i++)
+		if (strcmp(name, row_spelling[i][0]) == 0)
+			row = row_spelling[i][0], snprintf(name, sizeof name, "%s", row_spelling[i][1]);
+	bool known = row != NULL;
+	for (int i = 0; i < 4; i++)
+		known |= strcmp(name, config_strategy_names[i]) == 0;
+	if (!known)
 		return config_fail(err, "unknown strategy '%s', expected %s, optionally with :sp=N or :sp=N/B", name,
 				   plan_variant_names());
+	/* :sp=N/B follows the micro-batch (sweeps only); the rest is run's --strategy syntax,
+	 * read by run's parser */
+	size_t used = (size_t)snprintf(spelled, sizeof spelled, "%s", name);
 	s.sp_mode = PLAN_SP_ALL;
-	const bool usp = s.variant->strategy == CONFIG_STRATEGY_USP || strcmp(s.variant->name, "basp-usp") == 0;
 	while (colon) {
-		char o[CONFIG_NAME_MAX];
 		const char *next = strchr(colon + 1, ':');
-		snprintf(o, sizeof o, "%.*s", (int)(next ? (size_t)(next - colon - 1) : strlen(colon + 1)), colon + 1);
-		colon = next;
-		if (strcmp(o, "sp=N/B") == 0)
+		size_t on = next ? (size_t)(next - colon) : strlen(colon);
+		if (on == 7 && strncmp(colon, ":sp=N/B", 7) == 0)
 			s.sp_mode = PLAN_SP_PER_BATCH;
-		else if (strncmp(o, "sp=", 3) == 0 && parse_pos(o + 3, &s.sp))
-			s.sp_mode = PLAN_SP_FIXED;
-		else if (usp && (o[0] == 'u' || o[0] == 'r') && o[1] == '=' && parse_pos(o + 2, o[0] == 'u' ? &s.u : &s.r))
-			;
-		else
-			return config_fail(err, "strategy '%s': expected %s:sp=N (a positive SP size) or %s:sp=N/B%s", text,
-					   name, name, usp ? ", and u=U, r=R (USP's degrees)" : "");
+		else if (used < sizeof spelled)
+			used += (size_t)snprintf(spelled + used, sizeof spelled - used, "%.*s", (int)on, colon);
+		colon = next;
 	}
+	config_job j;
+	config_job_defaults(&j);
+	int sp = 0;
+	if (!config_strategy_parse(spelled, &j, &sp, err))
+		return false;
+	if (sp) {
+		if (s.sp_mode == PLAN_SP_PER_BATCH)
+			return config_fail(err, "strategy '%s': sp=N and sp=N/B contradict each other; give one", text);
+		s.sp_mode = PLAN_SP_FIXED;
+		s.sp = sp;
+	}
+	s.variant = plan_variant_find(row ? row : row_of(&j));
+	s.split = j.cp_split;
+	s.u = j.ulysses_degree;
+	s.r = j.ring_degree;
 	strcpy(s.label, text);
 	*out = s;
 	return true;
@@ -214,6 +217,7 @@ bool plan_strategy_apply(const plan_strategy *s, config_job *job, config_error *
 	job->strategy = s->variant->strategy;
 	if (s->variant->expand)
 		s->variant->expand(job, 0);
+	job->cp_split = s->split;
 	if (config_job_usp(job)) { /* the spec's degrees, else derived by the job check */
 		job->ulysses_degree = s->u;
 		job->ring_degree = s->r;
