@@ -567,6 +567,7 @@ typedef struct cached_case {
 	config_platform p;
 	config_job j;
 	workload_plan plan;
+	double step; /* cached_step alone, set by collective_cache_is_per_thread */
 } cached_case;
 
 static void cached_case_make(cached_case *c, int nodes)
@@ -627,15 +628,28 @@ START_TEST(collective_cache_follows_every_platform_field)
 }
 END_TEST
 
-/* Threads each keep their own cache: two threads alternating platforms one field apart
- * always get their own platform's uncached times. */
+/* The whole step of a case (ZeRO-3 with overlap: the link-sharing schedule). */
+static double cached_step(const cached_case *c, const config_platform *p)
+{
+	config_error err;
+	engine_input in = {.model = &c->m, .platform = p, .job = &c->j, .plan = &c->plan};
+	engine_result r;
+	ck_assert_msg(engine_find("analytic")->run(&in, &r, &err), "%s", err.msg);
+	return r.step_time;
+}
+
+/* Threads each keep their own cache, and take turns with the schedule's buffers: two
+ * threads alternating platforms one field apart always get their own platform's uncached
+ * times, and the same step as one thread alone. */
 static void *cached_worker(void *arg)
 {
 	cached_case *c = arg;
 	config_platform q = c->p;
 	q.inter.latency *= 3;
-	for (int i = 0; i < 40; i++)
+	for (int i = 0; i < 40; i++) {
 		durations_match_uncached(i % 2 ? &q : &c->p, &c->plan);
+		ck_assert(cached_step(c, &c->p) == c->step);
+	}
 	return NULL;
 }
 
@@ -645,6 +659,9 @@ START_TEST(collective_cache_is_per_thread)
 	cached_case_make(&c[0], 2);
 	cached_case_make(&c[1], 2);
 	c[1].p.coll_overhead += 2e-6;
+	for (int i = 0; i < 2; i++)
+		c[i].step = cached_step(&c[i], &c[i].p);
+	ck_assert(c[1].step > c[0].step); /* every call's launch is 2 us longer */
 	pthread_t t[2];
 	for (int i = 0; i < 2; i++)
 		ck_assert(pthread_create(&t[i], NULL, cached_worker, &c[i]) == 0);
