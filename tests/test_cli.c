@@ -11,6 +11,8 @@
 
 #include <jansson.h>
 
+#include "cli/cli.h"
+#include "cli/commands.h"
 #include "testutil.h"
 
 typedef struct cli_out {
@@ -495,6 +497,21 @@ START_TEST(listing_commands)
 	o = spsim("platforms", NULL);
 	expect(o, 0, NULL);
 	ck_assert(strstr(o->out, "a100-2x4-ib400") && strstr(o->out, "dgx-h100") && strstr(o->out, "a100-pcie"));
+	free(o);
+	/* a value flag given last says that its value is missing, as the getopt commands do */
+	o = spsim("models", "--format", NULL);
+	expect(o, 2, "spsim models: option '--format' needs a value");
+	free(o);
+	o = spsim("platform", "dgx-h100", "--nodes", NULL);
+	expect(o, 2, "spsim platform: option '--nodes' needs a value");
+	free(o);
+	o = spsim("platform", "dgx-h100", "--xml", "extra", NULL);
+	expect(o, 2, "unexpected argument 'extra'");
+	free(o);
+	/* its help offers table|json: csv is refused, not answered with the table */
+	o = spsim("platforms", "--format", "csv", NULL);
+	expect(o, 2, "--format expects table or json, got 'csv'");
+	ck_assert_str_eq(o->out, "");
 	free(o);
 	o = spsim("platform", "a100-2x4-ib400", NULL);
 	expect(o, 0, NULL);
@@ -982,7 +999,43 @@ static char *read_all(const char *path)
 
 /* Every file under dir (recursively, dot entries skipped) is read and must not cite the
  * notes file that is not in the repository; returns the number of files read. */
-static int assert_no_notes_citation(const char *dir)
+/* Whether docs/sources.md defines tag: a row of one of its tables starts with it
+ * ("| [A100-DS] |", or "| [CX6] / [CX7] |"), so a tag merely mentioned in prose does not count. */
+static bool source_defined(const char *sources, const char *tag)
+{
+	for (const char *p = strstr(sources, tag); p; p = strstr(p + 1, tag))
+		if ((p - sources >= 2 && strncmp(p - 2, "| ", 2) == 0) ||
+		    (p - sources >= 3 && strncmp(p - 3, " / ", 3) == 0))
+			return true;
+	return false;
+}
+
+/* The citation tags of a text: [A100-DS], [MAMF], [nccl-tests-149]. In C sources only
+ * hyphenated ones, so that array sizes ([MEMO], [NET]) are not taken for tags; in Markdown
+ * any bracketed name of three or more characters that starts upper-case (or "nccl") and is
+ * not a link's text. Returns how many it checked. */
+static int assert_tags_defined(const char *path, const char *text, const char *sources, bool markdown)
+{
+	int tags = 0;
+	for (const char *t = strchr(text, '['); t; t = strchr(t + 1, '[')) {
+		size_t n = strspn(t + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-");
+		if (t[1 + n] != ']' || n < 3 || n > 40 || t[2 + n] == '(')
+			continue;
+		if (!(t[1] >= 'A' && t[1] <= 'Z') && strncmp(t + 1, "nccl", 4) != 0)
+			continue;
+		if (!markdown && !memchr(t + 1, '-', n))
+			continue;
+		char tag[48];
+		snprintf(tag, sizeof tag, "%.*s", (int)n + 2, t);
+		ck_assert_msg(source_defined(sources, tag), "%s cites %s, which docs/sources.md does not define", path, tag);
+		tags++;
+	}
+	return tags;
+}
+
+/* Walks dir: no file cites the background notes, and every citation tag in a C source or
+ * Markdown file is defined in docs/sources.md. Returns the files read; *tags counts tags. */
+static int assert_no_notes_citation(const char *dir, const char *sources, int *tags)
 {
 	DIR *d = opendir(dir);
 	ck_assert_msg(d != NULL, "cannot open %s", dir);
@@ -996,11 +1049,16 @@ static int assert_no_notes_citation(const char *dir)
 		struct stat st;
 		ck_assert_int_eq(stat(path, &st), 0);
 		if (S_ISDIR(st.st_mode)) {
-			files += assert_no_notes_citation(path);
+			files += assert_no_notes_citation(path, sources, tags);
 		} else if (S_ISREG(st.st_mode)) {
 			char *text = read_all(path);
 			ck_assert_ptr_nonnull(text);
 			ck_assert_msg(!strstr(text, "modeling.md"), "%s cites modeling.md", path);
+			size_t len = strlen(path);
+			bool md = len > 3 && strcmp(path + len - 3, ".md") == 0;
+			bool c = len > 2 && (strcmp(path + len - 2, ".c") == 0 || strcmp(path + len - 2, ".h") == 0);
+			if (md || c)
+				*tags += assert_tags_defined(path, text, sources, md);
 			free(text);
 			files++;
 		}
@@ -1038,7 +1096,8 @@ START_TEST(shipped_files_cite_sources_in_the_repository)
 				if (tag[1] < 'A' || tag[1] > 'Z') /* [A100-DS], [HF-..], [NCCL-tuning]; not YAML lists */
 					if (strncmp(tag, "[nccl", 5) != 0)
 						continue;
-				ck_assert_msg(strstr(sources, tag), "%s cites %s, not in docs/sources.md", path, tag);
+				ck_assert_msg(source_defined(sources, tag), "%s cites %s, not defined in docs/sources.md", path,
+					      tag);
 				tags++;
 			}
 			free(text);
@@ -1049,14 +1108,20 @@ START_TEST(shipped_files_cite_sources_in_the_repository)
 	}
 	ck_assert_int_ge(files, 14);
 	ck_assert_int_gt(tags, 30);
-	free(sources);
-	/* nor does any source file or document: each directory holds files, so a walk that
-	 * read nothing (a wrong root) fails too */
-	static const char *const trees[] = {"src", "kernels", "validate", "docs"};
+	/* nor does any source file or document, and every tag they cite is defined there too:
+	 * each directory holds files, so a walk that read nothing (a wrong root) fails */
+	static const char *const trees[] = {"src", "kernels", "validate", "docs", "examples"};
+	int tree_tags = 0;
 	for (size_t k = 0; k < sizeof trees / sizeof trees[0]; k++) {
 		snprintf(path, sizeof path, "%s/%s", root, trees[k]);
-		ck_assert_int_gt(assert_no_notes_citation(path), 3);
+		ck_assert_int_gt(assert_no_notes_citation(path, sources, &tree_tags), 3);
 	}
+	ck_assert_int_gt(tree_tags, 50); /* docs/sources.md's own rows alone define over 40 */
+	/* the tag reader itself: a hyphenated tag in C, an all-caps one in Markdown, neither a
+	 * C array size nor a link's text */
+	ck_assert_int_eq(assert_tags_defined("x.c", "/* [NCCL-tuning] */ double a[MEMO];", sources, false), 1);
+	ck_assert_int_eq(assert_tags_defined("x.md", "[MAMF] and [the docs](y.md)", sources, true), 1);
+	free(sources);
 }
 END_TEST
 
@@ -1281,12 +1346,116 @@ START_TEST(max_seq_technique_table)
 }
 END_TEST
 
+/* Whether help holds flag ("--name") as a whole word: not as the start of a longer flag
+ * (--zero in --zero-overlap does not count) nor the end of one. */
+static bool help_names(const char *help, const char *flag)
+{
+	size_t n = strlen(flag);
+	for (const char *p = strstr(help, flag); p; p = strstr(p + 1, flag)) {
+		char after = p[n];
+		bool word_end = !(after == '-' || after == '_' || (after >= 'a' && after <= 'z') ||
+				  (after >= '0' && after <= '9'));
+		if (word_end && (p == help || p[-1] != '-'))
+			return true;
+	}
+	return false;
+}
+
+static bool table_has(const struct option *t, const char *name)
+{
+	for (int i = 0; t && t[i].name; i++)
+		if (strcmp(t[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* Every long option a command's getopt_long table accepts is named in its --help, and every
+ * --flag its --help names is one the parser accepts (or one of the few other commands' flags
+ * the text refers to, listed below). Walks the tables the parsers use (cli_commands), so an
+ * option added to a parser without a help line fails here. --help itself is exempt from the
+ * first direction: every command takes it (spsim --help says so). */
+START_TEST(every_parsed_option_is_in_its_help)
+{
+	static const struct {
+		const char *command, *flag;
+	} prose[] = {
+		{"calibrate", "calibration"}, /* "writes a calibration YAML for --calibration" (run's flag) */
+		{"sweep", "strategy"},        /* "strategy takes run's --strategy spellings" */
+	};
+	int checked = 0;
+	for (const cli_command *c = cli_commands; c->name; c++) {
+		if (!c->options)
+			continue;
+		cli_out *o = spsim(c->name, "--help", NULL);
+		expect(o, 0, NULL);
+		const struct option *tables[2] = {c->job_options ? cli_job_options : NULL, c->options};
+		for (int t = 0; t < 2; t++)
+			for (int i = 0; tables[t] && tables[t][i].name; i++) {
+				char flag[64];
+				snprintf(flag, sizeof flag, "--%s", tables[t][i].name);
+				if (strcmp(flag, "--help") == 0)
+					continue;
+				ck_assert_msg(help_names(o->out, flag), "spsim %s accepts %s but its --help does not name it",
+					      c->name, flag);
+				checked++;
+			}
+		for (const char *p = strstr(o->out, "--"); p; p = strstr(p + 2, "--")) {
+			char name[64];
+			size_t n = 0;
+			while (n + 1 < sizeof name && (p[2 + n] == '-' || (p[2 + n] >= 'a' && p[2 + n] <= 'z') ||
+						       (p[2 + n] >= '0' && p[2 + n] <= '9')))
+				name[n] = p[2 + n], n++;
+			name[n] = '\0';
+			if (n == 0 || (p > o->out && p[-1] == '-'))
+				continue;
+			bool ok = strcmp(name, "help") == 0 || table_has(c->options, name) ||
+				  (c->job_options && table_has(cli_job_options, name));
+			for (size_t k = 0; !ok && k < sizeof prose / sizeof prose[0]; k++)
+				ok = strcmp(prose[k].command, c->name) == 0 && strcmp(prose[k].flag, name) == 0;
+			ck_assert_msg(ok, "spsim %s --help names --%s, which its parser does not accept", c->name, name);
+			p += n;
+		}
+		free(o);
+	}
+	ck_assert_int_gt(checked, 100); /* the job options alone are 40, in three commands */
+}
+END_TEST
+
+/* Every command refuses an unknown option and an option missing its value with the same
+ * two sentences (cli_getopt_refused), naming the command. */
+START_TEST(every_command_refuses_alike)
+{
+	for (const cli_command *c = cli_commands; c->name; c++) {
+		char want[160];
+		cli_out *o = spsim(c->name, "--no-such-flag", NULL);
+		snprintf(want, sizeof want, "spsim %s: unknown option '--no-such-flag' (see spsim %s --help)", c->name,
+			 c->name);
+		expect(o, 2, want);
+		free(o);
+		const char *valued = NULL;
+		const struct option *t = c->job_options ? cli_job_options : c->options;
+		for (int i = 0; t[i].name && !valued; i++)
+			if (t[i].has_arg == required_argument)
+				valued = t[i].name;
+		ck_assert_msg(valued != NULL, "spsim %s takes no option with a value", c->name);
+		char flag[64];
+		snprintf(flag, sizeof flag, "--%s", valued);
+		o = spsim(c->name, flag, NULL);
+		snprintf(want, sizeof want, "spsim %s: option '%s' needs a value", c->name, flag);
+		expect(o, 2, want);
+		free(o);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
 	TCase *tc = tcase_create("cli");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, usage_and_help);
+	tcase_add_test(tc, every_parsed_option_is_in_its_help);
+	tcase_add_test(tc, every_command_refuses_alike);
 	tcase_add_test(tc, bad_flags_exit_2_with_a_sentence);
 	tcase_add_test(tc, impl_reserve_and_max_position);
 	tcase_add_test(tc, yaml_errors_point_at_file_line_column);

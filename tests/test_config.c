@@ -936,7 +936,7 @@ START_TEST(calibration_files)
 	expect_error(PLATFORM, "platform_negative_overhead.yaml",
 		     "27:24: 'collective_overhead' must be a time from 0 to 1 s, got '-6us'");
 	expect_error(CALIBRATION, "calibration_unknown_key.yaml",
-		     "2:30: unknown key 'bw' in 'intra_node', expected one of: latency, bandwidth");
+		     "2:30: unknown key 'bw' in 'intra_node', expected one of: latency, bandwidth, protocols");
 	expect_error(CALIBRATION, "model_ok.yaml",
 		     "1:1: unknown key 'model' at the top level, expected one of: calibration");
 	ck_assert(!config_load_calibration("/nonexistent/cal.yaml", &c, &e));

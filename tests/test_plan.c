@@ -282,6 +282,15 @@ START_TEST(point_applies_overrides_and_calibration)
 		/* the calibration's measured NIC rate sets that efficiency to 1; its gemm replaces */
 		ck_assert_double_eq(pl.eff.inter_link, cal ? 1.0 : s.platforms[p.at[PLAN_AXIS_PLATFORM]].eff.inter_link);
 		ck_assert_double_eq(pl.eff.gemm, cal ? 0.5 : s.platforms[p.at[PLAN_AXIS_PLATFORM]].eff.gemm);
+		/* the overrides are hardware: NCCL's own view of the links (which a calibration
+		 * leaves at the platform's) follows them */
+		ck_assert(pl.nccl.tuner.set == cal);
+		if (cal) {
+			ck_assert_double_eq(pl.nccl.tuner.nic_bw, 100e9);
+			ck_assert_double_eq(pl.nccl.tuner.inter_lat, 7e-6);
+			ck_assert_double_eq(pl.nccl.tuner.intra_bw, 120e9);
+			ck_assert_double_eq(pl.nccl.tuner.pair_bw, pl.intra.pair_bandwidth);
+		}
 		ck_assert_int_eq(job.strategy, CONFIG_STRATEGY_BASP);
 		ck_assert_int_eq(job.micro_batch, 2);
 	}
@@ -2051,16 +2060,21 @@ START_TEST(plot_compare_figures_are_well_formed)
 {
 	config_error e = {""};
 	ck_assert_msg(plan_plot_available(&e), "%s", e.msg);
-	char dir[64], log[128];
+	char dir[64], log[128], slash[80];
 	tmpdir(dir, sizeof dir);
 	snprintf(log, sizeof log, "%s.log", dir);
+	snprintf(slash, sizeof slash, "%s/", dir); /* as a user types it: the paths printed have one '/' */
 	char *a[] = {(char *)exe(), "compare", "--model", "llama-3.2-1b", "--platform", "a100-2x4-ib400",
-		     "--micro-batch", "4", "--seq-len", "16K", "--strategies", "ulysses,basp,ulysses:sp=2", "--plot", dir,
+		     "--micro-batch", "4", "--seq-len", "16K", "--strategies", "ulysses,basp,ulysses:sp=2", "--plot", slash,
 		     NULL};
 	ck_assert_int_eq(run_exe(a, log), 0);
 	for (int i = 0; all_figures[i]; i++)
 		if (strcmp(all_figures[i], "throughput") != 0)
 			assert_figure(dir, all_figures[i]);
+	char *printed = slurp(log);
+	ck_assert_ptr_nonnull(printed);
+	ck_assert_msg(strstr(printed, "figure: ") && !strstr(printed, "//"), "%s", printed);
+	free(printed);
 	unlink(log);
 	rm_tree(dir);
 }
@@ -2105,6 +2119,55 @@ START_TEST(plot_study_strategies_have_distinct_colours)
 		colours[n++] = rgb;
 	}
 	ck_assert_int_eq(n, 8);
+	free(bars);
+	unlink(log);
+	rm_tree(dir);
+}
+END_TEST
+
+/* The strategy spec sets the row's cp_comm_type (ulysses a2a, ring p2p, ring:comm=all_gather
+ * all_gather): a field that follows the label is no dimension of its own, so the figures
+ * keep every strategy instead of pinning cp_comm_type to one value (which left Ulysses and
+ * BASP alone in the strategies study's bars). */
+START_TEST(plot_keeps_strategies_whose_cp_comm_type_differs)
+{
+	config_error e = {""};
+	ck_assert_msg(plan_plot_available(&e), "%s", e.msg);
+	char dir[64], spec[128], figs[128], log[128], p[160];
+	tmpdir(dir, sizeof dir);
+	snprintf(spec, sizeof spec, "%s/cp.yaml", dir);
+	snprintf(figs, sizeof figs, "%s/figures", dir);
+	snprintf(log, sizeof log, "%s.log", dir);
+	FILE *f = fopen(spec, "w");
+	ck_assert_ptr_nonnull(f);
+	/* 3 platforms x 2 node counts x 3 strategies: 18 bars, more than a bar figure holds (16),
+	 * so one field is pinned; it must be the node count, not cp_comm_type */
+	fputs("sweep:\n  name: cp\n  model: llama-3.2-1b\n  platform: [a100-pcie, dgx-a100, hgx-h200]\n"
+	      "  nodes: [1, 2]\n"
+	      "  strategy: [ulysses, ring, \"ring:comm=all_gather\"]\n  micro_batch: 2\n  seq_len: 16K\n"
+	      "  zero: 3\n  recompute: full\n",
+	      f);
+	fclose(f);
+	char out[160];
+	snprintf(out, sizeof out, "%s/rows", dir);
+	char *a[] = {(char *)exe(), "sweep", spec, "-o", out, "--quiet", "--plot", figs, NULL};
+	ck_assert_int_eq(run_exe(a, log), 0);
+	snprintf(p, sizeof p, "%s/throughput.dat", figs);
+	char *bars = slurp(p);
+	ck_assert_ptr_nonnull(bars);
+	/* nine bars left: every strategy on each of the three platforms */
+	static const char *const labels[] = {"\"ulysses\"", "\"ring\"", "\"ring:comm=all_gather\""};
+	for (int l = 0; l < 3; l++) {
+		int n = 0;
+		for (char *q = strstr(bars, labels[l]); q; q = strstr(q + 1, labels[l]))
+			n++;
+		ck_assert_msg(n == 3, "%s in %d bars: %s", labels[l], n, bars);
+	}
+	snprintf(p, sizeof p, "%s/throughput.gp", figs);
+	char *gp = slurp(p);
+	ck_assert_ptr_nonnull(gp);
+	ck_assert_msg(!strstr(gp, "cp_comm_type"), "the subtitle pins cp_comm_type: %.400s", gp);
+	free(gp);
 	free(bars);
 	unlink(log);
 	rm_tree(dir);
@@ -2188,6 +2251,7 @@ static Suite *plan_suite(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, plot_sweep_figures_are_well_formed);
 	tcase_add_test(t, plot_compare_figures_are_well_formed);
+	tcase_add_test(t, plot_keeps_strategies_whose_cp_comm_type_differs);
 	tcase_add_test(t, plot_study_strategies_have_distinct_colours);
 	tcase_add_test(t, plot_without_gnuplot_says_so);
 	suite_add_tcase(s, t);

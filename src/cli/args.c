@@ -57,6 +57,16 @@ const struct option cli_job_options[] = {
 	{NULL, 0, NULL, 0},
 };
 
+int cli_getopt_refused(int c, char **argv)
+{
+	if (c == ':')
+		fprintf(stderr, "spsim %s: option '%s' needs a value\n", argv[0], argv[optind - 1]);
+	else
+		fprintf(stderr, "spsim %s: unknown option '%s' (see spsim %s --help)\n", argv[0], argv[optind - 1],
+			argv[0]);
+	return CLI_USAGE;
+}
+
 struct option *cli_options_concat(const struct option *extra)
 {
 	const size_t n_job = sizeof cli_job_options / sizeof cli_job_options[0] - 1;

@@ -131,6 +131,10 @@ void cli_sim_finish(cli_sim *s);
 /* The report of a simulated job. */
 report_run cli_sim_report(const cli_job_args *a, const config_job *job, const cli_sim *s, const char *label);
 
+/* getopt_long returned ':' (a value missing) or '?' (an unknown option) for argv, whose
+ * argv[0] is the command: prints the sentence and returns CLI_USAGE. */
+int cli_getopt_refused(int c, char **argv);
+
 /* Fills out the option table: cli_job_options followed by extra (NULL-terminated). */
 struct option *cli_options_concat(const struct option *extra);
 

@@ -20,7 +20,7 @@ enum {
 	OPT_ALG,
 };
 
-static const struct option options[] = {
+const struct option cli_calibrate_options[] = {
 	{"from-nccl-tests", required_argument, NULL, OPT_FROM},
 	{"platform", required_argument, NULL, CLI_OPT_PLATFORM},
 	{"output", required_argument, NULL, OPT_OUTPUT},
@@ -47,6 +47,11 @@ static void usage(FILE *f)
 	      "broadcast_perf) and writes a calibration YAML for --calibration. Single-node logs fit the\n"
 	      "intra_node links; multi-node logs the inter_node links, with intra_node held at the fitted\n"
 	      "(or the platform's) values. Each log's layout comes from its '# Using devices' table.\n"
+	      "Then, per class, each NCCL protocol (LL, LL128, Simple) gets its own latency and bandwidth\n"
+	      "(the YAML's protocols: entries), fitted on the sizes where NCCL's tuner picks it (at\n"
+	      "least 2, else the class's links stand for it). They time the pair the tuner chose; the\n"
+	      "choice stays NCCL's, on the platform's uncalibrated links. With --platform no fitted\n"
+	      "value is kept that makes any size of the logs worse than the platform as given.\n"
 	      "\n"
 	      "  --from-nccl-tests LOG   an nccl-tests log; more LOGs may follow as arguments\n"
 	      "  --platform NAME|FILE    the cluster the logs come from (default: a generic NVSwitch node with\n"
@@ -85,7 +90,7 @@ static int parse_args(int argc, char **argv, cal_args *a)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:e:o:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":b:e:o:h", cli_calibrate_options, NULL)) != -1) {
 		switch (c) {
 		case 'h': usage(stdout); return CLI_OK;
 		case OPT_FROM: a->logs[a->n_logs++] = optarg; break;
@@ -131,12 +136,7 @@ static int parse_args(int argc, char **argv, cal_args *a)
 		}
 		case OPT_IN_PLACE: a->co.in_place = true; break;
 		case OPT_ALG: a->alg_name = optarg; break;
-		case ':':
-			fprintf(stderr, "spsim calibrate: %s needs a value (see spsim calibrate --help)\n", argv[optind - 1]);
-			return CLI_USAGE;
-		default:
-			fprintf(stderr, "spsim calibrate: unknown option '%s' (see spsim calibrate --help)\n", argv[optind - 1]);
-			return CLI_USAGE;
+		default: return cli_getopt_refused(c, argv);
 		}
 	}
 	for (int i = optind; i < argc; i++)
@@ -161,6 +161,11 @@ static void print_class(const char *name, const nccltests_calib_class *k, const 
 		"points of %d log%s)\n",
 		name, k->fit.latency * 1e6, k->fit.bandwidth / 1e9, per, k->fit.rms_rel * 100, k->fit.max_rel * 100,
 		k->fit.n_points, k->n_logs, k->n_logs == 1 ? "" : "s");
+	char protos[512];
+	nccltests_protocols_text(k, protos, sizeof protos);
+	if (protos[0])
+		fprintf(stderr, "spsim calibrate: %s protocols (each on the sizes NCCL's tuner runs it): %s\n", name,
+			protos);
 }
 
 int cli_cmd_calibrate(int argc, char **argv)

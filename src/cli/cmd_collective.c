@@ -23,7 +23,7 @@ enum {
 	OPT_PROTO,
 };
 
-static const struct option options[] = {
+const struct option cli_collective_options[] = {
 	{"minbytes", required_argument, NULL, 'b'},
 	{"maxbytes", required_argument, NULL, 'e'},
 	{"stepfactor", required_argument, NULL, 'f'},
@@ -140,7 +140,7 @@ static int parse_args(int argc, char **argv, coll_args *a)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:e:f:i:g:d:o:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":b:e:f:i:g:d:o:h", cli_collective_options, NULL)) != -1) {
 		switch (c) {
 		case 'h': usage(stdout); return CLI_OK;
 		case 'b':
@@ -193,12 +193,7 @@ static int parse_args(int argc, char **argv, coll_args *a)
 		case OPT_IN_PLACE: a->in_place = true; break;
 		case OPT_PROTO: a->proto_name = optarg; break;
 		case ':':
-			fprintf(stderr, "spsim collective: %s needs a value (see spsim collective --help)\n", argv[optind - 1]);
-			return CLI_USAGE;
-		case '?':
-			fprintf(stderr, "spsim collective: unknown option '%s' (see spsim collective --help)\n",
-				argv[optind - 1]);
-			return CLI_USAGE;
+		case '?': return cli_getopt_refused(c, argv);
 		default: {
 			int r = cli_job_option(&a->job, c, optarg);
 			if (r < 0)
@@ -560,6 +555,10 @@ static int compare(coll_args *a)
 		printf("# predicted: the platform as given; calibrated: after fitting %s to this log (%s latency %.3g "
 		       "us, bandwidth %.4g GB/s)\n",
 		       cls, cls, k->fit.latency * 1e6, k->fit.bandwidth / 1e9);
+		char protos[512];
+		nccltests_protocols_text(k, protos, sizeof protos);
+		if (protos[0])
+			printf("# %s per protocol, timing the one NCCL's tuner picks at each size: %s\n", cls, protos);
 		printf("# error: (predicted busbw - measured busbw) / measured busbw\n#\n");
 		/* each group of three columns is 25 characters wide: center its name over it */
 		printf("# %10s  %12s  %8s  %6s  %6s  %s%s%s\n", "", "", "", "", "", "         measured        ",
@@ -616,14 +615,25 @@ static int compare(coll_args *a)
 	if (a->job.format == REPORT_TABLE) {
 		printf("# largest |busbw error| at sizes >= 1 MiB: predicted %.1f%%, calibrated %.1f%%\n#\n", worst0, worst1);
 	} else if (a->job.format == REPORT_JSON) {
-		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:s, s:s, s:{s:s, s:f, s:f, s:f, s:f}, s:o, "
+		json_t *protos = json_object();
+		for (int pr = 0; pr < CONFIG_NCCL_PROTOS; pr++)
+			if (k->proto_fitted[pr])
+				json_object_set_new(protos, nccl_proto_name((nccl_proto)pr),
+						    json_pack("{s:f, s:f, s:b, s:b, s:f, s:i}", "latency_us",
+							      k->proto_fit[pr].latency * 1e6, "bandwidth_GBps",
+							      k->proto_fit[pr].bandwidth / 1e9, "latency_kept",
+							      k->proto_kept_latency[pr], "bandwidth_kept", k->proto_kept_bw[pr],
+							      "max_error_pct", k->proto_fit[pr].max_rel * 100, "points",
+							      k->proto_fit[pr].n_points));
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:s, s:s, s:{s:s, s:f, s:f, s:f, s:f, s:o}, s:o, "
 				      "s:f, s:f}",
 				      "log", a->compare, "collective", workload_coll_name(log.coll), "platform", p.name,
 				      "engine", a->job.engine, "ranks", log.ranks, "nodes", log.nodes, "gpus_per_node",
 				      log.gpus_per_node, "alg", workload_alg_name(s.alg), "columns",
 				      a->in_place ? "in-place" : "out-of-place", "fit", "link_class", cls, "latency_us",
 				      k->fit.latency * 1e6, "bandwidth_GBps", k->fit.bandwidth / 1e9, "rms_error_pct",
-				      k->fit.rms_rel * 100, "max_error_pct", k->fit.max_rel * 100, "results", rows,
+				      k->fit.rms_rel * 100, "max_error_pct", k->fit.max_rel * 100, "protocols", protos,
+				      "results", rows,
 				      "max_abs_error_pct_1MiB_up", worst0, "calibrated_max_abs_error_pct_1MiB_up", worst1);
 		rows = NULL;
 		report_json_print(stdout, o);

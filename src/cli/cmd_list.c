@@ -12,28 +12,74 @@
 #define HAVE_XML 0
 #endif
 
-static bool want_help(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
-			return true;
-	return false;
-}
+enum { OPT_XML = CLI_OPT_FIRST_FREE };
 
-/* Parses [--format F] only. */
-static int list_args(int argc, char **argv, report_format *fmt)
+const struct option cli_models_options[] = {
+	{"format", required_argument, NULL, CLI_OPT_FORMAT},
+	{"help", no_argument, NULL, CLI_OPT_HELP},
+	{NULL, 0, NULL, 0},
+};
+const struct option cli_platforms_options[] = {
+	{"format", required_argument, NULL, CLI_OPT_FORMAT},
+	{"help", no_argument, NULL, CLI_OPT_HELP},
+	{NULL, 0, NULL, 0},
+};
+const struct option cli_platform_options[] = {
+	{"nodes", required_argument, NULL, CLI_OPT_NODES},
+	{"calibration", required_argument, NULL, CLI_OPT_CALIBRATION},
+	{"xml", no_argument, NULL, OPT_XML},
+	{"format", required_argument, NULL, CLI_OPT_FORMAT},
+	{"help", no_argument, NULL, CLI_OPT_HELP},
+	{NULL, 0, NULL, 0},
+};
+
+/* What a listing command's options set. */
+typedef struct list_args {
+	report_format fmt;
+	bool csv_ok; /* models has a CSV listing; the platform commands do not */
+	const char *cal;
+	bool xml;
+	long nodes;
+} list_args;
+
+/* Parses a listing command's options with getopt_long (as every other command does): help
+ * printed by `help`, unknown options and missing values refused with the same sentences.
+ * *positional: the first argument that is not an option (NULL when none; a second one is
+ * refused), or pass NULL when the command takes none. Returns -1 to go on, else the exit code. */
+static int list_parse(int argc, char **argv, const struct option *opts, void (*help)(FILE *), list_args *a,
+		      const char **positional)
 {
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
-			if (!report_format_parse(argv[++i], fmt)) {
-				fprintf(stderr, "spsim %s: --format expects table, json or csv, got '%s'\n", argv[0], argv[i]);
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (c == CLI_OPT_HELP || c == 'h') {
+			help(stdout);
+			return CLI_OK;
+		} else if (c == '?' || c == ':') {
+			return cli_getopt_refused(c, argv);
+		} else if (c == CLI_OPT_FORMAT) {
+			if (!report_format_parse(optarg, &a->fmt) || (a->fmt == REPORT_CSV && !a->csv_ok)) {
+				fprintf(stderr, "spsim %s: --format expects %s, got '%s'\n", argv[0],
+					a->csv_ok ? "table, json or csv" : "table or json", optarg);
 				return CLI_USAGE;
 			}
-		} else {
-			fprintf(stderr, "spsim %s: unexpected argument '%s' (see spsim %s --help)\n", argv[0], argv[i],
-				argv[0]);
-			return CLI_USAGE;
+		} else if (c == CLI_OPT_NODES) {
+			if (!cli_parse_range_long(CONFIG_R_NODES, optarg, &a->nodes))
+				return CLI_USAGE;
+		} else if (c == CLI_OPT_CALIBRATION) {
+			a->cal = optarg;
+		} else if (c == OPT_XML) {
+			a->xml = true;
 		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (positional && !*positional) {
+			*positional = argv[i];
+			continue;
+		}
+		fprintf(stderr, "spsim %s: unexpected argument '%s' (see spsim %s --help)\n", argv[0], argv[i], argv[0]);
+		return CLI_USAGE;
 	}
 	return -1;
 }
@@ -83,17 +129,20 @@ static bool model_row(const char *name, report_format fmt, json_t *arr)
 	return true;
 }
 
+static void models_help(FILE *f)
+{
+	fputs("usage: spsim models [--format table|json|csv]\n"
+	      "Lists the shipped models with their shapes and computed parameter counts.\n",
+	      f);
+}
+
 int cli_cmd_models(int argc, char **argv)
 {
-	if (want_help(argc, argv)) {
-		puts("usage: spsim models [--format table|json|csv]\n"
-		     "Lists the shipped models with their shapes and computed parameter counts.");
-		return CLI_OK;
-	}
-	report_format fmt = REPORT_TABLE;
-	int rc = list_args(argc, argv, &fmt);
+	list_args a = {.fmt = REPORT_TABLE, .csv_ok = true};
+	int rc = list_parse(argc, argv, cli_models_options, models_help, &a, NULL);
 	if (rc >= 0)
 		return rc;
+	report_format fmt = a.fmt;
 	if (fmt == REPORT_TABLE)
 		printf("%-16s %6s %6s %5s %4s %5s %6s %7s %5s %10s\n", "model", "layers", "hidden", "heads", "kv", "hdim",
 		       "ffn", "vocab", "tied", "params");
@@ -144,57 +193,50 @@ static bool platform_row(const char *name, report_format fmt, json_t *arr)
 	return true;
 }
 
+static void platforms_help(FILE *f)
+{
+	fputs("usage: spsim platforms [--format table|json]\n"
+	      "Lists the shipped clusters. spsim platform NAME shows one in full.\n",
+	      f);
+}
+
 int cli_cmd_platforms(int argc, char **argv)
 {
-	if (want_help(argc, argv)) {
-		puts("usage: spsim platforms [--format table|json]\n"
-		     "Lists the shipped clusters. spsim platform NAME shows one in full.");
-		return CLI_OK;
-	}
-	report_format fmt = REPORT_TABLE;
-	int rc = list_args(argc, argv, &fmt);
+	/* no CSV listing: csv is refused, never answered with the table */
+	list_args a = {.fmt = REPORT_TABLE};
+	int rc = list_parse(argc, argv, cli_platforms_options, platforms_help, &a, NULL);
 	if (rc >= 0)
 		return rc;
+	report_format fmt = a.fmt;
 	if (fmt != REPORT_JSON)
 		printf("%-16s %-7s %-14s %10s %5s %-12s %16s %s\n", "platform", "nodes", "gpu", "memory", "TFLOP",
 		       "fabric", "intra bw", "network");
 	return list_shipped("platforms", fmt, platform_row);
 }
 
+static void platform_help(FILE *f)
+{
+	fputs("usage: spsim platform NAME|FILE [--nodes N] [--calibration FILE] [--xml] [--format table|json]\n"
+	      "Shows one platform with its effective (efficiency-scaled) bandwidths; --xml prints the\n"
+	      "SimGrid platform the simgrid engine generates from it.\n",
+	      f);
+}
+
 int cli_cmd_platform(int argc, char **argv)
 {
-	if (want_help(argc, argv) || argc < 2) {
-		FILE *f = argc < 2 && !want_help(argc, argv) ? stderr : stdout;
-		fputs("usage: spsim platform NAME|FILE [--nodes N] [--calibration FILE] [--xml] [--format table|json]\n"
-		      "Shows one platform with its effective (efficiency-scaled) bandwidths; --xml prints the\n"
-		      "SimGrid platform the simgrid engine generates from it.\n",
-		      f);
-		return argc < 2 && !want_help(argc, argv) ? CLI_USAGE : CLI_OK;
+	if (argc < 2) {
+		platform_help(stderr);
+		return CLI_USAGE;
 	}
-	const char *name = NULL, *cal = NULL;
-	bool xml = false;
-	long nodes = 0;
-	report_format fmt = REPORT_TABLE;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--xml") == 0)
-			xml = true;
-		else if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc) {
-			if (!cli_parse_range_long(CONFIG_R_NODES, argv[++i], &nodes))
-				return CLI_USAGE;
-		} else if (strcmp(argv[i], "--calibration") == 0 && i + 1 < argc)
-			cal = argv[++i];
-		else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
-			if (!report_format_parse(argv[++i], &fmt) || fmt == REPORT_CSV) {
-				fprintf(stderr, "spsim platform: --format expects table or json, got '%s'\n", argv[i]);
-				return CLI_USAGE;
-			}
-		} else if (argv[i][0] != '-' && !name)
-			name = argv[i];
-		else {
-			fprintf(stderr, "spsim platform: unexpected argument '%s' (see spsim platform --help)\n", argv[i]);
-			return CLI_USAGE;
-		}
-	}
+	list_args a = {.fmt = REPORT_TABLE};
+	const char *name = NULL;
+	int rc = list_parse(argc, argv, cli_platform_options, platform_help, &a, &name);
+	if (rc >= 0)
+		return rc;
+	const char *cal = a.cal;
+	bool xml = a.xml;
+	long nodes = a.nodes;
+	report_format fmt = a.fmt;
 	if (!name) {
 		fprintf(stderr, "spsim platform: a platform NAME or FILE is required\n");
 		return CLI_USAGE;

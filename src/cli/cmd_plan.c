@@ -399,44 +399,45 @@ static void take_settings(config_job *base, const config_job *flags)
 		config_job_setting_copy(k, base, flags);
 }
 
+const struct option cli_plan_options[] = {
+	{"model", required_argument, NULL, OPT_MODEL},
+	{"platform", required_argument, NULL, OPT_PLATFORM},
+	{"gpus", required_argument, NULL, OPT_GPUS},
+	{"seq-len", required_argument, NULL, OPT_SEQ},
+	{"global-batch", required_argument, NULL, OPT_BATCH},
+	{"price", required_argument, NULL, OPT_PRICE},
+	{"top", required_argument, NULL, OPT_TOP},
+	{"zero", required_argument, NULL, OPT_ZERO},
+	{"recompute", required_argument, NULL, OPT_RECOMPUTE},
+	{"max-micro-batch", required_argument, NULL, OPT_MAXB},
+	{"impl", required_argument, NULL, OPT_IMPL},
+	{"memory-reserve", required_argument, NULL, OPT_RESERVE},
+	{"a2a", required_argument, NULL, OPT_A2A},
+	{"strategies", required_argument, NULL, OPT_STRATEGIES},
+	{"verify", required_argument, NULL, OPT_VERIFY},
+	{"placement", required_argument, NULL, OPT_PLACEMENT},
+	{"calibration", required_argument, NULL, OPT_CAL},
+	{"jobs", required_argument, NULL, 'j'},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"format", required_argument, NULL, OPT_FORMAT},
+	{"help", no_argument, NULL, OPT_HELP},
+	{"progress", no_argument, NULL, OPT_PROGRESS},
+	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"attention-kernel", required_argument, NULL, OPT_JOB_SETTING + 0},
+	{"offload-activations", no_argument, NULL, OPT_JOB_SETTING + 1},
+	{"tile-mlp", required_argument, NULL, OPT_JOB_SETTING + 2},
+	{"tile-logits", required_argument, NULL, OPT_JOB_SETTING + 3},
+	{"zero-overlap", required_argument, NULL, OPT_JOB_SETTING + 4},
+	{"fp32-grad-comm", required_argument, NULL, OPT_JOB_SETTING + 5},
+	{"reduce-bucket", required_argument, NULL, OPT_JOB_SETTING + 6},
+	{"allgather-bucket", required_argument, NULL, OPT_JOB_SETTING + 7},
+	{"prefetch-bucket", required_argument, NULL, OPT_JOB_SETTING + 8},
+	{"dtype", required_argument, NULL, OPT_JOB_SETTING + 9},
+	{NULL, 0, NULL, 0},
+};
+
 int cli_cmd_plan(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"model", required_argument, NULL, OPT_MODEL},
-		{"platform", required_argument, NULL, OPT_PLATFORM},
-		{"gpus", required_argument, NULL, OPT_GPUS},
-		{"seq-len", required_argument, NULL, OPT_SEQ},
-		{"global-batch", required_argument, NULL, OPT_BATCH},
-		{"price", required_argument, NULL, OPT_PRICE},
-		{"top", required_argument, NULL, OPT_TOP},
-		{"zero", required_argument, NULL, OPT_ZERO},
-		{"recompute", required_argument, NULL, OPT_RECOMPUTE},
-		{"max-micro-batch", required_argument, NULL, OPT_MAXB},
-		{"impl", required_argument, NULL, OPT_IMPL},
-		{"memory-reserve", required_argument, NULL, OPT_RESERVE},
-		{"a2a", required_argument, NULL, OPT_A2A},
-		{"strategies", required_argument, NULL, OPT_STRATEGIES},
-		{"verify", required_argument, NULL, OPT_VERIFY},
-		{"placement", required_argument, NULL, OPT_PLACEMENT},
-		{"calibration", required_argument, NULL, OPT_CAL},
-		{"jobs", required_argument, NULL, 'j'},
-		{"timeout", required_argument, NULL, OPT_TIMEOUT},
-		{"format", required_argument, NULL, OPT_FORMAT},
-		{"help", no_argument, NULL, OPT_HELP},
-		{"progress", no_argument, NULL, OPT_PROGRESS},
-		{"quiet", no_argument, NULL, OPT_QUIET},
-		{"attention-kernel", required_argument, NULL, OPT_JOB_SETTING + 0},
-		{"offload-activations", no_argument, NULL, OPT_JOB_SETTING + 1},
-		{"tile-mlp", required_argument, NULL, OPT_JOB_SETTING + 2},
-		{"tile-logits", required_argument, NULL, OPT_JOB_SETTING + 3},
-		{"zero-overlap", required_argument, NULL, OPT_JOB_SETTING + 4},
-		{"fp32-grad-comm", required_argument, NULL, OPT_JOB_SETTING + 5},
-		{"reduce-bucket", required_argument, NULL, OPT_JOB_SETTING + 6},
-		{"allgather-bucket", required_argument, NULL, OPT_JOB_SETTING + 7},
-		{"prefetch-bucket", required_argument, NULL, OPT_JOB_SETTING + 8},
-		{"dtype", required_argument, NULL, OPT_JOB_SETTING + 9},
-		{NULL, 0, NULL, 0},
-	};
 	plan_args a = {.top = 5, .format = REPORT_TABLE, .progress = -1};
 	config_job_defaults(&a.base);
 	cli_job_args jargs;
@@ -448,7 +449,7 @@ int cli_cmd_plan(int argc, char **argv)
 	int rc = CLI_USAGE;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":j:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":j:", cli_plan_options, NULL)) != -1) {
 		char *copy = optarg ? strdup(optarg) : NULL;
 		if (copy && n_lists < 64)
 			lists[n_lists++] = copy;
@@ -516,14 +517,14 @@ int cli_cmd_plan(int argc, char **argv)
 		case OPT_HELP: plan_help(stdout); rc = CLI_OK; goto out;
 		case OPT_PROGRESS: a.progress = 1; break;
 		case OPT_QUIET: a.progress = 0; break;
-		case ':': fprintf(stderr, "spsim plan: option '%s' needs a value\n", argv[optind - 1]); goto out;
+		case ':': cli_getopt_refused(c, argv); goto out;
 		default:
 			if (c >= OPT_JOB_SETTING && c < OPT_JOB_SETTING + N_JOB_SETTINGS) {
 				ok = cli_job_option(&jargs, job_setting_ids[c - OPT_JOB_SETTING], optarg) > 0;
 				take_settings(&a.base, &jargs.job);
 				break;
 			}
-			fprintf(stderr, "spsim plan: unknown option '%s' (see spsim plan --help)\n", argv[optind - 1]);
+			cli_getopt_refused(c, argv);
 			goto out;
 		}
 		if (!ok)

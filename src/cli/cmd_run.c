@@ -110,13 +110,8 @@ static int parse(int argc, char **argv, cli_job_args *a, const struct option *ex
 		if (c == CLI_OPT_HELP) {
 			help(stdout);
 			rc = CLI_OK;
-		} else if (c == '?') {
-			fprintf(stderr, "spsim %s: unknown option '%s' (see spsim %s --help)\n", argv[0], argv[optind - 1],
-				argv[0]);
-			rc = CLI_USAGE;
-		} else if (c == ':') {
-			fprintf(stderr, "spsim %s: option '%s' needs a value\n", argv[0], argv[optind - 1]);
-			rc = CLI_USAGE;
+		} else if (c == '?' || c == ':') {
+			rc = cli_getopt_refused(c, argv);
 		} else {
 			/* the command's own options first: max-seq takes lists where run takes one value */
 			int r = cb ? cb(ctx, c, optarg) : 0;
@@ -135,15 +130,19 @@ static int parse(int argc, char **argv, cli_job_args *a, const struct option *ex
 	return rc;
 }
 
+/* run's own options; the job options (cli_job_options) come before them */
+const struct option cli_run_options[] = {
+	{"progress", no_argument, NULL, OPT_PROGRESS},
+	{"quiet", no_argument, NULL, OPT_QUIET},
+	{NULL, 0, NULL, 0},
+};
+
 int cli_cmd_run(int argc, char **argv)
 {
-	static const struct option extra[] = {{"progress", no_argument, NULL, OPT_PROGRESS},
-					      {"quiet", no_argument, NULL, OPT_QUIET},
-					      {NULL, 0, NULL, 0}};
 	cli_job_args a;
 	cli_job_init(&a);
 	run_progress prog = {.mode = -1};
-	int rc = parse(argc, argv, &a, extra, run_opt, &prog, run_help);
+	int rc = parse(argc, argv, &a, cli_run_options, run_opt, &prog, run_help);
 	if (rc >= 0)
 		return rc;
 	if (!cli_job_resolve(&a, "run"))
@@ -261,18 +260,22 @@ static void trace_name(const char *base, const char *label, char *out, size_t le
 	snprintf(out, len, "%.*s-%s%s", (int)(dot - base), base, clean, dot);
 }
 
+/* compare's own options, after the job options */
+const struct option cli_compare_options[] = {
+	{"strategies", required_argument, NULL, OPT_STRATEGIES},
+	{"plot", required_argument, NULL, OPT_PLOT},
+	{"what-if", required_argument, NULL, OPT_WHAT_IF},
+	{"progress", no_argument, NULL, OPT_PROGRESS},
+	{"quiet", no_argument, NULL, OPT_QUIET},
+	{NULL, 0, NULL, 0},
+};
+
 int cli_cmd_compare(int argc, char **argv)
 {
-	static const struct option extra[] = {{"strategies", required_argument, NULL, OPT_STRATEGIES},
-					      {"plot", required_argument, NULL, OPT_PLOT},
-					      {"what-if", required_argument, NULL, OPT_WHAT_IF},
-					      {"progress", no_argument, NULL, OPT_PROGRESS},
-					      {"quiet", no_argument, NULL, OPT_QUIET},
-					      {NULL, 0, NULL, 0}};
 	cli_job_args a;
 	compare_ctx ctx = {.progress = -1};
 	cli_job_init(&a);
-	int rc = parse(argc, argv, &a, extra, compare_opt, &ctx, compare_help);
+	int rc = parse(argc, argv, &a, cli_compare_options, compare_opt, &ctx, compare_help);
 	if (rc >= 0) {
 		free(ctx.strategies);
 		return rc;
@@ -796,17 +799,21 @@ static int maxseq_tech_table(const cli_job_args *a, const maxseq_ctx *c, const m
 	return CLI_OK;
 }
 
+/* max-seq's own options, after the job options */
+const struct option cli_max_seq_options[] = {
+	{"granule", required_argument, NULL, OPT_GRANULE},
+	{"strategies", required_argument, NULL, OPT_STRATEGIES},
+	{"techniques", required_argument, NULL, OPT_TECHNIQUES},
+	{NULL, 0, NULL, 0},
+};
+
 int cli_cmd_max_seq(int argc, char **argv)
 {
-	static const struct option extra[] = {{"granule", required_argument, NULL, OPT_GRANULE},
-					      {"strategies", required_argument, NULL, OPT_STRATEGIES},
-					      {"techniques", required_argument, NULL, OPT_TECHNIQUES},
-					      {NULL, 0, NULL, 0}};
 	cli_job_args a;
 	maxseq_ctx ctx = {.granule = 1024};
 	maxseq_row *rows = NULL;
 	cli_job_init(&a);
-	int rc = parse(argc, argv, &a, extra, maxseq_opt, &ctx, maxseq_help);
+	int rc = parse(argc, argv, &a, cli_max_seq_options, maxseq_opt, &ctx, maxseq_help);
 	if (rc >= 0)
 		goto out;
 	rc = CLI_USAGE;

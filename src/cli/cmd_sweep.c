@@ -29,7 +29,8 @@ static void sweep_help(FILE *f)
 	      "  allgather_bucket prefetch_bucket dtype; plus name and baseline. strategy takes run's\n"
 	      "  --strategy spellings (basp:inner=ring, ring:split=naive, usp:u=4:r=2) with :sp=N or\n"
 	      "  :sp=N/B; every key given is in the point key, so --resume tells its values apart.\n\n"
-	      "  -o, --output DIR         where the rows go (default: the spec's name + '-results'; alias --out)\n"
+	      "  -o, --output DIR         where the rows go (default: the spec file's name without its extension\n"
+	      "                           + '-results', in the current directory: microbatch-results; alias --out)\n"
 	      "  -j, --jobs N             worker processes (default: every CPU this process may use)\n"
 	      "      --resume             continue a sweep: points already in DIR are skipped\n"
 	      "      --retry-failed       with --resume, run again the points recorded with status error\n"
@@ -76,22 +77,23 @@ static int dry_run(const plan_spec *s)
 	return CLI_OK;
 }
 
+const struct option cli_sweep_options[] = {
+	{"output", required_argument, NULL, OPT_OUTPUT},
+	{"out", required_argument, NULL, OPT_OUTPUT},
+	{"jobs", required_argument, NULL, OPT_JOBS},
+	{"resume", no_argument, NULL, OPT_RESUME},
+	{"force", no_argument, NULL, OPT_FORCE},
+	{"retry-failed", no_argument, NULL, OPT_RETRY},
+	{"point-timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"plot", required_argument, NULL, OPT_PLOT},
+	{"dry-run", no_argument, NULL, OPT_DRY},
+	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"help", no_argument, NULL, OPT_HELP},
+	{NULL, 0, NULL, 0},
+};
+
 int cli_cmd_sweep(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"output", required_argument, NULL, OPT_OUTPUT},
-		{"out", required_argument, NULL, OPT_OUTPUT},
-		{"jobs", required_argument, NULL, OPT_JOBS},
-		{"resume", no_argument, NULL, OPT_RESUME},
-		{"force", no_argument, NULL, OPT_FORCE},
-		{"retry-failed", no_argument, NULL, OPT_RETRY},
-		{"point-timeout", required_argument, NULL, OPT_TIMEOUT},
-		{"plot", required_argument, NULL, OPT_PLOT},
-		{"dry-run", no_argument, NULL, OPT_DRY},
-		{"quiet", no_argument, NULL, OPT_QUIET},
-		{"help", no_argument, NULL, OPT_HELP},
-		{NULL, 0, NULL, 0},
-	};
 	plan_sweep_opts so = {.mode = PLAN_OUTPUT_NEW};
 	const char *out = NULL, *plot = NULL;
 	bool resume = false, force = false, dry = false;
@@ -99,7 +101,7 @@ int cli_cmd_sweep(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:j:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:j:", cli_sweep_options, NULL)) != -1) {
 		switch (c) {
 		case OPT_OUTPUT: out = optarg; break;
 		case OPT_JOBS:
@@ -118,10 +120,7 @@ int cli_cmd_sweep(int argc, char **argv)
 		case OPT_DRY: dry = true; break;
 		case OPT_QUIET: so.quiet = true; break;
 		case OPT_HELP: sweep_help(stdout); return CLI_OK;
-		case ':': fprintf(stderr, "spsim sweep: option '%s' needs a value\n", argv[optind - 1]); return CLI_USAGE;
-		default:
-			fprintf(stderr, "spsim sweep: unknown option '%s' (see spsim sweep --help)\n", argv[optind - 1]);
-			return CLI_USAGE;
+		default: return cli_getopt_refused(c, argv);
 		}
 	}
 	if (optind != argc - 1) {

@@ -6,17 +6,38 @@
 #include <string.h>
 #include <strings.h>
 
+/* The `protocols:` keys, in config_platform.nccl.proto_cal's order (LL, LL128, Simple). */
+const char *const config_proto_keys[CONFIG_NCCL_PROTOS] = {"ll", "ll128", "simple"};
+
 static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *lat, bool *has_bw, double *bw,
-		      config_error *err)
+		      config_proto_link *proto, config_error *err)
 {
-	static const char *const keys[] = {"latency", "bandwidth", NULL};
-	const yt_node *l;
+	static const char *const keys[] = {"latency", "bandwidth", "protocols", NULL};
+	static const char *const link_keys[] = {"latency", "bandwidth", NULL};
+	const yt_node *l, *ps;
 	if (!yt_map(t, key, false, &l, err))
 		return false;
 	if (!l)
 		return true;
-	return yt_check_keys(l, keys, err) && yt_range(l, CONFIG_R_CAL_LATENCY, false, lat, has_lat, err) &&
-	       yt_range(l, CONFIG_R_CAL_BANDWIDTH, false, bw, has_bw, err);
+	if (!yt_check_keys(l, keys, err) || !yt_range(l, CONFIG_R_CAL_LATENCY, false, lat, has_lat, err) ||
+	    !yt_range(l, CONFIG_R_CAL_BANDWIDTH, false, bw, has_bw, err) || !yt_map(l, "protocols", false, &ps, err))
+		return false;
+	if (!ps)
+		return true;
+	static const char *const proto_keys[] = {"ll", "ll128", "simple", NULL};
+	if (!yt_check_keys(ps, proto_keys, err))
+		return false;
+	for (int i = 0; i < CONFIG_NCCL_PROTOS; i++) {
+		const yt_node *e;
+		config_proto_link *pl = &proto[i];
+		if (!yt_map(ps, config_proto_keys[i], false, &e, err))
+			return false;
+		if (e && (!yt_check_keys(e, link_keys, err) ||
+			  !yt_range(e, CONFIG_R_CAL_LATENCY, false, &pl->latency, &pl->has_latency, err) ||
+			  !yt_range(e, CONFIG_R_CAL_BANDWIDTH, false, &pl->bandwidth, &pl->has_bw, err)))
+			return false;
+	}
+	return true;
 }
 
 /* attention_points: a sequence of mappings (format in config.h). Validate mode writes
@@ -100,9 +121,9 @@ static bool calibration_read(const yt_doc *doc, config_calibration *c, config_er
 	    !yt_string(t, "attention_kernel", false, c->attention_kernel, sizeof c->attention_kernel, NULL, err) ||
 	    !read_points(t, c, err) ||
 	    !read_link(t, "intra_node", &c->has_intra_latency, &c->intra_latency, &c->has_intra_bw, &c->intra_bw,
-		       err) ||
+		       c->proto[0], err) ||
 	    !read_link(t, "inter_node", &c->has_inter_latency, &c->inter_latency, &c->has_inter_bw, &c->inter_bw,
-		       err) ||
+		       c->proto[1], err) ||
 	    !yt_map(t, "efficiency", false, &e, err))
 		return false;
 	int mode = 0;
@@ -156,15 +177,30 @@ static void put_quoted(FILE *f, const char *s)
 
 /* Latencies in microseconds and bandwidths in GB/s with 9 significant digits: the
  * loader reads them back to within 1e-9 relative. */
-static void put_link(FILE *f, const char *key, bool has_lat, double lat, bool has_bw, double bw)
+static void put_link(FILE *f, const char *key, bool has_lat, double lat, bool has_bw, double bw,
+		     const config_proto_link *proto)
 {
-	if (!has_lat && !has_bw)
+	bool any = false;
+	for (int i = 0; i < CONFIG_NCCL_PROTOS; i++)
+		any |= proto[i].has_latency || proto[i].has_bw;
+	if (!has_lat && !has_bw && !any)
 		return;
 	fprintf(f, "  %s:\n", key);
 	if (has_lat)
 		fprintf(f, "    latency: %.9gus\n", lat * 1e6);
 	if (has_bw)
 		fprintf(f, "    bandwidth: %.9gGB/s\n", bw / 1e9);
+	if (any)
+		fprintf(f, "    protocols:\n");
+	for (int i = 0; i < CONFIG_NCCL_PROTOS; i++) {
+		if (!proto[i].has_latency && !proto[i].has_bw)
+			continue;
+		fprintf(f, "      %s:\n", config_proto_keys[i]);
+		if (proto[i].has_latency)
+			fprintf(f, "        latency: %.9gus\n", proto[i].latency * 1e6);
+		if (proto[i].has_bw)
+			fprintf(f, "        bandwidth: %.9gGB/s\n", proto[i].bandwidth / 1e9);
+	}
 }
 
 bool config_write_calibration(FILE *f, const config_calibration *c)
@@ -193,8 +229,8 @@ bool config_write_calibration(FILE *f, const config_calibration *c)
 		else
 			fprintf(f, "  collective_overhead: 0\n");
 	}
-	put_link(f, "intra_node", c->has_intra_latency, c->intra_latency, c->has_intra_bw, c->intra_bw);
-	put_link(f, "inter_node", c->has_inter_latency, c->inter_latency, c->has_inter_bw, c->inter_bw);
+	put_link(f, "intra_node", c->has_intra_latency, c->intra_latency, c->has_intra_bw, c->intra_bw, c->proto[0]);
+	put_link(f, "inter_node", c->has_inter_latency, c->inter_latency, c->has_inter_bw, c->inter_bw, c->proto[1]);
 	if (c->has_gemm || c->has_attention || c->has_memory) {
 		fprintf(f, "  efficiency:\n");
 		if (c->has_gemm)
@@ -247,6 +283,23 @@ void config_apply_calibration(config_platform *p, const config_calibration *c)
 		p->coll_overhead = 0;
 	if (c->links_only)
 		p->nccl.links_only = true;
+	if (!p->nccl.tuner.set) { /* NCCL's view of the links: what the platform declares */
+		p->nccl.tuner.set = true;
+		p->nccl.tuner.intra_bw = p->intra.bandwidth;
+		p->nccl.tuner.pair_bw = p->intra.pair_bandwidth;
+		p->nccl.tuner.intra_lat = p->intra.latency;
+		p->nccl.tuner.eff_intra = p->eff.intra_link;
+		p->nccl.tuner.nic_bw = p->inter.nic_bandwidth;
+		p->nccl.tuner.inter_lat = p->inter.latency;
+		p->nccl.tuner.eff_inter = p->eff.inter_link;
+	}
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < CONFIG_NCCL_PROTOS; i++) {
+			if (c->proto[k][i].has_latency)
+				p->nccl.proto_cal[k][i].latency = c->proto[k][i].latency;
+			if (c->proto[k][i].has_bw)
+				p->nccl.proto_cal[k][i].bandwidth = c->proto[k][i].bandwidth;
+		}
 	if (c->has_intra_latency)
 		p->intra.latency = c->intra_latency;
 	if (c->has_inter_latency)

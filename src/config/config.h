@@ -135,6 +135,8 @@ typedef struct config_gpu {
 /* A heterogeneous platform's nodes, in order (`node_groups:`): `nodes` nodes whose GPUs
  * are `gpu` and which have `nics` NICs (each defaults to the platform's). */
 #define CONFIG_MAX_NODE_GROUPS 8
+/* NCCL protocols a calibration may name (LL, LL128, Simple: engine/nccl.h nccl_proto). */
+#define CONFIG_NCCL_PROTOS 3
 typedef struct config_node_group {
 	int nodes;
 	int nics;
@@ -209,6 +211,27 @@ typedef struct config_platform {
 		/* Forced choices (spsim collective --alg tree|nvls, --proto): 1 + nccl_algo /
 		 * nccl_proto (engine/nccl.h), 0 = NCCL's own choice; never read from a file. */
 		int force_algo, force_proto;
+		/* A calibration's per-protocol links (calibration `protocols:`): [0] intra-node,
+		 * [1] inter-node; LL, LL128, Simple (engine/nccl.h's order). The latency of one
+		 * hop and the bus bandwidth (per GPU intra-node, per NIC inter-node) that protocol
+		 * realizes on that path, NCCL's protocol share and per-channel caps included;
+		 * 0 = not calibrated (the class's links and NCCL's protocol model apply). They time
+		 * the (algorithm, protocol) NCCL's tuner chose; they never change the choice. */
+		struct {
+			double latency, bandwidth;
+		} proto_cal[2][CONFIG_NCCL_PROTOS];
+		/* NCCL's own view of the links, which no calibration changes (NCCL does not read
+		 * spsim's calibration): the platform's values before the first calibration was
+		 * applied (config_apply_calibration snapshots them). The tuner chooses the
+		 * algorithm and protocol, and the graph search the channels, on these. */
+		struct {
+			bool set;
+			double intra_bw, pair_bw, intra_lat, eff_intra, nic_bw, inter_lat, eff_inter;
+		} tuner;
+		/* The platform is a placeholder (spsim calibrate's generic layout without
+		 * --platform): the tuner chooses on the calibrated class links; protocol entries
+		 * still never change the choice. */
+		bool tuner_follows;
 	} nccl;
 	struct {
 		double gemm;      /* share of peak_flops a large, tile-aligned GEMM reaches (the plateau of
@@ -259,6 +282,10 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  *     source: validate            # or nccl-tests; free text
  *     platform: a100-2x4-ib400    # optional: the platform it was measured on
  *     intra_node: {latency: 3us, bandwidth: 230GB/s}   # achieved, per GPU per direction
+ *     intra_node:                 # or, with per-protocol links (each optional):
+ *       latency: 3us
+ *       bandwidth: 230GB/s
+ *       protocols: {ll128: {latency: 1.2us, bandwidth: 70GB/s}, simple: {latency: 9us, bandwidth: 231GB/s}}
  *     inter_node: {latency: 9us, bandwidth: 46GB/s}    # achieved, per NIC
  *     efficiency: {gemm: 0.72, attention: 0.55, memory: 0.8}
  *     collective_overhead: 0      # fixed cost per collective call (a time, or 0)
@@ -293,6 +320,13 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  * the most heads (the fullest waves) is applied. At most 64 points are read and 32 applied;
  * a later calibration's points replace earlier ones wholesale.
  *
+ * protocols (under intra_node or inter_node; keys ll, ll128, simple, each {latency,
+ * bandwidth}, either optional): the latency of one hop and the bus bandwidth that NCCL
+ * protocol realizes on that path (per GPU intra-node, per NIC inter-node), its protocol
+ * share and channel caps included. They time the (algorithm, protocol) NCCL's tuner
+ * chooses; the choice itself stays on the platform's uncalibrated links, as NCCL makes it
+ * (config_platform.nccl.tuner). A protocol without an entry uses the class's links.
+ *
  * Every section and key is optional; present bandwidths replace the raw link bandwidth
  * and set that link class's efficiency to 1 (the measurement already includes it). A
  * calibration with any latency also replaces the platform's collective_overhead: by its
@@ -309,12 +343,22 @@ typedef struct config_attention_point {
 	double tflops, p10, p90; /* TFLOP/s: median, 10th and 90th percentile */
 } config_attention_point;
 
+/* One protocol's calibrated link (calibration `protocols: {ll|ll128|simple: {latency,
+ * bandwidth}}`). */
+typedef struct config_proto_link {
+	bool has_latency, has_bw;
+	double latency, bandwidth;
+} config_proto_link;
+
 typedef struct config_calibration {
 	char path[CONFIG_PATH_MAX];
 	char source[CONFIG_NAME_MAX];
 	char platform[CONFIG_NAME_MAX];
 	bool has_intra_latency, has_intra_bw, has_inter_latency, has_inter_bw;
 	double intra_latency, intra_bw, inter_latency, inter_bw;
+	/* per link class ([0] intra_node, [1] inter_node) and NCCL protocol (LL, LL128,
+	 * Simple): the `protocols:` entries (config_platform.nccl.proto_cal) */
+	config_proto_link proto[2][CONFIG_NCCL_PROTOS];
 	bool has_gemm, has_attention, has_memory;
 	double gemm, attention, memory;
 	bool has_overhead;
@@ -619,6 +663,8 @@ bool config_load_whatif(const char *path, config_whatif *w, config_error *err);
 /* Writes a calibration in the format above (YAML, quantities with units). */
 #include <stdio.h>
 bool config_write_calibration(FILE *f, const config_calibration *c);
+/* The calibration keys of NCCL's protocols under `protocols:` (ll, ll128, simple). */
+extern const char *const config_proto_keys[CONFIG_NCCL_PROTOS];
 
 /* Applies a calibration on top of a platform: latencies and compute efficiencies
  * replace; a bandwidth replaces the link bandwidth and sets that link class's efficiency

@@ -83,14 +83,55 @@ static int cc_index(int cc) { return cc >= 90 ? 2 : cc >= 80 ? 1 : 0; }
  * SM70_NVLINK_BW 20, SM80_NVLINK_BW 20, SM90_NVLINK_BW 20.6, SM100_NVLINK_BW 40.1. */
 static double nvlink_bw(int cc) { return (cc >= 100 ? 40.1 : cc >= 90 ? 20.6 : 20.0) * 1e9; }
 
-/* One node's ring bandwidth per GPU through the fabric (all its GPUs on the ring). */
+/* NCCL's own view of the links (config_platform.nccl.tuner): the platform's values before
+ * any calibration. NCCL's topology detection and tuner see the hardware, not spsim's
+ * calibration, so the channel count, the p2p channels per peer and the algorithm and
+ * protocol choice are made on these. */
+static const config_platform *tuner_platform(const config_platform *p, config_platform *buf)
+{
+	bool cal = p->nccl.tuner.set;
+	for (int k = 0; k < 2 && !cal; k++)
+		for (int i = 0; i < NCCL_PROTO_COUNT; i++)
+			cal |= p->nccl.proto_cal[k][i].latency > 0 || p->nccl.proto_cal[k][i].bandwidth > 0;
+	if (!cal)
+		return p;
+	*buf = *p;
+	memset(buf->nccl.proto_cal, 0, sizeof buf->nccl.proto_cal);
+	if (p->nccl.tuner.set && !p->nccl.tuner_follows) {
+		buf->intra.bandwidth = p->nccl.tuner.intra_bw;
+		buf->intra.pair_bandwidth = p->nccl.tuner.pair_bw;
+		buf->intra.latency = p->nccl.tuner.intra_lat;
+		buf->eff.intra_link = p->nccl.tuner.eff_intra;
+		buf->inter.nic_bandwidth = p->nccl.tuner.nic_bw;
+		buf->inter.latency = p->nccl.tuner.inter_lat;
+		buf->eff.inter_link = p->nccl.tuner.eff_inter;
+		buf->nccl.tuner.set = false;
+	}
+	return buf;
+}
+
+/* NCCL's view of one GPU's pair link and of its whole link, bytes/s (see tuner_platform). */
+static bool tuner_snapshot(const config_platform *p) { return p->nccl.tuner.set && !p->nccl.tuner_follows; }
+
+static double tuner_pair_bw(const config_platform *p)
+{
+	return tuner_snapshot(p) ? p->nccl.tuner.pair_bw * p->nccl.tuner.eff_intra : config_platform_intra_pair_bw(p);
+}
+
+static double tuner_intra_bw(const config_platform *p)
+{
+	return tuner_snapshot(p) ? p->nccl.tuner.intra_bw * p->nccl.tuner.eff_intra : config_platform_intra_bw(p);
+}
+
+/* One node's ring bandwidth per GPU through the fabric (all its GPUs on the ring), as
+ * NCCL's graph search sees it. */
 static double node_ring_bw(const config_platform *p)
 {
 	if (p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH) {
 		int rings = 2 * ((p->gpus_per_node - 1) / 2);
-		return config_platform_intra_pair_bw(p) * (rings > 0 ? rings : 1);
+		return tuner_pair_bw(p) * (rings > 0 ? rings : 1);
 	}
-	return config_platform_intra_bw(p);
+	return tuner_intra_bw(p);
 }
 
 /* NCCL's ring search (src/graph/search.cc ncclTopoCompute) fills the GPU's NVLinks with
@@ -162,7 +203,17 @@ typedef struct model_ctx {
 	const config_platform *p;
 	workload_coll c;
 	int P, ppn, nodes, ci, ni, li, nsteps, ninter, cc, hwi;
-	double nch, bytes, busbw, lat_intra, lat_inter; /* link latency / NCCL's ring-Simple step */
+	double nch, bytes, busbw;
+	/* per protocol, the link latency over NCCL's ring step of that protocol (hwLat): a
+	 * protocol's calibrated hop latency where the platform has one, else the class's
+	 * latency over NCCL's ring/Simple step, so the other pairs keep NCCL's ratios */
+	double lat_intra[NCCL_PROTO_COUNT], lat_inter[NCCL_PROTO_COUNT];
+	/* the bus bandwidths are protocol pr's calibrated (realized) ones: NCCL's protocol
+	 * share and per-channel caps are already in them (set by ring_cost) */
+	bool realized;
+	/* protocol pr has a calibrated hop latency on the group's path: it carries the
+	 * protocol's whole fixed cost, NCCL's baseLat included (docs/nccl-tests.md §4) */
+	bool lat_cal[NCCL_PROTO_COUNT];
 	double busbw_tree;  /* the bus bandwidth NCCL's trees start from (see ctx_init) */
 	double busbw_intra; /* one node's ring bus bandwidth (the group's ranks on it) */
 } model_ctx;
@@ -204,8 +255,16 @@ static void ctx_init(model_ctx *m, const config_platform *p, workload_coll c, en
 	m->hwi = p->intra.fabric == CONFIG_FABRIC_PCIE ? HW_PCI : HW_NVLINK;
 	/* Latencies: NCCL's hwLat, rescaled so that the ring/Simple step equals the platform's
 	 * (calibrated) link latency; the other pairs keep NCCL's ratios to it. */
-	m->lat_intra = p->intra.latency / hw_lat[m->hwi][NCCL_ALGO_RING][NCCL_PROTO_SIMPLE];
-	m->lat_inter = p->inter.latency / hw_lat[HW_NET][NCCL_ALGO_RING][NCCL_PROTO_SIMPLE];
+	for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++) {
+		double li = p->nccl.proto_cal[0][pr].latency, le = p->nccl.proto_cal[1][pr].latency;
+		m->lat_intra[pr] = li > 0 ? li / hw_lat[m->hwi][NCCL_ALGO_RING][pr]
+					  : p->intra.latency / hw_lat[m->hwi][NCCL_ALGO_RING][NCCL_PROTO_SIMPLE];
+		m->lat_inter[pr] = le > 0 ? le / hw_lat[HW_NET][NCCL_ALGO_RING][pr]
+					  : p->inter.latency / hw_lat[HW_NET][NCCL_ALGO_RING][NCCL_PROTO_SIMPLE];
+	}
+	m->realized = false;
+	for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++) /* across nodes: an inter-node entry (proto_platform) */
+		m->lat_cal[pr] = p->nccl.proto_cal[m->nodes > 1][pr].latency > 0;
 }
 
 static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *latency, double *algbw)
@@ -215,6 +274,9 @@ static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *
 	double G = 1e9, us = 1e-6, bus = m->busbw, nch = m->nch;
 	int ci = m->ci, ni = m->ni, li = m->li, nodes = m->nodes, ppn = m->ppn, P = m->P, nsteps = m->nsteps;
 	workload_coll c = m->c;
+	if (m->realized) { /* measured: the protocol's share and caps are in the bandwidth */
+		bus = a == NCCL_ALGO_TREE ? m->busbw_tree : a == NCCL_ALGO_NVLS ? fmin(m->busbw_intra, bus) : bus;
+	} else {
 	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL)
 		bus = fmin(ll_max_bw[li][ni] * G, bus * ((nodes > 1 || c == WL_COLL_ALLREDUCE) ? 1.0 / 4.0 : 1.0 / 3.0));
 	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL128)
@@ -234,15 +296,16 @@ static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *
 		if (nodes > 1)
 			bus = fmin(bus, nodes <= 2 ? m->busbw : m->busbw / 2);
 	}
+	}
 	double ratio = a == NCCL_ALGO_RING ? (double)P / nsteps : a == NCCL_ALGO_NVLS ? 5.0 / 6.0 : 0.5;
 	double bw = bus * ratio;
 
-	double intra = hw_lat[m->hwi][a][pr] * m->lat_intra;
+	double intra = hw_lat[m->hwi][a][pr] * m->lat_intra[pr];
 	/* a transport with a cost of its own per message (inter_node.message_latency: TCP, no
 	 * RDMA) pays it on every network hop whatever the protocol: NCCL's hwLat network row
 	 * is InfiniBand's, where LL's and LL128's small messages cost less than Simple's */
-	double inter = fmax(hw_lat[HW_NET][a][pr] * m->lat_inter, m->p->inter.message_latency);
-	double lat = base_lat[a][pr] * us;
+	double inter = fmax(hw_lat[HW_NET][a][pr] * m->lat_inter[pr], m->p->inter.message_latency);
+	double lat = m->lat_cal[pr] ? 0 : base_lat[a][pr] * us;
 	if (a == NCCL_ALGO_RING) {
 		if (c == WL_COLL_BROADCAST) {
 			lat += nsteps * (nodes > 1 ? inter : intra);
@@ -253,12 +316,12 @@ static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *
 	} else if (a == NCCL_ALGO_TREE) {
 		lat += 2 * ((ppn - 1) * intra + log2i(nodes) * inter);
 		int ls = log2i(m->bytes / 64);
-		if (ls >= 0 && ls < 23)
+		if (ls >= 0 && ls < 23 && !m->realized)
 			bw *= tree_correction[pr][ls];
 	} else if (nodes == 1) { /* NVLS */
 		lat = intra;
 	} else { /* NVLS-tree: baseLat 0 + intraLat + 2 log2(nodes) x interLat */
-		double net = fmax(nvls_tree_net_lat_us * m->lat_inter, m->p->inter.message_latency);
+		double net = fmax(nvls_tree_net_lat_us * m->lat_inter[pr], m->p->inter.message_latency);
 		lat = intra + 2 * log2i(nodes) * net;
 	}
 	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_SIMPLE && nodes > 1 && c == WL_COLL_ALLREDUCE &&
@@ -303,33 +366,72 @@ int nccl_launch_channels(const config_platform *p, nccl_algo a, nccl_proto pr, i
 	return nc;
 }
 
-/* Ring family, spsim's ring: NCCL's choice among (algorithm, protocol). */
+/* The platform protocol pr is timed on: p with the class bandwidths replaced by pr's
+ * calibrated (realized) ones; false when the group's path has none. Across nodes that
+ * takes an inter-node entry (the network is a multi-node ring's bottleneck, and an
+ * intra-node entry alone says nothing of the protocol's share of it): without one, the
+ * class links and NCCL's protocol model time the pair. */
+static bool proto_platform(const config_platform *p, nccl_proto pr, bool multi_node, config_platform *q)
+{
+	double bi = p->nccl.proto_cal[0][pr].bandwidth, be = p->nccl.proto_cal[1][pr].bandwidth;
+	if (multi_node ? !(be > 0) : !(bi > 0))
+		return false;
+	*q = *p;
+	if (bi > 0) { /* as config_apply_calibration applies a class bandwidth */
+		q->intra.bandwidth = bi;
+		q->intra.pair_bandwidth =
+			p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH && p->gpus_per_node > 1 ? bi / (p->gpus_per_node - 1) : bi;
+		q->eff.intra_link = 1.0;
+	}
+	if (multi_node) {
+		q->inter.nic_bandwidth = be;
+		q->eff.inter_link = 1.0;
+	}
+	return true;
+}
+
+/* Ring family, spsim's ring: NCCL's choice among (algorithm, protocol), made by NCCL's
+ * model on NCCL's view of the links (tuner_platform), and the time of the chosen pair on
+ * the platform as calibrated: its links, and the chosen protocol's own calibrated
+ * latency and bandwidth where the calibration has them. */
 static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
 			   nccl_cost k)
 {
+	config_platform tbuf;
+	const config_platform *tp = tuner_platform(p, &tbuf);
 	model_ctx m;
-	ctx_init(&m, p, c, s, bytes, engine_ring_busbw(p, s));
-	double best = INFINITY, lat_rs = 0, bw_rs = 0, lat = 0, bw = 0;
-	pair_time(&m, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &lat_rs, &bw_rs);
+	ctx_init(&m, tp, c, s, bytes, engine_ring_busbw(tp, s));
+	double best = INFINITY;
 	k.algo = NCCL_ALGO_RING;
 	k.proto = NCCL_PROTO_SIMPLE;
-	k.latency = lat_rs;
 	for (int a = 0; a < NCCL_ALGO_P2P; a++) {
 		if (p->nccl.force_algo && p->nccl.force_algo != a + 1)
 			continue;
 		for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++) {
 			if (p->nccl.force_proto && p->nccl.force_proto != pr + 1)
 				continue;
-			double t = pair_time(&m, (nccl_algo)a, (nccl_proto)pr, &lat, &bw);
+			double t = pair_time(&m, (nccl_algo)a, (nccl_proto)pr, NULL, NULL);
 			if (t >= 0 && t < best) { /* NCCL keeps the first of equal times */
 				best = t;
 				k.algo = (nccl_algo)a;
 				k.proto = (nccl_proto)pr;
-				k.latency = lat;
-				k.scale[0] = k.scale[1] = bw_rs / bw;
 			}
 		}
 	}
+	/* the time: the engines move the bytes at the physical ring's rate on p (ring/Simple's
+	 * algbw, busbw x P / steps), the scale turns that into the chosen pair's */
+	if (tp != p)
+		ctx_init(&m, p, c, s, bytes, engine_ring_busbw(p, s));
+	double bw_rs = m.busbw * m.P / m.nsteps, bw = bw_rs;
+	config_platform q;
+	if (proto_platform(p, k.proto, m.nodes > 1, &q)) {
+		ctx_init(&m, &q, c, s, bytes, engine_ring_busbw(&q, s));
+		m.realized = true;
+	}
+	k.latency = 0;
+	if (pair_time(&m, k.algo, k.proto, &k.latency, &bw) < 0)
+		bw = bw_rs;
+	k.scale[0] = k.scale[1] = bw_rs / bw;
 	/* NCCL chooses on the full channel count and then launches fewer channels for a small
 	 * message (nccl_launch_channels); each carries its share of the bandwidth, so the
 	 * chosen pair's wire time grows by the ratio */
@@ -393,7 +495,7 @@ static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int lo
 	int cc = cc_of(p);
 	double link = nvlink_bw(cc);
 	int p2p_ch = p2p_channels(p);
-	long links = lround(floor(config_platform_intra_pair_bw(p) / link));
+	long links = lround(floor(tuner_pair_bw(p) / link)); /* NVLinks NCCL's topology finds */
 	int per_peer_max = pow2_up((int)(2 * (links > 1 ? links : 1)) < p2p_ch ? (int)(2 * (links > 1 ? links : 1)) : p2p_ch);
 	int nmin = per_peer_max;
 	while (nmin * s.size > p2p_ch && nmin > 1)
@@ -414,7 +516,8 @@ typedef struct plat_key {
 	int gpn, fabric, nics, topology, npl;
 	double intra_bw, pair_bw, intra_lat, nic_bw, inter_lat, msg_lat, oversub, overhead, hbm, eff_mem, eff_intra,
 		eff_inter;
-	int cc, channels, nvls, links_only, force_algo, force_proto;
+	int cc, channels, nvls, links_only, force_algo, force_proto, tuner_set;
+	double tuner[7], proto_cal[2][NCCL_PROTO_COUNT][2];
 } plat_key;
 
 static void key_of(const config_platform *p, plat_key *k)
@@ -443,6 +546,18 @@ static void key_of(const config_platform *p, plat_key *k)
 	k->links_only = p->nccl.links_only;
 	k->force_algo = p->nccl.force_algo;
 	k->force_proto = p->nccl.force_proto;
+	k->tuner_set = p->nccl.tuner.set + 2 * p->nccl.tuner_follows;
+	if (p->nccl.tuner.set) {
+		double t[7] = {p->nccl.tuner.intra_bw,	p->nccl.tuner.pair_bw, p->nccl.tuner.intra_lat,
+			       p->nccl.tuner.eff_intra, p->nccl.tuner.nic_bw,  p->nccl.tuner.inter_lat,
+			       p->nccl.tuner.eff_inter};
+		memcpy(k->tuner, t, sizeof t);
+	}
+	for (int c = 0; c < 2; c++)
+		for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++) {
+			k->proto_cal[c][pr][0] = p->nccl.proto_cal[c][pr].latency;
+			k->proto_cal[c][pr][1] = p->nccl.proto_cal[c][pr].bandwidth;
+		}
 }
 
 static nccl_cost cost_of(const config_platform *p, workload_coll c, workload_alg alg, engine_group_shape s,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/nccl.h"
 #include "nccltests/nccltests.h"
 
 void nccltests_generic_platform(config_platform *p, int nodes, int gpus_per_node)
@@ -34,6 +35,9 @@ void nccltests_generic_platform(config_platform *p, int nodes, int gpus_per_node
 	p->inter.oversubscription = 1.0;
 	p->eff.gemm = p->eff.attention = p->eff.memory = 1.0;
 	p->eff.intra_link = p->eff.inter_link = 1.0;
+	/* a placeholder, not hardware NCCL's tuner sees: the links being fitted are the best
+	 * guess at the hardware, so the tuner chooses on them */
+	p->nccl.tuner_follows = true;
 }
 
 typedef struct log_model {
@@ -53,6 +57,7 @@ typedef struct fit_ctx {
 	double *times;
 	int n, cap;
 	bool inter; /* the class being fitted */
+	int proto;  /* the protocol whose own links are fitted (nccl_proto); -1: the class's */
 } fit_ctx;
 
 static double model_time(void *vctx, int i, double latency, double bandwidth)
@@ -65,7 +70,12 @@ static double model_time(void *vctx, int i, double latency, double bandwidth)
 	/* the launch is its own term of NCCL's model, not part of the link latency */
 	cal.has_overhead = !m->base.nccl.links_only;
 	cal.overhead = m->base.coll_overhead;
-	if (c->inter) {
+	if (c->proto >= 0) {
+		config_proto_link *pl = &cal.proto[c->inter][c->proto];
+		pl->has_latency = pl->has_bw = true;
+		pl->latency = latency > 1e-12 ? latency : 1e-12; /* the range's floor: 0 reads as none */
+		pl->bandwidth = bandwidth;
+	} else if (c->inter) {
 		cal.has_inter_latency = cal.has_inter_bw = true;
 		cal.inter_latency = latency;
 		cal.inter_bw = bandwidth;
@@ -166,7 +176,7 @@ static bool add_log_points(fit_ctx *c, int model, const nccltests_log *log, cons
 static bool fit_class(log_model *models, int n_models, bool inter, const nccltests_calib_opts *o,
 		      nccltests_calib_class *out, nccltests_calib_report *rep, config_error *err)
 {
-	fit_ctx c = {.models = models, .inter = inter};
+	fit_ctx c = {.models = models, .inter = inter, .proto = -1};
 	const config_platform *start = NULL;
 	bool ok = true;
 	for (int m = 0; m < n_models && ok; m++) {
@@ -347,6 +357,147 @@ static void choose_subset(const log_model *models, int n, const nccltests_calib_
 	*out = best;
 }
 
+/* The protocol NCCL's tuner picks for a log's size: its own model on the platform as
+ * given (the choice does not depend on a calibration, engine/nccl.c); -1 where the log's
+ * collective is not tuned (all-to-all, send/recv, spsim's own compositions). */
+static int tuned_proto(const log_model *m, double bytes)
+{
+	if (m->alg != WL_ALG_RING || m->log->coll == WL_COLL_ALLTOALL || m->log->coll == WL_COLL_SENDRECV ||
+	    m->n_shapes < 1 || m->orig.nccl.links_only)
+		return -1;
+	return (int)nccl_cost_of(&m->orig, m->log->coll, m->alg, m->shapes[0], bytes).proto;
+}
+
+/* The rows of a protocol's region: usable, up to the fitted range's top, where the tuner
+ * picks pr. The region reaches below the fitted range's bottom (-b): the class's fit
+ * starts at 1 MiB so as not to bend its one line to the launch-bound small sizes, while a
+ * protocol's own line is alone on its sizes. */
+static bool in_region(const log_model *m, const nccltests_row *r, int col, const nccltests_calib_opts *o, int pr)
+{
+	double hi = o->max_bytes > 0 ? o->max_bytes : INFINITY;
+	return row_usable(r, col) && r->size <= hi && tuned_proto(m, r->size) == pr;
+}
+
+/* Largest relative error over protocol pr's region of the class's logs under cal, and
+ * whether any size of any log is worse than the platform as given (as score_of). */
+static cand_score region_score(const log_model *models, int n, bool inter, int pr, const config_calibration *cal,
+			       const nccltests_calib_opts *o, bool check_worse)
+{
+	/* the largest error over the region's sizes in the fitted range, or over the whole
+	 * region when none is */
+	cand_score sc = {0, false};
+	double all = 0;
+	int col = o->in_place ? NCCLTESTS_IP : NCCLTESTS_OOP, n_hi = 0;
+	for (int i = 0; i < n; i++) {
+		const log_model *m = &models[i];
+		config_platform p = m->orig;
+		config_apply_calibration(&p, cal);
+		for (int j = 0; j < m->log->n_rows; j++) {
+			const nccltests_row *r = &m->log->rows[j];
+			bool region = m->inter == inter && in_region(m, r, col, o, pr);
+			if (!row_usable(r, col) || (!region && !check_worse))
+				continue;
+			double t = r->time_us[col] * 1e-6;
+			double e = fabs(log_time(m, &p, r->size) - t) / t;
+			if (check_worse && e > fabs(log_time(m, &m->orig, r->size) - t) / t + WORSE_TOL)
+				sc.worse = true;
+			if (region && r->size >= o->min_bytes) {
+				n_hi++;
+				sc.max_fit = fmax(sc.max_fit, e);
+			}
+			if (region)
+				all = fmax(all, e);
+		}
+	}
+	if (n_hi == 0)
+		sc.max_fit = all;
+	return sc;
+}
+
+/* Each NCCL protocol's own links, per class: weighted least squares on the sizes where
+ * the tuner picks the protocol (its region; at least 2 sizes, else the class's links stand
+ * for it), each region on its own, the class's calibration already applied. With a
+ * platform given, of the fitted latency and bandwidth the subset with the smallest largest
+ * error over the region among those that make no size of any log worse is kept (the
+ * regions are disjoint and the choice does not move, so each protocol is decided alone). */
+static bool fit_protocols(log_model *models, int n, const nccltests_calib_opts *o, config_calibration *out,
+			  nccltests_calib_report *rep, config_error *err)
+{
+	int col = o->in_place ? NCCLTESTS_IP : NCCLTESTS_OOP;
+	for (int i = 0; i < n; i++) {
+		models[i].base = models[i].orig;
+		config_apply_calibration(&models[i].base, out);
+	}
+	for (int inter = 0; inter < 2; inter++) {
+		nccltests_calib_class *cls = inter ? &rep->inter : &rep->intra;
+		for (int pr = 0; pr < CONFIG_NCCL_PROTOS; pr++) {
+			fit_ctx c = {.models = models, .inter = inter, .proto = pr};
+			bool ok = true;
+			for (int m = 0; m < n && ok; m++) {
+				if (models[m].inter != (bool)inter)
+					continue;
+				for (int j = 0; j < models[m].log->n_rows && ok; j++) {
+					const nccltests_row *r = &models[m].log->rows[j];
+					if (in_region(&models[m], r, col, o, pr))
+						ok = push_point(&c, m, r->size, r->time_us[col] * 1e-6);
+				}
+			}
+			if (!ok) {
+				free(c.model_of), free(c.bytes), free(c.times);
+				return config_fail(err, "out of memory");
+			}
+			const config_platform *b = n > 0 ? &models[0].base : NULL;
+			int distinct = 0;
+			for (int k = 0; k < c.n; k++)
+				distinct += k == 0 || c.bytes[k] != c.bytes[k - 1];
+			config_error why;
+			if (distinct >= 2 && b) {
+				double L0 = inter ? b->inter.latency : b->intra.latency;
+				double B0 = inter ? config_platform_nic_bw(b) : config_platform_intra_bw(b);
+				cls->proto_fitted[pr] = nccltests_fit_model(model_time, &c, c.times, c.n, L0, B0,
+									    &cls->proto_fit[pr], &why);
+				if (!cls->proto_fitted[pr])
+					note(rep, "%s %s: the protocol's own links do not fit (%s); the class's stand for it",
+					     inter ? "inter_node" : "intra_node", nccl_proto_name((nccl_proto)pr), why.msg);
+			}
+			free(c.model_of), free(c.bytes), free(c.times);
+			if (!cls->proto_fitted[pr])
+				continue;
+			config_proto_link fitted = {.has_latency = true,
+						    .has_bw = true,
+						    .latency = fmax(cls->proto_fit[pr].latency, 1e-12),
+						    .bandwidth = cls->proto_fit[pr].bandwidth};
+			config_proto_link best = {0};
+			if (o->platform) { /* never worse: 0 both, 1 bandwidth, 2 latency, 3 none */
+				double best_err = INFINITY;
+				for (int k = 3; k >= 0; k--) {
+					config_calibration cal = *out;
+					config_proto_link cand = fitted;
+					cand.has_latency = k == 0 || k == 2;
+					cand.has_bw = k == 0 || k == 1;
+					cal.proto[inter][pr] = cand;
+					cand_score sc = region_score(models, n, inter, pr, &cal, o, true);
+					if (!sc.worse && sc.max_fit < best_err - 1e-12) {
+						best_err = sc.max_fit;
+						best = cand;
+					}
+				}
+				if (!best.has_latency || !best.has_bw)
+					note(rep, "%s %s: keeping the fitted %s only: the rest made some size worse than the "
+						  "platform as given",
+					     inter ? "inter_node" : "intra_node", nccl_proto_name((nccl_proto)pr),
+					     best.has_bw ? "bandwidth" : best.has_latency ? "latency" : "nothing");
+			} else {
+				best = fitted;
+			}
+			out->proto[inter][pr] = best;
+			cls->proto_kept_latency[pr] = best.has_latency;
+			cls->proto_kept_bw[pr] = best.has_bw;
+		}
+	}
+	return true;
+}
+
 bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_calib_opts *opts,
 			 config_calibration *out, nccltests_calib_report *rep, config_error *err)
 {
@@ -450,8 +601,30 @@ bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_
 	 * generic platform is only a starting point, nothing to hold the fit to. */
 	if (ok && n > 0 && opts->platform && !opts->links_only)
 		choose_subset(models, n, opts, out, rep);
+	if (ok && n > 0 && !opts->links_only)
+		ok = fit_protocols(models, n, opts, out, rep, err);
 	for (int i = 0; i < n; i++)
 		free(models[i].shapes);
 	free(models);
 	return ok;
+}
+
+void nccltests_protocols_text(const nccltests_calib_class *k, char *buf, size_t len)
+{
+	size_t at = 0;
+	if (len)
+		buf[0] = '\0';
+	for (int pr = 0; pr < CONFIG_NCCL_PROTOS && at < len; pr++) {
+		if (!k->proto_fitted[pr])
+			continue;
+		const nccltests_fit *f = &k->proto_fit[pr];
+		int w = snprintf(buf + at, len - at, "%s%s latency %.3g us%s, bandwidth %.4g GB/s%s (largest error %.1f%% over "
+						     "%d points)",
+				 at ? "; " : "", nccl_proto_name((nccl_proto)pr), f->latency * 1e6,
+				 k->proto_kept_latency[pr] ? "" : " (not kept)", f->bandwidth / 1e9,
+				 k->proto_kept_bw[pr] ? "" : " (not kept)", f->max_rel * 100, f->n_points);
+		if (w < 0)
+			break;
+		at += (size_t)w;
+	}
 }

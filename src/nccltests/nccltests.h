@@ -153,6 +153,12 @@ typedef struct nccltests_calib_class {
 	bool fitted;
 	nccltests_fit fit;
 	int n_logs;
+	/* Per NCCL protocol (LL, LL128, Simple): its own (latency, bandwidth) fitted on the
+	 * sizes of the fitted range where NCCL's tuner picks it (at least 2), and what of it
+	 * the never-worse rule kept (calibration `protocols:`). */
+	bool proto_fitted[CONFIG_NCCL_PROTOS];
+	bool proto_kept_latency[CONFIG_NCCL_PROTOS], proto_kept_bw[CONFIG_NCCL_PROTOS];
+	nccltests_fit proto_fit[CONFIG_NCCL_PROTOS];
 } nccltests_calib_class;
 
 typedef struct nccltests_calib_report {
@@ -166,6 +172,10 @@ typedef struct nccltests_calib_report {
  * the platform with the log's GPUs per node and nodes, one group of all ranks. */
 bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_calib_opts *opts,
 			 config_calibration *out, nccltests_calib_report *rep, config_error *err);
+
+/* The per-protocol links a class kept, for the user: "LL128 latency 1.47 us, bandwidth
+ * 124.3 GB/s; Simple ..." ("" when none was fitted). */
+void nccltests_protocols_text(const nccltests_calib_class *k, char *buf, size_t len);
 
 /* The platform assumed when calibrate gets no --platform: NVSwitch nodes of
  * gpus_per_node GPUs, one NIC per GPU on one switch, all efficiencies 1. The link values

@@ -321,15 +321,22 @@ typedef struct fig {
 	bool any_nofit;
 } fig;
 
+/* "/" between dir and a file name, or nothing when dir already ends in one ("figures/"). */
+static const char *dir_sep(const char *dir)
+{
+	size_t n = strlen(dir);
+	return n && dir[n - 1] == '/' ? "" : "/";
+}
+
 static bool fig_open(fig *f, const char *dir, const char *name, config_error *err)
 {
 	char path[CONFIG_PATH_MAX + 64];
 	memset(f, 0, sizeof *f);
 	f->dir = dir;
 	f->name = name;
-	snprintf(path, sizeof path, "%s/%s.dat", dir, name);
+	snprintf(path, sizeof path, "%s%s%s.dat", dir, dir_sep(dir), name);
 	f->dat = fopen(path, "w");
-	snprintf(path, sizeof path, "%s/%s.gp", dir, name);
+	snprintf(path, sizeof path, "%s%s%s.gp", dir, dir_sep(dir), name);
 	f->gp = f->dat ? fopen(path, "w") : NULL;
 	if (!f->dat || !f->gp) {
 		if (f->dat)
@@ -370,7 +377,8 @@ static bool fig_close(fig *f, FILE *log, int *written, config_error *err)
 	if (!run_gnuplot(f->dir, f->name, err))
 		return false;
 	if (log)
-		fprintf(log, "figure: %s/%s.svg, %s/%s.png\n", f->dir, f->name, f->dir, f->name);
+		fprintf(log, "figure: %s%s%s.svg, %s%s%s.png\n", f->dir, dir_sep(f->dir), f->name, f->dir, dir_sep(f->dir),
+			f->name);
 	(*written)++;
 	return true;
 }
@@ -404,6 +412,25 @@ static void skip(FILE *log, const char *name, const char *why)
 		fprintf(log, "figure %s skipped: %s\n", name, why);
 }
 
+/* Whether every value of field `by` comes with one value of field k in s. */
+static bool one_value_per(const rowset *s, const char *by, const char *k)
+{
+	json_t *seen = json_object();
+	bool same = true;
+	char b[256], v[256];
+	for (long i = 0; i < s->n && same; i++) {
+		raw(s->r[i], by, b, sizeof b);
+		raw(s->r[i], k, v, sizeof v);
+		const char *old = json_string_value(json_object_get(seen, b));
+		if (old)
+			same = strcmp(old, v) == 0;
+		else
+			json_object_set_new(seen, b, json_string(v));
+	}
+	json_decref(seen);
+	return same;
+}
+
 /* A hardware field that follows the platform (each platform has one value of it, as
  * loaded): naming the platform says it all. An override that varies within a platform
  * is not derived. */
@@ -411,22 +438,15 @@ static bool derived(const rowset *s, const char *k)
 {
 	static const char *const sub[] = {"gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
 					  "gpu_memory", NULL};
-	if (!in_list(sub, k) || distinct(s, "platform") < 2)
-		return false;
-	json_t *seen = json_object();
-	bool same = true;
-	char p[256], v[256];
-	for (long i = 0; i < s->n && same; i++) {
-		raw(s->r[i], "platform", p, sizeof p);
-		raw(s->r[i], k, v, sizeof v);
-		const char *old = json_string_value(json_object_get(seen, p));
-		if (old)
-			same = strcmp(old, v) == 0;
-		else
-			json_object_set_new(seen, p, json_string(v));
-	}
-	json_decref(seen);
-	return same;
+	return in_list(sub, k) && distinct(s, "platform") >= 2 && one_value_per(s, "platform", k);
+}
+
+/* A field that follows the strategy label (every label has one value of it: cp_comm_type,
+ * which the strategy spec sets): grouping by label already separates its values, so it is
+ * not a dimension of its own; pinning it would drop strategies from the figure. */
+static bool follows_label(const rowset *s, const char *k)
+{
+	return distinct(s, "label") >= 2 && one_value_per(s, "label", k);
 }
 
 /* The fields that vary in s (among dims, minus except and derived ones) into out;
@@ -435,7 +455,8 @@ static int varying(const rowset *s, const char *const *except, const char **out)
 {
 	int n = 0;
 	for (int i = 0; dims[i]; i++)
-		if (!in_list(except, dims[i]) && distinct(s, dims[i]) > 1 && !derived(s, dims[i]))
+		if (!in_list(except, dims[i]) && distinct(s, dims[i]) > 1 && !derived(s, dims[i]) &&
+		    !follows_label(s, dims[i]))
 			out[n++] = dims[i];
 	out[n] = NULL;
 	return n;

@@ -70,6 +70,20 @@ bool plan_point_job(const plan_spec *s, const plan_point *pt, config_platform *p
 		p.inter.latency = num(s, pt, PLAN_AXIS_INTER_LATENCY);
 	if (s->given[PLAN_AXIS_GPU_MEMORY])
 		p.gpu.memory_bytes = num(s, pt, PLAN_AXIS_GPU_MEMORY);
+	/* The overrides are hardware: NCCL's own view of the links, which a calibration left
+	 * at the platform's declared values (config.h nccl.tuner), follows them too. */
+	if (p.nccl.tuner.set) {
+		if (s->given[PLAN_AXIS_NIC_BANDWIDTH])
+			p.nccl.tuner.nic_bw = p.inter.nic_bandwidth;
+		if (s->given[PLAN_AXIS_INTER_LATENCY])
+			p.nccl.tuner.inter_lat = p.inter.latency;
+		if (s->given[PLAN_AXIS_INTRA_BANDWIDTH]) {
+			p.nccl.tuner.intra_bw = p.intra.bandwidth;
+			p.nccl.tuner.pair_bw = p.intra.pair_bandwidth;
+		} else if (s->given[PLAN_AXIS_GPUS_PER_NODE] && p.intra.fabric == CONFIG_FABRIC_NVLINK_MESH) {
+			p.nccl.tuner.intra_bw = p.nccl.tuner.pair_bw * (p.gpus_per_node > 1 ? p.gpus_per_node - 1 : 1);
+		}
+	}
 
 	config_job j = s->base;
 	/* The overridden platform within the ranges before anything is derived from it: the
