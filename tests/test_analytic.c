@@ -2,6 +2,7 @@
  * Hand platform (tests/testutil.h): NVSwitch 100 GB/s per GPU, 1 us; NICs 10 GB/s, 10 us;
  * efficiencies 1; 100 TFLOP/s; 1000 GB/s HBM. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -556,6 +557,121 @@ START_TEST(extrapolation_equals_unrolled_schedule)
 }
 END_TEST
 
+/* engine_analytic_durations keeps collective times across plans in a per-thread cache
+ * that holds one platform byte for byte. Invariant: every duration it returns equals the
+ * uncached engine_op_time on the platform passed, whatever platform came before; a
+ * platform one field apart (network latency, launch overhead, NIC efficiency) gets its own
+ * times, and the first platform's come back unchanged after it. */
+typedef struct cached_case {
+	config_model m;
+	config_platform p;
+	config_job j;
+	workload_plan plan;
+	double step; /* cached_step alone, set by collective_cache_is_per_thread */
+} cached_case;
+
+static void cached_case_make(cached_case *c, int nodes)
+{
+	config_error err;
+	ck_assert(config_load_model("llama-3.2-1b", &c->m, &err));
+	ck_assert(config_load_platform("dgx-h100", &c->p, &err));
+	c->p.nodes = nodes;
+	c->j = tu_job(CONFIG_STRATEGY_ULYSSES, 8 * nodes, 8 * nodes, 1, 16384, 3);
+	ck_assert_msg(workload_check(&c->m, &c->p, &c->j, &err), "%s", err.msg);
+	ck_assert(workload_plan_make(&c->m, &c->p, &c->j, &c->plan, &err));
+}
+
+/* Durations on p equal engine_op_time's, op for op; returns the sum of the comm ops'. */
+static double durations_match_uncached(const config_platform *p, const workload_plan *plan)
+{
+	config_error err;
+	double **dur;
+	ck_assert(engine_analytic_durations(p, plan, &dur, &err));
+	const workload_program *prog = &plan->program;
+	double comm = 0;
+	for (int b = 0; b < prog->n_micro + prog->n_step; b++) {
+		const workload_block *blk = b < prog->n_micro ? &prog->micro[b] : &prog->step[b - prog->n_micro];
+		for (int j = 0; j < blk->n_ops; j++) {
+			if (blk->ops[j].kind != WL_OP_COMM)
+				continue;
+			double t = engine_op_time(p, &plan->layout, &blk->ops[j]);
+			ck_assert_msg(dur[b][j] == t, "%s: cached %.17g, uncached %.17g", blk->ops[j].name, dur[b][j], t);
+			comm += t;
+		}
+	}
+	engine_durations_free(dur, prog->n_micro + prog->n_step);
+	return comm;
+}
+
+START_TEST(collective_cache_follows_every_platform_field)
+{
+	cached_case c;
+	cached_case_make(&c, 2);
+	double base = durations_match_uncached(&c.p, &c.plan);
+	ck_assert(base > 0);
+	config_platform q[3] = {c.p, c.p, c.p};
+	q[0].inter.latency *= 2;     /* every inter-node hop slower */
+	q[1].coll_overhead += 1e-6;  /* every call's launch */
+	q[2].eff.inter_link *= 0.5;  /* every NIC byte */
+	for (int i = 0; i < 3; i++) {
+		double t = durations_match_uncached(&q[i], &c.plan);
+		ck_assert_msg(t > base, "variant %d: comm %.17g, base %.17g", i, t, base);
+		ck_assert(durations_match_uncached(&c.p, &c.plan) == base);
+	}
+	/* another node count: other shapes and NCCL choices, same plan shape checks */
+	cached_case d;
+	cached_case_make(&d, 4);
+	durations_match_uncached(&d.p, &d.plan);
+	ck_assert(durations_match_uncached(&c.p, &c.plan) == base);
+	workload_plan_finish(&d.plan);
+	workload_plan_finish(&c.plan);
+}
+END_TEST
+
+/* The whole step of a case (ZeRO-3 with overlap: the link-sharing schedule). */
+static double cached_step(const cached_case *c, const config_platform *p)
+{
+	config_error err;
+	engine_input in = {.model = &c->m, .platform = p, .job = &c->j, .plan = &c->plan};
+	engine_result r;
+	ck_assert_msg(engine_find("analytic")->run(&in, &r, &err), "%s", err.msg);
+	return r.step_time;
+}
+
+/* Threads each keep their own cache, and take turns with the schedule's buffers: two
+ * threads alternating platforms one field apart always get their own platform's uncached
+ * times, and the same step as one thread alone. */
+static void *cached_worker(void *arg)
+{
+	cached_case *c = arg;
+	config_platform q = c->p;
+	q.inter.latency *= 3;
+	for (int i = 0; i < 40; i++) {
+		durations_match_uncached(i % 2 ? &q : &c->p, &c->plan);
+		ck_assert(cached_step(c, &c->p) == c->step);
+	}
+	return NULL;
+}
+
+START_TEST(collective_cache_is_per_thread)
+{
+	cached_case c[2];
+	cached_case_make(&c[0], 2);
+	cached_case_make(&c[1], 2);
+	c[1].p.coll_overhead += 2e-6;
+	for (int i = 0; i < 2; i++)
+		c[i].step = cached_step(&c[i], &c[i].p);
+	ck_assert(c[1].step > c[0].step); /* every call's launch is 2 us longer */
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		ck_assert(pthread_create(&t[i], NULL, cached_worker, &c[i]) == 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert(pthread_join(t[i], NULL) == 0);
+	for (int i = 0; i < 2; i++)
+		workload_plan_finish(&c[i].plan);
+}
+END_TEST
+
 static engine_result run_job(const config_model *m, const config_platform *p, config_job j)
 {
 	config_error err;
@@ -745,6 +861,8 @@ int main(void)
 	tcase_add_test(tc, zero3_deepspeed_fetch_never_beats_layer_prefetch);
 	tcase_add_test(tc, tokens_per_second_counts_every_replica);
 	tcase_add_test(tc, analytic_trace_is_valid_json);
+	tcase_add_test(tc, collective_cache_follows_every_platform_field);
+	tcase_add_test(tc, collective_cache_is_per_thread);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -4,15 +4,84 @@
  * communication on one stream the schedule is the max-plus recurrence, otherwise a fluid
  * simulation with max-min sharing. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/analytic.h"
 #include "engine/schedule.h"
 
-/* A collective op's time on a given group shape (all chunks). */
-static double comm_time(const config_platform *p, const workload_op *op, engine_group_shape s)
+/* A collective op's time on a given group shape (all chunks), timed by `time`. */
+static double comm_time_by(double (*time)(const config_platform *, workload_coll, workload_alg, engine_group_shape,
+					  double),
+			   const config_platform *p, const workload_op *op, engine_group_shape s)
 {
 	int chunks = op->chunks > 1 ? op->chunks : 1;
-	return chunks * engine_collective_time(p, op->coll, op->alg, s, op->bytes / chunks);
+	return chunks * time(p, op->coll, op->alg, s, op->bytes / chunks);
+}
+
+/* ---- collective times across plans ----
+ * A sweep or a plan search times the same few collectives on the same platform, plan
+ * after plan: engine_analytic_durations keeps engine_collective_time's answers in a
+ * per-thread cache. It holds one platform, byte for byte: any other byte (another node
+ * count, a calibration, a what-if, another file) empties it, so the cost model may read
+ * any field of the platform. Within it an entry is keyed by every other argument:
+ * collective, algorithm, every field of the shape, bytes. */
+enum { COLL_CACHE = 256 }; /* a power of two */
+typedef struct coll_entry {
+	unsigned epoch; /* the cache's epoch when filled; 0: empty */
+	workload_coll coll;
+	workload_alg alg;
+	engine_group_shape s;
+	double bytes, time;
+} coll_entry;
+/* The key compares the shape field by field: a field added to engine_group_shape must be
+ * added to coll_hit too (this fails to compile until the size is updated here). */
+_Static_assert(sizeof(engine_group_shape) == 3 * sizeof(int) + 4 + sizeof(double),
+	       "engine_group_shape changed: update the collective cache's key (coll_hit)");
+static _Thread_local struct {
+	config_platform p;
+	unsigned epoch;
+	coll_entry e[COLL_CACHE];
+} coll_cache;
+
+/* Makes the cache hold platform p's times (emptied when p differs from its platform). */
+static void coll_cache_use(const config_platform *p)
+{
+	if (coll_cache.epoch && !memcmp(&coll_cache.p, p, sizeof *p))
+		return;
+	memcpy(&coll_cache.p, p, sizeof *p);
+	if (++coll_cache.epoch == 0) { /* wrapped: old epochs would match again */
+		memset(coll_cache.e, 0, sizeof coll_cache.e);
+		coll_cache.epoch = 1;
+	}
+}
+
+static bool coll_hit(const coll_entry *e, workload_coll c, workload_alg a, engine_group_shape s, double bytes)
+{
+	return e->epoch == coll_cache.epoch && e->coll == c && e->alg == a && e->s.size == s.size &&
+	       e->s.per_node == s.per_node && e->s.active_per_node == s.active_per_node &&
+	       e->s.leaf_pairs == s.leaf_pairs && e->bytes == bytes;
+}
+
+/* engine_collective_time on the cache's platform (coll_cache_use(p) first). */
+static double cached_collective_time(const config_platform *p, workload_coll c, workload_alg a, engine_group_shape s,
+				     double bytes)
+{
+	unsigned long long bits;
+	memcpy(&bits, &bytes, sizeof bits);
+	unsigned long long h = (((unsigned long long)c * 31 + (unsigned long long)a) * 131 + (unsigned)s.size) * 131 +
+			       (unsigned)s.per_node;
+	h = ((h * 131 + (unsigned)s.active_per_node) * 0x9e3779b97f4a7c15ULL) ^ (bits * 0xc2b2ae3d27d4eb4fULL);
+	coll_entry *e = &coll_cache.e[(h ^ (h >> 32)) & (COLL_CACHE - 1)];
+	if (coll_hit(e, c, a, s, bytes))
+		return e->time;
+	double t = engine_collective_time(p, c, a, s, bytes);
+	*e = (coll_entry){.epoch = coll_cache.epoch, .coll = c, .alg = a, .s = s, .bytes = bytes, .time = t};
+	return t;
+}
+
+static double comm_time(const config_platform *p, const workload_op *op, engine_group_shape s)
+{
+	return comm_time_by(engine_collective_time, p, op, s);
 }
 
 double engine_op_time(const config_platform *p, const workload_layout *l, const workload_op *op)
@@ -50,6 +119,7 @@ bool engine_analytic_durations(const config_platform *p, const workload_plan *pl
 		double bytes, time;
 	} memo[MEMO];
 	int n_memo = 0;
+	coll_cache_use(p);
 	for (int b = 0; b < nb; b++) {
 		const workload_block *blk = b < prog->n_micro ? &prog->micro[b] : &prog->step[b - prog->n_micro];
 		dur[b] = row;
@@ -62,7 +132,7 @@ bool engine_analytic_durations(const config_platform *p, const workload_plan *pl
 			bool w = op->group == WL_GROUP_WORLD;
 			if (!w && ((op->group_size > 0 && op->group_size != l->group_size) ||
 				   (l->ring > 1 && op->coll == WL_COLL_SENDRECV))) {
-				row[j] = engine_op_time(p, l, op);
+				row[j] = comm_time_by(cached_collective_time, p, op, engine_op_shape(p, l, op));
 				continue;
 			}
 			int i = 0;
@@ -73,7 +143,7 @@ bool engine_analytic_durations(const config_platform *p, const workload_plan *pl
 				row[j] = memo[i].time;
 				continue;
 			}
-			row[j] = comm_time(p, op, w ? world : sp);
+			row[j] = comm_time_by(cached_collective_time, p, op, w ? world : sp);
 			if (n_memo < MEMO) {
 				memo[n_memo].world = w;
 				memo[n_memo].coll = op->coll;

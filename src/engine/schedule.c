@@ -1,4 +1,5 @@
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,6 +289,7 @@ typedef struct fl_slot {
 	int w;        /* row width: the ops of its block */
 	int gap_lo, gap_hi; /* rows [gap_lo, gap_hi) were skipped over (fl_try_skip): no end times */
 	double *ends; /* [iteration][op], NAN until the op instance has ended */
+	size_t cap;   /* doubles ends holds */
 } fl_slot;
 
 enum { FL_MEMO = 64 };
@@ -310,10 +312,12 @@ typedef struct fl {
 	int *comm;                  /* [op]: it loads links (its engine_op_load has entries) */
 	void *ints;
 	double *work; /* [op]: T_i (compute runs: the run's summed duration) */
+	size_t ints_cap, work_cap; /* bytes allocated */
 	double *wt;   /* [op]: w_i */
 	double *acc;  /* [op]: summed durations */
 	fl_slot *slots;
-	int n_slots;
+	int n_slots, slots_cap; /* in use; allocated (each with its ends) */
+	bool pooled;            /* the buffers came from fl_pool and go back to it */
 	fl_stream st[WL_STREAM_COUNT];
 	int barrier_done; /* the last barrier instance released */
 	int at_barrier;   /* streams waiting at it */
@@ -377,14 +381,22 @@ static int fl_slot_get(fl *f, int g)
 		if (f->slots[i].g < lo)
 			s = &f->slots[i];
 	if (!s) {
-		fl_slot *ns = realloc(f->slots, (size_t)(f->n_slots + 1) * sizeof *ns);
-		if (!ns)
-			return -1;
-		f->slots = ns;
+		if (f->n_slots == f->slots_cap) {
+			fl_slot *ns = realloc(f->slots, (size_t)(f->slots_cap + 1) * sizeof *ns);
+			if (!ns)
+				return -1;
+			f->slots = ns;
+			f->slots[f->slots_cap++] = (fl_slot){.ends = NULL, .cap = 0};
+		}
 		s = &f->slots[f->n_slots];
-		s->ends = malloc((size_t)f->max_rep * f->max_ops * sizeof *s->ends);
-		if (!s->ends)
-			return -1;
+		size_t need = (size_t)f->max_rep * f->max_ops;
+		if (s->cap < need) {
+			double *e = realloc(s->ends, need * sizeof *e);
+			if (!e)
+				return -1;
+			s->ends = e;
+			s->cap = need;
+		}
 		f->n_slots++;
 	}
 	int b, m;
@@ -899,14 +911,63 @@ static void fl_try_skip_micro(fl *f, int m)
 	memcpy(f->ms_acc, f->acc, (size_t)f->ms_nops * sizeof *f->acc);
 }
 
+/* The buffers of a finished run, kept for the next: a sweep runs a schedule per
+ * configuration, and its ~10 allocations and frees cost as much as a short schedule. One
+ * run at a time holds them (a try-lock: a run that finds them in use allocates its own);
+ * they stay allocated, reachable from here, until the process exits. */
+static struct {
+	void *ints;
+	double *work;
+	size_t ints_cap, work_cap;
+	fl_slot *slots;
+	int slots_cap;
+} fl_pool;
+static atomic_flag fl_pool_busy = ATOMIC_FLAG_INIT;
+
+static void fl_take(fl *f)
+{
+	if (atomic_flag_test_and_set_explicit(&fl_pool_busy, memory_order_acquire))
+		return;
+	f->pooled = true;
+	f->ints = fl_pool.ints;
+	f->work = fl_pool.work;
+	f->ints_cap = fl_pool.ints_cap;
+	f->work_cap = fl_pool.work_cap;
+	f->slots = fl_pool.slots;
+	f->slots_cap = fl_pool.slots_cap;
+}
+
 static void fl_free(fl *f)
 {
-	for (int i = 0; i < f->n_slots; i++)
+	free(f->ms_rows);
+	if (f->pooled) {
+		fl_pool.ints = f->ints;
+		fl_pool.work = f->work;
+		fl_pool.ints_cap = f->ints_cap;
+		fl_pool.work_cap = f->work_cap;
+		fl_pool.slots = f->slots;
+		fl_pool.slots_cap = f->slots_cap;
+		atomic_flag_clear_explicit(&fl_pool_busy, memory_order_release);
+		return;
+	}
+	for (int i = 0; i < f->slots_cap; i++)
 		free(f->slots[i].ends);
 	free(f->slots);
 	free(f->ints);
 	free(f->work);
-	free(f->ms_rows);
+}
+
+/* *buf holding at least n bytes (its contents not kept); false when out of memory. */
+static bool fl_room(void **buf, size_t *cap, size_t n)
+{
+	if (*cap >= n)
+		return true;
+	void *b = realloc(*buf, n);
+	if (!b)
+		return false;
+	*buf = b;
+	*cap = n;
+	return true;
 }
 
 bool engine_schedule_streams_share(const workload_program *prog)
@@ -957,9 +1018,13 @@ static bool fl_setup(fl *f, config_error *err)
 	if (f->max_rep < 1)
 		f->max_rep = 1;
 	size_t nptr = (size_t)WL_STREAM_COUNT * f->nb;
-	f->ints = malloc(nptr * sizeof(int *) + ((size_t)4 * nops + (size_t)(1 + 2 * WL_STREAM_COUNT) * f->nb) * sizeof(int));
-	f->work = malloc(((size_t)nops * 4 + (size_t)f->max_ops + 1 + 2 * WL_STREAM_COUNT * FL_LOG) * sizeof(double));
-	if (!f->ints || !f->work)
+	void *work = f->work;
+	bool room = fl_room(&f->ints, &f->ints_cap,
+			    nptr * sizeof(int *) + ((size_t)4 * nops + (size_t)(1 + 2 * WL_STREAM_COUNT) * f->nb) * sizeof(int)) &&
+		    fl_room(&work, &f->work_cap,
+			    ((size_t)nops * 4 + (size_t)f->max_ops + 1 + 2 * WL_STREAM_COUNT * FL_LOG) * sizeof(double));
+	f->work = work;
+	if (!room)
 		return config_fail(err, "out of memory evaluating the schedule");
 	f->wt = f->work + nops;
 	f->acc = f->wt + nops;
@@ -990,25 +1055,26 @@ static bool fl_setup(fl *f, config_error *err)
 	for (int b = 0, o = 0; b < f->nb; o += fl_blk(p, b)->n_ops, b++) {
 		const workload_block *blk = fl_blk(p, b);
 		f->off[b] = o;
-		for (int j = 0; j < blk->n_ops; j++)
+		/* one pass to count each stream's ops, one to place them and the per-op values */
+		int n_on[WL_STREAM_COUNT] = {0};
+		for (int j = 0; j < blk->n_ops; j++) {
+			n_on[blk->ops[j].stream]++;
 			target[o + j] = 0;
-		for (int j = 0; j < blk->n_ops; j++)
-			if (blk->ops[j].dep >= 0)
-				target[o + blk->ops[j].dep] = 1;
+		}
 		for (int k = 0; k < WL_STREAM_COUNT; k++) {
 			f->idx[k][b] = q;
 			f->cnt[k][b] = f->back[k][b] = 0;
-			for (int j = 0; j < blk->n_ops; j++) {
-				const workload_op *op = &blk->ops[j];
-				if (op->stream != (workload_stream)k)
-					continue;
-				q[f->cnt[k][b]++] = j;
-				if (op->dep >= 0 && -op->dep_iter > f->back[k][b])
-					f->back[k][b] = -op->dep_iter;
-			}
-			q += f->cnt[k][b];
+			q += n_on[k];
 		}
 		for (int j = 0; j < blk->n_ops; j++) {
+			const workload_op *op = &blk->ops[j];
+			int k = op->stream;
+			f->idx[k][b][f->cnt[k][b]++] = j;
+			if (op->dep >= 0) {
+				target[o + op->dep] = 1;
+				if (-op->dep_iter > f->back[k][b])
+					f->back[k][b] = -op->dep_iter;
+			}
 			double T = f->dur[b][j], w = INFINITY;
 			const engine_op_load *ld = &f->load[b][j];
 			for (int i = 0; i < ld->n; i++)
@@ -1064,6 +1130,13 @@ static bool fl_complete(fl *f, int k)
 	int next = s->k + s->len;
 	if (next < f->cnt[k][s->b]) { /* the next op of the same iteration */
 		s->k = next;
+		s->state = FL_IDLE;
+		fl_bind(f, k);
+		return true;
+	}
+	if (s->it + 1 < s->blk->repeat) { /* its first op of the next iteration: fl_seek's */
+		s->it++;                  /* cursor, without its search (same instance, slot, */
+		s->k = 0;                 /* block; the timing fields are set when it starts) */
 		s->state = FL_IDLE;
 		fl_bind(f, k);
 		return true;
@@ -1162,6 +1235,7 @@ bool engine_schedule_run_shared(const workload_program *prog, double *const *dur
 		return engine_schedule_run(prog, dur, r, visit, ctx, err);
 	fl f = {.prog = prog, .dur = dur, .load = load, .visit = visit, .ctx = ctx, .barrier_done = -1, .snap_g = -1,
 		.snap_z = -1};
+	fl_take(&f);
 	bool ok = fl_setup(&f, err) && fl_run(&f, r, err);
 	fl_free(&f);
 	return ok;

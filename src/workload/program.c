@@ -110,29 +110,48 @@ static __attribute__((noinline)) bool op_room(builder *b, workload_block *blk)
 	return true;
 }
 
+/* A new op at the end of blk, for the caller to fill in place (*o = (workload_op){...},
+ * chunks at least 1: a block's ~100 ops are built per configuration, and building each on
+ * the stack to copy it costs as much again); NULL when out of memory. */
+static inline workload_op *op_slot(builder *b, workload_block *blk)
+{
+	if (!blk || (blk->n_ops == blk->cap_ops && !op_room(b, blk)))
+		return NULL;
+	return &blk->ops[blk->n_ops++];
+}
+
+/* Index of op o of blk (from op_slot), -1 for none. */
+static inline int op_index(const workload_block *blk, const workload_op *o)
+{
+	return o ? (int)(o - blk->ops) : -1;
+}
+
 /* Appends an op; returns its index, -1 when out of memory. */
 static int op_add(builder *b, workload_block *blk, const workload_op *op)
 {
-	if (!blk || (blk->n_ops == blk->cap_ops && !op_room(b, blk)))
+	workload_op *o = op_slot(b, blk);
+	if (!o)
 		return -1;
-	workload_op *o = &blk->ops[blk->n_ops];
 	*o = *op;
 	if (o->chunks < 1)
 		o->chunks = 1;
-	return blk->n_ops++;
+	return op_index(blk, o);
 }
 
 /* A GEMM of the forward product [m x k] . [k x n]: 2·m·n·k FLOPs forward, twice that in
  * the backward phase (activation and weight gradients). */
 static int gemm(builder *b, workload_block *blk, const char *name, workload_phase ph, double m, double n, double k)
 {
-	workload_op op = {.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
-			  .phase = ph, .kernel = WL_KERNEL_GEMM, .flops = (ph == WL_PHASE_BWD ? 4.0 : 2.0) * m * n * k,
-			  .dep = -1};
-	op.shape.gemm.m = (int)m;
-	op.shape.gemm.n = (int)n;
-	op.shape.gemm.k = (int)k;
-	return op_add(b, blk, &op);
+	workload_op *o = op_slot(b, blk);
+	if (o) {
+		*o = (workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
+				   .phase = ph, .kernel = WL_KERNEL_GEMM,
+				   .flops = (ph == WL_PHASE_BWD ? 4.0 : 2.0) * m * n * k, .chunks = 1, .dep = -1};
+		o->shape.gemm.m = (int)m;
+		o->shape.gemm.n = (int)n;
+		o->shape.gemm.k = (int)k;
+	}
+	return op_index(blk, o);
 }
 
 /* A tiled op: its kernels run once per tile of `tiles`, the shape (a GEMM's m) that of
@@ -150,9 +169,11 @@ static void tile_op(workload_block *blk, int i, int tiles, int per_tile)
 
 static int memop(builder *b, workload_block *blk, const char *name, workload_phase ph, double bytes)
 {
-	return op_add(b, blk, &(workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
-					    .stream = WL_STREAM_MAIN, .phase = ph, .kernel = WL_KERNEL_MEMORY,
-					    .hbm_bytes = bytes, .dep = -1});
+	workload_op *o = op_slot(b, blk);
+	if (o)
+		*o = (workload_op){.name = name, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
+				   .phase = ph, .kernel = WL_KERNEL_MEMORY, .hbm_bytes = bytes, .chunks = 1, .dep = -1};
+	return op_index(blk, o);
 }
 
 /* Causal attention over this rank's heads of every sequence it holds during attention:
@@ -208,16 +229,21 @@ static void sp_a2a(builder *b, workload_block *blk, const char *pack, const char
 					     .dep = -1});
 		return;
 	}
-	workload_op copy = {.kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN, .phase = ph,
-			    .kernel = WL_KERNEL_COPY, .hbm_bytes = 2.0 * bytes, .dep = -1};
-	copy.shape.copy.run_bytes = run;
-	copy.name = pack;
-	op_add(b, blk, &copy);
-	op_add(b, blk, &(workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
-				     .phase = ph, .coll = WL_COLL_ALLTOALL, .alg = workload_a2a_alg(b->job->a2a),
-				     .group = WL_GROUP_SP, .bytes = bytes, .dep = -1});
-	copy.name = unpack;
-	op_add(b, blk, &copy);
+	for (int i = 0; i < 3; i++) {
+		workload_op *o = op_slot(b, blk);
+		if (!o)
+			return;
+		if (i == 1)
+			*o = (workload_op){.name = name, .kind = WL_OP_COMM, .cat = WL_CAT_SP_COMM, .stream = WL_STREAM_MAIN,
+					   .phase = ph, .coll = WL_COLL_ALLTOALL, .alg = workload_a2a_alg(b->job->a2a),
+					   .group = WL_GROUP_SP, .bytes = bytes, .chunks = 1, .dep = -1};
+		else {
+			*o = (workload_op){.name = i ? unpack : pack, .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
+					   .stream = WL_STREAM_MAIN, .phase = ph, .kernel = WL_KERNEL_COPY,
+					   .hbm_bytes = 2.0 * bytes, .chunks = 1, .dep = -1};
+			o->shape.copy.run_bytes = run;
+		}
+	}
 }
 
 /* USP's all-to-alls over its U ranks (none for a plain ring, whose group is the ring). */
