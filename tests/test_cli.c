@@ -857,6 +857,14 @@ START_TEST(plan_says_why_nothing_was_searched)
 	expect(o, 0, NULL);
 	ck_assert_msg(strstr(o->out, "ZeRO-3 (--zero 3)") && strstr(o->out, "recompute (--recompute full)"), "%s", o->out);
 	free(o);
+	/* offloaded activations exist only with full recompute: a search without it is an
+	 * input error, not a search whose every configuration is rejected */
+	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-a100", "--gpus", "8", "--seq-len", "4K",
+		  "--global-batch", "64K", "--verify", "none", "--recompute", "none,selective", "--offload-activations", NULL);
+	expect(o, 2, "--offload-activations moves the activation checkpoints, which exist only with full recompute; "
+		     "add full to --recompute");
+	ck_assert_str_eq(o->out, "");
+	free(o);
 }
 END_TEST
 

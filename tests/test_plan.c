@@ -1588,6 +1588,47 @@ START_TEST(planner_weighs_basp_beyond_divisibility)
 }
 END_TEST
 
+START_TEST(planner_counts_and_checks_each_recompute)
+{
+	/* Every configuration searched is counted once: searched = fit + no_fit + invalid +
+	 * duplicate, selective recompute included. And --offload-activations is checked per
+	 * recompute: with none,full,selective the none and selective ones are rejected (the
+	 * checkpoints it moves exist only with full recompute), the full ones are searched,
+	 * so the full-only search of the same job finds exactly as many fitting ones. */
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("dgx-a100", &p, &e));
+	ck_assert(p.host.bandwidth > 0);
+	int budget = 8;
+	config_job base;
+	config_job_defaults(&base);
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 8192, .global_tokens = 8L * 8192, .recompute_mask = 4u, .base = &base};
+	plan_candidate *c;
+	long n;
+	plan_search_stats st;
+	ck_assert_msg(plan_search(&q, &c, &n, &st, &e), "%s", e.msg);
+	free(c);
+	ck_assert_int_gt(st.fit, 0);
+	ck_assert_int_eq(st.searched, st.fit + st.no_fit + st.invalid + st.duplicate);
+	base.offload_activations = true;
+	q.recompute_mask = 2u; /* full */
+	ck_assert_msg(plan_search(&q, &c, &n, &st, &e), "%s", e.msg);
+	free(c);
+	long full_fit = st.fit;
+	ck_assert_int_gt(full_fit, 0);
+	ck_assert_int_eq(st.invalid, 0);
+	ck_assert_int_eq(st.searched, st.fit + st.no_fit + st.invalid + st.duplicate);
+	q.recompute_mask = 7u; /* none, full, selective */
+	ck_assert_msg(plan_search(&q, &c, &n, &st, &e), "%s", e.msg);
+	free(c);
+	ck_assert_int_eq(st.fit, full_fit);
+	ck_assert_int_eq(st.invalid, 2 * (st.searched - st.duplicate) / 3);
+	ck_assert_int_eq(st.searched, st.fit + st.no_fit + st.invalid + st.duplicate);
+}
+END_TEST
+
 START_TEST(planner_finds_basp_where_it_wins)
 {
 	/* Reference cluster at 32K: groups of K = 4 (one node each) beat all-to-alls across
@@ -2234,6 +2275,7 @@ static Suite *plan_suite(void)
 	suite_add_tcase(s, t);
 
 	t = tcase_create("planner");
+	tcase_add_test(t, planner_counts_and_checks_each_recompute);
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, planner_top_pick_is_the_exhaustive_best);
 	tcase_add_test(t, planner_finds_basp_where_it_wins);

@@ -546,6 +546,11 @@ int cli_cmd_plan(int argc, char **argv)
 		fprintf(stderr, "spsim plan: --calibration describes one cluster; give a single --platform with it\n");
 		goto out;
 	}
+	if (a.base.offload_activations && a.rmask && !(a.rmask & 2u)) {
+		fprintf(stderr, "spsim plan: --offload-activations moves the activation checkpoints, which exist only "
+				"with full recompute; add full to --recompute (e.g. --recompute full)\n");
+		goto out;
+	}
 	if (!a.n_placements) {
 		char contiguous[] = "contiguous";
 		add_placement(&a, contiguous);

@@ -81,7 +81,7 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 	}
 	int zr = 0;
 	for (int z = 0; z < 4; z++)
-		for (int r = 0; r < 2; r++)
+		for (int r = 0; r < CONFIG_RECOMPUTES; r++)
 			zr += ((x->zmask >> z) & 1) && ((x->rmask >> r) & 1);
 	st->searched += (long)zr * na;
 	if (var->same_as_other && var->same_as_other(&job)) {
@@ -89,6 +89,11 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 		return true;
 	}
 	config_error sub;
+	/* Offloaded activations need full recompute (workload_check_techniques): the base
+	 * job is checked as a full-recompute one and each recompute of the loop below on
+	 * its own. */
+	if (job.offload_activations)
+		job.recompute = CONFIG_RECOMPUTE_FULL;
 	if (!workload_check(x->m, &x->p, &job, &sub)) {
 		st->invalid += (long)zr * na;
 		return true;
@@ -113,6 +118,10 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 				continue;
 			job.zero_stage = z;
 			job.recompute = (config_recompute)r; /* bit r: none, full, selective */
+			if (job.offload_activations && !workload_check_techniques(&x->p, &job, &sub)) {
+				st->invalid += na;
+				continue;
+			}
 			st->variant_valid[vi] += na;
 			if (single) {
 				workload_memory mem;
