@@ -201,6 +201,13 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--zero3-prefetch", "layer", NULL);
 	expect(o, 0, NULL);
 	ck_assert_ptr_nonnull(strstr(o->out, "ZeRO-3 prefetch layer"));
+	ck_assert_msg(!strstr(o->err, "warning"), "%s", o->err);
+	free(o);
+	/* stage-3 settings at another stage: the run goes on, and says they are not used */
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "1", "--engine", "analytic", "--zero3-prefetch", "layer",
+		  "--prefetch-bucket", "1", NULL);
+	expect(o, 0, "spsim run: warning: ZeRO-1 does not use --zero3-prefetch layer (ZeRO-3 only), --prefetch-bucket 1 "
+		     "(ZeRO-3 only); ignored");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--memory-reserve", "2", NULL);
 	expect(o, 2, "--memory-reserve: '2' has no unit, expected a size such as 40GiB or 512MiB, or 0");

@@ -1020,6 +1020,39 @@ START_TEST(job_full_file)
 }
 END_TEST
 
+START_TEST(job_unused_zero_settings)
+{
+	/* The job_full file's ZeRO settings (stage 3, layer prefetch, prefetch bucket 1e7,
+	 * allgather bucket 3e8) are all used at stage 3; moved to stage 1, the two stage-3
+	 * ones are not, the allgather bucket still is (ZeRO-1's parameter all-gather); at
+	 * stage 0 none of the three is. Defaults are never reported. */
+	char path[CONFIG_PATH_MAX], buf[256];
+	fixture(path, sizeof path, "job_full.yaml");
+	config_job j;
+	config_job_defaults(&j);
+	config_error e = {""};
+	ck_assert_msg(config_load_job(path, &j, NULL, NULL, NULL, NULL, &e), "%s", e.msg);
+	ck_assert(!config_job_unused_zero(&j, buf, sizeof buf));
+	ck_assert_str_eq(buf, "");
+	j.zero_stage = 1;
+	ck_assert(config_job_unused_zero(&j, buf, sizeof buf));
+	ck_assert_str_eq(buf, "--zero3-prefetch layer (ZeRO-3 only), --prefetch-bucket 1e+07 (ZeRO-3 only)");
+	j.zero_stage = 0;
+	ck_assert(config_job_unused_zero(&j, buf, sizeof buf));
+	ck_assert_str_eq(buf, "--zero3-prefetch layer (ZeRO-3 only), --prefetch-bucket 1e+07 (ZeRO-3 only), "
+			      "--allgather-bucket 3e+08 (ZeRO-1 to 3)");
+	config_job_defaults(&j);
+	for (j.zero_stage = 0; j.zero_stage <= 3; j.zero_stage++)
+		ck_assert(!config_job_unused_zero(&j, buf, sizeof buf));
+	/* a short buffer truncates, never overflows */
+	j.zero_stage = 0;
+	j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_LAYER;
+	char small[8];
+	ck_assert(config_job_unused_zero(&j, small, sizeof small));
+	ck_assert_str_eq(small, "--zero3");
+}
+END_TEST
+
 START_TEST(job_minimal_file)
 {
 	/* Absent keys keep the caller's values; absent strings leave the buffers alone; nodes = 0. */
@@ -1174,6 +1207,7 @@ static Suite *config_suite(void)
 	t = tcase_create("jobs");
 	tcase_add_test(t, job_defaults);
 	tcase_add_test(t, job_full_file);
+	tcase_add_test(t, job_unused_zero_settings);
 	tcase_add_test(t, job_minimal_file);
 	tcase_add_test(t, job_errors);
 	tcase_add_test(t, job_cp_comm_type);

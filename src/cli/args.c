@@ -688,6 +688,9 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 	    strcmp(cmd, "compare") != 0)
 		fprintf(stderr, "spsim %s: warning: --basp-uneven %s applies to --strategy basp only; ignored for "
 				"ulysses\n", cmd, config_basp_uneven_names[a->job.basp_uneven]);
+	char unused[256];
+	if (strcmp(cmd, "max-seq") != 0 && config_job_unused_zero(&a->job, unused, sizeof unused)) /* max-seq: a --zero list */
+		fprintf(stderr, "spsim %s: warning: ZeRO-%d does not use %s; ignored\n", cmd, a->job.zero_stage, unused);
 	if (strcmp(cmd, "max-seq") != 0) /* max-seq searches the length: it warns on its answer */
 		cli_warn_max_position(&a->m, a->job.seq_len, cmd);
 	return true;

@@ -488,6 +488,10 @@ void config_job_defaults(config_job *job);
 bool config_job_zero_overlap(const config_job *job);
 /* Every number of the job against the range table (gpus and sp may be 0: "all"). */
 bool config_job_check(const config_job *job, config_error *err);
+/* The ZeRO settings a job moves off their defaults that its stage does not use
+ * (prefetch_bucket and zero3_prefetch act at stage 3 only, allgather_bucket at stages
+ * 1-3), as "--flag value (ZeRO-3 only), ..." into buf; false when there are none. */
+bool config_job_unused_zero(const config_job *job, char *buf, size_t n);
 bool config_job_fp32_grad_comm(const config_job *job, int sp);
 /* The attention kernel a job runs: its own choice, else the platform's. */
 config_attn_kernel config_job_attention_kernel(const config_job *job, const config_platform *p);

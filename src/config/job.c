@@ -284,3 +284,29 @@ bool config_job_check(const config_job *job, config_error *err)
 	};
 	return config_range_check_all("job", NULL, v, sizeof v / sizeof v[0], err);
 }
+
+bool config_job_unused_zero(const config_job *job, char *buf, size_t n)
+{
+	config_job d;
+	config_job_defaults(&d);
+	const int z = job->zero_stage;
+	char z3p[48], pb[48], ab[48];
+	snprintf(z3p, sizeof z3p, "--zero3-prefetch %s", config_zero3_prefetch_names[job->zero3_prefetch]);
+	snprintf(pb, sizeof pb, "--prefetch-bucket %g", job->prefetch_bucket_elems);
+	snprintf(ab, sizeof ab, "--allgather-bucket %g", job->allgather_bucket_elems);
+	const struct {
+		bool unused;
+		const char *what, *stages;
+	} s[] = {
+		{z != 3 && job->zero3_prefetch != d.zero3_prefetch, z3p, "ZeRO-3 only"},
+		{z != 3 && job->prefetch_bucket_elems != d.prefetch_bucket_elems, pb, "ZeRO-3 only"},
+		{z == 0 && job->allgather_bucket_elems != d.allgather_bucket_elems, ab, "ZeRO-1 to 3"},
+	};
+	size_t at = 0;
+	if (n)
+		buf[0] = '\0';
+	for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
+		if (s[i].unused && at < n)
+			at += (size_t)snprintf(buf + at, n - at, "%s%s (%s)", at ? ", " : "", s[i].what, s[i].stages);
+	return at > 0;
+}
