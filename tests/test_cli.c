@@ -87,6 +87,15 @@ static const char *data(const char *rel)
 	return buf[k];
 }
 
+/* The text of a file (at most cap - 1 bytes). */
+static void read_text(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	ck_assert_msg(f != NULL, "%s", path);
+	buf[fread(buf, 1, cap - 1, f)] = '\0';
+	fclose(f);
+}
+
 /* A fresh directory for files a test writes (left in /tmp on failure, for a look). */
 static void tmp_dir(char *out, size_t len)
 {
@@ -681,6 +690,50 @@ START_TEST(files_and_directories)
 	o = spsim("run", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--trace", dir, NULL);
 	expect(o, 2, "is a directory, expected a file name");
 	free(o);
+	/* an output onto an input (under any name) would destroy it: refused, the input kept */
+	const char *job = tmp_write(dir, "job.yaml", "job:\n  model: llama-3.2-1b\n  platform: dgx-h100\n  seq_len: 4K\n");
+	char job_copy[128], job_alias[160], want_in[512];
+	snprintf(job_copy, sizeof job_copy, "%s", job);
+	snprintf(job_alias, sizeof job_alias, "%s/./job.yaml", dir);
+	o = spsim("run", "--job", job_copy, "--engine", "analytic", "--trace", job_alias, NULL);
+	snprintf(want_in, sizeof want_in, "--trace %s is the input file %s, which writing would destroy", job_alias, job_copy);
+	expect(o, 2, want_in);
+	free(o);
+	char log_path[128];
+	static char log_before[16384], log_after[16384];
+	snprintf(log_path, sizeof log_path, "%s/ar.log", dir);
+	read_text(data("../nccltests/all_reduce_perf.1x8.log"), log_before, sizeof log_before);
+	FILE *dst = fopen(log_path, "w");
+	ck_assert_ptr_nonnull(dst);
+	fputs(log_before, dst);
+	fclose(dst);
+	o = spsim("calibrate", "--from-nccl-tests", log_path, "-o", log_path, NULL);
+	snprintf(want_in, sizeof want_in, "--output %s is the input file %s", log_path, log_path);
+	expect(o, 2, want_in);
+	free(o);
+	read_text(log_path, log_after, sizeof log_after);
+	ck_assert_str_eq(log_after, log_before);
+	/* a fit that fails leaves an existing output as it was (and no temporary beside it) */
+	const char *one = tmp_write(dir, "one.log", "# Collective test starting: all_reduce_perf\n"
+						   "#  Rank  0 Group  0 Pid   4000 on    node-00 device  0 [0x07] GPU\n"
+						   "#  Rank  1 Group  0 Pid   4001 on    node-00 device  1 [0x17] GPU\n");
+	const char *keep = tmp_write(dir, "keep.yaml", "keep\n");
+	char keep_copy[128], tmp_side[160];
+	snprintf(keep_copy, sizeof keep_copy, "%s", keep);
+	o = spsim("calibrate", "--from-nccl-tests", one, "-o", keep_copy, NULL);
+	ck_assert_int_eq(o->code, 2);
+	free(o);
+	read_text(keep_copy, log_after, sizeof log_after);
+	ck_assert_str_eq(log_after, "keep\n");
+	snprintf(tmp_side, sizeof tmp_side, "%s.tmp", keep_copy);
+	ck_assert_int_ne(access(tmp_side, F_OK), 0);
+	/* and one that succeeds replaces it */
+	o = spsim("calibrate", "--from-nccl-tests", log_path, "-o", keep_copy, NULL);
+	expect(o, 0, NULL);
+	free(o);
+	read_text(keep_copy, log_after, sizeof log_after);
+	ck_assert_msg(strstr(log_after, "calibration:\n"), "%s", log_after);
+	ck_assert_int_ne(access(tmp_side, F_OK), 0);
 	/* 80GB is 74.5 GiB: taken literally, but said; 80GiB is quiet */
 	const char *pl = platform_variant(dir, "dec.yaml", "memory: 80GiB", "memory: 80GB ");
 	o = spsim("run", "--model", "llama-3.2-1b", "--platform", pl, "--seq-len", "4K", "--engine", "analytic",

@@ -541,6 +541,21 @@ bool cli_check_output_file(const char *flag, const char *path)
 	return true;
 }
 
+bool cli_check_not_input(const char *flag, const char *path, const char *const *inputs, int n)
+{
+	struct stat out, in;
+	if (stat(path, &out) != 0)
+		return true; /* a new file is no input */
+	for (int i = 0; i < n; i++)
+		if (inputs[i] && inputs[i][0] && stat(inputs[i], &in) == 0 && in.st_dev == out.st_dev &&
+		    in.st_ino == out.st_ino) {
+			fprintf(stderr, "spsim: %s %s is the input file %s, which writing would destroy; expected another "
+					"file name\n", flag, path, inputs[i]);
+			return false;
+		}
+	return true;
+}
+
 bool cli_job_given(const cli_job_args *a, int opt_id)
 {
 	switch (opt_id) {
@@ -653,7 +668,8 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		a->has_cal = true;
 	}
 	if (a->trace) {
-		if (!cli_check_output_file("--trace", a->trace))
+		const char *inputs[] = {a->job_file, a->model, a->platform, a->calibration};
+		if (!cli_check_output_file("--trace", a->trace) || !cli_check_not_input("--trace", a->trace, inputs, 4))
 			return false;
 		a->opt.trace_path = a->trace;
 	}

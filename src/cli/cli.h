@@ -100,6 +100,10 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd);
 /* Checks, before any work, that a file can be written at path (its folder exists and is
  * writable, path is not a directory); prints a sentence naming flag and returns false. */
 bool cli_check_output_file(const char *flag, const char *path);
+/* Checks that the output file at path is none of the n inputs (NULL or "" skipped): the
+ * same file under any name would be overwritten. Prints a sentence naming flag and
+ * returns false if it is one. */
+bool cli_check_not_input(const char *flag, const char *path, const char *const *inputs, int n);
 /* Whether a job flag (a CLI_OPT_* id) was given on the command line. */
 bool cli_job_given(const cli_job_args *a, int opt_id);
 /* Warns on stderr (does not fail) when seq_len exceeds the model's max_position. */

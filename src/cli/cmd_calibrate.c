@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -177,7 +178,10 @@ int cli_cmd_calibrate(int argc, char **argv)
 	if (!a.logs)
 		return CLI_FAIL;
 	int rc = parse_args(argc, argv, &a);
-	if (rc < 0 && a.output && !cli_check_output_file("--output", a.output))
+	if (rc < 0 && a.output &&
+	    (!cli_check_output_file("--output", a.output) ||
+	     !cli_check_not_input("--output", a.output, (const char *const *)a.logs, a.n_logs) ||
+	     !cli_check_not_input("--output", a.output, (const char *const[]){a.platform}, 1)))
 		rc = CLI_USAGE;
 	nccltests_log *logs = NULL;
 	config_platform p;
@@ -233,11 +237,18 @@ int cli_cmd_calibrate(int argc, char **argv)
 					"links on the sizes training moves and the launch on the rest\n");
 			break;
 		}
+	/* A file is written beside the output and moved over it once complete: a failed
+	 * write leaves what was there. */
 	FILE *f = stdout;
+	char tmp[CONFIG_PATH_MAX + 16];
 	if (a.output) {
-		f = fopen(a.output, "w");
+		if (snprintf(tmp, sizeof tmp, "%s.tmp", a.output) >= (int)sizeof tmp) {
+			fprintf(stderr, "spsim calibrate: --output %s: path too long\n", a.output);
+			goto out;
+		}
+		f = fopen(tmp, "w");
 		if (!f) {
-			fprintf(stderr, "spsim calibrate: cannot write %s: %s\n", a.output, strerror(errno));
+			fprintf(stderr, "spsim calibrate: cannot write %s: %s\n", tmp, strerror(errno));
 			goto out;
 		}
 	}
@@ -246,8 +257,11 @@ int cli_cmd_calibrate(int argc, char **argv)
 		fprintf(f, " %s", a.logs[i]);
 	fprintf(f, "\n");
 	bool ok = config_write_calibration(f, &cal);
-	if (f != stdout)
-		ok = fclose(f) == 0 && ok;
+	if (f != stdout) {
+		ok = fclose(f) == 0 && ok && rename(tmp, a.output) == 0;
+		if (!ok)
+			unlink(tmp);
+	}
 	if (!ok) {
 		fprintf(stderr, "spsim calibrate: writing %s failed\n", a.output ? a.output : "standard output");
 		rc = CLI_FAIL;
