@@ -939,6 +939,28 @@ START_TEST(calibration_files)
 		     "2:30: unknown key 'bw' in 'intra_node', expected one of: latency, bandwidth, protocols");
 	expect_error(CALIBRATION, "model_ok.yaml",
 		     "1:1: unknown key 'model' at the top level, expected one of: calibration");
+	/* per-protocol links (docs/nccl-tests.md): each entry read into its class and protocol,
+	 * what an entry leaves out left unset; an empty entry, an unknown protocol or a value
+	 * out of range is an error at its place */
+	fixture(path, sizeof path, "calibration_protocols.yaml");
+	ck_assert_msg(config_load_calibration(path, &c, &e), "%s", e.msg);
+	const config_proto_link *ll = &c.proto[0][0], *ll128 = &c.proto[0][1], *simple = &c.proto[0][2];
+	ck_assert(ll->has_latency && ll->has_bw && ll128->has_latency && !ll128->has_bw && simple->has_latency &&
+		  simple->has_bw);
+	assert_close(ll->latency, 1.2e-6, 1e-12);
+	assert_close(ll->bandwidth, 760e9, 1e-12);
+	assert_close(ll128->latency, 1.5e-6, 1e-12);
+	assert_close(simple->bandwidth, 230e9, 1e-12);
+	ck_assert(!c.proto[1][0].has_latency && !c.proto[1][0].has_bw && !c.proto[1][1].has_bw);
+	ck_assert(c.proto[1][2].has_bw && !c.proto[1][2].has_latency);
+	assert_close(c.proto[1][2].bandwidth, 45e9, 1e-12);
+	ck_assert(c.has_overhead && c.overhead == 0);
+	expect_error(CALIBRATION, "calibration_empty_protocol.yaml",
+		     "4:11: 'll' is empty, expected at least one of latency, bandwidth");
+	expect_error(CALIBRATION, "calibration_bad_protocol.yaml",
+		     "4:7: unknown key 'LL128' in 'protocols', expected one of: ll, ll128, simple");
+	expect_error(CALIBRATION, "calibration_bad_protocol_bw.yaml",
+		     "4:27: 'bandwidth' must be a bandwidth from 1 MB/s to 1 PB/s, got '0GB/s'");
 	ck_assert(!config_load_calibration("/nonexistent/cal.yaml", &c, &e));
 	ck_assert_str_eq(e.msg,
 			 "/nonexistent/cal.yaml: cannot open: No such file or directory, expected a readable YAML file");

@@ -9,6 +9,12 @@
 /* The `protocols:` keys, in config_platform.nccl.proto_cal's order (LL, LL128, Simple). */
 const char *const config_proto_keys[CONFIG_NCCL_PROTOS] = {"ll", "ll128", "simple"};
 
+/* An empty section sets nothing: said, rather than read as a calibration of nothing. */
+static bool not_empty(const yt_node *m, const char *expected, config_error *err)
+{
+	return !m || m->n > 0 || yt_fail(err, m, "'%s' is empty, expected %s", m->name, expected);
+}
+
 static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *lat, bool *has_bw, double *bw,
 		      config_proto_link *proto, config_error *err)
 {
@@ -19,20 +25,20 @@ static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *
 		return false;
 	if (!l)
 		return true;
-	if (!yt_check_keys(l, keys, err) || !yt_range(l, CONFIG_R_CAL_LATENCY, false, lat, has_lat, err) ||
+	if (!not_empty(l, "at least one of latency, bandwidth, protocols", err) || !yt_check_keys(l, keys, err) || !yt_range(l, CONFIG_R_CAL_LATENCY, false, lat, has_lat, err) ||
 	    !yt_range(l, CONFIG_R_CAL_BANDWIDTH, false, bw, has_bw, err) || !yt_map(l, "protocols", false, &ps, err))
 		return false;
 	if (!ps)
 		return true;
 	static const char *const proto_keys[] = {"ll", "ll128", "simple", NULL};
-	if (!yt_check_keys(ps, proto_keys, err))
+	if (!not_empty(ps, "at least one of ll, ll128, simple", err) || !yt_check_keys(ps, proto_keys, err))
 		return false;
 	for (int i = 0; i < CONFIG_NCCL_PROTOS; i++) {
 		const yt_node *e;
 		config_proto_link *pl = &proto[i];
 		if (!yt_map(ps, config_proto_keys[i], false, &e, err))
 			return false;
-		if (e && (!yt_check_keys(e, link_keys, err) ||
+		if (e && (!not_empty(e, "at least one of latency, bandwidth", err) || !yt_check_keys(e, link_keys, err) ||
 			  !yt_range(e, CONFIG_R_CAL_LATENCY, false, &pl->latency, &pl->has_latency, err) ||
 			  !yt_range(e, CONFIG_R_CAL_BANDWIDTH, false, &pl->bandwidth, &pl->has_bw, err)))
 			return false;
