@@ -925,6 +925,17 @@ START_TEST(plan_says_why_nothing_was_searched)
 		     "add full to --recompute");
 	ck_assert_str_eq(o->out, "");
 	free(o);
+	/* a stage-3 setting with no stage 3 searched: said once, the search goes on */
+	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-a100", "--gpus", "8", "--seq-len", "4K",
+		  "--global-batch", "32K", "--verify", "none", "--zero", "1,2", "--zero3-prefetch", "layer", NULL);
+	expect(o, 0, "spsim plan: warning: no ZeRO stage searched (--zero) uses --zero3-prefetch layer (ZeRO-3 only); "
+		     "ignored");
+	free(o);
+	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-a100", "--gpus", "8", "--seq-len", "4K",
+		  "--global-batch", "32K", "--verify", "none", "--zero", "1,3", "--zero3-prefetch", "layer", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(!strstr(o->err, "warning"), "%s", o->err);
+	free(o);
 }
 END_TEST
 

@@ -551,6 +551,14 @@ int cli_cmd_plan(int argc, char **argv)
 				"with full recompute; add full to --recompute (e.g. --recompute full)\n");
 		goto out;
 	}
+	if (a.zmask) { /* the settings every searched stage leaves unused: the highest stage uses the most */
+		config_job top = a.base;
+		char unused[256];
+		for (top.zero_stage = 3; !((a.zmask >> top.zero_stage) & 1u); top.zero_stage--)
+			;
+		if (config_job_unused_zero(&top, unused, sizeof unused))
+			fprintf(stderr, "spsim plan: warning: no ZeRO stage searched (--zero) uses %s; ignored\n", unused);
+	}
 	if (!a.n_placements) {
 		char contiguous[] = "contiguous";
 		add_placement(&a, contiguous);
