@@ -210,6 +210,11 @@ START_TEST(spec_errors_are_located)
 		{"bad_engine.yaml", ":5:11: ", "unknown engine 'warp-drive' (not built into this spsim), expected one of:"},
 		{"bad_empty.yaml", ":4:12: ", "'seq_len' is an empty list, expected at least one value"},
 		{"bad_map.yaml", ":5:10: ", "'nodes' must be a value or a list of values, got a mapping"},
+		/* the same value spelled twice makes every point twice: 1 GiB = 1024 MiB, 400 Gbit/s =
+		 * 50 GB/s */
+		{"bad_same_reserve.yaml", ":5:32: ", "'memory_reserve' lists '1024MiB', the same value as '1GiB', expected "
+						     "distinct values"},
+		{"bad_same_bandwidth.yaml", ":5:28: ", "'nic_bandwidth' lists '50GB/s', the same value as '400Gbps'"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		char path[CONFIG_PATH_MAX], want[CONFIG_PATH_MAX + 512];

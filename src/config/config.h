@@ -504,6 +504,8 @@ config_attn_kernel config_job_attention_kernel(const config_job *job, const conf
 int config_job_setting_find(const char *key);
 const char *config_job_setting_key(int i);
 void config_job_setting_copy(int i, config_job *dst, const config_job *src);
+/* Whether setting i holds the same value in a and b (1GiB and 1024MiB, 5e7 and 50000000). */
+bool config_job_setting_equal(int i, const config_job *a, const config_job *b);
 
 /* The spellings of the enums in YAML, flags and reports (names.c), indexed by value. */
 extern const char *const config_strategy_names[4];

@@ -188,6 +188,13 @@ void config_job_setting_copy(int i, config_job *dst, const config_job *src)
 		memcpy((char *)dst + s->flag_off, (const char *)src + s->flag_off, s->flag_size);
 }
 
+bool config_job_setting_equal(int i, const config_job *a, const config_job *b)
+{
+	const setting *s = &settings[i];
+	return memcmp((const char *)a + s->off, (const char *)b + s->off, s->size) == 0 &&
+	       (!s->flag_size || memcmp((const char *)a + s->flag_off, (const char *)b + s->flag_off, s->flag_size) == 0);
+}
+
 static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, char *model, char *platform, char *calibration,
 		     int *nodes, config_error *err)
 {

@@ -298,6 +298,18 @@ static bool default_axis(loader *L, plan_axis a)
 	return true;
 }
 
+/* Two values of axis a that make the same points: the same job setting or number however
+ * spelled (1GiB and 1024MiB, 8K and 8192), else the same text. */
+static bool same_value(plan_axis a, const plan_value *x, const plan_value *y)
+{
+	int k = config_job_setting_find(axis_keys[a]);
+	if (k >= 0)
+		return config_job_setting_equal(k, &x->job, &y->job);
+	if (axis_range[a] != CONFIG_R_NODES || a == PLAN_AXIS_NODES)
+		return x->num == y->num;
+	return strcmp(x->text, y->text) == 0;
+}
+
 static bool read_axis(loader *L, const yt_node *t, plan_axis a)
 {
 	plan_spec *s = L->s;
@@ -335,10 +347,14 @@ static bool read_axis(loader *L, const yt_node *t, plan_axis a)
 									      : parse_item(L, a, items[i], i, &s->values[a][i]);
 		if (!ok)
 			return false;
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(s->values[a][j].text, s->values[a][i].text) == 0)
-				return yt_fail(L->err, items[i], "'%s' lists '%s' twice, expected distinct values", key,
-					       s->values[a][i].text);
+		for (size_t j = 0; j < i; j++) {
+			const char *was = s->values[a][j].text, *is = s->values[a][i].text;
+			if (strcmp(was, is) == 0)
+				return yt_fail(L->err, items[i], "'%s' lists '%s' twice, expected distinct values", key, is);
+			if (same_value(a, &s->values[a][j], &s->values[a][i]))
+				return yt_fail(L->err, items[i], "'%s' lists '%s', the same value as '%s', expected distinct values",
+					       key, is, was);
+		}
 	}
 	return true;
 }
