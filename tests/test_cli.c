@@ -925,6 +925,17 @@ START_TEST(plan_says_why_nothing_was_searched)
 		     "add full to --recompute");
 	ck_assert_str_eq(o->out, "");
 	free(o);
+	/* 4K tokens in 4097 MLP tiles: every configuration fails the job check (each GPU holds
+	 * at most the whole 4096-token sequence), which is said with the check's reason, not
+	 * as a memory problem */
+	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-a100", "--gpus", "8", "--seq-len", "4K",
+		  "--global-batch", "32K", "--verify", "none", "--tile-mlp", "4097", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "no configuration passes the job check; the first rejected: --tile-mlp 4097: each "
+				     "GPU holds"),
+		      "%s", o->out);
+	ck_assert_msg(!strstr(o->out, "GPU memory: try"), "%s", o->out);
+	free(o);
 	/* a stage-3 setting with no stage 3 searched: said once, the search goes on */
 	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-a100", "--gpus", "8", "--seq-len", "4K",
 		  "--global-batch", "32K", "--verify", "none", "--zero", "1,2", "--zero3-prefetch", "layer", NULL);

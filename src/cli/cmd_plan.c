@@ -697,6 +697,8 @@ int cli_cmd_plan(int argc, char **argv)
 				      (json_int_t)st.fit, "no_fit", (json_int_t)st.no_fit, "invalid", (json_int_t)st.invalid,
 				      "duplicate", (json_int_t)st.duplicate, "verified_on", a.verify, "ranking", ranking,
 				      "verdict", verdict(&q, tput, k, merged, nm, cands, n, &st, false));
+		if (n == 0 && st.invalid > 0 && st.no_fit == 0)
+			json_object_set_new(j, "rejected_why", json_string(st.invalid_why));
 		if (cost)
 			json_object_set_new(j, "cost_ranking", cranking);
 		else
@@ -717,6 +719,10 @@ int cli_cmd_plan(int argc, char **argv)
 	printf("\nsearched %ld configurations: %ld fit in GPU memory (%ld distinct layouts), %ld do not, %ld rejected by "
 	       "the job check, %ld duplicates (another variant's configuration: BASP at B=1 is Ulysses)\n",
 	       st.searched, st.fit, nm, st.no_fit, st.invalid, st.duplicate);
+	if (n == 0 && st.invalid > 0 && st.no_fit == 0) { /* not memory: the settings given rule every one out */
+		printf("\nno configuration passes the job check; the first rejected: %s\n", st.invalid_why);
+		goto done;
+	}
 	if (n == 0) {
 		/* suggest only the settings the search has not tried already */
 		bool tried_z3 = !a.zmask || (a.zmask & 8u), tried_full = !a.rmask || (a.rmask & 2u);

@@ -380,6 +380,7 @@ typedef struct plan_candidate {
 typedef struct plan_search_stats {
 	long searched;  /* configurations enumerated */
 	long invalid;   /* rejected by the job check */
+	char invalid_why[CONFIG_ERROR_MAX]; /* the job check's reason for the first one rejected */
 	long duplicate; /* identical to another variant's configuration */
 	long no_fit;    /* valid but over GPU memory */
 	long fit;       /* evaluated by the analytic engine */

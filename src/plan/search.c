@@ -60,6 +60,14 @@ static int a2a_group(const config_job *job)
 	return (job->sp + job->micro_batch - 1) / job->micro_batch;
 }
 
+/* Counts n configurations the job check rejects, keeping the first reason. */
+static void reject(plan_search_stats *st, long n, const config_error *why)
+{
+	if (!st->invalid)
+		snprintf(st->invalid_why, sizeof st->invalid_why, "%s", why->msg);
+	st->invalid += n;
+}
+
 /* Every ZeRO stage x recompute x all-to-all algorithm of one job: the job check, the
  * memory filter, the engine, and the fitting ones into the list. False only on a hard
  * error (out of memory, an engine failure). */
@@ -95,7 +103,7 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 	if (job.offload_activations)
 		job.recompute = CONFIG_RECOMPUTE_FULL;
 	if (!workload_check(x->m, &x->p, &job, &sub)) {
-		st->invalid += (long)zr * na;
+		reject(st, (long)zr * na, &sub);
 		return true;
 	}
 	/* The memory model first, where one layout describes the job (every divisible one):
@@ -103,7 +111,7 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 	bool single = !(job.strategy == CONFIG_STRATEGY_BASP && job.sp % job.micro_batch != 0);
 	workload_layout layout;
 	if (single && !workload_layout_make(x->m, &job, &layout, &sub)) {
-		st->invalid += (long)zr * na;
+		reject(st, (long)zr * na, &sub);
 		return true;
 	}
 	plan_sim *sim = malloc(sizeof *sim);
@@ -119,7 +127,7 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 			job.zero_stage = z;
 			job.recompute = (config_recompute)r; /* bit r: none, full, selective */
 			if (job.offload_activations && !workload_check_techniques(&x->p, &job, &sub)) {
-				st->invalid += na;
+				reject(st, na, &sub);
 				continue;
 			}
 			st->variant_valid[vi] += na;
