@@ -825,6 +825,13 @@ START_TEST(one_vocabulary_across_commands)
 	a = spsim("calibrate", "--from-nccl-tests", "x.log", "-o", "/nonexistent-dir/c.yaml", NULL);
 	expect(a, 2, "--output /nonexistent-dir/c.yaml: the folder /nonexistent-dir does not exist");
 	free(a);
+	/* the layout flags name themselves (the range table's row had no flag: '(null)') */
+	a = spsim("calibrate", "--from-nccl-tests", "x.log", "--gpus-per-node", "0", NULL);
+	expect(a, 2, "spsim: --gpus-per-node expects an integer from 1 to 1024, got '0'");
+	free(a);
+	a = spsim("collective", "--gpus-per-node", "2000", NULL);
+	expect(a, 2, "spsim: --gpus-per-node expects an integer from 1 to 1024, got '2000'");
+	free(a);
 }
 END_TEST
 

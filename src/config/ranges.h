@@ -36,7 +36,7 @@
 #define CONFIG_RANGES(X)                                                                                  \
 	/* cluster: 2^20 nodes x 1024 GPUs per node = 2^30 GPUs still fits an int */                      \
 	X(NODES, "nodes", "--nodes", INT, 1, 1048576)                                                      \
-	X(GPUS_PER_NODE, "gpus_per_node", NULL, INT, 1, 1024) /* NVL72 racks: 72 GPUs in one domain */     \
+	X(GPUS_PER_NODE, "gpus_per_node", "--gpus-per-node", INT, 1, 1024) /* NVL72 racks: 72 GPUs in one domain */     \
 	X(GPUS, "gpus", "--gpus", INT, 1, 16777216)                                                        \
 	X(SP, "sp", "--sp", INT, 1, 16777216)                                                              \
 	X(NICS, "nics", NULL, INT, 1, 1024) /* DGX nodes carry 8 compute NICs */                           \
