@@ -825,6 +825,13 @@ START_TEST(one_vocabulary_across_commands)
 	a = spsim("calibrate", "--from-nccl-tests", "x.log", "-o", "/nonexistent-dir/c.yaml", NULL);
 	expect(a, 2, "--output /nonexistent-dir/c.yaml: the folder /nonexistent-dir does not exist");
 	free(a);
+	/* -e 0 bounds nothing: refused rather than read as "no bound"; -b above -e names both */
+	a = spsim("calibrate", "--from-nccl-tests", "x.log", "-e", "0", NULL);
+	expect(a, 2, "spsim calibrate: -e expects a size above 0");
+	free(a);
+	a = spsim("calibrate", "--from-nccl-tests", "x.log", "-b", "1M", "-e", "512K", NULL);
+	expect(a, 2, "spsim calibrate: -b (1048576 bytes) is larger than -e (524288 bytes), expected -b <= -e");
+	free(a);
 	/* the layout flags name themselves (the range table's row had no flag: '(null)') */
 	a = spsim("calibrate", "--from-nccl-tests", "x.log", "--gpus-per-node", "0", NULL);
 	expect(a, 2, "spsim: --gpus-per-node expects an integer from 1 to 1024, got '0'");

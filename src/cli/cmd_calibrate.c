@@ -129,6 +129,11 @@ static int parse_args(int argc, char **argv, cal_args *a)
 				fprintf(stderr, "spsim calibrate: -%c expects a size in bytes (e.g. 1M), got '%s'\n", c, optarg);
 				return CLI_USAGE;
 			}
+			if (c == 'e' && d <= 0) { /* 0 would be "no bound" inside: say so instead of fitting everything */
+				fprintf(stderr, "spsim calibrate: -e expects a size above 0 (the largest size to fit; leave it out "
+						"for no bound), got '%s'\n", optarg);
+				return CLI_USAGE;
+			}
 			if (c == 'b')
 				a->co.min_bytes = d;
 			else
@@ -147,7 +152,8 @@ static int parse_args(int argc, char **argv, cal_args *a)
 		return CLI_USAGE;
 	}
 	if (a->co.max_bytes > 0 && a->co.min_bytes > a->co.max_bytes) {
-		fprintf(stderr, "spsim calibrate: -b is larger than -e\n");
+		fprintf(stderr, "spsim calibrate: -b (%.0f bytes) is larger than -e (%.0f bytes), expected -b <= -e\n",
+			a->co.min_bytes, a->co.max_bytes);
 		return CLI_USAGE;
 	}
 	return -1;
