@@ -218,6 +218,18 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	expect(o, 0, "spsim run: warning: ZeRO-1 does not use --zero3-prefetch layer (ZeRO-3 only), --prefetch-bucket 1 "
 		     "(ZeRO-3 only); ignored");
 	free(o);
+	/* a one-element reduce bucket at stage 3 is one reduce-scatter call per parameter of a
+	 * layer: Llama-3.1-8B's layer holds q and o 2 x 4096^2, k and v 2 x 4096 x 8 x 128, the
+	 * MLP 3 x 4096 x 14336 and two norms 2 x 4096: 218,112,000 parameters, 2.2e8 calls the SimGrid engine would simulate one by one (it ran for hours): refused
+	 * with the smallest bucket it runs, ceil(218,112,000 / 10,000) = 21,812; the analytic
+	 * engine times the count in closed form */
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "simgrid", "--reduce-bucket", "1", NULL);
+	expect(o, 2, "--reduce-bucket 1 splits 2.181e+08 parameters into 2.181e+08 collective calls, and the simgrid "
+		     "engine simulates each (at most 10000); use --reduce-bucket 21812 or more, or --engine analytic");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--reduce-bucket", "1", NULL);
+	expect(o, 0, NULL);
+	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--memory-reserve", "2", NULL);
 	expect(o, 2, "--memory-reserve: '2' has no unit, expected a size such as 40GiB or 512MiB, or 0");
 	free(o);

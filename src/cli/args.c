@@ -673,7 +673,8 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 			return false;
 		a->opt.trace_path = a->trace;
 	}
-	if (!engine_placement_supported(a->engine, &a->opt, &err)) {
+	if (!engine_placement_supported(a->engine, &a->opt, &err) ||
+	    !engine_buckets_supported(a->engine, &a->m, &a->job, &err)) {
 		fprintf(stderr, "spsim %s: %s\n", cmd, err.msg);
 		return false;
 	}

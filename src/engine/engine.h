@@ -94,6 +94,11 @@ bool engine_whatif_supported(const char *engine, const engine_options *opt, conf
 /* False, saying why, when the engine cannot place ranks as opt asks (the analytic engine
  * models contiguous placement only). */
 bool engine_placement_supported(const char *engine, const engine_options *opt, config_error *err);
+/* False, saying why, when a ZeRO bucket splits one collective into more calls than the
+ * engine simulates (ENGINE_MAX_BUCKETS for the SimGrid engine, which runs each call; the
+ * analytic engine times any count in closed form). */
+#define ENGINE_MAX_BUCKETS 10000
+bool engine_buckets_supported(const char *engine, const config_model *m, const config_job *job, config_error *err);
 
 typedef struct engine_input {
 	const config_model *model;

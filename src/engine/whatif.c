@@ -1,4 +1,5 @@
 /* What-ifs in the engines: placement around failed nodes. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,36 @@ bool engine_placement_supported(const char *engine, const engine_options *opt, c
 		return true;
 	return config_fail(err, "the analytic engine models contiguous placement only; use --engine simgrid for "
 				"strided or random placement");
+}
+
+bool engine_buckets_supported(const char *engine, const config_model *m, const config_job *job, config_error *err)
+{
+	if (strcmp(engine, "simgrid") != 0)
+		return true;
+	/* the most parameters one bucketed collective moves (workload/program.c): every
+	 * gradient or parameter at the step for stages 0-2, one layer's per layer at stage 3
+	 * (and stage 2's reduction), the embedding or head for stage 3's outer gathers */
+	const int z = job->zero_stage;
+	const double all = config_model_params(m), layer = config_model_layer_params(m),
+		     outer = all - m->layers * layer;
+	const struct {
+		const char *flag;
+		double bucket, elems;
+	} b[] = {
+		{"--reduce-bucket", job->reduce_bucket_elems, z <= 1 ? all : layer},
+		{"--allgather-bucket", job->allgather_bucket_elems, z == 0 ? 0 : z == 3 ? outer : all},
+		{"--prefetch-bucket", job->prefetch_bucket_elems,
+		 z == 3 && job->zero3_prefetch == CONFIG_ZERO3_PREFETCH_LAYER ? layer : 0},
+	};
+	for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+		if (b[i].bucket > 0 && b[i].elems / b[i].bucket > ENGINE_MAX_BUCKETS)
+			return config_fail(err,
+					   "%s %g splits %.4g parameters into %.4g collective calls, and the simgrid engine "
+					   "simulates each (at most %d); use %s %.0f or more, or --engine analytic, which "
+					   "times any count in closed form",
+					   b[i].flag, b[i].bucket, b[i].elems, ceil(b[i].elems / b[i].bucket), ENGINE_MAX_BUCKETS,
+					   b[i].flag, ceil(b[i].elems / ENGINE_MAX_BUCKETS));
+	return true;
 }
 
 double engine_placed_gpu_memory(const config_platform *p, int world, const engine_options *opt)
