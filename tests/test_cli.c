@@ -225,7 +225,7 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	 * engine times the count in closed form */
 	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "simgrid", "--reduce-bucket", "1", NULL);
 	expect(o, 2, "--reduce-bucket 1 splits 2.181e+08 parameters into 2.181e+08 collective calls, and the simgrid "
-		     "engine simulates each (at most 10000); use --reduce-bucket 21812 or more, or --engine analytic");
+		     "engine simulates each (at most 10000); use --reduce-bucket 21812 or more, or the analytic engine");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--reduce-bucket", "1", NULL);
 	expect(o, 0, NULL);
@@ -961,6 +961,12 @@ START_TEST(plan_says_why_nothing_was_searched)
 				     "GPU holds"),
 		      "%s", o->out);
 	ck_assert_msg(!strstr(o->out, "GPU memory: try"), "%s", o->out);
+	free(o);
+	/* buckets the verify engine would run call by call for hours: refused before the search */
+	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-a100", "--gpus", "8", "--seq-len", "4K",
+		  "--global-batch", "32K", "--verify", "simgrid", "--reduce-bucket", "1", NULL);
+	expect(o, 2, "spsim plan: --verify simgrid at ZeRO-0: --reduce-bucket 1 splits");
+	ck_assert_str_eq(o->out, "");
 	free(o);
 	/* a stage-3 setting with no stage 3 searched: said once, the search goes on */
 	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-a100", "--gpus", "8", "--seq-len", "4K",

@@ -590,6 +590,14 @@ int cli_cmd_plan(int argc, char **argv)
 	}
 	if (a.price && !parse_prices(a.price, plats, a.n_platforms, prices))
 		goto out;
+	for (int z = 0; z < 4; z++) { /* the verify engine runs the buckets at every stage searched */
+		config_job at = a.base;
+		at.zero_stage = z;
+		if ((!a.zmask || ((a.zmask >> z) & 1u)) && !engine_buckets_supported(a.verify, &m, &at, &err)) {
+			fprintf(stderr, "spsim plan: --verify %s at ZeRO-%d: %s\n", a.verify, z, err.msg);
+			goto out;
+		}
+	}
 	int usable = 0;
 	for (int i = 0; i < a.n_platforms; i++)
 		for (int b = 0; b < a.n_budgets; b++)

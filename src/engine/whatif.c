@@ -85,7 +85,7 @@ bool engine_buckets_supported(const char *engine, const config_model *m, const c
 		if (b[i].bucket > 0 && b[i].elems / b[i].bucket > ENGINE_MAX_BUCKETS)
 			return config_fail(err,
 					   "%s %g splits %.4g parameters into %.4g collective calls, and the simgrid engine "
-					   "simulates each (at most %d); use %s %.0f or more, or --engine analytic, which "
+					   "simulates each (at most %d); use %s %.0f or more, or the analytic engine, which "
 					   "times any count in closed form",
 					   b[i].flag, b[i].bucket, b[i].elems, ceil(b[i].elems / b[i].bucket), ENGINE_MAX_BUCKETS,
 					   b[i].flag, ceil(b[i].elems / ENGINE_MAX_BUCKETS));
