@@ -6,8 +6,19 @@
 #include <string.h>
 #include <strings.h>
 
-/* The `protocols:` keys, in config_platform.nccl.proto_cal's order (LL, LL128, Simple). */
-const char *const config_proto_keys[CONFIG_NCCL_PROTOS] = {"ll", "ll128", "simple"};
+/* The `protocols:` keys, in config_platform.nccl.proto_cal's order: LL, LL128, Simple,
+ * then the (algorithm, protocol) pairs (config_cal_entry). */
+const char *const config_proto_keys[CONFIG_CAL_ENTRIES] = {
+	"ll", "ll128", "simple", "tree_ll", "tree_ll128", "tree_simple", "ring_ll", "ring_ll128", "ring_simple", "nvls"};
+
+int config_cal_entry(int algo, int proto)
+{
+	if (proto < 0 || proto >= CONFIG_NCCL_PROTOS || algo < 0 || algo > 2)
+		return -1;
+	if (algo == 2) /* NVLS runs Simple only (tuning.cc: NVLS's LL and LL128 disabled) */
+		return proto == CONFIG_NCCL_PROTOS - 1 ? CONFIG_CAL_ENTRIES - 1 : -1;
+	return CONFIG_NCCL_PROTOS * (1 + algo) + proto;
+}
 
 static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *lat, bool *has_bw, double *bw,
 		      config_proto_link *proto, config_error *err)
@@ -24,10 +35,13 @@ static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *
 		return false;
 	if (!ps)
 		return true;
-	static const char *const proto_keys[] = {"ll", "ll128", "simple", NULL};
+	const char *proto_keys[CONFIG_CAL_ENTRIES + 1];
+	for (int i = 0; i < CONFIG_CAL_ENTRIES; i++)
+		proto_keys[i] = config_proto_keys[i];
+	proto_keys[CONFIG_CAL_ENTRIES] = NULL;
 	if (!yt_check_keys(ps, proto_keys, err))
 		return false;
-	for (int i = 0; i < CONFIG_NCCL_PROTOS; i++) {
+	for (int i = 0; i < CONFIG_CAL_ENTRIES; i++) {
 		const yt_node *e;
 		config_proto_link *pl = &proto[i];
 		if (!yt_map(ps, config_proto_keys[i], false, &e, err))
@@ -181,7 +195,7 @@ static void put_link(FILE *f, const char *key, bool has_lat, double lat, bool ha
 		     const config_proto_link *proto)
 {
 	bool any = false;
-	for (int i = 0; i < CONFIG_NCCL_PROTOS; i++)
+	for (int i = 0; i < CONFIG_CAL_ENTRIES; i++)
 		any |= proto[i].has_latency || proto[i].has_bw;
 	if (!has_lat && !has_bw && !any)
 		return;
@@ -192,7 +206,7 @@ static void put_link(FILE *f, const char *key, bool has_lat, double lat, bool ha
 		fprintf(f, "    bandwidth: %.9gGB/s\n", bw / 1e9);
 	if (any)
 		fprintf(f, "    protocols:\n");
-	for (int i = 0; i < CONFIG_NCCL_PROTOS; i++) {
+	for (int i = 0; i < CONFIG_CAL_ENTRIES; i++) {
 		if (!proto[i].has_latency && !proto[i].has_bw)
 			continue;
 		fprintf(f, "      %s:\n", config_proto_keys[i]);
@@ -294,7 +308,7 @@ void config_apply_calibration(config_platform *p, const config_calibration *c)
 		p->nccl.tuner.eff_inter = p->eff.inter_link;
 	}
 	for (int k = 0; k < 2; k++)
-		for (int i = 0; i < CONFIG_NCCL_PROTOS; i++) {
+		for (int i = 0; i < CONFIG_CAL_ENTRIES; i++) {
 			if (c->proto[k][i].has_latency)
 				p->nccl.proto_cal[k][i].latency = c->proto[k][i].latency;
 			if (c->proto[k][i].has_bw)
