@@ -958,7 +958,8 @@ START_TEST(calibration_files)
 	expect_error(CALIBRATION, "calibration_empty_protocol.yaml",
 		     "4:11: 'll' is empty, expected at least one of latency, bandwidth");
 	expect_error(CALIBRATION, "calibration_bad_protocol.yaml",
-		     "4:7: unknown key 'LL128' in 'protocols', expected one of: ll, ll128, simple");
+		     "4:7: unknown key 'LL128' in 'protocols', expected one of: ll, ll128, simple, tree_ll, tree_ll128, "
+		     "tree_simple, ring_ll, ring_ll128, ring_simple, nvls");
 	expect_error(CALIBRATION, "calibration_bad_protocol_bw.yaml",
 		     "4:27: 'bandwidth' must be a bandwidth from 1 MB/s to 1 PB/s, got '0GB/s'");
 	ck_assert(!config_load_calibration("/nonexistent/cal.yaml", &c, &e));

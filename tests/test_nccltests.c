@@ -1111,7 +1111,8 @@ START_TEST(test_calibration_protocols_yaml)
 	ck_assert(p.nccl.tuner.set);
 	ck_assert_double_eq(p.nccl.tuner.intra_lat, lat);
 	expect_contains(cal_from_text("calibration:\n  intra_node: {protocols: {ll256: {latency: 1us}}}\n", &c),
-			"2:28: unknown key 'll256' in 'protocols', expected one of: ll, ll128, simple");
+			"2:28: unknown key 'll256' in 'protocols', expected one of: ll, ll128, simple, tree_ll, tree_ll128, "
+			"tree_simple, ring_ll, ring_ll128, ring_simple, nvls");
 	expect_contains(cal_from_text("calibration:\n  intra_node: {protocols: {ll: {latency: 1us, bw: 3GB/s}}}\n", &c),
 			"unknown key 'bw' in 'll', expected one of: latency, bandwidth");
 	expect_contains(cal_from_text("calibration:\n  inter_node:\n    protocols:\n      simple: {bandwidth: 0GB/s}\n", &c),
@@ -1122,6 +1123,231 @@ START_TEST(test_calibration_protocols_yaml)
 	expect_contains(cal_from_text("calibration:\n  intra_node: {protocols: {simple: 5}}\n", &c), "'simple' must be");
 	expect_contains(cal_from_text("calibration:\n  intra_node: {latency: 1us, protocol: {}}\n", &c),
 			"unknown key 'protocol' in 'intra_node', expected one of: latency, bandwidth, protocols");
+}
+END_TEST
+
+/* The cost of every size 1 KiB - 8 GiB of all-reduce and all-gather on one node and on two
+ * of p under calibrations a and b; counts the sizes whose (algorithm, protocol) is
+ * `algo` (-1: any) and whose costs differ, and asserts the choice is the same. */
+static int cost_diffs(const config_platform *p, const config_calibration *a, const config_calibration *b, int algo,
+		      int *n_algo)
+{
+	config_platform pa = *p, pb = *p;
+	config_apply_calibration(&pa, a);
+	config_apply_calibration(&pb, b);
+	engine_group_shape shapes[] = {{.size = p->gpus_per_node, .per_node = p->gpus_per_node},
+				       {.size = 2 * p->gpus_per_node, .per_node = p->gpus_per_node}};
+	workload_coll colls[] = {WL_COLL_ALLREDUCE, WL_COLL_ALLGATHER};
+	int diffs = 0;
+	*n_algo = 0;
+	for (int c = 0; c < 2; c++)
+		for (int sh = 0; sh < 2; sh++)
+			for (double S = 1024; S <= 8192 * MiB; S *= 2) {
+				nccl_cost x = nccl_cost_of(&pa, colls[c], WL_ALG_RING, shapes[sh], S);
+				nccl_cost y = nccl_cost_of(&pb, colls[c], WL_ALG_RING, shapes[sh], S);
+				ck_assert(x.algo == y.algo && x.proto == y.proto);
+				if (algo >= 0 && (int)x.algo != algo)
+					continue;
+				*n_algo += 1;
+				diffs += x.latency != y.latency || x.scale[0] != y.scale[0] || x.scale[1] != y.scale[1];
+			}
+	return diffs;
+}
+
+START_TEST(test_calibration_pair_entries_fall_back)
+{
+	/* an (algorithm, protocol) entry equal to its protocol's, field by field, changes no
+	 * time (an old protocols-only file means what it meant), and one that differs changes
+	 * exactly the sizes where NCCL's tuner picks its pair: NVLS/Simple on dgx-h100 (NVLS
+	 * on, one node and NVLS-tree across two); a pair entry's missing field is its
+	 * protocol's */
+	config_platform p;
+	config_error e = {""};
+	ck_assert_msg(config_load_platform("dgx-h100", &p, &e), "%s", e.msg);
+	static const char *const old = "calibration:\n"
+				       "  intra_node:\n"
+				       "    protocols:\n"
+				       "      ll128: {latency: 2.5us, bandwidth: 150GB/s}\n"
+				       "      simple: {latency: 12us, bandwidth: 330GB/s}\n"
+				       "  inter_node: {protocols: {simple: {latency: 20us, bandwidth: 45GB/s}}}\n";
+	config_calibration a, b;
+	ck_assert_str_eq(cal_from_text(old, &a), "");
+	ck_assert_str_eq(cal_from_text("calibration:\n"
+				       "  intra_node:\n"
+				       "    protocols:\n"
+				       "      ll128: {latency: 2.5us, bandwidth: 150GB/s}\n"
+				       "      simple: {latency: 12us, bandwidth: 330GB/s}\n"
+				       "      ring_ll128: {latency: 2.5us, bandwidth: 150GB/s}\n"
+				       "      tree_ll128: {latency: 2.5us, bandwidth: 150GB/s}\n"
+				       "      ring_simple: {latency: 12us, bandwidth: 330GB/s}\n"
+				       "      tree_simple: {latency: 12us}\n"
+				       "      nvls: {bandwidth: 330GB/s}\n"
+				       "  inter_node:\n"
+				       "    protocols:\n"
+				       "      simple: {latency: 20us, bandwidth: 45GB/s}\n"
+				       "      nvls: {latency: 20us, bandwidth: 45GB/s}\n"
+				       "      ring_simple: {latency: 20us}\n",
+				       &b),
+			 "");
+	int n;
+	ck_assert_int_eq(cost_diffs(&p, &a, &b, -1, &n), 0);
+	ck_assert_int_gt(n, 0);
+	/* NVLS/Simple's own links: the NVLS sizes change, no other */
+	ck_assert_str_eq(cal_from_text("calibration:\n"
+				       "  intra_node:\n"
+				       "    protocols:\n"
+				       "      ll128: {latency: 2.5us, bandwidth: 150GB/s}\n"
+				       "      simple: {latency: 12us, bandwidth: 330GB/s}\n"
+				       "      nvls: {latency: 20us, bandwidth: 420GB/s}\n"
+				       "  inter_node: {protocols: {simple: {latency: 20us, bandwidth: 45GB/s}, nvls: {bandwidth: 60GB/s}}}\n",
+				       &b),
+			 "");
+	int n_nvls, n_ring;
+	ck_assert_int_eq(cost_diffs(&p, &a, &b, NCCL_ALGO_NVLS, &n_nvls), n_nvls);
+	ck_assert_int_gt(n_nvls, 0);
+	ck_assert_int_eq(cost_diffs(&p, &a, &b, NCCL_ALGO_RING, &n_ring), 0);
+	ck_assert_int_gt(n_ring, 0);
+	/* the field an entry leaves out is its protocol's: nvls {bandwidth} under simple
+	 * {latency, bandwidth} is nvls {simple's latency, bandwidth} */
+	config_calibration c;
+	ck_assert_str_eq(cal_from_text("calibration:\n"
+				       "  intra_node:\n"
+				       "    protocols:\n"
+				       "      ll128: {latency: 2.5us, bandwidth: 150GB/s}\n"
+				       "      simple: {latency: 12us, bandwidth: 330GB/s}\n"
+				       "      nvls: {latency: 12us, bandwidth: 420GB/s}\n"
+				       "  inter_node: {protocols: {simple: {latency: 20us, bandwidth: 45GB/s}, nvls: {latency: 20us, bandwidth: 60GB/s}}}\n",
+				       &b),
+			 "");
+	ck_assert_str_eq(cal_from_text("calibration:\n"
+				       "  intra_node:\n"
+				       "    protocols:\n"
+				       "      ll128: {latency: 2.5us, bandwidth: 150GB/s}\n"
+				       "      simple: {latency: 12us, bandwidth: 330GB/s}\n"
+				       "      nvls: {bandwidth: 420GB/s}\n"
+				       "  inter_node: {protocols: {simple: {latency: 20us, bandwidth: 45GB/s}, nvls: {bandwidth: 60GB/s}}}\n",
+				       &c),
+			 "");
+	ck_assert_int_eq(cost_diffs(&p, &b, &c, -1, &n), 0);
+}
+END_TEST
+
+/* Links of the entries of dgx-h100's intra-node class: prm = {LL latency, LL bandwidth,
+ * LL128 latency, LL128 bandwidth, ring/Simple latency, ring/Simple bandwidth, NVLS/Simple
+ * latency, NVLS/Simple bandwidth, collective (workload_coll)}. */
+static void pair_cal(const double *prm, config_calibration *cal)
+{
+	memset(cal, 0, sizeof *cal);
+	cal->proto[0][NCCL_PROTO_LL] = (config_proto_link){true, true, prm[0], prm[1]};
+	cal->proto[0][NCCL_PROTO_LL128] = (config_proto_link){true, true, prm[2], prm[3]};
+	cal->proto[0][config_cal_entry(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE)] = (config_proto_link){true, true, prm[4], prm[5]};
+	cal->proto[0][config_cal_entry(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE)] = (config_proto_link){true, true, prm[6], prm[7]};
+}
+
+static double t_pairs(double S, const double *prm)
+{
+	static config_platform base;
+	static bool loaded;
+	config_error e = {""};
+	if (!loaded)
+		ck_assert_msg(loaded = config_load_platform("dgx-h100", &base, &e), "%s", e.msg);
+	config_platform p = base;
+	config_calibration cal;
+	pair_cal(prm, &cal);
+	config_apply_calibration(&p, &cal);
+	nccltests_setup st = {.platform = &p, .coll = (workload_coll)prm[8], .alg = WL_ALG_RING, .gpus = 8, .group_size = 8};
+	double t;
+	ck_assert(nccltests_predict_time(&st, S, &t, &e));
+	return t;
+}
+
+START_TEST(test_calibrate_recovers_pair_links)
+{
+	/* one 8-GPU NVSwitch-3 node (dgx-h100, NVLS on), logs made by spsim's own model with
+	 * known links per entry: LL 1 us and 40 GB/s, LL128 2.5 us and 150 GB/s, ring/Simple
+	 * 12 us and 330 GB/s, NVLS/Simple 20 us and 420 GB/s. NCCL's tuner runs Simple as NVLS
+	 * in the all-reduce (1 MiB up) and as ring in the all-gather (64 MiB up), so one
+	 * Simple line cannot hold both: calibrating the two logs together fits each pair's
+	 * region alone (affine in its latency and 1/bandwidth) and gives the four entries back
+	 * within 1%, the protocol-wide Simple entry left out (no size is left to it) */
+	double prm[2][9] = {{1 * US, 40 * GBs, 2.5 * US, 150 * GBs, 12 * US, 330 * GBs, 20 * US, 420 * GBs, WL_COLL_ALLREDUCE},
+			    {1 * US, 40 * GBs, 2.5 * US, 150 * GBs, 12 * US, 330 * GBs, 20 * US, 420 * GBs, WL_COLL_ALLGATHER}};
+	nccltests_log logs[2];
+	for (int k = 0; k < 2; k++) {
+		char *text = make_log((workload_coll)prm[k][8], 1, 8, t_pairs, prm[k], 1024, 8192 * MiB);
+		parse_text(text, NULL, &logs[k]);
+		free(text);
+	}
+	config_platform p;
+	config_error e = {""};
+	ck_assert_msg(config_load_platform("dgx-h100", &p, &e), "%s", e.msg);
+	nccltests_calib_opts o = {.platform = &p, .min_bytes = MiB};
+	config_calibration cal;
+	nccltests_calib_report rep;
+	calibrate(logs, 2, &o, &cal, &rep);
+	int ent[4] = {NCCL_PROTO_LL, NCCL_PROTO_LL128, config_cal_entry(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE),
+		      config_cal_entry(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE)};
+	for (int i = 0; i < 4; i++) {
+		const config_proto_link *l = &cal.proto[0][ent[i]];
+		ck_assert_msg(rep.intra.proto_fitted[ent[i]] && l->has_latency && l->has_bw, "%s not fitted and kept: %s",
+			      nccltests_entry_name(ent[i]), rep.notes);
+		assert_close(l->latency, prm[0][2 * i], 0.01);
+		assert_close(l->bandwidth, prm[0][2 * i + 1], 0.01);
+	}
+	ck_assert(!cal.proto[0][NCCL_PROTO_SIMPLE].has_latency && !cal.proto[0][NCCL_PROTO_SIMPLE].has_bw);
+	for (int k = 0; k < 2; k++) {
+		ck_assert(max_error(&logs[k], &p, &cal, 0) < 0.01);
+		nccltests_log_finish(&logs[k]);
+	}
+	/* written and read back, the entries are the same */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ck_assert(config_write_calibration(f, &cal));
+	fclose(f);
+	ck_assert_msg(strstr(buf, "      nvls:\n") && strstr(buf, "      ring_simple:\n"), "%s", buf);
+	config_calibration back;
+	ck_assert_str_eq(cal_from_text(buf, &back), "");
+	free(buf);
+	for (int i = 0; i < 4; i++) {
+		/* 9 significant digits written */
+		assert_close(back.proto[0][ent[i]].latency, cal.proto[0][ent[i]].latency, 1e-8);
+		assert_close(back.proto[0][ent[i]].bandwidth, cal.proto[0][ent[i]].bandwidth, 1e-8);
+	}
+	/* the tuner's choice is the platform's, calibrated or not (cost_diffs asserts it at
+	 * every size), while the times move */
+	int n;
+	config_calibration none;
+	memset(&none, 0, sizeof none);
+	ck_assert_int_gt(cost_diffs(&p, &none, &cal, -1, &n), 0);
+}
+END_TEST
+
+START_TEST(test_calibration_pair_entries_yaml)
+{
+	/* pair keys read; a pair NCCL does not run, a misspelt one or a bad value is refused
+	 * with its file:line:col and the valid keys */
+	config_calibration c;
+	ck_assert_str_eq(cal_from_text("calibration:\n  intra_node: {protocols: {tree_ll128: {latency: 3us}, nvls: "
+				       "{bandwidth: 400GB/s}}}\n",
+				       &c),
+			 "");
+	int tl = config_cal_entry(NCCL_ALGO_TREE, NCCL_PROTO_LL128), nv = config_cal_entry(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE);
+	ck_assert(c.proto[0][tl].has_latency && !c.proto[0][tl].has_bw);
+	assert_close(c.proto[0][tl].latency, 3e-6, 1e-12);
+	ck_assert(!c.proto[0][nv].has_latency && c.proto[0][nv].has_bw);
+	assert_close(c.proto[0][nv].bandwidth, 400e9, 1e-12);
+	ck_assert_int_eq(config_cal_entry(NCCL_ALGO_NVLS, NCCL_PROTO_LL), -1);
+	ck_assert_int_eq(config_cal_entry(NCCL_ALGO_P2P, NCCL_PROTO_SIMPLE), -1);
+	expect_contains(cal_from_text("calibration:\n  intra_node: {protocols: {nvls_ll: {latency: 1us}}}\n", &c),
+			"2:28: unknown key 'nvls_ll' in 'protocols', expected one of: ll, ll128, simple, tree_ll, tree_ll128, "
+			"tree_simple, ring_ll, ring_ll128, ring_simple, nvls");
+	expect_contains(cal_from_text("calibration:\n  inter_node:\n    protocols:\n      nvls: {bandwidth: 2PB/s}\n", &c),
+			"4:25: 'bandwidth' must be a bandwidth from 1 MB/s to 1 PB/s, got '2PB/s'");
+	expect_contains(cal_from_text("calibration:\n  intra_node:\n    protocols:\n      ring_simple: {lat: 1us}\n", &c),
+			"4:21: unknown key 'lat' in 'ring_simple', expected one of: latency, bandwidth");
+	expect_contains(cal_from_text("calibration:\n  intra_node:\n    protocols:\n      tree_ll: {latency: -1us}\n", &c),
+			"4:26: 'latency' must be a time from 0.001 ns to 1 s, got '-1us'");
 }
 END_TEST
 
@@ -1588,6 +1814,9 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cal, test_calibration_keeps_tuner_choice);
 	tcase_add_test(cal, test_intra_protocols_leave_multi_node_bandwidth);
 	tcase_add_test(cal, test_calibration_protocols_yaml);
+	tcase_add_test(cal, test_calibration_pair_entries_fall_back);
+	tcase_add_test(cal, test_calibrate_recovers_pair_links);
+	tcase_add_test(cal, test_calibration_pair_entries_yaml);
 	tcase_add_test(cal, test_calibration_yaml_round_trip);
 	tcase_add_test(cal, test_platform_nccl_keys);
 	tcase_add_test(cal, test_calibration_collectives_links);

@@ -386,6 +386,30 @@ START_TEST(alltoall_pairwise_inside_a_node)
 }
 END_TEST
 
+/* One collective alone on W ranks of p: the analytic closed form is `want` to 1e-12 and the
+ * SimGrid run lands on it to `tol` relative. */
+static void expect_alone(const config_platform *p, workload_coll c, workload_alg a, int W, engine_group_shape s,
+			 double bytes, double want, double tol)
+{
+	workload_op op = comm(c, a, WL_GROUP_SP, bytes);
+	hand h;
+	hand_init(&h, p, W, W, &op, 1, 1);
+	ck_assert_close(engine_collective_time(p, c, a, s, bytes), want, 1e-12);
+	ck_assert_close(sim(&h.in, NULL, NULL), want, tol);
+}
+
+START_TEST(alltoall_pairwise_across_two_nodes)
+{
+	/* 2 nodes of 4 with a NIC per GPU (10 GB/s, 10 us), 8 MB: 1 MB per peer. Every one of
+	 * the 7 rounds has a remote send or receive on the edge ranks (rank 0 receives across
+	 * in rounds 1-4 and sends across in 4-7), so the step is 7 remote rounds of 110 us plus
+	 * 4 network posts of 1 us: 774 us, the analytic engine's closed form. */
+	config_platform p = tu_platform(2, 4, 4);
+	engine_group_shape s = {.size = 8, .per_node = 4, .active_per_node = 4};
+	expect_alone(&p, WL_COLL_ALLTOALL, WL_ALG_PAIRWISE, 8, s, 8e6, 774e-6, 1e-6);
+}
+END_TEST
+
 START_TEST(alltoall_on_a_mesh_uses_every_pair_link)
 {
 	/* NVLink mesh of 4, 50 GB/s per pair: each 1 MB message has its own link, but NCCL's
@@ -1412,6 +1436,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, single_message_across_nodes);
 	tcase_add_test(tc, alltoall_direct_inside_a_node);
 	tcase_add_test(tc, alltoall_pairwise_inside_a_node);
+	tcase_add_test(tc, alltoall_pairwise_across_two_nodes);
 	tcase_add_test(tc, alltoall_on_a_mesh_uses_every_pair_link);
 	tcase_add_test(tc, one_rank_alltoall_is_a_launch_and_a_copy);
 	tcase_add_test(tc, ring_collectives_inside_a_node);

@@ -616,9 +616,9 @@ static int compare(coll_args *a)
 		printf("# largest |busbw error| at sizes >= 1 MiB: predicted %.1f%%, calibrated %.1f%%\n#\n", worst0, worst1);
 	} else if (a->job.format == REPORT_JSON) {
 		json_t *protos = json_object();
-		for (int pr = 0; pr < CONFIG_NCCL_PROTOS; pr++)
+		for (int pr = 0; pr < CONFIG_CAL_ENTRIES; pr++)
 			if (k->proto_fitted[pr])
-				json_object_set_new(protos, nccl_proto_name((nccl_proto)pr),
+				json_object_set_new(protos, nccltests_entry_name(pr),
 						    json_pack("{s:f, s:f, s:b, s:b, s:f, s:i}", "latency_us",
 							      k->proto_fit[pr].latency * 1e6, "bandwidth_GBps",
 							      k->proto_fit[pr].bandwidth / 1e9, "latency_kept",

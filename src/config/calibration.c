@@ -6,8 +6,19 @@
 #include <string.h>
 #include <strings.h>
 
-/* The `protocols:` keys, in config_platform.nccl.proto_cal's order (LL, LL128, Simple). */
-const char *const config_proto_keys[CONFIG_NCCL_PROTOS] = {"ll", "ll128", "simple"};
+/* The `protocols:` keys, in config_platform.nccl.proto_cal's order: LL, LL128, Simple,
+ * then the (algorithm, protocol) pairs (config_cal_entry). */
+const char *const config_proto_keys[CONFIG_CAL_ENTRIES] = {
+	"ll", "ll128", "simple", "tree_ll", "tree_ll128", "tree_simple", "ring_ll", "ring_ll128", "ring_simple", "nvls"};
+
+int config_cal_entry(int algo, int proto)
+{
+	if (proto < 0 || proto >= CONFIG_NCCL_PROTOS || algo < 0 || algo > 2)
+		return -1;
+	if (algo == 2) /* NVLS runs Simple only (tuning.cc: NVLS's LL and LL128 disabled) */
+		return proto == CONFIG_NCCL_PROTOS - 1 ? CONFIG_CAL_ENTRIES - 1 : -1;
+	return CONFIG_NCCL_PROTOS * (1 + algo) + proto;
+}
 
 /* An empty section sets nothing: said, rather than read as a calibration of nothing. */
 static bool not_empty(const yt_node *m, const char *expected, config_error *err)
@@ -25,15 +36,20 @@ static bool read_link(const yt_node *t, const char *key, bool *has_lat, double *
 		return false;
 	if (!l)
 		return true;
-	if (!not_empty(l, "at least one of latency, bandwidth, protocols", err) || !yt_check_keys(l, keys, err) || !yt_range(l, CONFIG_R_CAL_LATENCY, false, lat, has_lat, err) ||
+	if (!not_empty(l, "at least one of latency, bandwidth, protocols", err) || !yt_check_keys(l, keys, err) ||
+	    !yt_range(l, CONFIG_R_CAL_LATENCY, false, lat, has_lat, err) ||
 	    !yt_range(l, CONFIG_R_CAL_BANDWIDTH, false, bw, has_bw, err) || !yt_map(l, "protocols", false, &ps, err))
 		return false;
 	if (!ps)
 		return true;
-	static const char *const proto_keys[] = {"ll", "ll128", "simple", NULL};
-	if (!not_empty(ps, "at least one of ll, ll128, simple", err) || !yt_check_keys(ps, proto_keys, err))
+	const char *proto_keys[CONFIG_CAL_ENTRIES + 1];
+	for (int i = 0; i < CONFIG_CAL_ENTRIES; i++)
+		proto_keys[i] = config_proto_keys[i];
+	proto_keys[CONFIG_CAL_ENTRIES] = NULL;
+	if (!not_empty(ps, "at least one of ll, ll128, simple or an (algorithm, protocol) entry such as ring_simple", err) ||
+	    !yt_check_keys(ps, proto_keys, err))
 		return false;
-	for (int i = 0; i < CONFIG_NCCL_PROTOS; i++) {
+	for (int i = 0; i < CONFIG_CAL_ENTRIES; i++) {
 		const yt_node *e;
 		config_proto_link *pl = &proto[i];
 		if (!yt_map(ps, config_proto_keys[i], false, &e, err))
@@ -187,7 +203,7 @@ static void put_link(FILE *f, const char *key, bool has_lat, double lat, bool ha
 		     const config_proto_link *proto)
 {
 	bool any = false;
-	for (int i = 0; i < CONFIG_NCCL_PROTOS; i++)
+	for (int i = 0; i < CONFIG_CAL_ENTRIES; i++)
 		any |= proto[i].has_latency || proto[i].has_bw;
 	if (!has_lat && !has_bw && !any)
 		return;
@@ -198,7 +214,7 @@ static void put_link(FILE *f, const char *key, bool has_lat, double lat, bool ha
 		fprintf(f, "    bandwidth: %.9gGB/s\n", bw / 1e9);
 	if (any)
 		fprintf(f, "    protocols:\n");
-	for (int i = 0; i < CONFIG_NCCL_PROTOS; i++) {
+	for (int i = 0; i < CONFIG_CAL_ENTRIES; i++) {
 		if (!proto[i].has_latency && !proto[i].has_bw)
 			continue;
 		fprintf(f, "      %s:\n", config_proto_keys[i]);
@@ -300,7 +316,7 @@ void config_apply_calibration(config_platform *p, const config_calibration *c)
 		p->nccl.tuner.eff_inter = p->eff.inter_link;
 	}
 	for (int k = 0; k < 2; k++)
-		for (int i = 0; i < CONFIG_NCCL_PROTOS; i++) {
+		for (int i = 0; i < CONFIG_CAL_ENTRIES; i++) {
 			if (c->proto[k][i].has_latency)
 				p->nccl.proto_cal[k][i].latency = c->proto[k][i].latency;
 			if (c->proto[k][i].has_bw)

@@ -137,6 +137,11 @@ typedef struct config_gpu {
 #define CONFIG_MAX_NODE_GROUPS 8
 /* NCCL protocols a calibration may name (LL, LL128, Simple: engine/nccl.h nccl_proto). */
 #define CONFIG_NCCL_PROTOS 3
+/* A calibration's `protocols:` entries: [0, CONFIG_NCCL_PROTOS) one per protocol (ll,
+ * ll128, simple: any algorithm), then one per (algorithm, protocol) pair NCCL runs
+ * (tree_ll, tree_ll128, tree_simple, ring_ll, ring_ll128, ring_simple, nvls: NVLS runs
+ * Simple only), in config_cal_entry's order (config_cal_entry_keys). */
+#define CONFIG_CAL_ENTRIES 10
 typedef struct config_node_group {
 	int nodes;
 	int nics;
@@ -212,14 +217,16 @@ typedef struct config_platform {
 		 * nccl_proto (engine/nccl.h), 0 = NCCL's own choice; never read from a file. */
 		int force_algo, force_proto;
 		/* A calibration's per-protocol links (calibration `protocols:`): [0] intra-node,
-		 * [1] inter-node; LL, LL128, Simple (engine/nccl.h's order). The latency of one
+		 * [1] inter-node; per entry (CONFIG_CAL_ENTRIES: LL, LL128, Simple in
+		 * engine/nccl.h's order, then the (algorithm, protocol) pairs of
+		 * config_cal_entry; the pair's entry wins over its protocol's). The latency of one
 		 * hop and the bus bandwidth (per GPU intra-node, per NIC inter-node) that protocol
 		 * realizes on that path, NCCL's protocol share and per-channel caps included;
 		 * 0 = not calibrated (the class's links and NCCL's protocol model apply). They time
 		 * the (algorithm, protocol) NCCL's tuner chose; they never change the choice. */
 		struct {
 			double latency, bandwidth;
-		} proto_cal[2][CONFIG_NCCL_PROTOS];
+		} proto_cal[2][CONFIG_CAL_ENTRIES];
 		/* NCCL's own view of the links, which no calibration changes (NCCL does not read
 		 * spsim's calibration): the platform's values before the first calibration was
 		 * applied (config_apply_calibration snapshots them). The tuner chooses the
@@ -286,6 +293,8 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  *       latency: 3us
  *       bandwidth: 230GB/s
  *       protocols: {ll128: {latency: 1.2us, bandwidth: 70GB/s}, simple: {latency: 9us, bandwidth: 231GB/s}}
+ *       # or per (algorithm, protocol) where one protocol runs several algorithms:
+ *       # protocols: {simple: {...}, nvls: {latency: 20us, bandwidth: 380GB/s}, ring_simple: {...}}
  *     inter_node: {latency: 9us, bandwidth: 46GB/s}    # achieved, per NIC
  *     efficiency: {gemm: 0.72, attention: 0.55, memory: 0.8}
  *     collective_overhead: 0      # fixed cost per collective call (a time, or 0)
@@ -326,6 +335,10 @@ double config_platform_nic_bw(const config_platform *p);        /* per NIC */
  * share and channel caps included. They time the (algorithm, protocol) NCCL's tuner
  * chooses; the choice itself stays on the platform's uncalibrated links, as NCCL makes it
  * (config_platform.nccl.tuner). A protocol without an entry uses the class's links.
+ * Where one protocol runs several algorithms (Simple: ring, tree and NVLS on NVSwitch-3
+ * nodes), an entry may name the pair: tree_ll, tree_ll128, tree_simple, ring_ll,
+ * ring_ll128, ring_simple, nvls (NVLS/Simple). The most specific entry wins, per field:
+ * the pair's latency or bandwidth where it has one, else the protocol's, else the class's.
  *
  * Every section and key is optional; present bandwidths replace the raw link bandwidth
  * and set that link class's efficiency to 1 (the measurement already includes it). A
@@ -356,9 +369,10 @@ typedef struct config_calibration {
 	char platform[CONFIG_NAME_MAX];
 	bool has_intra_latency, has_intra_bw, has_inter_latency, has_inter_bw;
 	double intra_latency, intra_bw, inter_latency, inter_bw;
-	/* per link class ([0] intra_node, [1] inter_node) and NCCL protocol (LL, LL128,
-	 * Simple): the `protocols:` entries (config_platform.nccl.proto_cal) */
-	config_proto_link proto[2][CONFIG_NCCL_PROTOS];
+	/* per link class ([0] intra_node, [1] inter_node) and entry (CONFIG_CAL_ENTRIES: the
+	 * protocols LL, LL128, Simple, then the (algorithm, protocol) pairs): the `protocols:`
+	 * entries (config_platform.nccl.proto_cal) */
+	config_proto_link proto[2][CONFIG_CAL_ENTRIES];
 	bool has_gemm, has_attention, has_memory;
 	double gemm, attention, memory;
 	bool has_overhead;
@@ -677,8 +691,13 @@ bool config_load_whatif(const char *path, config_whatif *w, config_error *err);
 /* Writes a calibration in the format above (YAML, quantities with units). */
 #include <stdio.h>
 bool config_write_calibration(FILE *f, const config_calibration *c);
-/* The calibration keys of NCCL's protocols under `protocols:` (ll, ll128, simple). */
-extern const char *const config_proto_keys[CONFIG_NCCL_PROTOS];
+/* The calibration keys under `protocols:`, in entry order: ll, ll128, simple, then the
+ * (algorithm, protocol) pairs (CONFIG_CAL_ENTRIES). */
+extern const char *const config_proto_keys[CONFIG_CAL_ENTRIES];
+/* The entry of NCCL algorithm algo (tree 0, ring 1, NVLS 2: engine/nccl.h nccl_algo) with
+ * protocol proto (LL 0, LL128 1, Simple 2), or -1 for a pair without one (NVLS/LL,
+ * NVLS/LL128, p2p). */
+int config_cal_entry(int algo, int proto);
 
 /* Applies a calibration on top of a platform: latencies and compute efficiencies
  * replace; a bandwidth replaces the link bandwidth and sets that link class's efficiency

@@ -175,12 +175,33 @@ static double alltoall_direct(const config_platform *p, engine_group_shape s, do
 	return alltoall_alpha(p, s) + fmax(ti * scale[0], te * scale[1]);
 }
 
+/* Pairwise all-to-all: P - 1 rounds; round k sends bytes/P to i + k and receives from
+ * i - k, and a rank leaves it when both are done. Each round is timed by its busiest
+ * NIC: the group's ranks lie r per node in order, so on node 0 (every node alike) the
+ * ranks j < r whose peer of round k is off-node go out (in) through the NICs, as many
+ * times over as groups run side by side. With 2 nodes of 8 and a NIC per GPU every one of
+ * the 15 rounds has a remote send or receive (rank 0 receives across in rounds 1-8 and
+ * sends across in 8-15), so the exchange takes 15 NIC transfers, not the 8 of its remote
+ * peers; with 4 GPUs per NIC, round k's 1, 2, 3, 4, 3, 2, 1 flows add to the NIC's bytes. */
 static double alltoall_pairwise(const config_platform *p, engine_group_shape s, double bytes)
 {
-	int P = s.size, r = s.per_node;
+	int P = s.size, r = s.per_node < P ? s.per_node : P;
 	double c = bytes / P;
-	double t = (r - 1) * (p->intra.latency + c / intra_fanout_bw(p, 1));
-	t += (P - r) * (p->inter.latency + c / nic_share_bw(p, s.active_per_node) * leaf_penalty(p, P / r));
+	double t_intra = p->intra.latency + c / intra_fanout_bw(p, 1);
+	if (r >= P || r < 1)
+		return (P - 1) * t_intra;
+	int groups = s.active_per_node / r > 1 ? s.active_per_node / r : 1;
+	double leaf = leaf_penalty(p, P / r), t = 0;
+	for (int k = 1; k < P; k++) {
+		int out = 0, in = 0;
+		for (int j = 0; j < r; j++) {
+			out += (j + k) % P >= r;
+			in += (j - k + P) % P >= r;
+		}
+		int flows = (out > in ? out : in) * groups;
+		double t_remote = flows ? p->inter.latency + c / nic_share_bw(p, flows) * leaf : 0.0;
+		t += fmax(t_remote, t_intra);
+	}
 	return t;
 }
 

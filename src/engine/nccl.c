@@ -91,7 +91,7 @@ static const config_platform *tuner_platform(const config_platform *p, config_pl
 {
 	bool cal = p->nccl.tuner.set;
 	for (int k = 0; k < 2 && !cal; k++)
-		for (int i = 0; i < NCCL_PROTO_COUNT; i++)
+		for (int i = 0; i < CONFIG_CAL_ENTRIES; i++)
 			cal |= p->nccl.proto_cal[k][i].latency > 0 || p->nccl.proto_cal[k][i].bandwidth > 0;
 	if (!cal)
 		return p;
@@ -390,6 +390,30 @@ static bool proto_platform(const config_platform *p, nccl_proto pr, bool multi_n
 	return true;
 }
 
+/* The platform the chosen pair (a, pr) is timed on: p itself, or, where the calibration
+ * has an entry for the pair (config_cal_entry), p with that entry's latency and bandwidth
+ * in place of protocol pr's, field by field (the most specific entry wins; the protocol's
+ * entry, then the class's links, stand for what the pair's leaves out). */
+static const config_platform *pair_platform(const config_platform *p, nccl_algo a, nccl_proto pr, config_platform *buf)
+{
+	int e = config_cal_entry((int)a, (int)pr);
+	if (e < 0)
+		return p;
+	bool any = false;
+	for (int k = 0; k < 2; k++)
+		any |= p->nccl.proto_cal[k][e].latency > 0 || p->nccl.proto_cal[k][e].bandwidth > 0;
+	if (!any)
+		return p;
+	*buf = *p;
+	for (int k = 0; k < 2; k++) {
+		if (p->nccl.proto_cal[k][e].latency > 0)
+			buf->nccl.proto_cal[k][pr].latency = p->nccl.proto_cal[k][e].latency;
+		if (p->nccl.proto_cal[k][e].bandwidth > 0)
+			buf->nccl.proto_cal[k][pr].bandwidth = p->nccl.proto_cal[k][e].bandwidth;
+	}
+	return buf;
+}
+
 /* Ring family, spsim's ring: NCCL's choice among (algorithm, protocol), made by NCCL's
  * model on NCCL's view of the links (tuner_platform), and the time of the chosen pair on
  * the platform as calibrated: its links, and the chosen protocol's own calibrated
@@ -420,6 +444,8 @@ static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_gro
 	}
 	/* the time: the engines move the bytes at the physical ring's rate on p (ring/Simple's
 	 * algbw, busbw x P / steps), the scale turns that into the chosen pair's */
+	config_platform pbuf;
+	p = pair_platform(p, k.algo, k.proto, &pbuf);
 	if (tp != p)
 		ctx_init(&m, p, c, s, bytes, engine_ring_busbw(p, s));
 	double bw_rs = m.busbw * m.P / m.nsteps, bw = bw_rs;
@@ -517,7 +543,7 @@ typedef struct plat_key {
 	double intra_bw, pair_bw, intra_lat, nic_bw, inter_lat, msg_lat, oversub, overhead, hbm, eff_mem, eff_intra,
 		eff_inter;
 	int cc, channels, nvls, links_only, force_algo, force_proto, tuner_set;
-	double tuner[7], proto_cal[2][NCCL_PROTO_COUNT][2];
+	double tuner[7], proto_cal[2][CONFIG_CAL_ENTRIES][2];
 } plat_key;
 
 static void key_of(const config_platform *p, plat_key *k)
@@ -554,7 +580,7 @@ static void key_of(const config_platform *p, plat_key *k)
 		memcpy(k->tuner, t, sizeof t);
 	}
 	for (int c = 0; c < 2; c++)
-		for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++) {
+		for (int pr = 0; pr < CONFIG_CAL_ENTRIES; pr++) {
 			k->proto_cal[c][pr][0] = p->nccl.proto_cal[c][pr].latency;
 			k->proto_cal[c][pr][1] = p->nccl.proto_cal[c][pr].bandwidth;
 		}

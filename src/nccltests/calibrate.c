@@ -57,7 +57,7 @@ typedef struct fit_ctx {
 	double *times;
 	int n, cap;
 	bool inter; /* the class being fitted */
-	int proto;  /* the protocol whose own links are fitted (nccl_proto); -1: the class's */
+	int proto;  /* the `protocols:` entry whose own links are fitted (CONFIG_CAL_ENTRIES); -1: the class's */
 } fit_ctx;
 
 static double model_time(void *vctx, int i, double latency, double bandwidth)
@@ -357,30 +357,45 @@ static void choose_subset(const log_model *models, int n, const nccltests_calib_
 	*out = best;
 }
 
-/* The protocol NCCL's tuner picks for a log's size: its own model on the platform as
- * given (the choice does not depend on a calibration, engine/nccl.c); -1 where the log's
- * collective is not tuned (all-to-all, send/recv, spsim's own compositions). */
-static int tuned_proto(const log_model *m, double bytes)
+/* The (algorithm, protocol) NCCL's tuner picks for a log's size: its own model on the
+ * platform as given (the choice does not depend on a calibration, engine/nccl.c); false
+ * where the log's collective is not tuned (all-to-all, send/recv, spsim's own
+ * compositions). */
+static bool tuned_pair(const log_model *m, double bytes, int *algo, int *proto)
 {
 	if (m->alg != WL_ALG_RING || m->log->coll == WL_COLL_ALLTOALL || m->log->coll == WL_COLL_SENDRECV ||
 	    m->n_shapes < 1 || m->orig.nccl.links_only)
-		return -1;
-	return (int)nccl_cost_of(&m->orig, m->log->coll, m->alg, m->shapes[0], bytes).proto;
+		return false;
+	nccl_cost k = nccl_cost_of(&m->orig, m->log->coll, m->alg, m->shapes[0], bytes);
+	*algo = (int)k.algo;
+	*proto = (int)k.proto;
+	return true;
 }
 
-/* The rows of a protocol's region: usable, up to the fitted range's top, where the tuner
- * picks pr. The region reaches below the fitted range's bottom (-b): the class's fit
+/* A region: the sizes where the tuner picks protocol pr with an algorithm of `algos` (bit
+ * a for nccl_algo a). */
+typedef struct region {
+	int pr;
+	unsigned algos;
+} region;
+
+enum { ALL_ALGOS = (1u << NCCL_ALGO_P2P) - 1 };
+
+/* The rows of a region: usable, up to the fitted range's top, where the tuner picks one of
+ * its pairs. The region reaches below the fitted range's bottom (-b): the class's fit
  * starts at 1 MiB so as not to bend its one line to the launch-bound small sizes, while a
  * protocol's own line is alone on its sizes. */
-static bool in_region(const log_model *m, const nccltests_row *r, int col, const nccltests_calib_opts *o, int pr)
+static bool in_region(const log_model *m, const nccltests_row *r, int col, const nccltests_calib_opts *o, region g)
 {
 	double hi = o->max_bytes > 0 ? o->max_bytes : INFINITY;
-	return row_usable(r, col) && r->size <= hi && tuned_proto(m, r->size) == pr;
+	int a, pr;
+	return row_usable(r, col) && r->size <= hi && tuned_pair(m, r->size, &a, &pr) && pr == g.pr &&
+	       (g.algos >> a & 1u);
 }
 
-/* Largest relative error over protocol pr's region of the class's logs under cal, and
- * whether any size of any log is worse than the platform as given (as score_of). */
-static cand_score region_score(const log_model *models, int n, bool inter, int pr, const config_calibration *cal,
+/* Largest relative error over a region of the class's logs under cal, and whether any
+ * size of any log is worse than the platform as given (as score_of). */
+static cand_score region_score(const log_model *models, int n, bool inter, region g, const config_calibration *cal,
 			       const nccltests_calib_opts *o, bool check_worse)
 {
 	/* the largest error over the region's sizes in the fitted range, or over the whole
@@ -394,18 +409,18 @@ static cand_score region_score(const log_model *models, int n, bool inter, int p
 		config_apply_calibration(&p, cal);
 		for (int j = 0; j < m->log->n_rows; j++) {
 			const nccltests_row *r = &m->log->rows[j];
-			bool region = m->inter == inter && in_region(m, r, col, o, pr);
-			if (!row_usable(r, col) || (!region && !check_worse))
+			bool in = m->inter == inter && in_region(m, r, col, o, g);
+			if (!row_usable(r, col) || (!in && !check_worse))
 				continue;
 			double t = r->time_us[col] * 1e-6;
 			double e = fabs(log_time(m, &p, r->size) - t) / t;
 			if (check_worse && e > fabs(log_time(m, &m->orig, r->size) - t) / t + WORSE_TOL)
 				sc.worse = true;
-			if (region && r->size >= o->min_bytes) {
+			if (in && r->size >= o->min_bytes) {
 				n_hi++;
 				sc.max_fit = fmax(sc.max_fit, e);
 			}
-			if (region)
+			if (in)
 				all = fmax(all, e);
 		}
 	}
@@ -414,87 +429,156 @@ static cand_score region_score(const log_model *models, int n, bool inter, int p
 	return sc;
 }
 
-/* Each NCCL protocol's own links, per class: weighted least squares on the sizes where
- * the tuner picks the protocol (its region; at least 2 sizes, else the class's links stand
- * for it), each region on its own, the class's calibration already applied. With a
- * platform given, of the fitted latency and bandwidth the subset with the smallest largest
- * error over the region among those that make no size of any log worse is kept (the
- * regions are disjoint and the choice does not move, so each protocol is decided alone). */
-static bool fit_protocols(log_model *models, int n, const nccltests_calib_opts *o, config_calibration *out,
-			  nccltests_calib_report *rep, config_error *err)
+/* The points of a region of the class's logs into c; false when out of memory. */
+static bool region_points(fit_ctx *c, const nccltests_calib_opts *o, int n, region g)
 {
 	int col = o->in_place ? NCCLTESTS_IP : NCCLTESTS_OOP;
+	for (int m = 0; m < n; m++) {
+		if (c->models[m].inter != c->inter)
+			continue;
+		for (int j = 0; j < c->models[m].log->n_rows; j++) {
+			const nccltests_row *r = &c->models[m].log->rows[j];
+			if (in_region(&c->models[m], r, col, o, g) && !push_point(c, m, r->size, r->time_us[col] * 1e-6))
+				return false;
+		}
+	}
+	return true;
+}
+
+static int distinct_sizes(const fit_ctx *c)
+{
+	int d = 0;
+	for (int k = 0; k < c->n; k++) {
+		bool seen = false;
+		for (int j = 0; j < k && !seen; j++)
+			seen = c->bytes[j] == c->bytes[k];
+		d += !seen;
+	}
+	return d;
+}
+
+/* The distinct sizes of a region (-1: out of memory). */
+static int region_sizes(log_model *models, int n, bool inter, const nccltests_calib_opts *o, region g)
+{
+	fit_ctx c = {.models = models, .inter = inter, .proto = -1};
+	int d = region_points(&c, o, n, g) ? distinct_sizes(&c) : -1;
+	free(c.model_of), free(c.bytes), free(c.times);
+	return d;
+}
+
+static const char *const entry_names[CONFIG_CAL_ENTRIES] = {
+	"LL", "LL128", "Simple", "tree/LL", "tree/LL128", "tree/Simple", "ring/LL", "ring/LL128", "ring/Simple",
+	"NVLS/Simple"};
+
+const char *nccltests_entry_name(int e) { return e >= 0 && e < CONFIG_CAL_ENTRIES ? entry_names[e] : "?"; }
+
+/* Entry e's own links, fitted on region g with the calibration so far (out) applied: one
+ * weighted least squares, then, with a platform given, of the fitted latency and
+ * bandwidth the subset with the smallest largest error over the region among those that
+ * make no size of any log worse (the regions are disjoint and the choice does not move,
+ * so each entry is decided alone). A region of fewer than 2 sizes fits nothing. */
+static bool fit_entry(log_model *models, int n, const nccltests_calib_opts *o, bool inter, int e, region g,
+		      config_calibration *out, nccltests_calib_report *rep, config_error *err)
+{
+	nccltests_calib_class *cls = inter ? &rep->inter : &rep->intra;
+	const char *cname = inter ? "inter_node" : "intra_node";
 	for (int i = 0; i < n; i++) {
 		models[i].base = models[i].orig;
 		config_apply_calibration(&models[i].base, out);
 	}
-	for (int inter = 0; inter < 2; inter++) {
-		nccltests_calib_class *cls = inter ? &rep->inter : &rep->intra;
-		for (int pr = 0; pr < CONFIG_NCCL_PROTOS; pr++) {
-			fit_ctx c = {.models = models, .inter = inter, .proto = pr};
-			bool ok = true;
-			for (int m = 0; m < n && ok; m++) {
-				if (models[m].inter != (bool)inter)
-					continue;
-				for (int j = 0; j < models[m].log->n_rows && ok; j++) {
-					const nccltests_row *r = &models[m].log->rows[j];
-					if (in_region(&models[m], r, col, o, pr))
-						ok = push_point(&c, m, r->size, r->time_us[col] * 1e-6);
-				}
-			}
-			if (!ok) {
-				free(c.model_of), free(c.bytes), free(c.times);
-				return config_fail(err, "out of memory");
-			}
-			const config_platform *b = n > 0 ? &models[0].base : NULL;
-			int distinct = 0;
-			for (int k = 0; k < c.n; k++)
-				distinct += k == 0 || c.bytes[k] != c.bytes[k - 1];
-			config_error why;
-			if (distinct >= 2 && b) {
-				double L0 = inter ? b->inter.latency : b->intra.latency;
-				double B0 = inter ? config_platform_nic_bw(b) : config_platform_intra_bw(b);
-				cls->proto_fitted[pr] = nccltests_fit_model(model_time, &c, c.times, c.n, L0, B0,
-									    &cls->proto_fit[pr], &why);
-				if (!cls->proto_fitted[pr])
-					note(rep, "%s %s: the protocol's own links do not fit (%s); the class's stand for it",
-					     inter ? "inter_node" : "intra_node", nccl_proto_name((nccl_proto)pr), why.msg);
-			}
-			free(c.model_of), free(c.bytes), free(c.times);
-			if (!cls->proto_fitted[pr])
-				continue;
-			config_proto_link fitted = {.has_latency = true,
-						    .has_bw = true,
-						    .latency = fmax(cls->proto_fit[pr].latency, 1e-12),
-						    .bandwidth = cls->proto_fit[pr].bandwidth};
-			config_proto_link best = {0};
-			if (o->platform) { /* never worse: 0 both, 1 bandwidth, 2 latency, 3 none */
-				double best_err = INFINITY;
-				for (int k = 3; k >= 0; k--) {
-					config_calibration cal = *out;
-					config_proto_link cand = fitted;
-					cand.has_latency = k == 0 || k == 2;
-					cand.has_bw = k == 0 || k == 1;
-					cal.proto[inter][pr] = cand;
-					cand_score sc = region_score(models, n, inter, pr, &cal, o, true);
-					if (!sc.worse && sc.max_fit < best_err - 1e-12) {
-						best_err = sc.max_fit;
-						best = cand;
-					}
-				}
-				if (!best.has_latency || !best.has_bw)
-					note(rep, "%s %s: keeping the fitted %s only: the rest made some size worse than the "
-						  "platform as given",
-					     inter ? "inter_node" : "intra_node", nccl_proto_name((nccl_proto)pr),
-					     best.has_bw ? "bandwidth" : best.has_latency ? "latency" : "nothing");
-			} else {
-				best = fitted;
-			}
-			out->proto[inter][pr] = best;
-			cls->proto_kept_latency[pr] = best.has_latency;
-			cls->proto_kept_bw[pr] = best.has_bw;
-		}
+	fit_ctx c = {.models = models, .inter = inter, .proto = e};
+	if (!region_points(&c, o, n, g)) {
+		free(c.model_of), free(c.bytes), free(c.times);
+		return config_fail(err, "out of memory");
 	}
+	const config_platform *b = n > 0 ? &models[0].base : NULL;
+	config_error why;
+	if (distinct_sizes(&c) >= 2 && b) {
+		double L0 = inter ? b->inter.latency : b->intra.latency;
+		double B0 = inter ? config_platform_nic_bw(b) : config_platform_intra_bw(b);
+		cls->proto_fitted[e] = nccltests_fit_model(model_time, &c, c.times, c.n, L0, B0, &cls->proto_fit[e], &why);
+		if (!cls->proto_fitted[e])
+			note(rep, "%s %s: the entry's own links do not fit (%s); the %s stand for it", cname, entry_names[e],
+			     why.msg, e < CONFIG_NCCL_PROTOS ? "class's" : "protocol's or class's");
+	}
+	free(c.model_of), free(c.bytes), free(c.times);
+	if (!cls->proto_fitted[e])
+		return true;
+	config_proto_link fitted = {.has_latency = true,
+				    .has_bw = true,
+				    .latency = fmax(cls->proto_fit[e].latency, 1e-12),
+				    .bandwidth = cls->proto_fit[e].bandwidth};
+	config_proto_link best = {0};
+	if (o->platform) { /* never worse: 0 both, 1 bandwidth, 2 latency, 3 none */
+		double best_err = INFINITY;
+		for (int k = 3; k >= 0; k--) {
+			config_calibration cal = *out;
+			config_proto_link cand = fitted;
+			cand.has_latency = k == 0 || k == 2;
+			cand.has_bw = k == 0 || k == 1;
+			cal.proto[inter][e] = cand;
+			cand_score sc = region_score(models, n, inter, g, &cal, o, true);
+			if (!sc.worse && sc.max_fit < best_err - 1e-12) {
+				best_err = sc.max_fit;
+				best = cand;
+			}
+		}
+		if (!best.has_latency || !best.has_bw)
+			note(rep, "%s %s: keeping the fitted %s only: the rest made some size worse than the platform as given",
+			     cname, entry_names[e], best.has_bw ? "bandwidth" : best.has_latency ? "latency" : "nothing");
+	} else {
+		best = fitted;
+	}
+	out->proto[inter][e] = best;
+	cls->proto_kept_latency[e] = best.has_latency;
+	cls->proto_kept_bw[e] = best.has_bw;
+	return true;
+}
+
+/* Each NCCL protocol's own links, per class, the class's calibration applied. Where the
+ * tuner runs a protocol with one algorithm on the logs' sizes, the protocol's entry is
+ * fitted on its region (all its sizes). Where it runs it with several (Simple as ring and
+ * NVLS on an NVSwitch-3 node), each (algorithm, protocol) region of at least 2 sizes gets
+ * its own entry, and the protocol's entry is fitted on the rest (the pairs of fewer
+ * sizes; on the whole protocol region when the rest holds fewer than 2), first, so that
+ * the pairs' entries then override it on their own sizes. */
+static bool fit_protocols(log_model *models, int n, const nccltests_calib_opts *o, config_calibration *out,
+			  nccltests_calib_report *rep, config_error *err)
+{
+	for (int inter = 0; inter < 2; inter++)
+		for (int pr = 0; pr < CONFIG_NCCL_PROTOS; pr++) {
+			unsigned seen = 0, own = 0;
+			int n_seen = 0;
+			for (int a = 0; a < NCCL_ALGO_P2P; a++) {
+				int d = region_sizes(models, n, inter, o, (region){pr, 1u << a});
+				if (d < 0)
+					return config_fail(err, "out of memory");
+				if (d > 0) {
+					seen |= 1u << a;
+					n_seen++;
+				}
+				if (d >= 2 && config_cal_entry(a, pr) >= 0)
+					own |= 1u << a;
+			}
+			if (n_seen < 2) /* one algorithm: the protocol is not ambiguous */
+				own = 0;
+			unsigned rest = seen & ~own;
+			if (own == 0 || rest) {
+				region g = {pr, own == 0 ? ALL_ALGOS : rest};
+				int d = region_sizes(models, n, inter, o, g);
+				if (d < 0)
+					return config_fail(err, "out of memory");
+				if (d < 2)
+					g.algos = ALL_ALGOS;
+				if (!fit_entry(models, n, o, inter, pr, g, out, rep, err))
+					return false;
+			}
+			for (int a = 0; a < NCCL_ALGO_P2P; a++)
+				if ((own >> a & 1u) &&
+				    !fit_entry(models, n, o, inter, config_cal_entry(a, pr), (region){pr, 1u << a}, out, rep,
+					       err))
+					return false;
+		}
 	return true;
 }
 
@@ -614,13 +698,13 @@ void nccltests_protocols_text(const nccltests_calib_class *k, char *buf, size_t 
 	size_t at = 0;
 	if (len)
 		buf[0] = '\0';
-	for (int pr = 0; pr < CONFIG_NCCL_PROTOS && at < len; pr++) {
+	for (int pr = 0; pr < CONFIG_CAL_ENTRIES && at < len; pr++) {
 		if (!k->proto_fitted[pr])
 			continue;
 		const nccltests_fit *f = &k->proto_fit[pr];
 		int w = snprintf(buf + at, len - at, "%s%s latency %.3g us%s, bandwidth %.4g GB/s%s (largest error %.1f%% over "
 						     "%d points)",
-				 at ? "; " : "", nccl_proto_name((nccl_proto)pr), f->latency * 1e6,
+				 at ? "; " : "", entry_names[pr], f->latency * 1e6,
 				 k->proto_kept_latency[pr] ? "" : " (not kept)", f->bandwidth / 1e9,
 				 k->proto_kept_bw[pr] ? "" : " (not kept)", f->max_rel * 100, f->n_points);
 		if (w < 0)

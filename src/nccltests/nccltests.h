@@ -153,12 +153,12 @@ typedef struct nccltests_calib_class {
 	bool fitted;
 	nccltests_fit fit;
 	int n_logs;
-	/* Per NCCL protocol (LL, LL128, Simple): its own (latency, bandwidth) fitted on the
-	 * sizes of the fitted range where NCCL's tuner picks it (at least 2), and what of it
-	 * the never-worse rule kept (calibration `protocols:`). */
-	bool proto_fitted[CONFIG_NCCL_PROTOS];
-	bool proto_kept_latency[CONFIG_NCCL_PROTOS], proto_kept_bw[CONFIG_NCCL_PROTOS];
-	nccltests_fit proto_fit[CONFIG_NCCL_PROTOS];
+	/* Per `protocols:` entry (CONFIG_CAL_ENTRIES: LL, LL128, Simple, then the (algorithm,
+	 * protocol) pairs): its own (latency, bandwidth) fitted on the sizes where NCCL's tuner
+	 * picks it (at least 2), and what of it the never-worse rule kept. */
+	bool proto_fitted[CONFIG_CAL_ENTRIES];
+	bool proto_kept_latency[CONFIG_CAL_ENTRIES], proto_kept_bw[CONFIG_CAL_ENTRIES];
+	nccltests_fit proto_fit[CONFIG_CAL_ENTRIES];
 } nccltests_calib_class;
 
 typedef struct nccltests_calib_report {
@@ -172,6 +172,10 @@ typedef struct nccltests_calib_report {
  * the platform with the log's GPUs per node and nodes, one group of all ranks. */
 bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_calib_opts *opts,
 			 config_calibration *out, nccltests_calib_report *rep, config_error *err);
+
+/* A `protocols:` entry's name for the user: "LL", "LL128", "Simple", "ring/Simple",
+ * "NVLS/Simple", ... */
+const char *nccltests_entry_name(int entry);
 
 /* The per-protocol links a class kept, for the user: "LL128 latency 1.47 us, bandwidth
  * 124.3 GB/s; Simple ..." ("" when none was fitted). */
