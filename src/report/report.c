@@ -112,9 +112,9 @@ json_t *report_run_json(const report_run *r)
 	/* sp and zero are the buffers handed to NCCL (nccl-tests' sizes); the *_wire_* fields
 	 * are the bytes this GPU sends to other GPUs and other nodes (workload_wire_bytes). */
 	json_object_set_new(o, "comm_bytes_per_gpu",
-			    json_pack("{s:f, s:f, s:f, s:i, s:i, s:f, s:f, s:f, s:f}", "sp", v.sp_bytes, "sp_off_gpu",
-				      v.sp_off_gpu, "zero", v.zero_bytes, "sp_collectives", v.sp_collectives,
-				      "zero_collectives", v.zero_collectives, "sp_wire_off_gpu", v.sp_wire_off_gpu,
+			    json_pack("{s:f, s:f, s:f, s:I, s:I, s:f, s:f, s:f, s:f}", "sp", v.sp_bytes, "sp_off_gpu",
+				      v.sp_off_gpu, "zero", v.zero_bytes, "sp_collectives", (json_int_t)v.sp_collectives,
+				      "zero_collectives", (json_int_t)v.zero_collectives, "sp_wire_off_gpu", v.sp_wire_off_gpu,
 				      "sp_wire_off_node", v.sp_wire_off_node, "zero_wire_off_gpu", v.zero_wire_off_gpu,
 				      "zero_wire_off_node", v.zero_wire_off_node));
 	json_object_set_new(o, "memory_bytes",

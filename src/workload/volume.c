@@ -101,12 +101,12 @@ void workload_volume_on(const workload_plan *plan, int gpus_per_node, workload_v
 				v->sp_off_gpu += P > 0 ? op->bytes * (P - 1) / P * times : 0;
 				v->sp_wire_off_gpu += g * times;
 				v->sp_wire_off_node += n * times;
-				v->sp_collectives += (int)times;
+				v->sp_collectives += (long long)times;
 			} else {
 				v->zero_bytes += op->bytes * times;
 				v->zero_wire_off_gpu += g * times;
 				v->zero_wire_off_node += n * times;
-				v->zero_collectives += (int)times * op->chunks;
+				v->zero_collectives += (long long)times * op->chunks;
 			}
 		}
 	}

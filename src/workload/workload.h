@@ -301,7 +301,7 @@ double workload_program_flops(const workload_program *prog);
 typedef struct workload_volume {
 	double sp_bytes, sp_off_gpu, zero_bytes;
 	double sp_wire_off_gpu, sp_wire_off_node, zero_wire_off_gpu, zero_wire_off_node;
-	int sp_collectives, zero_collectives;
+	long long sp_collectives, zero_collectives; /* calls: a 1-element bucket makes billions */
 } workload_volume;
 /* gpus_per_node places ranks contiguously; 0 leaves the off-node fields 0. */
 void workload_volume_on(const workload_plan *plan, int gpus_per_node, workload_volume *out);
