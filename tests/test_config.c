@@ -481,6 +481,18 @@ START_TEST(platform_fixtures_ok)
 	p = load_platform_fixture("platform_zero_reserve.yaml"); /* 0 is a declared reserve */
 	ck_assert(p.has_memory_reserve);
 	ck_assert_double_eq(p.memory_reserve, 0);
+	/* a size that may be 0 takes 0 bare or with a unit alike; below 0 it is refused */
+	{
+		double z = -1;
+		config_error ze;
+		ck_assert(config_parse_size_or_zero("0", &z, &ze) && z == 0);
+		z = -1;
+		ck_assert_msg(config_parse_size_or_zero("0GB", &z, &ze) && z == 0, "%s", ze.msg);
+		ck_assert(config_parse_size_or_zero("2GiB", &z, &ze) && z == 2.0 * 1073741824.0);
+		ck_assert(!config_parse_size_or_zero("-1GB", &z, &ze));
+		ck_assert_ptr_nonnull(strstr(ze.msg, "must be positive"));
+		ck_assert(!config_parse_quantity("0GB", CONFIG_UNIT_SIZE, &z, &ze)); /* sizes elsewhere stay > 0 */
+	}
 	/* nvlink-mesh with 50 GB/s pairs and 4 GPUs: 3 x 50 = 150 GB/s per GPU. */
 	p = load_platform_fixture("platform_mesh.yaml");
 	ck_assert_int_eq(p.intra.fabric, CONFIG_FABRIC_NVLINK_MESH);

@@ -170,7 +170,8 @@ static size_t number_length(const char *s)
 	return i;
 }
 
-bool config_parse_quantity(const char *text, config_unit_kind kind, double *out, config_error *err)
+/* A number with a unit of `kind`; zero (with a unit: 0GB) only when allow_zero. */
+static bool parse_quantity(const char *text, config_unit_kind kind, bool allow_zero, double *out, config_error *err)
 {
 	const char *noun = kind_noun[kind], *ex = kind_example[kind];
 	if (!text)
@@ -212,10 +213,15 @@ bool config_parse_quantity(const char *text, config_unit_kind kind, double *out,
 	double r = v * scale;
 	if (!isfinite(v) || !isfinite(r))
 		return config_fail(err, "'%s' is out of range, expected %s such as %s", text, noun, ex);
-	if (!(r > 0))
+	if (!(r > 0) && !(allow_zero && r == 0))
 		return config_fail(err, "'%s' must be positive, expected %s such as %s", text, noun, ex);
 	*out = r;
 	return true;
+}
+
+bool config_parse_quantity(const char *text, config_unit_kind kind, double *out, config_error *err)
+{
+	return parse_quantity(text, kind, false, out, err);
 }
 
 bool config_parse_size_or_zero(const char *text, double *out, config_error *err)
@@ -232,7 +238,7 @@ bool config_parse_size_or_zero(const char *text, double *out, config_error *err)
 			return true;
 		}
 	}
-	if (config_parse_quantity(text, CONFIG_UNIT_SIZE, out, err))
+	if (parse_quantity(text, CONFIG_UNIT_SIZE, true, out, err))
 		return true;
 	if (err) { /* say that 0 is allowed too */
 		size_t n = strlen(err->msg);
