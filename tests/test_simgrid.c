@@ -1340,6 +1340,28 @@ START_TEST(identical_layers_extrapolate_exactly)
 }
 END_TEST
 
+/* The model on p (nodes as given) with job: the extrapolated run equals the simulation of
+ * every layer on every field, and its exposed ZeRO time is positive. */
+static void expect_extrapolation_exact(const char *model, const config_platform *p, config_job job)
+{
+	config_model m;
+	config_error err;
+	ck_assert(config_load_model(model, &m, &err));
+	ck_assert_msg(workload_check(&m, p, &job, &err), "%s", err.msg);
+	workload_plan plan;
+	ck_assert(workload_plan_make(&m, p, &job, &plan, &err));
+	engine_input in = {.model = &m, .platform = p, .job = &job, .plan = &plan};
+	engine_simgrid_options o;
+	engine_simgrid_options_default(&o);
+	engine_result fast, full;
+	ck_assert_msg(engine_simgrid_run_opt(&in, &o, &fast, NULL, &err), "%s", err.msg);
+	o.repeat = false;
+	ck_assert_msg(engine_simgrid_run_opt(&in, &o, &full, NULL, &err), "%s", err.msg);
+	ck_assert(full.breakdown.zero_comm_exposed > 0 && fast.breakdown.zero_comm_exposed > 0);
+	expect_same_result(&fast, &full);
+	workload_plan_finish(&plan);
+}
+
 START_TEST(a_linear_transient_is_not_extrapolated)
 {
 	/* Llama-3.2-3B (28 layers), ring attention over 8 H100s, ZeRO-3, 8K x 2: the exposed
@@ -1349,24 +1371,10 @@ START_TEST(a_linear_transient_is_not_extrapolated)
 	 * -13 ms of exposed ZeRO communication. No field of a steady state can fall from one
 	 * period to the next (each totals non-negative amounts), so the window is refused and
 	 * the result equals the simulation of every layer. */
-	config_model m;
 	config_platform p;
 	config_error err;
-	ck_assert(config_load_model("llama-3.2-3b", &m, &err) && config_load_platform("dgx-h100", &p, &err));
-	config_job job = tu_job(CONFIG_STRATEGY_RING, 8, 8, 2, 8192, 3);
-	ck_assert_msg(workload_check(&m, &p, &job, &err), "%s", err.msg);
-	workload_plan plan;
-	ck_assert(workload_plan_make(&m, &p, &job, &plan, &err));
-	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
-	engine_simgrid_options o;
-	engine_simgrid_options_default(&o);
-	engine_result fast, full;
-	ck_assert_msg(engine_simgrid_run_opt(&in, &o, &fast, NULL, &err), "%s", err.msg);
-	o.repeat = false;
-	ck_assert_msg(engine_simgrid_run_opt(&in, &o, &full, NULL, &err), "%s", err.msg);
-	ck_assert(full.breakdown.zero_comm_exposed > 0);
-	expect_same_result(&fast, &full);
-	workload_plan_finish(&plan);
+	ck_assert(config_load_platform("dgx-h100", &p, &err));
+	expect_extrapolation_exact("llama-3.2-3b", &p, tu_job(CONFIG_STRATEGY_RING, 8, 8, 2, 8192, 3));
 }
 END_TEST
 
@@ -1376,25 +1384,11 @@ START_TEST(extrapolation_never_yields_a_negative_total)
 	 * Llama-3.2-1B: windows of 1-4 layers look periodic, but extrapolated to 16 layers the
 	 * ZeRO exposure comes out negative (-7 ms), so that window was no period. The engine
 	 * goes on to the next window or the full run: a valid result, equal to the full run's. */
-	config_model m;
 	config_platform p;
 	config_error err;
-	ck_assert(config_load_model("llama-3.2-1b", &m, &err) && config_load_platform("dgx-h100", &p, &err));
+	ck_assert(config_load_platform("dgx-h100", &p, &err));
 	p.nodes = 2;
-	config_job job = tu_job(CONFIG_STRATEGY_USP, 16, 16, 1, 65536, 3);
-	ck_assert_msg(workload_check(&m, &p, &job, &err), "%s", err.msg);
-	workload_plan plan;
-	ck_assert(workload_plan_make(&m, &p, &job, &plan, &err));
-	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
-	engine_simgrid_options o;
-	engine_simgrid_options_default(&o);
-	engine_result fast, full;
-	ck_assert_msg(engine_simgrid_run_opt(&in, &o, &fast, NULL, &err), "%s", err.msg);
-	o.repeat = false;
-	ck_assert_msg(engine_simgrid_run_opt(&in, &o, &full, NULL, &err), "%s", err.msg);
-	ck_assert(fast.breakdown.zero_comm_exposed >= 0);
-	expect_same_result(&fast, &full);
-	workload_plan_finish(&plan);
+	expect_extrapolation_exact("llama-3.2-1b", &p, tu_job(CONFIG_STRATEGY_USP, 16, 16, 1, 65536, 3));
 }
 END_TEST
 
