@@ -796,6 +796,17 @@ static void analytic_fields(const grid_point *g, double *v)
 	workload_plan_finish(&plan);
 }
 
+/* g checked, then run by both engines: want (analytic) and got (SimGrid, in a child). */
+static void both_engines(grid_point *g, double *want, double *got)
+{
+	config_error err;
+	ck_assert_msg(workload_check(&g->m, &g->p, &g->job, &err), "%s", err.msg);
+	analytic_fields(g, want);
+	run_ctx c = {.g = g};
+	engine_simgrid_options_default(&c.opt);
+	in_child(plan_child, &c, got, F_N);
+}
+
 static void assert_fields_close(const double *got, const double *want, double rel, const char *what)
 {
 	for (int k = 0; k < F_N; k++) {
@@ -830,13 +841,8 @@ START_TEST(engines_agree_on_contention_free_cases)
 				g.job.zero_overlap = 0;
 				g.job.recompute = (f + z) % 2 ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
 				g.job.grad_accum = 1 + (j + z) % 2;
-				config_error err;
-				ck_assert_msg(workload_check(&g.m, &g.p, &g.job, &err), "%s", err.msg);
 				double want[F_N], got[F_N];
-				analytic_fields(&g, want);
-				run_ctx c = {.g = &g};
-				engine_simgrid_options_default(&c.opt);
-				in_child(plan_child, &c, got, F_N);
+				both_engines(&g, want, got);
 				char what[128];
 				snprintf(what, sizeof what, "fabric %d job %d zero %d", f, j, z);
 				assert_fields_close(got, want, 0.01, what);
@@ -872,13 +878,8 @@ START_TEST(engines_agree_with_memory_techniques)
 			g.job.offload_activations = true;
 			if (k == 2)
 				g.job.tile_mlp = g.job.tile_logits = 4;
-			config_error err;
-			ck_assert_msg(workload_check(&g.m, &g.p, &g.job, &err), "%s", err.msg);
 			double want[F_N], got[F_N];
-			analytic_fields(&g, want);
-			run_ctx c = {.g = &g};
-			engine_simgrid_options_default(&c.opt);
-			in_child(plan_child, &c, got, F_N);
+			both_engines(&g, want, got);
 			char what[128];
 			snprintf(what, sizeof what, "host bandwidth %g, case %d", bw[b], k);
 			assert_fields_close(got, want, 0.01, what);
@@ -895,10 +896,7 @@ START_TEST(engines_agree_with_memory_techniques)
 	g.job.zero_overlap = 0;
 	g.job.recompute = CONFIG_RECOMPUTE_SELECTIVE;
 	double want[F_N], got[F_N];
-	analytic_fields(&g, want);
-	run_ctx c = {.g = &g};
-	engine_simgrid_options_default(&c.opt);
-	in_child(plan_child, &c, got, F_N);
+	both_engines(&g, want, got);
 	assert_fields_close(got, want, 0.01, "selective");
 	ck_assert_int_eq(points, 6);
 	ck_assert(exposed[0] < 1e-3);  /* hidden behind compute */
@@ -928,13 +926,8 @@ START_TEST(engines_agree_on_zero3_per_submodule_fetch)
 			g.job.prefetch_bucket_elems = 5e6;
 			g.job.recompute = rc ? CONFIG_RECOMPUTE_FULL : CONFIG_RECOMPUTE_NONE;
 			g.job.zero3_prefetch = style ? CONFIG_ZERO3_PREFETCH_LAYER : CONFIG_ZERO3_PREFETCH_DEEPSPEED;
-			config_error err;
-			ck_assert_msg(workload_check(&g.m, &g.p, &g.job, &err), "%s", err.msg);
 			double want[F_N], got[F_N];
-			analytic_fields(&g, want);
-			run_ctx c = {.g = &g};
-			engine_simgrid_options_default(&c.opt);
-			in_child(plan_child, &c, got, F_N);
+			both_engines(&g, want, got);
 			ck_assert_msg(fabs(got[F_STEP] - want[F_STEP]) <= 0.05 * want[F_STEP],
 				      "style %d recompute %d: simgrid %.9g, analytic %.9g", style, rc, got[F_STEP], want[F_STEP]);
 			ck_assert_msg(fabs(got[F_ZERO_EXP] - want[F_ZERO_EXP]) <= 0.05 * want[F_ZERO_EXP],

@@ -233,6 +233,13 @@ typedef struct cand_score {
 	bool worse;     /* some size of some log worse than uncalibrated */
 } cand_score;
 
+/* |model - measured| / measured for a row of m's log on platform p. */
+static double row_error(const log_model *m, const config_platform *p, const nccltests_row *r, int col)
+{
+	double t = r->time_us[col] * 1e-6;
+	return fabs(log_time(m, p, r->size) - t) / t;
+}
+
 static cand_score score_of(const log_model *models, int n, const config_calibration *cal, const nccltests_calib_opts *o)
 {
 	cand_score sc = {0, false};
@@ -246,10 +253,8 @@ static cand_score score_of(const log_model *models, int n, const config_calibrat
 			const nccltests_row *r = &m->log->rows[j];
 			if (!row_usable(r, col))
 				continue;
-			double t = r->time_us[col] * 1e-6;
-			double e = fabs(log_time(m, &p, r->size) - t) / t;
-			double eu = fabs(log_time(m, &m->orig, r->size) - t) / t;
-			if (e > eu + WORSE_TOL)
+			double e = row_error(m, &p, r, col);
+			if (e > row_error(m, &m->orig, r, col) + WORSE_TOL)
 				sc.worse = true;
 			if (r->size >= lo && r->size <= hi && e > sc.max_fit)
 				sc.max_fit = e;
@@ -412,9 +417,8 @@ static cand_score region_score(const log_model *models, int n, bool inter, regio
 			bool in = m->inter == inter && in_region(m, r, col, o, g);
 			if (!row_usable(r, col) || (!in && !check_worse))
 				continue;
-			double t = r->time_us[col] * 1e-6;
-			double e = fabs(log_time(m, &p, r->size) - t) / t;
-			if (check_worse && e > fabs(log_time(m, &m->orig, r->size) - t) / t + WORSE_TOL)
+			double e = row_error(m, &p, r, col);
+			if (check_worse && e > row_error(m, &m->orig, r, col) + WORSE_TOL)
 				sc.worse = true;
 			if (in && r->size >= o->min_bytes) {
 				n_hi++;
