@@ -203,8 +203,11 @@ START_TEST(nccl_protocol_switches_where_its_model_does)
 	ck_assert_int_eq(nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 0.99 * s3).algo, NCCL_ALGO_RING);
 	nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1.01 * s3);
 	ck_assert_int_eq(k.algo, NCCL_ALGO_NVLS);
+	/* ... and runs it as one loop (139 kB < 16 channels x 8 heads x 16 KiB = 2 MiB) whose
+	 * scatter, reduce and gather stages follow one another: 3 x bytes / algbw, where
+	 * NCCL's model counts 1 (nvls_mid_sizes_pay_the_pipeline_fill) */
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 1.01 * s3),
-			23e-6 + 1.01 * s3 / (100e9 * 5 / 6), 1e-9);
+			23e-6 + 3 * 1.01 * s3 / (100e9 * 5 / 6), 1e-9);
 	/* forcing: --alg ring --proto Simple gives the ring's Simple time at any size */
 	p.nccl.force_algo = NCCL_ALGO_RING + 1;
 	p.nccl.force_proto = NCCL_PROTO_SIMPLE + 1;
@@ -252,6 +255,46 @@ START_TEST(nccl_a100_mid_sizes_switch_from_ll128_to_simple)
 	/* Blackwell (100): NCCL 2.19's LL128 switch has no case for it, so 16 MiB runs Simple */
 	p.nccl.compute_capability = 100;
 	ck_assert_int_eq(nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 16 * MiB).proto, NCCL_PROTO_SIMPLE);
+}
+END_TEST
+
+START_TEST(nvls_mid_sizes_pay_the_pipeline_fill)
+{
+	/* One-node NVLS all-reduce (hand platform: 8 GPUs, 100 GB/s, compute capability 90,
+	 * NVLink SHARP, NCCL's 3.4 us step, so NVLS is 23 us at algbw 100 x 5/6 = 83.33 GB/s).
+	 * NCCL's kernel (src/device/all_reduce.h) pipelines scatter, reduce and gather over
+	 * loops of 16 channels x 8 heads x chunk, the chunk set by src/enqueue.cc: 128 KiB,
+	 * 64 KiB below 64 x 128 x 128 KiB = 1 GiB, 32 KiB below 8 x 128 x 64 KiB = 64 MiB,
+	 * 16 KiB below 2 x 128 x 32 KiB = 8 MiB. n loops take n + 2 stage times, so the time is
+	 * 23 us + bytes / algbw + 2 x min(bytes, loop) / algbw:
+	 *   1 MiB:          one partial loop (2 MiB):      23 + 3 x 12.58 = 60.75 us
+	 *   8 MiB - 1 kiB:  16 KiB chunks, loop 2 MiB:    + 2 x 25.17 us
+	 *   8 MiB:          32 KiB chunks, loop 4 MiB:    + 2 x 50.33 us
+	 *   64 MiB:         64 KiB chunks, loop 8 MiB;  1 GiB: 128 KiB chunks, loop 16 MiB.
+	 * The fill is NCCL's kernel, not its tuner: the choice stays NVLS at every size. */
+	config_platform p = tu_platform(1, 8, 1);
+	p.nccl.compute_capability = 90;
+	p.nccl.nvls = true;
+	p.intra.latency = 3.4e-6;
+	engine_group_shape s = shape(8, 8, 8);
+	double MiB = 1048576, bw = 100e9 * 5 / 6;
+	const struct {
+		double bytes, loop;
+	} want[] = {{1 * MiB, 2 * MiB},	 {8 * MiB - 1024, 2 * MiB}, {8 * MiB, 4 * MiB}, {64 * MiB - 1024, 4 * MiB},
+		    {64 * MiB, 8 * MiB}, {1024 * MiB - 1024, 8 * MiB}, {1024 * MiB, 16 * MiB}};
+	for (int i = 0; i < 7; i++) {
+		double b = want[i].bytes;
+		ck_assert_int_eq(nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, b).algo, NCCL_ALGO_NVLS);
+		ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, b),
+				23e-6 + b / bw + 2 * fmin(b, want[i].loop) / bw, 1e-9);
+	}
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, MiB), 60.75e-6, 1e-4);
+	/* the fill belongs to one-node all-reduce (the kernel read): NVLS all-gather keeps
+	 * NCCL's latency alone */
+	p.nccl.force_algo = NCCL_ALGO_NVLS + 1;
+	nccl_cost g = nccl_cost_of(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, 64 * MiB);
+	ck_assert_int_eq(g.algo, NCCL_ALGO_NVLS);
+	ck_assert_close(g.latency, 23e-6, 1e-9);
 }
 END_TEST
 
@@ -849,6 +892,7 @@ int main(void)
 	tcase_add_test(tc, nccl_protocol_switches_where_its_model_does);
 	tcase_add_test(tc, nccl_a100_mid_sizes_switch_from_ll128_to_simple);
 	tcase_add_test(tc, nccl_launches_fewer_channels_for_small_messages);
+	tcase_add_test(tc, nvls_mid_sizes_pay_the_pipeline_fill);
 	tcase_add_test(tc, two_node_all_reduce_takes_the_tree);
 	tcase_add_test(tc, nvls_tree_across_nodes);
 	tcase_add_test(tc, transport_message_latency_on_every_network_hop);

@@ -414,6 +414,39 @@ static const config_platform *pair_platform(const config_platform *p, nccl_algo 
 	return buf;
 }
 
+/* NVLS all-reduce's chunk (src/enqueue.cc, the NCCL_ALGO_NVLS branch of computeColl in
+ * 2.18-2.19 and of the chunk computation in later releases, the same rule): 128 KiB
+ * (nvlsChunkSize), then 64, 32 and 16 KiB while nBytes < 64, 8 and 2 x concurrentOps x
+ * chunk, concurrentOps = NVLS channels x heads (the node's ranks). */
+static double nvls_chunk(int heads, double bytes)
+{
+	double ops = (double)nvls_channels * heads, chunk = 131072;
+	if (bytes < 64 * ops * chunk && chunk > 65536)
+		chunk = 65536;
+	if (bytes < 8 * ops * chunk && chunk > 32768)
+		chunk = 32768;
+	if (bytes < 2 * ops * chunk && chunk > 16384)
+		chunk = 16384;
+	return chunk;
+}
+
+/* The fill and drain of one-node NVLS all-reduce's pipeline, s. NCCL's kernel
+ * (src/device/all_reduce.h, RunWorkElement<AllReduce, NVLS, Simple>) splits each
+ * channel's threads into three warp groups that run one after the other on every loop of
+ * nChannels x nHeads x chunk bytes: scatter (the input to the heads' NVLS buffers),
+ * reduce (multimem load-reduce and multicast store of the rank's own chunk) and gather
+ * (the reduced chunks to the output). They overlap across loops through the NCCL_STEPS
+ * buffer slots, so n loops take n + 2 stage times where NCCL's model (tuning.cc: one
+ * latency plus bytes / bandwidth) counts n. Each stage is taken at the pipeline's rate
+ * (the pair's algbw), so the two extra stages cost 2 x min(bytes, loop) / algbw: a call
+ * smaller than one loop runs its three stages in turn. Derivation and measured curves:
+ * docs/fidelity.md, "The mid-size gap". */
+static double nvls_pipeline_fill(int heads, double bytes, double algbw)
+{
+	double loop = (double)nvls_channels * heads * nvls_chunk(heads, bytes);
+	return algbw > 0 ? 2.0 * fmin(bytes, loop) / algbw : 0.0;
+}
+
 /* Ring family, spsim's ring: NCCL's choice among (algorithm, protocol), made by NCCL's
  * model on NCCL's view of the links (tuner_platform), and the time of the chosen pair on
  * the platform as calibrated: its links, and the chosen protocol's own calibrated
@@ -457,6 +490,8 @@ static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_gro
 	k.latency = 0;
 	if (pair_time(&m, k.algo, k.proto, &k.latency, &bw) < 0)
 		bw = bw_rs;
+	if (k.algo == NCCL_ALGO_NVLS && c == WL_COLL_ALLREDUCE && m.nodes == 1 && !m.lat_cal[k.proto])
+		k.latency += nvls_pipeline_fill(m.P, bytes, bw);
 	k.scale[0] = k.scale[1] = bw_rs / bw;
 	/* NCCL chooses on the full channel count and then launches fewer channels for a small
 	 * message (nccl_launch_channels); each carries its share of the bandwidth, so the
