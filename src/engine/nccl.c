@@ -490,7 +490,7 @@ static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_gro
 	k.latency = 0;
 	if (pair_time(&m, k.algo, k.proto, &k.latency, &bw) < 0)
 		bw = bw_rs;
-	if (k.algo == NCCL_ALGO_NVLS && c == WL_COLL_ALLREDUCE && m.nodes == 1 && !m.lat_cal[k.proto])
+	if (k.algo == NCCL_ALGO_NVLS && c == WL_COLL_ALLREDUCE && m.nodes == 1)
 		k.latency += nvls_pipeline_fill(m.P, bytes, bw);
 	k.scale[0] = k.scale[1] = bw_rs / bw;
 	/* NCCL chooses on the full channel count and then launches fewer channels for a small
