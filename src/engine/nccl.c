@@ -437,10 +437,11 @@ static double nvls_chunk(int heads, double bytes)
  * reduce (multimem load-reduce and multicast store of the rank's own chunk) and gather
  * (the reduced chunks to the output). They overlap across loops through the NCCL_STEPS
  * buffer slots, so n loops take n + 2 stage times where NCCL's model (tuning.cc: one
- * latency plus bytes / bandwidth) counts n. Each stage is taken at the pipeline's rate
- * (the pair's algbw), so the two extra stages cost 2 x min(bytes, loop) / algbw: a call
- * smaller than one loop runs its three stages in turn. Derivation and measured curves:
- * docs/fidelity.md, "The mid-size gap". */
+ * latency plus bytes / bandwidth) counts n. The kernel sizes the groups to keep pace with
+ * one another (6, 5 and 5 of its 16 warps with more than 6 ranks), so each stage is taken
+ * at the pipeline's rate (the pair's algbw) and the two extra stages cost
+ * 2 x min(bytes, loop) / algbw: a call smaller than one loop runs its three stages in
+ * turn. Derivation and measured curves: docs/fidelity.md, "One-node NVLS all-reduce". */
 static double nvls_pipeline_fill(int heads, double bytes, double algbw)
 {
 	double loop = (double)nvls_channels * heads * nvls_chunk(heads, bytes);
