@@ -435,8 +435,12 @@ static double nvls_chunk(int heads, double bytes)
  * channel's threads into three warp groups that run one after the other on every loop of
  * nChannels x nHeads x chunk bytes: scatter (the input to the heads' NVLS buffers),
  * reduce (multimem load-reduce and multicast store of the rank's own chunk) and gather
- * (the reduced chunks to the output). They overlap across loops through the NCCL_STEPS
- * buffer slots, so n loops take n + 2 stage times where NCCL's model (tuning.cc: one
+ * (the reduced chunks to the output). A group posts a loop's chunk only once it has
+ * handled it for every head (src/device/prims_simple.h ScatterGatherOp: one wait, the
+ * copies to all peers, one post per slice, and NVLS runs one slice per chunk,
+ * ProtoSimple<1, 1>), so within a loop the stages follow one another; across loops they
+ * overlap through the NCCL_STEPS buffer slots, so n loops take n + 2 stage times where
+ * NCCL's model (tuning.cc: one
  * latency plus bytes / bandwidth) counts n. The kernel sizes the groups to keep pace with
  * one another (6, 5 and 5 of its 16 warps with more than 6 ranks), so each stage is taken
  * at the pipeline's rate (the pair's algbw) and the two extra stages cost
