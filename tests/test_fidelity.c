@@ -58,7 +58,9 @@ START_TEST(every_shipped_case_is_valid_and_predictable)
 }
 END_TEST
 
-/* What the corpus must cover: every kind; the four nccl-tests collectives; A100 and H100. */
+/* What the corpus must cover: every kind; the four nccl-tests collectives; A100 and H100;
+ * and all-to-all (the collective of Ulysses and BASP) on both GPUs, inside a node and across
+ * nodes. */
 START_TEST(shipped_corpus_covers_kinds_collectives_and_gpus)
 {
 	char dir[CONFIG_PATH_MAX];
@@ -67,6 +69,7 @@ START_TEST(shipped_corpus_covers_kinds_collectives_and_gpus)
 	config_error e = {""};
 	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
 	int kinds[FID_KIND_COUNT] = {0}, colls[WL_COLL_COUNT] = {0}, a100 = 0, h100 = 0, multinode = 0;
+	int a2a_a100 = 0, a2a_h100 = 0, a2a_intra = 0, a2a_multinode = 0;
 	for (int i = 0; i < c.n; i++) {
 		const fidelity_case *k = &c.cases[i];
 		kinds[k->kind]++;
@@ -77,6 +80,12 @@ START_TEST(shipped_corpus_covers_kinds_collectives_and_gpus)
 		if (k->kind == FID_COLLECTIVE) {
 			colls[k->coll]++;
 			multinode += k->gpus > p.gpus_per_node;
+			if (k->coll == WL_COLL_ALLTOALL) {
+				a2a_a100 += strstr(p.gpu.name, "A100") != NULL;
+				a2a_h100 += strstr(p.gpu.name, "H100") != NULL;
+				a2a_intra += k->gpus <= p.gpus_per_node;
+				a2a_multinode += k->gpus > p.gpus_per_node;
+			}
 		}
 	}
 	for (int i = 0; i < FID_KIND_COUNT; i++)
@@ -86,6 +95,10 @@ START_TEST(shipped_corpus_covers_kinds_collectives_and_gpus)
 	ck_assert_int_gt(colls[WL_COLL_REDUCESCATTER], 0);
 	ck_assert_int_gt(colls[WL_COLL_ALLTOALL], 0);
 	ck_assert_int_gt(multinode, 0);
+	ck_assert_int_gt(a2a_a100, 0);
+	ck_assert_int_gt(a2a_h100, 0);
+	ck_assert_int_gt(a2a_intra, 0);
+	ck_assert_int_gt(a2a_multinode, 0);
 	ck_assert_int_gt(a100, 0);
 	ck_assert_int_gt(h100, 0);
 	fidelity_corpus_free(&c);
