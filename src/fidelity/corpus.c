@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config/yamltree.h"
+#include "engine/nccl.h"
 #include "nccltests/nccltests.h"
 
 const char *const fidelity_kind_names[FID_KIND_COUNT] = {"collective", "attention", "gemm", "step"};
@@ -79,13 +80,14 @@ static bool kind_map(const yt_node *cm, fidelity_kind kind, const yt_node **out,
 
 static bool read_collective(const yt_node *m, fidelity_case *k, const config_platform *p, config_error *err)
 {
-	static const char *const keys[] = {"op", "gpus", "size", "alg", NULL};
-	char op[CONFIG_NAME_MAX], size[CONFIG_NAME_MAX], alg[CONFIG_NAME_MAX];
-	bool has_alg = false;
+	static const char *const keys[] = {"op", "gpus", "size", "alg", "proto", NULL};
+	char op[CONFIG_NAME_MAX], size[CONFIG_NAME_MAX], alg[CONFIG_NAME_MAX], proto[CONFIG_NAME_MAX];
+	bool has_alg = false, has_proto = false;
 	if (!yt_check_keys(m, keys, err) || !yt_string(m, "op", true, op, sizeof op, NULL, err) ||
 	    !yt_posint(m, "gpus", true, &k->gpus, NULL, err) ||
 	    !yt_string(m, "size", true, size, sizeof size, NULL, err) ||
-	    !yt_string(m, "alg", false, alg, sizeof alg, &has_alg, err))
+	    !yt_string(m, "alg", false, alg, sizeof alg, &has_alg, err) ||
+	    !yt_string(m, "proto", false, proto, sizeof proto, &has_proto, err))
 		return false;
 	if (!nccltests_coll_from_name(op, &k->coll))
 		return yt_fail(err, yt_find(m, "op"),
@@ -100,6 +102,18 @@ static bool read_collective(const yt_node *m, fidelity_case *k, const config_pla
 	if (has_alg && !nccltests_alg_from_name(k->coll, alg, &k->alg))
 		return yt_fail(err, yt_find(m, "alg"), "algorithm '%s' does not apply to %s, expected one of ring, direct, pairwise, hierarchical that does",
 			       alg, op);
+	/* the protocol the run forced (NCCL_PROTO): only one NCCL itself could run there */
+	k->force_proto = 0;
+	if (has_proto) {
+		nccl_proto pr;
+		char why[256];
+		if (!nccl_proto_from_name(proto, &pr))
+			return yt_fail(err, yt_find(m, "proto"), "'proto' must be LL, LL128 or Simple (NCCL_PROTO), got '%s'",
+				       proto);
+		if (!nccl_force_check(p, k->coll, 0, (int)pr + 1, why, sizeof why))
+			return yt_fail(err, yt_find(m, "proto"), "%s", why);
+		k->force_proto = (int)pr + 1;
+	}
 	nccltests_setup s = {.platform = p, .coll = k->coll, .alg = k->alg, .gpus = k->gpus, .group_size = k->gpus};
 	config_error e2;
 	if (!nccltests_setup_check(&s, &e2))
