@@ -99,21 +99,26 @@ static bool read_collective(const yt_node *m, fidelity_case *k, const config_pla
 			       size);
 	k->alg_set = has_alg;
 	k->alg = nccltests_default_alg(k->coll);
-	if (has_alg && !nccltests_alg_from_name(k->coll, alg, &k->alg))
-		return yt_fail(err, yt_find(m, "alg"), "algorithm '%s' does not apply to %s, expected one of ring, direct, pairwise, hierarchical that does",
+	/* the algorithm and protocol the run forced (NCCL_ALGO, NCCL_PROTO), read as
+	 * `spsim collective --alg/--proto` read them; only ones NCCL itself could run there */
+	k->force_algo = k->force_proto = 0;
+	if (has_alg && !nccltests_resolve_alg(k->coll, alg, &k->alg, &k->force_algo))
+		return yt_fail(err, yt_find(m, "alg"),
+			       "algorithm '%s' does not apply to %s, expected one of ring, tree, nvls (NCCL_ALGO), "
+			       "direct, pairwise, hierarchical that does",
 			       alg, op);
-	/* the protocol the run forced (NCCL_PROTO): only one NCCL itself could run there */
-	k->force_proto = 0;
 	if (has_proto) {
 		nccl_proto pr;
-		char why[256];
 		if (!nccl_proto_from_name(proto, &pr))
 			return yt_fail(err, yt_find(m, "proto"), "'proto' must be LL, LL128 or Simple (NCCL_PROTO), got '%s'",
 				       proto);
-		if (!nccl_force_check(p, k->coll, 0, (int)pr + 1, why, sizeof why))
-			return yt_fail(err, yt_find(m, "proto"), "%s", why);
 		k->force_proto = (int)pr + 1;
 	}
+	char why[256];
+	if (!nccl_force_check(p, k->coll, k->force_algo, 0, why, sizeof why))
+		return yt_fail(err, yt_find(m, "alg"), "%s", why);
+	if (!nccl_force_check(p, k->coll, k->force_algo, k->force_proto, why, sizeof why))
+		return yt_fail(err, yt_find(m, "proto"), "%s", why);
 	nccltests_setup s = {.platform = p, .coll = k->coll, .alg = k->alg, .gpus = k->gpus, .group_size = k->gpus};
 	config_error e2;
 	if (!nccltests_setup_check(&s, &e2))
