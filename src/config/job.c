@@ -49,7 +49,7 @@ config_attn_kernel config_job_attention_kernel(const config_job *job, const conf
 	return job->attention_kernel >= 0 ? (config_attn_kernel)job->attention_kernel : p->attention_kernel;
 }
 
-static const char *const job_keys[] = {
+const char *const config_job_keys[] = {
 	"gpus",          "strategy",         "sp",              "micro_batch",    "seq_len",
 	"grad_accum",    "zero",             "recompute",       "dtype",          "zero_overlap",
 	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
@@ -195,12 +195,11 @@ bool config_job_setting_equal(int i, const config_job *a, const config_job *b)
 	       (!s->flag_size || memcmp((const char *)a + s->flag_off, (const char *)b + s->flag_off, s->flag_size) == 0);
 }
 
-static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, char *model, char *platform, char *calibration,
-		     int *nodes, config_error *err)
+bool config_job_read_fields(const yt_node *t, const char *doc_path, config_job *job, char *model, char *platform,
+			    char *calibration, int *nodes, config_whatif *whatif, config_error *err)
 {
 	static const char *const basp_inners[] = {"ulysses", "ring", "usp"};
-	const yt_node *t;
-	if (!yt_top(doc, "job", &t, err) || !yt_check_keys(t, job_keys, err))
+	if (!yt_check_keys(t, config_job_keys, err))
 		return false;
 	int strategy = job->strategy,
 	    inner = job->basp_inner == CONFIG_STRATEGY_RING ? 1 : job->basp_inner == CONFIG_STRATEGY_USP ? 2 : 0, split = job->cp_split,
@@ -238,6 +237,12 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 	    !yt_string(t, "calibration", false, cal, sizeof cal, NULL, err) ||
 	    !yt_range_int(t, CONFIG_R_NODES, false, &n, NULL, err))
 		return false;
+	/* what_if: read here only for a caller that keeps it (job files leave it to
+	 * config_load_whatif); appended below once everything else is valid. */
+	config_whatif wi = {0};
+	const yt_node *wn = NULL;
+	if (whatif && (!yt_map(t, "what_if", false, &wn, err) || (wn && !config_read_whatif(wn, &wi, err))))
+		return false;
 	/* Paths are relative to the job file's directory (shipped names stay names). */
 	char dir[CONFIG_PATH_MAX];
 	config_dir_of(doc_path, dir, sizeof dir);
@@ -246,11 +251,13 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 		char resolved[CONFIG_PATH_MAX];
 		if (fields[i][0] && !config_resolve_relative(dir, fields[i], resolved, sizeof resolved))
 			return yt_fail(err, yt_find(t, i == 0 ? "model" : i == 1 ? "platform" : "calibration"),
-				       "path too long once joined to the job file's directory '%s'", dir);
+				       "path too long once joined to the file's directory '%s'", dir);
 		if (fields[i][0])
 			memcpy(fields[i], resolved, CONFIG_PATH_MAX);
 	}
-	/* Outputs change only once the whole file is known to be valid. */
+	if (whatif && whatif->n + wi.n > CONFIG_MAX_WHATIF)
+		return yt_fail(err, wn, "too many what-ifs (%d), expected at most %d", whatif->n + wi.n, CONFIG_MAX_WHATIF);
+	/* Outputs change only once the whole mapping is known to be valid. */
 	if (model && m[0])
 		memcpy(model, m, sizeof m);
 	if (platform && pl[0])
@@ -259,7 +266,17 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 		memcpy(calibration, cal, sizeof cal);
 	if (nodes)
 		*nodes = n;
+	for (int i = 0; whatif && i < wi.n; i++)
+		whatif->item[whatif->n++] = wi.item[i];
 	return true;
+}
+
+static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, char *model, char *platform, char *calibration,
+		     int *nodes, config_error *err)
+{
+	const yt_node *t;
+	return yt_top(doc, "job", &t, err) &&
+	       config_job_read_fields(t, doc_path, job, model, platform, calibration, nodes, NULL, err);
 }
 
 bool config_load_job(const char *path, config_job *job, char *model, char *platform, char *calibration, int *nodes,

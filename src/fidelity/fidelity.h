@@ -30,10 +30,13 @@
  *                kernel: flash-attn-2|flash-attn-3|cudnn|flash-attn-triton}
  *                                                                       unit TFLOP/s
  *   gemm:       {m, n, k}                                               unit TFLOP/s
- *   step:       {model, strategy, gpus, sp, micro_batch, seq_len, grad_accum, zero,
- *                recompute, attention_kernel}  (the keys of a job file; model a shipped
- *                name or a path relative to this file; attention_kernel optional, the
- *                platform's when absent)        units tokens/s/GPU, MFU%, MFU-dense%
+ *   step:       {model, gpus, sp, micro_batch, seq_len, ...}: every key of a job file's
+ *                `job:` mapping (config_job_keys, read by config_job_read_fields, so
+ *                strategy, zero, recompute, attention_kernel, impl, a2a, ... all work);
+ *                model, gpus, sp, micro_batch and seq_len required; paths relative to
+ *                this file; platform and nodes either here or at the case level, not
+ *                both; calibration applied to the platform; what_if runs under the
+ *                SimGrid engine only      units tokens/s/GPU, MFU%, MFU-dense%
  *                (MFU% counts causal attention at half its dense FLOPs, MFU-dense% dense,
  *                as MosaicML, PaLM and Megatron-LM report it)
  *
@@ -104,6 +107,8 @@ typedef struct fidelity_case {
 	/* step */
 	char model[CONFIG_PATH_MAX];
 	config_job job;
+	char calibration[CONFIG_PATH_MAX]; /* "" for none; applied to the platform */
+	config_whatif whatif;              /* the step's what_if: (SimGrid engine only) */
 } fidelity_case;
 
 typedef struct fidelity_corpus {
@@ -122,7 +127,7 @@ bool fidelity_load_file(const char *path, fidelity_corpus *c, config_error *err)
 bool fidelity_load_dir(const char *dir, fidelity_corpus *c, config_error *err);
 void fidelity_corpus_free(fidelity_corpus *c);
 
-/* The case's platform with its node count applied. */
+/* The case's platform with its node count and its step's calibration applied. */
 bool fidelity_case_platform(const fidelity_case *k, config_platform *p, config_error *err);
 
 /* spsim's prediction of a case, in the case's unit, with the named engine for steps

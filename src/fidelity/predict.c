@@ -108,14 +108,15 @@ static bool predict_step(const fidelity_case *k, const config_platform *p, const
 	if (!config_load_model(k->model, &m, err))
 		return false;
 	config_job job = k->job;
-	if (!workload_check(&m, p, &job, err))
+	engine_options opt = {0};
+	opt.whatif = k->whatif.n > 0 ? &k->whatif : NULL; /* a step case's what_if: */
+	if (!workload_check(&m, p, &job, err) || !engine_whatif_supported(e->name, &opt, err))
 		return false;
 	workload_composite comp;
 	if (!workload_compose(&m, p, &job, &comp, err))
 		return false;
 	engine_result r;
 	const workload_plan *primary;
-	engine_options opt = {0};
 	bool ok = engine_run_composite(e, &m, p, &job, &comp, opt, &r, NULL, &primary, err);
 	workload_compose_finish(&comp);
 	if (!ok)
