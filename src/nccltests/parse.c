@@ -32,6 +32,8 @@
 #include "nccltests/nccltests.h"
 
 #define MAX_TOKENS 48
+/* far above any nccl-tests log, NCCL_DEBUG=INFO chatter of a large job included */
+#define NCCLTESTS_MAX_LOG_BYTES (256 << 20)
 #define MAX_HOSTS_NAME 256
 
 enum col_role { COL_OTHER, COL_SIZE, COL_COUNT, COL_TYPE, COL_REDOP, COL_ROOT, COL_TIME, COL_ALGBW, COL_BUSBW, COL_WRONG };
@@ -702,6 +704,8 @@ bool nccltests_parse_file(const char *path, const nccltests_parse_opts *opts, nc
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return config_fail(err, "%s: cannot open: %s", path, strerror(errno));
+	/* The whole log, refused at its first NUL byte (a binary file, a pipe from /dev/zero) or
+	 * once it passes NCCLTESTS_MAX_LOG_BYTES, so no input reads without end. */
 	size_t cap = 1 << 16, len = 0;
 	char *text = malloc(cap);
 	if (!text) {
@@ -709,9 +713,11 @@ bool nccltests_parse_file(const char *path, const nccltests_parse_opts *opts, nc
 		return config_fail(err, "%s: out of memory", path);
 	}
 	size_t got;
-	while ((got = fread(text + len, 1, cap - len - 1, f)) > 0) {
+	const char *nul = NULL;
+	while (!nul && len <= NCCLTESTS_MAX_LOG_BYTES && (got = fread(text + len, 1, cap - len - 1, f)) > 0) {
+		nul = memchr(text + len, '\0', got);
 		len += got;
-		if (len + 1 == cap) {
+		if (len + 1 == cap && len <= NCCLTESTS_MAX_LOG_BYTES) {
 			char *bigger = realloc(text, cap * 2);
 			if (!bigger) {
 				free(text);
@@ -729,13 +735,19 @@ bool nccltests_parse_file(const char *path, const nccltests_parse_opts *opts, nc
 		return config_fail(err, "%s: read error", path);
 	}
 	text[len] = '\0';
-	if (memchr(text, '\0', len)) {
-		size_t at = (size_t)((char *)memchr(text, '\0', len) - text);
-		int line = 1;
-		for (size_t i = 0; i < at; i++)
-			line += text[i] == '\n';
+	if (nul) {
+		size_t at = (size_t)(nul - text);
+		int line = 1, col = 1;
+		for (size_t i = 0; i < at; i++, col++)
+			if (text[i] == '\n')
+				line++, col = 0;
 		free(text);
-		return config_fail(err, "%s:%d: NUL byte in the log, expected text", path, line);
+		return config_fail(err, "%s:%d:%d: NUL byte in the log (a binary file?), expected text", path, line, col);
+	}
+	if (len > NCCLTESTS_MAX_LOG_BYTES) {
+		free(text);
+		return config_fail(err, "%s: larger than %d MiB, expected an nccl-tests log (split it)", path,
+				   NCCLTESTS_MAX_LOG_BYTES >> 20);
 	}
 	bool ok = nccltests_parse_text(path, text, opts, out, err);
 	free(text);
