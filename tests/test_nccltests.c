@@ -488,7 +488,7 @@ START_TEST(test_parse_without_rank_table)
 		"busbw #wrong\n"
 		"     1048576         16384     float    none      -1    30.00   34.95   32.77      0    30.00   34.95   "
 		"32.77    N/A\n";
-	expect_contains(parse_error("alltoall.log", text, NULL), "alltoall.log:1: no '# Using devices' rank table");
+	expect_contains(parse_error("alltoall.log", text, NULL), "alltoall.log:1:1: no '# Using devices' rank table");
 	nccltests_parse_opts o = {.gpus_per_node = 8};
 	nccltests_log log;
 	ck_assert(nccltests_parse_text("alltoall.log", text, &o, &log, &(config_error){""}));
@@ -505,32 +505,35 @@ END_TEST
 
 START_TEST(test_parse_errors_are_line_numbered)
 {
-	/* TABLE_HEAD is 9 lines; the first row is line 10 */
+	/* TABLE_HEAD is 9 lines; the first row is line 10. Columns count the row's characters:
+	 * 8 blanks, "1024" (9-12), 11 blanks, "256" (24-26), 5, "float" (32-36), 5, "sum"
+	 * (42-44), 6, "-1" (51-52), 4, the time at 57 (at 56 when it has a sign), 4, algbw
+	 * at 66, 4, busbw at 74 (to 77), 4, and the #wrong 'bad' below at 82. */
 	char *t;
 	t = concat(TABLE_HEAD, "        1024           256     float     sum      -1    1x.00    0.10    0.10      0    "
 			       "10.00    0.10    0.10      0\n");
 	ck_assert_str_eq(parse_error("all_reduce.log", t, NULL),
-			 "all_reduce.log:10: time '1x.00' is not a duration, expected microseconds >= 0");
+			 "all_reduce.log:10:57: time '1x.00' is not a duration, expected a finite number > 0 (microseconds)");
 	free(t);
 	t = concat(TABLE_HEAD, "        1024           256     float     sum      -1    10.00    0.10\n");
 	ck_assert_str_eq(parse_error("all_reduce.log", t, NULL),
-			 "all_reduce.log:10: 7 fields in a result row, the header at line 8 has 13 columns");
+			 "all_reduce.log:10:66: 7 fields in a result row, the header at line 8 has 13 columns");
 	free(t);
 	t = concat(TABLE_HEAD, "        1024           256    float7     sum      -1    10.00    0.10    0.10      0    "
 			       "10.00    0.10    0.10      0\n");
-	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10: unknown datatype 'float7'");
+	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10:31: unknown datatype 'float7'");
 	free(t);
 	t = concat(TABLE_HEAD, "        1024           256     float     sum      -1   -10.00    0.10    0.10      0    "
 			       "10.00    0.10    0.10      0\n");
-	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10: time '-10.00'");
+	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10:56: time '-10.00'");
 	free(t);
 	t = concat(TABLE_HEAD, "        1024           256     float     sum      -1    10.00    0.10    0.10    bad    "
 			       "10.00    0.10    0.10      0\n");
-	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10: #wrong 'bad'");
+	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10:82: #wrong 'bad'");
 	free(t);
 	/* header, no rows */
 	ck_assert_str_eq(parse_error("all_reduce.log", TABLE_HEAD, NULL),
-			 "all_reduce.log:8: no result rows under the column header");
+			 "all_reduce.log:8:1: no result rows under the column header");
 	/* no table at all */
 	expect_contains(parse_error("all_reduce.log", "NCCL INFO hello\nsomething else\n", NULL),
 			"all_reduce.log: no nccl-tests result table");
@@ -538,9 +541,112 @@ START_TEST(test_parse_errors_are_line_numbered)
 	t = concat(TABLE_HEAD, "        1024           256     float    none      -1    10.00    0.10    0.10      0    "
 			       "10.00    0.10    0.10      0\n");
 	ck_assert_str_eq(parse_error("all_gather.log", t, NULL),
-			 "all_gather.log:10: size 1024 is not count 256 x 2 ranks x 4 B (float) as all_gather_perf prints "
-			 "it; wrong collective (from file name) or rank count");
+			 "all_gather.log:10:24: count 256, expected 128: what all_gather_perf prints for size 1024 of float "
+			 "(4 B) on 2 ranks; wrong collective (from file name) or rank count");
 	free(t);
+}
+END_TEST
+
+/* A TABLE_HEAD row (all-reduce on 2 ranks, float) with its fields replaced: size, count,
+ * out-of-place time, algbw, busbw, #wrong. */
+static char *row_with(const char *size, const char *count, const char *time, const char *algbw, const char *busbw,
+		      const char *wrong)
+{
+	char row[256];
+	snprintf(row, sizeof row, "%12s  %12s     float     sum      -1  %7s  %6s  %6s  %5s    10.00    0.10    0.10      0\n",
+		 size, count, time, algbw, busbw, wrong);
+	return concat(TABLE_HEAD, row);
+}
+
+/* Every number of a row has a range: a time is finite and > 0 (nccl-tests prints us with
+ * 2 decimals: a measured one is never 0), bandwidths and #wrong finite and >= 0; the
+ * count is what nccl-tests derives from the size. Columns: row_with prints each field
+ * right-aligned: the size in 1-12, the count in 15-26, the time in 55-61, algbw 64-69,
+ * busbw 72-77, #wrong 80-84. */
+START_TEST(test_parse_row_numbers_have_ranges)
+{
+	static const struct {
+		const char *f[6]; /* size, count, time, algbw, busbw, #wrong */
+		const char *want;
+	} bad[] = {
+		{{"1024", "256", "0.00", "0.10", "0.10", "0"}, "all_reduce.log:10:58: time '0.00' is not a duration"},
+		{{"1024", "256", "nan", "0.10", "0.10", "0"}, "all_reduce.log:10:59: time 'nan' is not a duration"},
+		{{"1024", "256", "inf", "0.10", "0.10", "0"}, "all_reduce.log:10:59: time 'inf'"},
+		{{"1024", "256", "1e999", "0.10", "0.10", "0"}, "all_reduce.log:10:57: time '1e999'"},
+		{{"1024", "256", "10.00", "-0.10", "0.10", "0"}, "all_reduce.log:10:65: algbw '-0.10' is not a rate or count"},
+		{{"1024", "256", "10.00", "0.10", "nan", "0"}, "all_reduce.log:10:75: busbw 'nan' is not a rate or count"},
+		{{"1024", "256", "10.00", "0.10", "inf", "0"}, "all_reduce.log:10:75: busbw 'inf'"},
+		{{"1024", "256", "10.00", "0.10", "N/A", "0"}, "all_reduce.log:10:75: busbw 'N/A'"},
+		{{"1024", "256", "10.00", "0.10", "0.10", "inf"}, "all_reduce.log:10:82: #wrong 'inf'"},
+		/* 1000 B of float (4 B) is 250 elements: 300 divides nothing */
+		{{"1000", "300", "10.00", "0.10", "0.10", "0"},
+		 "all_reduce.log:10:24: count 300 x 4 B (float) does not divide size 1000"},
+		{{"1024", "0", "10.00", "0.10", "0.10", "0"}, "all_reduce.log:10:26: count 0 x 4 B (float) does not divide"},
+		{{"0", "256", "10.00", "0.10", "0.10", "0"}, "all_reduce.log:10:24: count 256 x 4 B (float) does not divide"},
+		/* all-reduce counts the whole buffer: 1024 B of float is 256 elements, not 128 (the
+		 * per-rank count of 2 ranks: an all-gather table read as all-reduce) */
+		{{"1024", "128", "10.00", "0.10", "0.10", "0"},
+		 "all_reduce.log:10:24: count 128, expected 256: what all_reduce_perf prints for size 1024 of float (4 B) on "
+		 "2 ranks"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *t = row_with(bad[i].f[0], bad[i].f[1], bad[i].f[2], bad[i].f[3], bad[i].f[4], bad[i].f[5]);
+		expect_contains(parse_error("all_reduce.log", t, NULL), bad[i].want);
+		free(t);
+	}
+	/* the same row with good numbers is read */
+	char *t = row_with("1024", "256", "10.00", "0.10", "0.20", "0");
+	nccltests_log log;
+	config_error e = {""};
+	ck_assert_msg(nccltests_parse_text("all_reduce.log", t, NULL, &log, &e), "%s", e.msg);
+	ck_assert_int_eq(log.n_rows, 1);
+	ck_assert_double_eq(log.rows[0].time_us[0], 10.0);
+	ck_assert_double_eq(log.rows[0].busbw[0], 0.2);
+	nccltests_log_finish(&log);
+	free(t);
+}
+END_TEST
+
+/* A device, a binary file and an endless pipe are refused without reading them to the
+ * end (the parse returns: no hang, no unbounded memory). */
+START_TEST(test_parse_refuses_devices_and_binary)
+{
+	config_error e = {""};
+	nccltests_log log;
+	ck_assert(!nccltests_parse_file("/dev/zero", NULL, &log, &e));
+	ck_assert_str_eq(e.msg, "/dev/zero is a device, expected an nccl-tests log file");
+	/* text then a NUL on line 2, column 4 */
+	char path[] = "/tmp/spsim-nccl-bin-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "# x\nabc\0def\n", 13), 13);
+	close(fd);
+	ck_assert(!nccltests_parse_file(path, NULL, &log, &e));
+	char want[256];
+	snprintf(want, sizeof want, "%s:2:4: NUL byte in the log (a binary file?), expected text", path);
+	ck_assert_str_eq(e.msg, want);
+	unlink(path);
+	/* a pipe that never ends (zeros, as from /dev/zero): stopped at the first block */
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		char zeros[4096] = {0};
+		while (write(p[1], zeros, sizeof zeros) > 0)
+			;
+		_exit(0);
+	}
+	close(p[1]);
+	char fdpath[64];
+	snprintf(fdpath, sizeof fdpath, "/dev/fd/%d", p[0]);
+	alarm(20);
+	ck_assert(!nccltests_parse_file(fdpath, NULL, &log, &e));
+	alarm(0);
+	expect_contains(e.msg, ":1:1: NUL byte in the log");
+	close(p[0]);
+	waitpid(pid, NULL, 0);
 }
 END_TEST
 
@@ -549,21 +655,21 @@ START_TEST(test_parse_rank_table_errors)
 	const char *dup = "#  Rank  0 Group  0 Pid 1 on a device 0 [0x07] GPU\n"
 			  "#  Rank  0 Group  0 Pid 1 on a device 0 [0x07] GPU\n";
 	ck_assert_str_eq(parse_error("all_reduce.log", dup, NULL),
-			 "all_reduce.log:2: rank 0 listed twice (first at line 1); split concatenated logs");
+			 "all_reduce.log:2:10: rank 0 listed twice (first at line 1); split concatenated logs");
 	const char *uneven = "#  Rank  0 Group  0 Pid 1 on a device 0 [0x07] GPU\n"
 			     "#  Rank  1 Group  0 Pid 1 on a device 1 [0x07] GPU\n"
 			     "#  Rank  2 Group  0 Pid 1 on b device 0 [0x07] GPU\n"
 			     "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
 			     "     1048576        262144     float     sum      -1    30.00   34.95   46.60      0\n";
 	expect_contains(parse_error("all_reduce.log", uneven, NULL),
-			"all_reduce.log:1: hosts run different numbers of ranks (a: 2, b: 1)");
+			"all_reduce.log:1:1: hosts run different numbers of ranks (a: 2, b: 1)");
 	const char *nohost = "#  Rank  0 Group  0 Pid 1 at a device 0 [0x07] GPU\n";
-	expect_contains(parse_error("all_reduce.log", nohost, NULL), "all_reduce.log:1: rank line without 'on HOST'");
+	expect_contains(parse_error("all_reduce.log", nohost, NULL), "all_reduce.log:1:1: rank line without 'on HOST'");
 	const char *two = "# Collective test starting: all_reduce_perf\n"
 			  "# Collective test starting: all_gather_perf\n";
-	expect_contains(parse_error("x.log", two, NULL), "x.log:2: a second test (all_gather_perf)");
+	expect_contains(parse_error("x.log", two, NULL), "x.log:2:29: a second test (all_gather_perf)");
 	const char *gather = "# Collective test starting: gather_perf\n";
-	expect_contains(parse_error("x.log", gather, NULL), "x.log:1: test 'gather_perf' is not one spsim models");
+	expect_contains(parse_error("x.log", gather, NULL), "x.log:1:29: test 'gather_perf' is not one spsim models");
 }
 END_TEST
 
@@ -574,7 +680,7 @@ START_TEST(test_parse_malformed_fixture_files)
 	nccltests_log log;
 	fixture(path, sizeof path, "bad_row.log");
 	ck_assert(!nccltests_parse_file(path, NULL, &log, &e));
-	snprintf(want, sizeof want, "%s:23: size '4096B' is not a byte count, expected a size from 0 to 1 TB", path);
+	snprintf(want, sizeof want, "%s:23:8: size '4096B' is not a byte count, expected a size from 0 to 1 TB", path);
 	ck_assert_str_eq(e.msg, want);
 	fixture(path, sizeof path, "no_such_file.log");
 	ck_assert(!nccltests_parse_file(path, NULL, &log, &e));
@@ -1789,7 +1895,7 @@ START_TEST(test_cli_calibrate_round_trip)
 	free(out), free(err);
 	/* a malformed log is refused with its line */
 	ck_assert_int_eq(run_spsim("calibrate --from-nccl-tests tests/data/nccltests/bad_row.log", &out, &err), 2);
-	expect_contains(err, "bad_row.log:23: size '4096B' is not a byte count");
+	expect_contains(err, "bad_row.log:23:8: size '4096B' is not a byte count");
 	free(out), free(err);
 	ck_assert_int_eq(run_spsim("calibrate", &out, &err), 2);
 	expect_contains(err, "--from-nccl-tests LOG is required");
@@ -1820,6 +1926,8 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(parse, test_parse_without_rank_table);
 	tcase_add_test(parse, test_parse_errors_are_line_numbered);
 	tcase_add_test(parse, test_parse_rank_table_errors);
+	tcase_add_test(parse, test_parse_row_numbers_have_ranges);
+	tcase_add_test(parse, test_parse_refuses_devices_and_binary);
 	tcase_add_test(parse, test_parse_malformed_fixture_files);
 	suite_add_tcase(s, parse);
 	TCase *fit = tcase_create("fit");

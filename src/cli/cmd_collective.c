@@ -68,7 +68,8 @@ static void usage(FILE *f)
 	      "  -i, --stepbytes SIZE    else add SIZE each step (default 1M)\n"
 	      "  -g, --ngpus N           GPUs taking part (default: every GPU of the platform)\n"
 	      "  -d, --datatype TYPE     float (default), half, bfloat16, double, int8, ... (sets the count column)\n"
-	      "  -o, --op REDOP          reduction printed in the redop column (default sum; alias --redop)\n"
+	      "  -o, --op REDOP          reduction printed in the redop column: sum, prod, max, min, avg, mulsum\n"
+      "                          or none (default: what nccl-tests prints, sum or none; alias --redop)\n"
 	      "Cluster and model:\n"
 	      "  --platform NAME|FILE    cluster: a shipped name (spsim platforms) or a YAML path (required)\n"
 	      "  --nodes N               override the platform's node count\n"
@@ -117,17 +118,6 @@ typedef struct coll_args {
 	bool in_place;
 } coll_args;
 
-static bool parse_size_flag(const char *flag, const char *s, double *out)
-{
-	if (!nccltests_parse_size(s, out) || !config_range_ok(CONFIG_R_COLL_BYTES, *out)) {
-		char e[160];
-		fprintf(stderr, "spsim collective: %s expects %s in bytes (e.g. 8, 64K, 1M, 8G), got '%s'\n", flag,
-			config_range_expect(CONFIG_R_COLL_BYTES, e, sizeof e), s);
-		return false;
-	}
-	return true;
-}
-
 static int parse_args(int argc, char **argv, coll_args *a)
 {
 	cli_job_init(&a->job);
@@ -144,17 +134,17 @@ static int parse_args(int argc, char **argv, coll_args *a)
 		switch (c) {
 		case 'h': usage(stdout); return CLI_OK;
 		case 'b':
-			if (!parse_size_flag("-b", optarg, &a->min_bytes))
+			if (!cli_parse_coll_size("collective", "-b", optarg, &a->min_bytes))
 				return CLI_USAGE;
 			a->min_set = true;
 			break;
 		case 'e':
-			if (!parse_size_flag("-e", optarg, &a->max_bytes))
+			if (!cli_parse_coll_size("collective", "-e", optarg, &a->max_bytes))
 				return CLI_USAGE;
 			a->max_set = true;
 			break;
 		case 'i':
-			if (!parse_size_flag("-i", optarg, &a->step_bytes) || a->step_bytes <= 0) {
+			if (!cli_parse_coll_size("collective", "-i", optarg, &a->step_bytes) || a->step_bytes <= 0) {
 				fprintf(stderr, "spsim collective: -i expects a positive size\n");
 				return CLI_USAGE;
 			}
@@ -177,7 +167,21 @@ static int parse_args(int argc, char **argv, coll_args *a)
 			}
 			a->type = optarg;
 			break;
-		case 'o': a->redop = optarg; break;
+		case 'o': {
+			/* nccl-tests' -o names (its test_opnames; "none" is the column of a collective
+			 * that does not reduce); a prediction has one, so not "all" */
+			static const char *const ops[] = {"sum", "prod", "max", "min", "avg", "mulsum", "none"};
+			bool known = false;
+			for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+				known |= strcmp(optarg, ops[k]) == 0;
+			if (!known) {
+				fprintf(stderr, "spsim collective: -o/--op expects sum, prod, max, min, avg, mulsum or none, "
+						"got '%s'\n", optarg);
+				return CLI_USAGE;
+			}
+			a->redop = optarg;
+			break;
+		}
 		case OPT_GROUPS:
 			if (!cli_parse_range_long(CONFIG_R_COLL_GROUP, optarg, &v))
 				return CLI_USAGE;
@@ -245,7 +249,7 @@ static bool load_platform(coll_args *a, config_platform *p)
 {
 	config_error err;
 	if (!config_load_platform(a->job.platform, p, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+		fprintf(stderr, "spsim: --platform: %s\n", err.msg);
 		return false;
 	}
 	if (a->job.nodes)
@@ -253,7 +257,7 @@ static bool load_platform(coll_args *a, config_platform *p)
 	if (a->job.calibration[0]) {
 		if (!config_load_calibration(a->job.calibration, &a->job.cal, &err) ||
 		    !config_calibration_check(&a->job.cal, p, &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
 			return false;
 		}
 		config_apply_calibration(p, &a->job.cal);
@@ -473,7 +477,7 @@ static int compare(coll_args *a)
 	nccltests_parse_opts po = {.coll_set = a->coll_set, .coll = a->coll, .gpus_per_node = a->log_gpn};
 	nccltests_log log;
 	if (!nccltests_parse_file(a->compare, &po, &log, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+		fprintf(stderr, "spsim: --compare: %s\n", err.msg);
 		return CLI_USAGE;
 	}
 	int rc = CLI_USAGE;

@@ -106,9 +106,12 @@ typedef struct plan_args {
 	config_job base; /* --impl, --memory-reserve over DeepSpeed's defaults */
 } plan_args;
 
-/* Splits a comma list in place; calls fn on each item; false on the first failure. */
-static bool each_item(char *list, bool (*fn)(plan_args *, char *), plan_args *a)
+/* Splits a comma list in place; calls fn on each item; false on the first failure and on
+ * an empty list or item (flag names it). */
+static bool each_item(const char *flag, char *list, bool (*fn)(plan_args *, char *), plan_args *a)
 {
+	if (!cli_check_list("plan", flag, list, ',', CONFIG_PATH_MAX))
+		return false;
 	char *save = NULL;
 	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
 		if (!fn(a, t))
@@ -463,25 +466,31 @@ int cli_cmd_plan(int argc, char **argv)
 		bool ok = true;
 		switch (c) {
 		case OPT_MODEL:
-			if (strlen(optarg) >= sizeof a.model) {
+			if (!optarg[0]) {
+				fprintf(stderr, "spsim plan: --model expects a name or a file path, got an empty value\n");
+				ok = false;
+			} else if (strlen(optarg) >= sizeof a.model) {
 				fprintf(stderr, "spsim plan: --model: too long\n");
 				ok = false;
 			} else
 				strcpy(a.model, optarg);
 			break;
-		case OPT_PLATFORM: ok = each_item(copy, add_platform, &a); break;
-		case OPT_GPUS: ok = each_item(copy, add_budget, &a); break;
+		case OPT_PLATFORM: ok = each_item("--platform", copy, add_platform, &a); break;
+		case OPT_GPUS: ok = each_item("--gpus", copy, add_budget, &a); break;
 		case OPT_SEQ: ok = cli_parse_range_long(CONFIG_R_SEQ_LEN, optarg, &a.seq); break;
 		case OPT_BATCH: ok = cli_parse_range_long(CONFIG_R_GLOBAL_BATCH, optarg, &a.batch); break;
-		case OPT_PRICE: a.price = copy; break;
+		case OPT_PRICE:
+			ok = cli_check_list("plan", "--price", copy, ',', CONFIG_PATH_MAX);
+			a.price = copy;
+			break;
 		case OPT_TOP:
 			ok = cli_parse_range_long(CONFIG_R_PLAN_TOP, optarg, &v);
 			a.top = (int)v;
 			break;
-		case OPT_ZERO: ok = each_item(copy, add_zero, &a); break;
-		case OPT_RECOMPUTE: ok = each_item(copy, add_recompute, &a); break;
-		case OPT_A2A: ok = each_item(copy, add_a2a, &a); break;
-		case OPT_STRATEGIES: ok = each_item(copy, add_strategy, &a); break;
+		case OPT_ZERO: ok = each_item("--zero", copy, add_zero, &a); break;
+		case OPT_RECOMPUTE: ok = each_item("--recompute", copy, add_recompute, &a); break;
+		case OPT_A2A: ok = each_item("--a2a", copy, add_a2a, &a); break;
+		case OPT_STRATEGIES: ok = each_item("--strategies", copy, add_strategy, &a); break;
 		case OPT_IMPL:
 		case OPT_RESERVE:
 			/* the job flags' own parsing and messages */
@@ -504,8 +513,13 @@ int cli_cmd_plan(int argc, char **argv)
 				ok = false;
 			}
 			break;
-		case OPT_PLACEMENT: ok = each_item(copy, add_placement, &a); break;
-		case OPT_CAL: a.calibration = copy; break;
+		case OPT_PLACEMENT: ok = each_item("--placement", copy, add_placement, &a); break;
+		case OPT_CAL:
+			ok = copy[0] != '\0';
+			if (!ok)
+				fprintf(stderr, "spsim plan: --calibration expects a file path, got an empty value\n");
+			a.calibration = copy;
+			break;
 		case 'j':
 			ok = cli_parse_range_long(CONFIG_R_JOBS, optarg, &v);
 			a.jobs = (int)v;
@@ -572,18 +586,18 @@ int cli_cmd_plan(int argc, char **argv)
 	config_platform plats[MAX_PLATFORMS];
 	double prices[MAX_PLATFORMS] = {0};
 	if (!config_load_model(a.model, &m, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+		fprintf(stderr, "spsim: --model: %s\n", err.msg);
 		goto out;
 	}
 	for (int i = 0; i < a.n_platforms; i++)
 		if (!config_load_platform(a.platforms[i], &plats[i], &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			fprintf(stderr, "spsim: --platform: %s\n", err.msg);
 			goto out;
 		}
 	if (a.calibration) {
 		config_calibration cal;
 		if (!config_load_calibration(a.calibration, &cal, &err) || !config_calibration_check(&cal, &plats[0], &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
 			goto out;
 		}
 		config_apply_calibration(&plats[0], &cal);

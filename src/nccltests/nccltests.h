@@ -63,6 +63,7 @@ enum { NCCLTESTS_OOP = 0, NCCLTESTS_IP = 1 }; /* out-of-place, in-place column g
 
 typedef struct nccltests_row {
 	int line;          /* 1-based line in the log */
+	int count_col;     /* 1-based column of its count field, for messages */
 	double size;       /* bytes ("size" column) */
 	double count;      /* elements ("count" column) */
 	char type[16];
