@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "config/yamltree.h"
+#include "engine/nccl.h"
+#include "nccltests/nccltests.h"
 #include "testutil.h"
 
 static void corpus_dir(char *buf, size_t len)
@@ -211,6 +213,22 @@ START_TEST(bad_files_fail_with_location)
 	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
 			  "      collective: {op: all_sum, gpus: 8, size: 1M}\n      published: {value: 1, unit: us}\n",
 		     11, 24, "unknown collective 'all_sum'");
+	/* a protocol NCCL does not have: at the value */
+	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
+			  "      collective: {op: all_reduce, gpus: 8, size: 1M, proto: LL256}\n      published: {value: 1, unit: GB/s}\n",
+		     11, 62, "'proto' must be LL, LL128 or Simple (NCCL_PROTO), got 'LL256'");
+	/* an algorithm neither NCCL nor spsim has: at the value */
+	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
+			  "      collective: {op: all_reduce, gpus: 8, size: 1M, alg: collnet}\n      published: {value: 1, unit: GB/s}\n",
+		     11, 60, "algorithm 'collnet' does not apply to all_reduce, expected one of ring, tree, nvls (NCCL_ALGO)");
+	/* an algorithm NCCL cannot run there: NVLS on A100's NVSwitch (no NVLink SHARP) */
+	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
+			  "      collective: {op: all_reduce, gpus: 8, size: 1M, alg: nvls}\n      published: {value: 1, unit: GB/s}\n",
+		     11, 60, "--alg nvls needs a platform declaring nccl: {nvls: true}");
+	/* a protocol NCCL cannot run there: LL128 on the p2p path of an all-to-all */
+	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
+			  "      collective: {op: alltoall, gpus: 8, size: 1M, proto: LL128}\n      published: {value: 1, unit: GB/s}\n",
+		     11, 60, "NCCL's p2p path (all-to-all, send/recv) runs LL or Simple");
 	/* an attention pass spsim does not know */
 	expect_error(HEAD "    - id: a1\n      kind: attention\n      citation: c\n      platform: dgx-h100\n"
 			  "      attention: {batch: 1, seq_len: 1024, heads: 8, head_dim: 128, causal: false, pass: both, kernel: flash-attn-2}\n"
@@ -413,6 +431,62 @@ START_TEST(kernel_prediction_is_flops_over_time)
 	ck_assert(fidelity_predict(&c.cases[0], "analytic", &pred, &e));
 	ck_assert_close(pred, flops / t / 1e12, 1e-12);
 	ck_assert(pred <= p.gpu.peak_flops / 1e12 * (1 + 1e-12));
+	fidelity_corpus_free(&c);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+#define COLL_CASE(id, extra)                                                                                   \
+	"    - id: " id "\n"                                                                                   \
+	"      kind: collective\n"                                                                             \
+	"      citation: c\n"                                                                                  \
+	"      platform: dgx-a100\n"                                                                           \
+	"      collective: {op: all_reduce, gpus: 8, size: 8M" extra "}\n"                                     \
+	"      published: {value: 100, unit: GB/s}\n"
+
+/* A collective case's alg and proto are what the run forced (NCCL_ALGO, NCCL_PROTO), read
+ * as `spsim collective --alg/--proto` read them: the case predicts what the platform with
+ * force_algo/force_proto set predicts, and without the keys NCCL's tuner chooses. At
+ * 8 MiB on 8 A100s the tuner runs ring/LL128 (docs/fidelity.md, mid sizes: LL128 from about
+ * 1.2 to 23.4 MB), the pair of least modelled time, so forcing Simple, LL or the tree can
+ * only lower the busbw; `alg: ring` with `proto: LL128` is the tuner's own pair. */
+START_TEST(collective_alg_and_proto_are_the_forced_ones)
+{
+	char dir[64], path[128];
+	write_source(dir, sizeof dir, path, sizeof path,
+		     HEAD COLL_CASE("tuner", "") COLL_CASE("simple", ", proto: Simple") COLL_CASE("ll", ", proto: LL")
+			     COLL_CASE("tree", ", alg: tree") COLL_CASE("ring-ll128", ", alg: ring, proto: LL128"));
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	ck_assert_int_eq(c.n, 5);
+	ck_assert_int_eq(c.cases[0].force_proto, 0);
+	ck_assert_int_eq(c.cases[0].force_algo, 0);
+	ck_assert_int_eq(c.cases[1].force_proto, NCCL_PROTO_SIMPLE + 1);
+	ck_assert_int_eq(c.cases[2].force_proto, NCCL_PROTO_LL + 1);
+	ck_assert_int_eq(c.cases[3].force_algo, NCCL_ALGO_TREE + 1);
+	ck_assert(c.cases[3].alg == WL_ALG_RING); /* spsim's op stays the ring family's */
+	ck_assert_int_eq(c.cases[4].force_algo, NCCL_ALGO_RING + 1);
+	double bus[5];
+	for (int i = 0; i < 5; i++)
+		ck_assert_msg(fidelity_predict(&c.cases[i], "analytic", &bus[i], &e), "%s", e.msg);
+	/* the same time as the platform forced by hand */
+	config_platform p;
+	ck_assert(fidelity_case_platform(&c.cases[1], &p, &e));
+	p.nccl.force_proto = NCCL_PROTO_SIMPLE + 1;
+	nccltests_setup s = {.platform = &p, .coll = WL_COLL_ALLREDUCE, .alg = WL_ALG_RING, .gpus = 8,
+			     .group_size = 8, .placement = ENGINE_PLACE_CONTIGUOUS};
+	double t;
+	ck_assert_msg(nccltests_predict_time(&s, 8388608, &t, &e), "%s", e.msg);
+	nccltests_result r;
+	nccltests_result_make(WL_COLL_ALLREDUCE, 8, 4, 8388608, t, &r);
+	ck_assert_close(bus[1], r.busbw, 1e-12);
+	/* the tuner's pair is the fastest; the forced ones differ from it */
+	ck_assert_double_gt(bus[0], bus[1]);
+	ck_assert_double_gt(bus[0], bus[2]);
+	ck_assert_double_gt(bus[0], bus[3]);
+	ck_assert_close(bus[4], bus[0], 1e-12);
 	fidelity_corpus_free(&c);
 	unlink(path);
 	rmdir(dir);
@@ -694,6 +768,7 @@ static Suite *fidelity_suite(void)
 	suite_add_tcase(s, t);
 	t = tcase_create("errors");
 	tcase_add_test(t, a_good_minimal_source_loads);
+	tcase_add_test(t, collective_alg_and_proto_are_the_forced_ones);
 	tcase_add_test(t, bad_files_fail_with_location);
 	tcase_add_test(t, a_source_id_used_twice_is_an_error);
 	tcase_add_test(t, missing_corpus_directory_is_an_error);

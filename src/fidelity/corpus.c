@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config/yamltree.h"
+#include "engine/nccl.h"
 #include "nccltests/nccltests.h"
 
 const char *const fidelity_kind_names[FID_KIND_COUNT] = {"collective", "attention", "gemm", "step"};
@@ -85,13 +86,14 @@ static bool kind_map(const yt_node *cm, fidelity_kind kind, const yt_node **out,
 
 static bool read_collective(const yt_node *m, fidelity_case *k, const config_platform *p, config_error *err)
 {
-	static const char *const keys[] = {"op", "gpus", "size", "alg", NULL};
-	char op[CONFIG_NAME_MAX], size[CONFIG_NAME_MAX], alg[CONFIG_NAME_MAX];
-	bool has_alg = false;
+	static const char *const keys[] = {"op", "gpus", "size", "alg", "proto", NULL};
+	char op[CONFIG_NAME_MAX], size[CONFIG_NAME_MAX], alg[CONFIG_NAME_MAX], proto[CONFIG_NAME_MAX];
+	bool has_alg = false, has_proto = false;
 	if (!yt_check_keys(m, keys, err) || !yt_string(m, "op", true, op, sizeof op, NULL, err) ||
 	    !yt_posint(m, "gpus", true, &k->gpus, NULL, err) ||
 	    !yt_string(m, "size", true, size, sizeof size, NULL, err) ||
-	    !yt_string(m, "alg", false, alg, sizeof alg, &has_alg, err))
+	    !yt_string(m, "alg", false, alg, sizeof alg, &has_alg, err) ||
+	    !yt_string(m, "proto", false, proto, sizeof proto, &has_proto, err))
 		return false;
 	if (!nccltests_coll_from_name(op, &k->coll))
 		return yt_fail(err, yt_find(m, "op"),
@@ -103,9 +105,26 @@ static bool read_collective(const yt_node *m, fidelity_case *k, const config_pla
 			       size);
 	k->alg_set = has_alg;
 	k->alg = nccltests_default_alg(k->coll);
-	if (has_alg && !nccltests_alg_from_name(k->coll, alg, &k->alg))
-		return yt_fail(err, yt_find(m, "alg"), "algorithm '%s' does not apply to %s, expected one of ring, direct, pairwise, hierarchical that does",
+	/* the algorithm and protocol the run forced (NCCL_ALGO, NCCL_PROTO), read as
+	 * `spsim collective --alg/--proto` read them; only ones NCCL itself could run there */
+	k->force_algo = k->force_proto = 0;
+	if (has_alg && !nccltests_resolve_alg(k->coll, alg, &k->alg, &k->force_algo))
+		return yt_fail(err, yt_find(m, "alg"),
+			       "algorithm '%s' does not apply to %s, expected one of ring, tree, nvls (NCCL_ALGO), "
+			       "direct, pairwise, hierarchical that does",
 			       alg, op);
+	if (has_proto) {
+		nccl_proto pr;
+		if (!nccl_proto_from_name(proto, &pr))
+			return yt_fail(err, yt_find(m, "proto"), "'proto' must be LL, LL128 or Simple (NCCL_PROTO), got '%s'",
+				       proto);
+		k->force_proto = (int)pr + 1;
+	}
+	char why[256];
+	if (!nccl_force_check(p, k->coll, k->force_algo, 0, why, sizeof why))
+		return yt_fail(err, yt_find(m, "alg"), "%s", why);
+	if (!nccl_force_check(p, k->coll, k->force_algo, k->force_proto, why, sizeof why))
+		return yt_fail(err, yt_find(m, "proto"), "%s", why);
 	nccltests_setup s = {.platform = p, .coll = k->coll, .alg = k->alg, .gpus = k->gpus, .group_size = k->gpus};
 	config_error e2;
 	if (!nccltests_setup_check(&s, &e2))

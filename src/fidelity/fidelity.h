@@ -22,7 +22,10 @@
  * Per kind, one configuration mapping and the units it may be compared in:
  *   collective: {op: all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast,
  *                gpus: N, size: 8G (nccl-tests size syntax, bytes per rank),
- *                alg: ring|direct|pairwise|hierarchical (optional)}     units GB/s (busbw), us (time)
+ *                alg, proto (optional, as `spsim collective --alg/--proto`: alg ring|tree|nvls
+ *                the algorithm the run forced with NCCL_ALGO, direct|pairwise|hierarchical
+ *                spsim's all-to-all; proto LL|LL128|Simple the protocol it forced with
+ *                NCCL_PROTO; NCCL's tuner's choice when absent)}        units GB/s (busbw), us (time)
  *   attention:  {batch, seq_len, heads, head_dim, causal: bool, pass: fwd|bwd|fwd+bwd,
  *                kernel: flash-attn-2|flash-attn-3|cudnn|flash-attn-triton}
  *                                                                       unit TFLOP/s
@@ -95,6 +98,8 @@ typedef struct fidelity_case {
 	workload_coll coll;
 	bool alg_set;
 	workload_alg alg;
+	int force_algo;  /* 1 + nccl_algo the run forced (NCCL_ALGO), 0: NCCL's choice */
+	int force_proto; /* 1 + nccl_proto the run forced (NCCL_PROTO), 0: NCCL's choice */
 	int gpus;
 	double size;
 	/* attention, gemm */

@@ -78,8 +78,11 @@ double fidelity_kernel_time(const config_platform *p, const fidelity_kernel *k, 
 
 static bool predict_collective(const fidelity_case *k, const config_platform *p, double *out, config_error *err)
 {
-	nccltests_setup s = {.platform = p, .coll = k->coll, .alg = k->alg, .gpus = k->gpus, .group_size = k->gpus,
-			     .placement = ENGINE_PLACE_CONTIGUOUS};
+	config_platform forced = *p; /* what the run forced, as --alg and --proto do */
+	forced.nccl.force_algo = k->force_algo;
+	forced.nccl.force_proto = k->force_proto;
+	nccltests_setup s = {.platform = &forced, .coll = k->coll, .alg = k->alg, .gpus = k->gpus,
+			     .group_size = k->gpus, .placement = ENGINE_PLACE_CONTIGUOUS};
 	if (!nccltests_setup_check(&s, err))
 		return false;
 	double t;
