@@ -781,6 +781,53 @@ static engine_result run_job(const config_model *m, const config_platform *p, co
 	return r;
 }
 
+START_TEST(offload_optimizer_step_by_hand)
+{
+	/* ZeRO-1 on one node of W = 4 (tiny platform: HBM 1000 GB/s at efficiency 1), host
+	 * link 10 GB/s with 1 us latency, host DRAM 100 GB/s. ZeRO-1's gradient copy follows
+	 * the boundary's all-reduce and the step waits for every part of the optimizer block,
+	 * so the step grows by exactly (shard = psi/4):
+	 *   + gradient to the host   1e-6 + 4·shard / 10e9
+	 *   + CPU Adam               28·shard·4 / 100e9   (the node's 4 shards at once)
+	 *   + parameters back        1e-6 + 2·shard / 10e9
+	 *   - fused Adam on the GPU  30·shard / 1000e9.
+	 * ZeRO-3 (overlap on, its default) copies each layer's gradient shard on the ZeRO
+	 * stream behind backward: its step grows by at least the CPU step and the copy back
+	 * less the GPU Adam, and by at most that plus every gradient copy. */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	p.host.bandwidth = 10e9;
+	p.host.latency = 1e-6;
+	p.host.memory = 1e12;
+	p.host.memory_bandwidth = 100e9;
+	const double shard = config_model_params(&m) / 4;
+	const double d2h = 1e-6 + 4 * shard / 10e9, cpu = 28 * shard * 4 / 100e9, h2d = 1e-6 + 2 * shard / 10e9,
+		     gpu = 30 * shard / 1000e9;
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 4096, 1);
+	engine_result none = run_job(&m, &p, j);
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+	engine_result cpu_r = run_job(&m, &p, j);
+	ck_assert_close(cpu_r.step_time - none.step_time, d2h + cpu + h2d - gpu, 1e-9);
+	ck_assert_close(cpu_r.breakdown.host_comm, d2h + h2d, 1e-9);
+	ck_assert_close(cpu_r.breakdown.host_comm_exposed, d2h + h2d, 1e-9);
+	ck_assert_close(cpu_r.breakdown.optimizer, cpu, 1e-9);
+	j.zero_stage = 3;
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_NONE;
+	none = run_job(&m, &p, j);
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+	cpu_r = run_job(&m, &p, j);
+	double grow = cpu_r.step_time - none.step_time;
+	ck_assert_msg(grow >= cpu + h2d - gpu - 1e-12, "%g < %g", grow, cpu + h2d - gpu);
+	/* every gradient copy: one per layer plus the head's and the embedding's, each with its
+	 * latency (the latencies bound the count from above: at most 8 copies) */
+	ck_assert_msg(grow <= cpu + h2d - gpu + 8e-6 + 4 * shard / 10e9 + 1e-12, "%g", grow);
+	/* the copies move the whole shard's gradient once (the layers', the head's and the
+	 * embedding's shards add up to psi/4), each copy paying its latency */
+	double copies = cpu_r.breakdown.host_comm - h2d - 4 * shard / 10e9;
+	ck_assert_msg(copies >= 1e-6 - 1e-12 && copies <= 8e-6 + 1e-12, "%g", copies);
+}
+END_TEST
+
 START_TEST(zero3_deepspeed_fetch_never_beats_layer_prefetch)
 {
 	/* Invariant: with the same bytes per call, less lookahead cannot hide more. DeepSpeed's
@@ -958,6 +1005,7 @@ int main(void)
 	tcase_add_test(tc, faster_network_never_slows_a_step);
 	tcase_add_test(tc, zero3_deepspeed_fetch_never_beats_layer_prefetch);
 	tcase_add_test(tc, tokens_per_second_counts_every_replica);
+	tcase_add_test(tc, offload_optimizer_step_by_hand);
 	tcase_add_test(tc, analytic_trace_is_valid_json);
 	tcase_add_test(tc, collective_cache_follows_every_platform_field);
 	tcase_add_test(tc, collective_cache_is_per_thread);

@@ -612,6 +612,7 @@ static const key_sample samples[] = {
 	{"offload_activations", {{"recompute", "full"}, {"offload_activations", "true"}}, false},
 	{"tile_mlp", {{"tile_mlp", "2"}}, false},
 	{"tile_logits", {{"tile_logits", "2"}}, false},
+	{"offload_optimizer", {{"offload_optimizer", "cpu"}}, false},
 };
 
 /* "{k: v, ...}": the base job with the sample's keys set (NULL: the base alone). */

@@ -55,7 +55,8 @@ const char *const config_job_keys[] = {
 	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
 	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",
 	"attention_kernel", "impl", "zero3_prefetch",         "memory_reserve",   "basp_inner",     "cp_split",
-	"ulysses_degree", "ring_degree", "what_if", "cp_comm_type", "offload_activations", "tile_mlp", "tile_logits", NULL,
+	"ulysses_degree", "ring_degree", "what_if", "cp_comm_type", "offload_activations", "tile_mlp", "tile_logits",
+	"offload_optimizer", NULL,
 };
 
 /* ---------------------------------------------------------------- settings --- */
@@ -92,6 +93,7 @@ static const setting settings[] = {
 	{"prefetch_bucket", K_RANGE, NULL, 0, CONFIG_R_PREFETCH_BUCKET, FIELD(prefetch_bucket_elems), NOFLAG},
 	{"fp32_grad_comm", K_BOOL, NULL, 0, 0, FIELD(fp32_grad_comm), FIELD(fp32_grad_comm_set)},
 	{"offload_activations", K_BOOL, NULL, 0, 0, FIELD(offload_activations), NOFLAG},
+	{"offload_optimizer", K_ENUM, config_offload_optimizer_names, 2, 0, FIELD(offload_optimizer), NOFLAG},
 	{"tile_mlp", K_RANGE_INT, NULL, 0, CONFIG_R_TILE_MLP, FIELD(tile_mlp), NOFLAG},
 	{"tile_logits", K_RANGE_INT, NULL, 0, CONFIG_R_TILE_LOGITS, FIELD(tile_logits), NOFLAG},
 };
@@ -101,7 +103,8 @@ static const setting settings[] = {
 /* enum fields are written as an int */
 _Static_assert(sizeof(config_recompute) == sizeof(int) && sizeof(config_a2a) == sizeof(int) &&
 		       sizeof(config_impl) == sizeof(int) && sizeof(config_dtype) == sizeof(int) &&
-		       sizeof(config_basp_uneven) == sizeof(int) && sizeof(config_zero3_prefetch) == sizeof(int),
+		       sizeof(config_basp_uneven) == sizeof(int) && sizeof(config_zero3_prefetch) == sizeof(int) &&
+		       sizeof(config_offload_optimizer) == sizeof(int),
 	       "enum job fields are int-sized");
 
 int config_job_setting_find(const char *key)
