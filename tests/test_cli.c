@@ -942,6 +942,29 @@ START_TEST(max_seq_takes_lists_and_says_what_blocks)
 }
 END_TEST
 
+START_TEST(plan_says_which_rerun_settings_it_cannot_use)
+{
+	/* --placement, --timeout and -j shape only the re-runs: with --verify none they are
+	 * said to be ignored (exit 0); a placement the analytic engine does not model is
+	 * refused before the search (exit 2), as spsim run refuses it. */
+	cli_out *o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--gpus", "8", "--seq-len", "4K",
+			   "--global-batch", "32K", "--verify", "none", "--placement", "strided", "--timeout", "5", "-j", "2",
+			   NULL);
+	expect(o, 0, "--verify none re-runs nothing; ignored: --placement, --timeout, -j");
+	free(o);
+	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--gpus", "8", "--seq-len", "4K",
+		  "--global-batch", "32K", "--verify", "none", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(!strstr(o->err, "ignored"), "%s", o->err);
+	free(o);
+	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--gpus", "8", "--seq-len", "4K",
+		  "--global-batch", "32K", "--verify", "analytic", "--placement", "contiguous,strided", NULL);
+	expect(o, 2, "--placement strided: the analytic engine (--verify analytic) models contiguous placement only");
+	ck_assert_str_eq(o->out, "");
+	free(o);
+}
+END_TEST
+
 START_TEST(plan_says_why_nothing_was_searched)
 {
 	/* 12 GPUs on 8-GPU nodes: no budget to search is an input error, said so */
@@ -1684,6 +1707,7 @@ int main(void)
 	tcase_add_test(tc, optimizer_offload_flags);
 	tcase_add_test(tc, max_seq_technique_table);
 	tcase_add_test(tc, plan_says_why_nothing_was_searched);
+	tcase_add_test(tc, plan_says_which_rerun_settings_it_cannot_use);
 	tcase_add_test(tc, no_speedup_for_what_does_not_fit);
 	tcase_add_test(tc, plan_progress_on_request_only);
 	tcase_add_test(tc, simgrid_run_progress_on_request_only);

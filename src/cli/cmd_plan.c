@@ -594,6 +594,7 @@ int cli_cmd_plan(int argc, char **argv)
 		if (config_job_unused_zero(&top, unused, sizeof unused))
 			fprintf(stderr, "spsim plan: warning: no ZeRO stage searched (--zero) uses %s; ignored\n", unused);
 	}
+	const bool placement_set = a.n_placements > 0;
 	if (!a.n_placements) {
 		char contiguous[] = "contiguous";
 		add_placement(&a, contiguous);
@@ -601,6 +602,21 @@ int cli_cmd_plan(int argc, char **argv)
 	}
 	if (!a.verify_set)
 		a.verify = engine_find("simgrid") ? "simgrid" : "none";
+	if (strcmp(a.verify, "none") == 0 && (placement_set || a.timeout > 0 || a.jobs > 0)) {
+		/* these shape the re-runs only: said, not silently dropped */
+		fprintf(stderr, "spsim plan: warning: --verify none re-runs nothing; ignored: %s%s%s%s%s (settings of the "
+				"re-runs)\n",
+			placement_set ? "--placement" : "", placement_set && (a.timeout > 0 || a.jobs > 0) ? ", " : "",
+			a.timeout > 0 ? "--timeout" : "", a.timeout > 0 && a.jobs > 0 ? ", " : "", a.jobs > 0 ? "-j" : "");
+	} else if (strcmp(a.verify, "analytic") == 0) {
+		for (int i = 0; i < a.n_placements; i++)
+			if (a.placements[i].placement != ENGINE_PLACE_CONTIGUOUS) {
+				fprintf(stderr, "spsim plan: --placement %s: the analytic engine (--verify analytic) models "
+						"contiguous placement only; use --verify simgrid, or --placement contiguous\n",
+					a.placement_names[i]);
+				goto out;
+			}
+	}
 
 	config_error err = {""};
 	config_model m;
