@@ -58,6 +58,8 @@ static const char *const job_keys[] = {
 	"ulysses_degree", "ring_degree", "what_if", "cp_comm_type", "offload_activations", "tile_mlp", "tile_logits", NULL,
 };
 
+const char *const *config_job_keys(void) { return job_keys; }
+
 /* ---------------------------------------------------------------- settings --- */
 /* The job keys that set plain fields of config_job, in one table: job files read them
  * here (job_read) and sweep specs read each of their values through the same entry
