@@ -1198,27 +1198,29 @@ END_TEST
  * platform or the rest of the job decides. true when the default job holds the sentinel. */
 static bool default_is_unset(const char *key, const config_job *d)
 {
-	if (strcmp(key, "gpus") == 0)
-		return d->gpus == 0;
-	if (strcmp(key, "sp") == 0)
-		return d->sp == 0;
-	if (strcmp(key, "seq_len") == 0)
-		return d->seq_len == 0;
-	if (strcmp(key, "ulysses_degree") == 0)
-		return d->ulysses_degree == 0;
-	if (strcmp(key, "ring_degree") == 0)
-		return d->ring_degree == 0;
-	if (strcmp(key, "attention_kernel") == 0)
-		return d->attention_kernel == -1;
-	if (strcmp(key, "memory_reserve") == 0)
-		return !d->memory_reserve_set;
-	if (strcmp(key, "fp32_grad_comm") == 0)
-		return !d->fp32_grad_comm_set;
-	/* not fields of config_job: a job file without them leaves the caller's values */
-	static const char *const outside[] = {"model", "platform", "calibration", "nodes", "cp_comm_type", "what_if"};
-	for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++)
-		if (strcmp(key, outside[i]) == 0)
-			return true;
+	const struct {
+		const char *key;
+		bool unset;
+	} t[] = {
+		{"gpus", d->gpus == 0},
+		{"sp", d->sp == 0},
+		{"seq_len", d->seq_len == 0},
+		{"ulysses_degree", d->ulysses_degree == 0},
+		{"ring_degree", d->ring_degree == 0},
+		{"attention_kernel", d->attention_kernel == -1},
+		{"memory_reserve", !d->memory_reserve_set},
+		{"fp32_grad_comm", !d->fp32_grad_comm_set},
+		/* not fields of config_job: a job file without them leaves the caller's values */
+		{"model", true},
+		{"platform", true},
+		{"calibration", true},
+		{"nodes", true},
+		{"cp_comm_type", true},
+		{"what_if", true},
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		if (strcmp(key, t[i].key) == 0)
+			return t[i].unset;
 	return false;
 }
 
