@@ -262,9 +262,9 @@ int main(int argc, char **argv)
 				failed = 1;
 				continue;
 			}
-			printf("# gpus %d %-7s step %.9f s (sp comm %.9f, zero comm %.9f); simulated ranks %d%s, %ld flows, %ld executions, platform %.1f MB; wall %.3f s, cpu %.3f s, rss %.1f MB\n",
+			printf("# gpus %d %-7s step %.9f s (sp comm %.9f, zero comm %.9f); simulated ranks %d%s, %ld flows (full program %ld), %ld executions, platform %.1f MB; wall %.3f s, cpu %.3f s, rss %.1f MB\n",
 			       n, workload_strategy_name(s), o.step_time, o.sp_comm, o.zero_comm, o.stats.simulated_ranks,
-			       o.stats.period_nodes ? " (one period)" : "", o.stats.flows, o.stats.executions,
+			       o.stats.period_nodes ? " (one period)" : "", o.stats.flows, o.stats.full_flows, o.stats.executions,
 			       o.stats.xml_bytes / 1e6, wall, cpu, rss);
 			for (int j = 0; j < n_rec; j++)
 				if (rec[j].zero == g_zero && rec[j].gpus == n &&

@@ -1141,7 +1141,7 @@ START_TEST(job_errors)
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
 		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
-		     "attention_kernel, impl, zero3_prefetch, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, cp_comm_type, offload_activations, tile_mlp, tile_logits");
+		     "attention_kernel, impl, zero3_prefetch, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, cp_comm_type, offload_activations, tile_mlp, tile_logits, offload_optimizer");
 	expect_error(JOB, "job_bad_inner.yaml", "3:15: 'basp_inner' must be one of: ulysses, ring, usp, got 'tree'");
 	expect_error(JOB, "job_bad_zero3_prefetch.yaml", "3:19: 'zero3_prefetch' must be one of: deepspeed, layer, got 'fsdp'");
 	expect_error(JOB, "job_bad_split.yaml", "3:13: 'cp_split' must be one of: zigzag, naive, got 'spiral'");

@@ -763,6 +763,29 @@ START_TEST(test_fit_model_through_a_kink)
 }
 END_TEST
 
+/* Measured faster than the other link allows (t = 5 us + S / 50 GB/s against a 40 GB/s
+ * kink): started below the kink, the first Gauss-Newton step wants B = 50 GB/s, where the
+ * other link binds every size and the model has no slope in B any more. The fit ends at
+ * that step instead of failing: B = 50 GB/s, L = 5 us (exact for an affine model in one
+ * step), and the model there is L + S / 40 GB/s, the most this link can explain. */
+START_TEST(test_fit_model_stops_past_the_kink)
+{
+	double S[12], t[12];
+	for (int i = 0; i < 12; i++) {
+		S[i] = 4096.0 * pow(4, i);
+		t[i] = 5e-6 + S[i] / 50e9;
+	}
+	nccltests_fit f;
+	config_error e = {""};
+	ck_assert_msg(nccltests_fit_model(kinked, S, t, 12, 1e-6, 10e9, &f, &e), "%s", e.msg);
+	assert_close(f.latency, 5e-6, 1e-9);
+	assert_close(f.bandwidth, 50e9, 1e-9);
+	ck_assert_int_eq(f.iterations, 1);
+	/* the residual is the other link's: the largest size is 50/40 - 1 = 25% slow */
+	ck_assert(fabs(f.max_rel - 0.25) < 0.01);
+}
+END_TEST
+
 /* ----------------------------------------------------------- calibration -- */
 
 static void calibrate(nccltests_log *logs, int n, const nccltests_calib_opts *o, config_calibration *cal,
@@ -2014,6 +2037,7 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(fit, test_linfit_exact);
 	tcase_add_test(fit, test_linfit_edge_cases);
 	tcase_add_test(fit, test_fit_model_through_a_kink);
+	tcase_add_test(fit, test_fit_model_stops_past_the_kink);
 	suite_add_tcase(s, fit);
 	TCase *cal = tcase_create("calibrate");
 	tcase_add_test(cal, test_calibrate_intra_from_fixture);

@@ -852,6 +852,60 @@ START_TEST(engines_agree_on_contention_free_cases)
 }
 END_TEST
 
+START_TEST(engines_agree_with_optimizer_offload)
+{
+	/* Optimizer offload on ZeRO 1, 2 and 3, ZeRO overlap off and on, inside one node and
+	 * across two: the gradient copies ride the ZeRO stream (stages 2 and 3) or follow the
+	 * boundary's all-reduce (stage 1), the CPU step and the copy back hold the main
+	 * stream; both engines time them by the host link and the host's DRAM alone. A slow
+	 * link (2 GB/s) makes the copies show. Without ZeRO-3 overlap nothing contends and
+	 * every breakdown entry agrees within 1%. With it the ZeRO-3 gathers and
+	 * reduce-scatters share the links, which the two engines schedule differently (on
+	 * this tiny model 1.3% apart on one node and 6.4% on two, offload or not): there what
+	 * offload adds to the step, and the sums of op times (compute, the CPU step, the host
+	 * copies), agree within 1%. */
+	int points = 0;
+	for (int z = 1; z <= 3; z++)
+		for (int ov = 0; ov < 2; ov++)
+			for (int nodes = 1; nodes <= 2; nodes++) {
+				grid_point g;
+				g.p = tu_platform(nodes, 4, 1);
+				g.p.host.bandwidth = 2e9;
+				g.p.host.latency = 5e-6;
+				g.p.host.memory = 1e12;
+				g.p.host.memory_bandwidth = 50e9;
+				g.m = tu_model();
+				g.job = tu_job(CONFIG_STRATEGY_ULYSSES, 4 * nodes, 4, 2, 4096, z);
+				g.job.zero_overlap = ov;
+				g.job.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+				double want[F_N], got[F_N];
+				both_engines(&g, want, got);
+				char what[128];
+				snprintf(what, sizeof what, "zero %d overlap %d nodes %d", z, ov, nodes);
+				ck_assert(want[F_HOST] > 0 && want[F_OPT] > 0);
+				ck_assert(want[F_HOST_EXP] > 0 && want[F_HOST_EXP] <= want[F_HOST] * (1 + 1e-12));
+				points++;
+				if (!(z == 3 && ov)) {
+					assert_fields_close(got, want, 0.01, what);
+					continue;
+				}
+				static const int sums[] = {F_COMPUTE, F_OPT, F_HOST, F_GEMM, F_ATTN, F_MEM};
+				for (size_t k = 0; k < sizeof sums / sizeof *sums; k++)
+					ck_assert_msg(fabs(got[sums[k]] - want[sums[k]]) <= 0.01 * fabs(want[sums[k]]) + 1e-12,
+						      "%s: %s = %.9g, want %.9g", what, field_names[sums[k]], got[sums[k]],
+						      want[sums[k]]);
+				grid_point h = g;
+				h.job.offload_optimizer = CONFIG_OFFLOAD_OPT_NONE;
+				double want0[F_N], got0[F_N];
+				both_engines(&h, want0, got0);
+				double da = want[F_STEP] - want0[F_STEP], ds = got[F_STEP] - got0[F_STEP];
+				ck_assert_msg(da > 0 && fabs(ds - da) <= 0.01 * da, "%s: offload adds %.9g s, want %.9g s", what, ds,
+					      da);
+			}
+	ck_assert_int_eq(points, 12);
+}
+END_TEST
+
 START_TEST(engines_agree_with_memory_techniques)
 {
 	/* Activation offload, selective recompute and tiles on contention-free cases (SP
@@ -1217,11 +1271,20 @@ START_TEST(identical_micro_steps_extrapolate_exactly)
 		ck_assert(workload_plan_make(&m, &p, &job, &plan, &err));
 		engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
 		engine_result fast, full;
+		engine_simgrid_stats sf, su;
+		/* the windows are tried even where the guard would skip them (they move about
+		 * as many flows as the full run at this size) */
+		engine_simgrid_options o;
+		engine_simgrid_options_default(&o);
+		o.repeat_always = true;
 		unsetenv("SPSIM_SIMGRID_FULL");
-		ck_assert_msg(engine_simgrid.run(&in, &fast, &err), "%s", err.msg);
+		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &fast, &sf, &err), "%s", err.msg);
 		setenv("SPSIM_SIMGRID_FULL", "1", 1);
-		ck_assert_msg(engine_simgrid.run(&in, &full, &err), "%s", err.msg);
+		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &full, &su, &err), "%s", err.msg);
 		unsetenv("SPSIM_SIMGRID_FULL");
+		/* the extrapolated path ran: other simulations than the full run's */
+		ck_assert_msg(sf.executions != su.executions, "%ld executions (full: %ld)", sf.executions,
+			      su.executions);
 		ck_assert_close(fast.step_time, full.step_time, 1e-9);
 		ck_assert_close(fast.breakdown.compute, full.breakdown.compute, 1e-9);
 		ck_assert_close(fast.breakdown.sp_comm, full.breakdown.sp_comm, 1e-9);
@@ -1269,7 +1332,9 @@ START_TEST(identical_layers_extrapolate_exactly)
 	 * degraded NIC (ranks out of step), and 20 micro-steps (layers reduced inside the
 	 * micro-step extrapolation); 32 H100s (dgx-h100, a NIC per GPU) with ZeRO-2 and Ulysses,
 	 * ZeRO-1 and BASP; and one that does not repeat (ZeRO-3 with Ulysses on the shared
-	 * NIC), which falls back to the full run within the search's budget. */
+	 * NIC), which falls back to the full run within the search's budget. The windows are
+	 * tried even where they move more flows than the full run (repeat_always: at 16
+	 * layers the guard of flow_count_guards_the_extrapolation would skip most of them). */
 	config_model m;
 	config_platform small, dgx;
 	config_error err;
@@ -1306,6 +1371,7 @@ START_TEST(identical_layers_extrapolate_exactly)
 		engine_simgrid_options o;
 		engine_simgrid_options_default(&o);
 		o.symmetry = false;
+		o.repeat_always = true;
 		engine_result fast, full;
 		engine_simgrid_stats sf, su;
 		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &fast, &sf, &err), "%s", err.msg);
@@ -1328,6 +1394,83 @@ START_TEST(identical_layers_extrapolate_exactly)
 		 * the layers four times) */
 		ck_assert_msg(sf.executions < su.executions, "case %zu: %ld flows, %ld executions (full: %ld, %ld)", c,
 			      sf.flows, sf.executions, su.flows, su.executions);
+		workload_plan_finish(&plan);
+	}
+}
+END_TEST
+
+START_TEST(flow_count_guards_the_extrapolation)
+{
+	/* sgx_count_flows walks every rank's collectives through the same phases without
+	 * simulating them: its count of the full program (stats.full_flows) is the flows a full
+	 * run starts, on a reduced (symmetric) run, a whole one, ZeRO-1 to 3 and a failed node
+	 * re-placing the job. engine_simgrid_run_opt weighs the layer windows by it. BASP with
+	 * ZeRO-1 on Llama-3.1-8B (32 layers, 16 H100s, node 0 failed) moves few flows per layer
+	 * beside those of the blocks outside the layers (16,640 in full), so the
+	 * first window (1, 2, 3 layers and the check at 6: 12 layer iterations and four times
+	 * what lies outside the layers) moves more than the full run: the guard runs the full
+	 * program (flows = full_flows) where repeat_always, which tries the window anyway, moves
+	 * 22,016. Where the layers carry most flows (Llama-3.2-1B with ZeRO-2 on 8 A100s,
+	 * Llama-3.1-8B with Ulysses) the window pays and the guard keeps it. A search that
+	 * fails (ZeRO-3 whose schedule does not repeat) is cut before it moves the full run's
+	 * flows. Every result equals the full run's to 1e-9 (expect_same_result). */
+	config_model m1, m8;
+	config_platform small, dgx;
+	config_error err;
+	ck_assert(config_load_model("llama-3.2-1b", &m1, &err) && config_load_model("llama-3.1-8b", &m8, &err));
+	ck_assert(config_load_platform("a100-2x4-ib400", &small, &err) && config_load_platform("dgx-h100", &dgx, &err));
+	dgx.nodes = 4;
+	static const struct {
+		bool big; /* Llama-3.1-8B on dgx-h100 */
+		config_strategy st;
+		int gpus, sp, zero;
+		bool symmetry, fail;
+	} cases[] = {
+		{false, CONFIG_STRATEGY_BASP, 8, 8, 2, false, false},
+		{false, CONFIG_STRATEGY_ULYSSES, 8, 4, 3, false, false},
+		{true, CONFIG_STRATEGY_ULYSSES, 16, 8, 2, false, false},
+		{true, CONFIG_STRATEGY_ULYSSES, 32, 8, 3, true, false},
+		{true, CONFIG_STRATEGY_BASP, 16, 8, 1, false, true},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const config_platform *pp = cases[c].big ? &dgx : &small;
+		const config_model *mm = cases[c].big ? &m8 : &m1;
+		config_job job = tu_job(cases[c].st, cases[c].gpus, cases[c].sp, 2, cases[c].big ? 8192 : 4096,
+					cases[c].zero);
+		ck_assert_msg(workload_check(mm, pp, &job, &err), "%s", err.msg);
+		workload_plan plan;
+		ck_assert(workload_plan_make(mm, pp, &job, &plan, &err));
+		engine_input in = {.model = mm, .platform = pp, .job = &job, .plan = &plan};
+		config_whatif w = {0};
+		if (cases[c].fail) {
+			ck_assert(config_whatif_add(&w, CONFIG_WHATIF_FAIL_NODE, "0", &err));
+			in.opt.whatif = &w;
+		}
+		engine_simgrid_options o;
+		engine_simgrid_options_default(&o);
+		o.symmetry = cases[c].symmetry;
+		engine_result guarded, always, full;
+		engine_simgrid_stats sg, sa, su;
+		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &guarded, &sg, &err), "%s", err.msg);
+		o.repeat_always = true;
+		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &always, &sa, &err), "%s", err.msg);
+		o.repeat = false;
+		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &full, &su, &err), "%s", err.msg);
+		/* the count is the full run's flows, whichever path ran */
+		ck_assert_msg(su.flows == su.full_flows && sg.full_flows == su.flows && sa.full_flows == su.flows,
+			      "case %zu: counted %ld, full run %ld", c, su.full_flows, su.flows);
+		ck_assert_int_eq(su.simulated_ranks, cases[c].symmetry ? 8 : cases[c].gpus);
+		expect_same_result(&guarded, &full);
+		expect_same_result(&always, &full);
+		/* a search the guard lets run moves fewer flows than the full run before it
+		 * gives up, so never twice the full run's */
+		ck_assert_msg(sg.flows < 2 * su.flows, "case %zu: guarded %ld, full %ld", c, sg.flows, su.flows);
+		if (c == 4) /* the window cannot pay: the full run */
+			ck_assert_msg(sg.flows == su.flows && sa.flows > su.flows, "guarded %ld, full %ld, always %ld",
+				      sg.flows, su.flows, sa.flows);
+		if (c == 0 || c == 2) /* the window pays: kept */
+			ck_assert_msg(sg.flows == sa.flows && sg.flows < su.flows, "guarded %ld, full %ld, always %ld",
+				      sg.flows, su.flows, sa.flows);
 		workload_plan_finish(&plan);
 	}
 }
@@ -1442,6 +1585,7 @@ static Suite *simgrid_suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, engines_agree_on_contention_free_cases);
 	tcase_add_test(tc, engines_agree_with_memory_techniques);
+	tcase_add_test(tc, engines_agree_with_optimizer_offload);
 	tcase_add_test(tc, engines_agree_on_zero3_per_submodule_fetch);
 	tcase_add_test(tc, ring_aggregation_is_exact_when_sharing_is_steady);
 	tcase_add_test(tc, symmetry_is_exact_single_switch);
@@ -1457,6 +1601,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, engine_runs_any_number_of_simulations_per_process);
 	tcase_add_test(tc, identical_micro_steps_extrapolate_exactly);
 	tcase_add_test(tc, identical_layers_extrapolate_exactly);
+	tcase_add_test(tc, flow_count_guards_the_extrapolation);
 	tcase_add_test(tc, a_linear_transient_is_not_extrapolated);
 	tcase_add_test(tc, extrapolation_never_yields_a_negative_total);
 	tcase_add_test(tc, same_input_bit_identical_output);

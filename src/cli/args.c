@@ -12,7 +12,8 @@
 
 #define SET(bit) (1u << (bit))
 enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A,
-       S_UNEVEN, S_ATTN, S_IMPL, S_Z3P, S_RESERVE, S_UDEG, S_RDEG, S_CPCOMM, S_OFFLOAD, S_TILE_MLP, S_TILE_LOGITS };
+       S_UNEVEN, S_ATTN, S_IMPL, S_Z3P, S_RESERVE, S_UDEG, S_RDEG, S_CPCOMM, S_OFFLOAD, S_TILE_MLP, S_TILE_LOGITS,
+       S_OFFLOAD_OPT };
 
 const struct option cli_job_options[] = {
 	{"model", required_argument, NULL, CLI_OPT_MODEL},
@@ -49,6 +50,7 @@ const struct option cli_job_options[] = {
 	{"zero3-prefetch", required_argument, NULL, CLI_OPT_ZERO3_PREFETCH},
 	{"memory-reserve", required_argument, NULL, CLI_OPT_MEMORY_RESERVE},
 	{"offload-activations", no_argument, NULL, CLI_OPT_OFFLOAD_ACTIVATIONS},
+	{"offload-optimizer", required_argument, NULL, CLI_OPT_OFFLOAD_OPTIMIZER},
 	{"tile-mlp", required_argument, NULL, CLI_OPT_TILE_MLP},
 	{"tile-logits", required_argument, NULL, CLI_OPT_TILE_LOGITS},
 	{"slow-gpu", required_argument, NULL, CLI_OPT_SLOW_GPU},
@@ -118,6 +120,10 @@ void cli_job_help(FILE *f)
 	      "  --offload-activations    copy the activation checkpoints to host memory while the next layer\n"
 	      "                           computes, fetch them back before backward (needs --recompute full\n"
 	      "                           and a platform with a host_link)\n"
+	      "  --offload-optimizer none|cpu  keep the fp32 master weights and Adam states in host memory and\n"
+	      "                           run Adam on the CPU (DeepSpeed offload_optimizer, ZeRO-Offload):\n"
+	      "                           gradients copied to the host, parameters back, every step (needs\n"
+	      "                           --zero 1, 2 or 3 and a host_link with memory_bandwidth; default none)\n"
 	      "  --tile-mlp N             run the MLP in N sequence tiles (ALST's TiledMLP; default 1)\n"
 	      "  --tile-logits N          run the LM head and loss in N sequence tiles (fused linear cross\n"
 	      "                           entropy; default 1)\n"
@@ -373,6 +379,17 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 	case CLI_OPT_OFFLOAD_ACTIVATIONS:
 		j->offload_activations = true;
 		a->set |= SET(S_OFFLOAD);
+		return 1;
+	case CLI_OPT_OFFLOAD_OPTIMIZER:
+		if (strcmp(arg, "none") == 0)
+			j->offload_optimizer = CONFIG_OFFLOAD_OPT_NONE;
+		else if (strcmp(arg, "cpu") == 0)
+			j->offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+		else {
+			fprintf(stderr, "spsim: --offload-optimizer expects none or cpu, got '%s'\n", arg);
+			return -1;
+		}
+		a->set |= SET(S_OFFLOAD_OPT);
 		return 1;
 	case CLI_OPT_TILE_MLP:
 		if (!range_int(CONFIG_R_TILE_MLP, arg, &j->tile_mlp))
@@ -699,6 +716,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_IMPL, impl)
 		TAKE(S_Z3P, zero3_prefetch)
 		TAKE(S_OFFLOAD, offload_activations)
+		TAKE(S_OFFLOAD_OPT, offload_optimizer)
 		TAKE(S_TILE_MLP, tile_mlp)
 		TAKE(S_TILE_LOGITS, tile_logits)
 		if (!(a->set & SET(S_RESERVE))) {

@@ -274,7 +274,6 @@ static bool load_platform(coll_args *a, config_platform *p)
  * (engine/nccl.h) where given. */
 static bool resolve_alg(const coll_args *a, workload_coll c, workload_alg *alg, config_platform *p)
 {
-	nccl_algo na = NCCL_ALGO_RING;
 	nccl_proto np = NCCL_PROTO_SIMPLE;
 	p->nccl.force_algo = p->nccl.force_proto = 0;
 	if (a->proto_name) {
@@ -286,10 +285,8 @@ static bool resolve_alg(const coll_args *a, workload_coll c, workload_alg *alg, 
 		p->nccl.force_proto = np + 1;
 	}
 	*alg = nccltests_default_alg(c);
-	bool ring_family = c != WL_COLL_ALLTOALL && c != WL_COLL_SENDRECV;
-	if (a->alg_name && ring_family && nccl_algo_from_name(a->alg_name, &na) && na != NCCL_ALGO_P2P) {
-		p->nccl.force_algo = na + 1; /* nccl_force_check below says where it cannot run */
-	} else if (a->alg_name && !nccltests_alg_from_name(c, a->alg_name, alg)) {
+	/* a forced NCCL algorithm: nccl_force_check below says where it cannot run */
+	if (a->alg_name && !nccltests_resolve_alg(c, a->alg_name, alg, &p->nccl.force_algo)) {
 		fprintf(stderr, "spsim collective: --alg '%s' is not an algorithm spsim models for %s (alltoall: direct, "
 				"pairwise, hierarchical; allgather, reducescatter, allreduce: ring, hierarchical; sendrecv: "
 				"direct; broadcast: ring; NCCL's tree for allreduce, nvls where the platform has it)\n",

@@ -27,7 +27,7 @@ enum {
 static const int job_setting_ids[] = {
 	CLI_OPT_ATTENTION_KERNEL, CLI_OPT_OFFLOAD_ACTIVATIONS, CLI_OPT_TILE_MLP,	      CLI_OPT_TILE_LOGITS,
 	CLI_OPT_ZERO_OVERLAP,	  CLI_OPT_FP32_GRAD_COMM,      CLI_OPT_REDUCE_BUCKET, CLI_OPT_ALLGATHER_BUCKET,
-	CLI_OPT_PREFETCH_BUCKET,  CLI_OPT_DTYPE,	       CLI_OPT_ZERO3_PREFETCH,
+	CLI_OPT_PREFETCH_BUCKET,  CLI_OPT_DTYPE,	       CLI_OPT_ZERO3_PREFETCH, CLI_OPT_OFFLOAD_OPTIMIZER,
 };
 #define N_JOB_SETTINGS ((int)(sizeof job_setting_ids / sizeof job_setting_ids[0]))
 
@@ -58,9 +58,10 @@ static void plan_help(FILE *f)
 	      "  --memory-reserve SIZE    memory lost to CUDA context, NCCL and fragmentation, or 0 (default derived)\n"
 	      "  --attention-kernel K, --offload-activations, --tile-mlp N, --tile-logits N, --zero-overlap V,\n"
 	      "  --fp32-grad-comm V, --reduce-bucket E, --allgather-bucket E, --prefetch-bucket E, --dtype bf16,\n"
-	      "  --zero3-prefetch deepspeed|layer\n"
+	      "  --zero3-prefetch deepspeed|layer, --offload-optimizer none|cpu\n"
 	      "                           settings every configuration shares, as spsim run takes them (see\n"
-	      "                           spsim run --help; offload needs recompute full: --recompute full)\n"
+	      "                           spsim run --help; activation offload needs recompute full: --recompute\n"
+	      "                           full; optimizer offload skips ZeRO-0)\n"
 	      "  --strategies LIST        the strategies to search (default ulysses, basp, basp-unequal,\n"
 	      "                           basp-extra-step); also ring (ring attention, zigzag), basp-ring\n"
 	      "                           (alias basp:inner=ring), usp (every Ulysses degree), basp-usp\n"
@@ -438,6 +439,7 @@ const struct option cli_plan_options[] = {
 	{"prefetch-bucket", required_argument, NULL, OPT_JOB_SETTING + 8},
 	{"dtype", required_argument, NULL, OPT_JOB_SETTING + 9},
 	{"zero3-prefetch", required_argument, NULL, OPT_JOB_SETTING + 10},
+	{"offload-optimizer", required_argument, NULL, OPT_JOB_SETTING + 11},
 	{NULL, 0, NULL, 0},
 };
 
@@ -563,6 +565,11 @@ int cli_cmd_plan(int argc, char **argv)
 	if (a.base.offload_activations && a.rmask && !(a.rmask & 2u)) {
 		fprintf(stderr, "spsim plan: --offload-activations moves the activation checkpoints, which exist only "
 				"with full recompute; add full to --recompute (e.g. --recompute full)\n");
+		goto out;
+	}
+	if (a.base.offload_optimizer == CONFIG_OFFLOAD_OPT_CPU && a.zmask == 1u) {
+		fprintf(stderr, "spsim plan: --offload-optimizer cpu needs ZeRO stage 1, 2 or 3 (DeepSpeed offloads the "
+				"optimizer of its ZeRO optimizers only); add one to --zero (e.g. --zero 1,2,3)\n");
 		goto out;
 	}
 	if (a.zmask) { /* the settings every searched stage leaves unused: the highest stage uses the most */

@@ -51,6 +51,12 @@ bool nccltests_parse_size(const char *text, double *out);
 bool nccltests_alg_from_name(workload_coll c, const char *name, workload_alg *out);
 /* The algorithm spsim's op program uses for a collective (ring, direct all-to-all). */
 workload_alg nccltests_default_alg(workload_coll c);
+/* An --alg name as `spsim collective` and the fidelity corpus read it: ring, tree and nvls
+ * force NCCL's algorithm on the ring family (*force_algo = 1 + nccl_algo, *alg the
+ * default), direct, pairwise and hierarchical are spsim's (nccltests_alg_from_name,
+ * *force_algo = 0). False when the name is neither for c; where a forced algorithm can
+ * run is nccl_force_check's to say. */
+bool nccltests_resolve_alg(workload_coll c, const char *name, workload_alg *alg, int *force_algo);
 
 /* ---------------------------------------------------------------- parser ---- */
 enum { NCCLTESTS_OOP = 0, NCCLTESTS_IP = 1 }; /* out-of-place, in-place column groups */

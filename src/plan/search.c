@@ -102,6 +102,8 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 	 * its own. */
 	if (job.offload_activations)
 		job.recompute = CONFIG_RECOMPUTE_FULL;
+	if (job.offload_optimizer == CONFIG_OFFLOAD_OPT_CPU && job.zero_stage < 1) /* likewise ZeRO >= 1 */
+		job.zero_stage = 1;
 	if (!workload_check(x->m, &x->p, &job, &sub)) {
 		reject(st, (long)zr * na, &sub);
 		return true;
@@ -126,7 +128,8 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 				continue;
 			job.zero_stage = z;
 			job.recompute = (config_recompute)r; /* bit r: none, full, selective */
-			if (job.offload_activations && !workload_check_techniques(&x->p, &job, &sub)) {
+			if ((job.offload_activations || job.offload_optimizer == CONFIG_OFFLOAD_OPT_CPU) &&
+			    !workload_check_techniques(&x->p, &job, &sub)) {
 				reject(st, na, &sub);
 				continue;
 			}

@@ -414,6 +414,13 @@ void sgx_proxy_actor(int argc, char **argv)
 
 static long size_of(double bytes) { return bytes > 0 ? (long)llround(bytes) : 0; }
 
+/* Simulated time passing for this rank; nothing while only counting flows. */
+static void idle(sgx_rank *R, double t)
+{
+	if (!R->run->counting)
+		sg_actor_sleep_for(t);
+}
+
 /* A phase's flows (and their comms) live on the actor's stack up to this many; a larger
  * phase (an all-to-all over a big group) allocates. */
 #define SGX_SMALL_PHASE 64
@@ -424,6 +431,11 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 	sgx_run *r = R->run;
 	if (n == 0)
 		return;
+	if (r->counting) { /* the flows this phase would start (sends), no simulation */
+		for (int k = 0; k < n; k++)
+			r->flows += f[k].send;
+		return;
+	}
 	sg_comm_t comm_buf[SGX_SMALL_PHASE];
 	sgx_proxy *wrap_buf[SGX_SMALL_PHASE];
 	bool small = n <= SGX_SMALL_PHASE;
@@ -491,9 +503,9 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 	}
 }
 
-static void group_barrier(sgx_group *g, int s)
+static void group_barrier(sgx_run *r, sgx_group *g, int s)
 {
-	if (g->sim_members <= 1)
+	if (g->sim_members <= 1 || r->counting)
 		return;
 	if (!g->bar[s]) {
 		sg_bar_t b = sg_barrier_init((unsigned)g->sim_members); /* may yield */
@@ -534,9 +546,9 @@ static void ring(sgx_rank *R, int s, sgx_group *g, int i, int steps, double byte
 	}
 	if (f != buf)
 		free(f);
-	group_barrier(bg, s);
+	group_barrier(R->run, bg, s);
 	if (agg && steps > 1 && R->link_latency[s])
-		sg_actor_sleep_for((steps - 1) * g->lat_max);
+		idle(R, (steps - 1) * g->lat_max);
 }
 
 static void alltoall_direct(sgx_rank *R, int s, sgx_group *g, int i, double bytes)
@@ -598,11 +610,11 @@ static void hierarchical(sgx_rank *R, int s, sgx_group *g, int i, workload_coll 
 	case WL_COLL_ALLTOALL:
 		/* aggregate per destination node, exchange between nodes, deliver */
 		alltoall_direct(R, s, gi, j, bytes);
-		group_barrier(g, s);
+		group_barrier(R->run, g, s);
 		alltoall_direct(R, s, ge, u, bytes);
-		group_barrier(g, s);
+		group_barrier(R->run, g, s);
 		alltoall_direct(R, s, gi, j, bytes);
-		group_barrier(g, s);
+		group_barrier(R->run, g, s);
 		break;
 	default:
 		ring(R, s, g, i, ring_steps(c, g->size), bytes, g);
@@ -620,9 +632,9 @@ static void broadcast(sgx_rank *R, int s, sgx_group *g, int i, double bytes)
 	if (t > 0)
 		f[n++] = (flow){.peer = g->members[g->order[t - 1]], .bytes = bytes};
 	phase(R, s, f, n);
-	group_barrier(g, s);
+	group_barrier(R->run, g, s);
 	if (P > 2 && R->link_latency[s])
-		sg_actor_sleep_for((P - 2) * g->lat_max);
+		idle(R, (P - 2) * g->lat_max);
 }
 
 void sgx_collective(sgx_rank *R, int s, const workload_op *op)
@@ -648,13 +660,14 @@ void sgx_collective(sgx_rank *R, int s, const workload_op *op)
 	int chunks = op->chunks > 1 ? op->chunks : 1;
 	double b = op->bytes / chunks;
 	/* NCCL's terms, the same the analytic engine charges (engine_collective_time) */
-	nccl_cost nc = nccl_cost_of(r->p, op->coll, op->alg, engine_op_shape(r->p, r->lay, op), b);
+	nccl_cost nc = r->counting ? (nccl_cost){0}
+				   : nccl_cost_of(r->p, op->coll, op->alg, engine_op_shape(r->p, r->lay, op), b);
 	for (int k = 0; k < chunks; k++) {
 		/* launch, then NCCL's latency (flows then start without their link latency) or,
 		 * for a group of one, the local copy */
 		double wait = nc.launch + nc.latency + (P <= 1 ? nc.local : 0.0);
 		if (wait > 0)
-			sg_actor_sleep_for(wait);
+			idle(R, wait);
 		if (P <= 1)
 			continue;
 		R->link_latency[s] = nc.link_latency;

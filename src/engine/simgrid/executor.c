@@ -78,6 +78,21 @@ static void wait_for(sgx_rank *R, int me, int on, long seq)
 	sg_sem_acquire(R->sem[me]);
 }
 
+/* Runs `dur` seconds of the rank's compute. When one stream computes per GPU nothing shares
+ * the GPU host, so an execution of dur x peak flops at the host's speed of peak would take
+ * exactly dur: the engine then waits dur (a sleep is one timer where an execution is a
+ * variable of the CPU model's sharing system, re-solved with it). Otherwise compute runs
+ * as an execution and the host shares its speed between the streams. */
+static void compute(sgx_rank *R, double dur)
+{
+	sgx_run *r = R->run;
+	if (r->exclusive)
+		sg_actor_sleep_for(dur);
+	else
+		sg_actor_execute(dur * r->p->gpu.peak_flops);
+	r->execs++;
+}
+
 static void record(sgx_rank *R, int bidx, int it, int micro, const workload_op *op, double start, double end)
 {
 	sgx_run *r = R->run;
@@ -125,15 +140,12 @@ static void flush(walker *w)
 	if (w->np == 0)
 		return;
 	sgx_rank *R = w->R;
-	sgx_run *r = R->run;
 	double total = 0;
 	for (int k = 0; k < w->np; k++)
 		total += w->pend[k].dur;
 	double t = simgrid_get_clock();
-	if (total > 0) {
-		sg_actor_execute(total * r->p->gpu.peak_flops);
-		r->execs++;
-	}
+	if (total > 0)
+		compute(R, total);
 	for (int k = 0; k < w->np; k++) {
 		pending *q = &w->pend[k];
 		record(R, q->bidx, q->it, q->micro, q->op, t, t + q->dur);
@@ -194,7 +206,7 @@ static void walk_block(walker *w, int bidx, int micro)
 					dseq = start[ds] + (long)(it + op->dep_iter) * bi->cnt[ds] + bi->pre[op->dep];
 				}
 			}
-			if (op->kind == WL_OP_COMPUTE && op->kernel != WL_KERNEL_HOST_COPY && r->merge) {
+			if (op->kind == WL_OP_COMPUTE && !workload_kernel_on_host(op->kernel) && r->merge) {
 				if (ds >= 0 && R->done[ds] <= dseq) {
 					flush(w);
 					wait_for(R, me, ds, dseq);
@@ -213,18 +225,17 @@ static void walk_block(walker *w, int bidx, int micro)
 				if (ds >= 0)
 					wait_for(R, me, ds, dseq);
 				double t0 = simgrid_get_clock();
-				if (op->kernel == WL_KERNEL_HOST_COPY && op->kind == WL_OP_COMPUTE) {
-					/* the copy engine over the host link: beside the GPU's kernels,
-					 * not on its compute (and not slowed by a slow GPU) */
+				if (workload_kernel_on_host(op->kernel) && op->kind == WL_OP_COMPUTE) {
+					/* the copy engine over the host link, or the host's CPU: beside
+					 * the GPU's kernels, not on its compute (and not slowed by a slow
+					 * GPU) */
 					double dur = engine_compute_time(R->plat, op);
 					if (dur > 0)
 						sg_actor_sleep_for(dur);
 				} else if (op->kind == WL_OP_COMPUTE) {
 					double dur = engine_compute_time(R->plat, op) * R->slow;
-					if (dur > 0) {
-						sg_actor_execute(dur * r->p->gpu.peak_flops);
-						r->execs++;
-					}
+					if (dur > 0)
+						compute(R, dur);
 				} else {
 					sgx_collective(R, me, op);
 				}
@@ -322,12 +333,13 @@ static bool blocks_build(sgx_run *r, config_error *err)
 	for (int b = 0; b < r->n_blocks; b++)
 		for (int j = 0; j < r->blocks[b].blk->n_ops; j++) {
 			const workload_op *op = &r->blocks[b].blk->ops[j];
-			if (op->kind == WL_OP_COMPUTE && op->kernel != WL_KERNEL_HOST_COPY && !seen[op->stream]) {
+			if (op->kind == WL_OP_COMPUTE && !workload_kernel_on_host(op->kernel) && !seen[op->stream]) {
 				seen[op->stream] = true;
 				computing++;
 			}
 		}
-	r->merge = r->opt.merge_compute && computing <= 1;
+	r->exclusive = computing <= 1;
+	r->merge = r->opt.merge_compute && r->exclusive;
 	return true;
 }
 
@@ -484,48 +496,33 @@ bool engine_simgrid_run_with(const engine_input *in, const engine_simgrid_option
 	return sgx_run_in_process(in, o, out, stats, NULL, err);
 }
 
-bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
-			engine_simgrid_stats *stats, double *block_max, config_error *err)
+/* What a run and a flow count share: the options, the program's blocks, the placement,
+ * the nodes the job spans and the symmetry period (r->Wsim ranks get actors). */
+static bool run_prepare(sgx_run *r, const engine_input *in, const engine_simgrid_options *o, config_error *err)
 {
-	if (g_simgrid_used)
-		return config_fail(err,
-				   "the SimGrid engine runs one simulation per process (SimGrid cannot be restarted); run each simulation in its own process");
 	const config_platform *p = in->platform;
-	const workload_plan *plan = in->plan;
-	sgx_run *r = calloc(1, sizeof *r);
-	if (!r)
-		return config_fail(err, "out of memory");
 	r->in = in;
 	r->p = p;
-	r->prog = &plan->program;
-	r->lay = &plan->layout;
+	r->prog = &in->plan->program;
+	r->lay = &in->plan->layout;
 	engine_simgrid_options_default(&r->opt);
 	if (o)
 		r->opt = *o;
-	r->W = plan->layout.world;
+	r->W = in->plan->layout.world;
 	r->gpn = p->gpus_per_node;
-	r->block_max = block_max;
-	char path[CONFIG_PATH_MAX];
-	path[0] = '\0';
-	bool ok = false;
-	if (r->gpn < 1 || r->gpn > 64) {
-		config_fail(err, "platform '%s': the SimGrid engine supports 1 to 64 GPUs per node, not %d", p->name,
-			    r->gpn);
-		goto done;
-	}
-	if (r->W < 1 || r->W > config_platform_gpus(p)) {
-		config_fail(err, "%d ranks do not fit platform '%s' (%d GPUs)", r->W, p->name, config_platform_gpus(p));
-		goto done;
-	}
+	if (r->gpn < 1 || r->gpn > 64)
+		return config_fail(err, "platform '%s': the SimGrid engine supports 1 to 64 GPUs per node, not %d",
+				   p->name, r->gpn);
+	if (r->W < 1 || r->W > config_platform_gpus(p))
+		return config_fail(err, "%d ranks do not fit platform '%s' (%d GPUs)", r->W, p->name,
+				   config_platform_gpus(p));
 	if (!blocks_build(r, err))
-		goto done;
+		return false;
 	r->gpu_of = malloc((size_t)r->W * sizeof *r->gpu_of);
-	if (!r->gpu_of) {
-		config_fail(err, "out of memory");
-		goto done;
-	}
+	if (!r->gpu_of)
+		return config_fail(err, "out of memory");
 	if (!engine_whatif_placement(p, r->W, &in->opt, r->gpu_of, err))
-		goto done;
+		return false;
 	/* the job's nodes: the first ceil(W / G), or up to the last it uses when failed nodes
 	 * sit among them; whole leaves on a fat-tree, as the platform has them */
 	int nodes = (r->W + r->gpn - 1) / r->gpn;
@@ -543,6 +540,64 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 	r->quotient = T > 0;
 	r->period_nodes = T;
 	r->Wsim = r->quotient ? T * r->gpn : r->W;
+	return true;
+}
+
+static void run_free(sgx_run *r)
+{
+	report_trace_destroy(r->trace);
+	sgx_groups_free(r);
+	blocks_free(r);
+	free(r->gpu_of);
+	free(r->ranks);
+	free(r->proxy);
+	free(r->mb_key);
+	free(r->mb_val);
+	free(r->bg);
+	free(r->group_plat);
+	free(r);
+}
+
+bool sgx_count_flows(const engine_input *in, const engine_simgrid_options *o, long *per_block, config_error *err)
+{
+	sgx_run *r = calloc(1, sizeof *r);
+	if (!r)
+		return config_fail(err, "out of memory");
+	r->counting = true;
+	bool ok = run_prepare(r, in, o, err) && sgx_groups_build(r, err);
+	for (int b = 0; ok && b < r->n_blocks; b++) {
+		const workload_block *blk = r->blocks[b].blk;
+		long before = r->flows;
+		for (int i = 0; i < r->Wsim; i++) {
+			sgx_rank R = {.run = r, .rank = i, .node = r->gpu_of[i] / r->gpn, .local = r->gpu_of[i] % r->gpn};
+			for (int j = 0; j < blk->n_ops; j++)
+				if (blk->ops[j].kind == WL_OP_COMM)
+					sgx_collective(&R, blk->ops[j].stream, &blk->ops[j]);
+		}
+		per_block[b] = r->flows - before;
+	}
+	ok = ok && !r->oom;
+	run_free(r);
+	return ok;
+}
+
+bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
+			engine_simgrid_stats *stats, double *block_max, config_error *err)
+{
+	if (g_simgrid_used)
+		return config_fail(err,
+				   "the SimGrid engine runs one simulation per process (SimGrid cannot be restarted); run each simulation in its own process");
+	const config_platform *p = in->platform;
+	sgx_run *r = calloc(1, sizeof *r);
+	if (!r)
+		return config_fail(err, "out of memory");
+	r->block_max = block_max;
+	char path[CONFIG_PATH_MAX];
+	path[0] = '\0';
+	bool ok = false;
+	if (!run_prepare(r, in, o, err))
+		goto done;
+	int T = r->period_nodes, nodes = r->nodes;
 	sgx_spec spec = {.p = p,
 			 .nodes = r->quotient ? T : nodes,
 			 .system_nodes = nodes,
@@ -705,17 +760,7 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 done:
 	if (path[0])
 		unlink(path);
-	report_trace_destroy(r->trace);
-	sgx_groups_free(r);
-	blocks_free(r);
-	free(r->gpu_of);
-	free(r->ranks);
-	free(r->proxy);
-	free(r->mb_key);
-	free(r->mb_val);
-	free(r->bg);
-	free(r->group_plat);
-	free(r);
+	run_free(r);
 	return ok;
 }
 
@@ -901,7 +946,34 @@ typedef struct xrun {
 	double f[SGX_MEMO][SGX_PERIODIC_FIELDS];
 	engine_simgrid_stats st;
 	long spent; /* layer iterations simulated in windows for the current micro-step count */
+	long *block_flows; /* sgx_count_flows: flows of one iteration of each block */
+	long spent_flows;  /* flows of the windows tried for the current micro-step count */
 } xrun;
+
+/* Flows a step of g micro-steps whose layer blocks repeat l times moves (counted). */
+static long flows_at(const xrun *x, int g, int l)
+{
+	const workload_program *prog = &x->in->plan->program;
+	long n = 0;
+	for (int b = 0; b < prog->n_micro + prog->n_step; b++) {
+		const workload_block *blk = b < prog->n_micro ? &prog->micro[b] : &prog->step[b - prog->n_micro];
+		/* the blocks totals_at runs */
+		long rep = l != x->L && blk->layer_first >= 0 && blk->n_ops > 0 ? l : blk->repeat;
+		n += x->block_flows[b] * rep * (b < prog->n_micro ? g : 1);
+	}
+	return n;
+}
+
+/* Flows step_totals(g) is expected to move: the first layer window (1, 2, 3 layers and the
+ * check at 6) where it moves fewer than the full layer count, else the full count. */
+static long step_flows(const xrun *x, int g)
+{
+	long full = flows_at(x, g, x->L);
+	if (x->L < SGX_LAYERS_FROM)
+		return full;
+	long w = flows_at(x, g, 1) + flows_at(x, g, 2) + flows_at(x, g, 3) + flows_at(x, g, 6);
+	return w < full || x->o->repeat_always ? w : full;
+}
 
 static bool memo_has(const xrun *x, int g, int l)
 {
@@ -966,6 +1038,7 @@ static bool step_totals(xrun *x, int g, double *v, config_error *err)
 {
 	bool done = false;
 	x->spent = 0;
+	x->spent_flows = 0;
 	if (x->L >= SGX_LAYERS_FROM && !totals_of(x, false, x->L, g, v, &done, err))
 		return false;
 	if (done)
@@ -987,6 +1060,7 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 	int n_a = 0;
 	for (int a0 = micro ? 2 : 1; a0 + 2 < full; a0 *= 2)
 		n_a++;
+	long micro_spent = 0; /* micro-steps: flows of the windows tried */
 	for (int w = 0; w < n_a * SGX_MAX_PERIOD; w++) {
 		int ia = micro ? w / SGX_MAX_PERIOD : w % n_a;
 		int P = micro ? w % SGX_MAX_PERIOD + 1 : w / n_a + 1;
@@ -1002,17 +1076,36 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 		int check = a + 2 * P + P * ((a + 2 * P + P - 1) / P);
 		if (check >= full)
 			continue;
+		long need = 0; /* layer iterations the window adds */
 		if (!micro) {
 			/* windows cost at most max(L/2, 12) layer iterations per micro-step
 			 * count: a schedule that does not repeat costs at most that more than
 			 * the full run */
-			long need = memo_has(x, other, check) ? 0 : check;
+			need = memo_has(x, other, check) ? 0 : check;
 			for (int k = 0; k < 3; k++)
 				need += memo_has(x, other, a + k * P) ? 0 : a + k * P;
 			if (x->spent + need > (full / 2 > SGX_LAYER_BUDGET ? full / 2 : SGX_LAYER_BUDGET))
 				continue;
-			x->spent += need;
 		}
+		/* Flow counting: a window is worth its simulations only while it and the windows
+		 * already tried move fewer flows than the full count would (the check run at
+		 * twice the window's end can cost more than it saves: a BASP step's layers carry
+		 * few flows and what lies outside them is simulated four times). The guard bounds
+		 * a failed search to the full run's flows, then runs the full count. */
+		long need_flows = 0;
+		for (int k = 0; k < 4; k++) {
+			int n = k < 3 ? a + k * P : check;
+			if (micro)
+				need_flows += step_flows(x, n);
+			else if (!memo_has(x, other, n))
+				need_flows += flows_at(x, other, n);
+		}
+		long full_flows = micro ? step_flows(x, full) : flows_at(x, other, full);
+		long *spent_flows = micro ? &micro_spent : &x->spent_flows;
+		if (!x->o->repeat_always && *spent_flows + need_flows >= full_flows)
+			continue;
+		*spent_flows += need_flows;
+		x->spent += need;
 		double f[4][SGX_PERIODIC_FIELDS];
 		for (int k = 0; k < 4; k++) {
 			int n = k < 3 ? a + k * P : check;
@@ -1062,14 +1155,22 @@ bool engine_simgrid_run_opt(const engine_input *in, const engine_simgrid_options
 	bool repeat = o->repeat && !in->opt.trace_path && getenv("SPSIM_SIMGRID_FULL") == NULL &&
 		      sgx_background_last_node(in->opt.whatif) < 0;
 	int G = in->plan->program.grad_accum;
-	xrun *x = repeat ? calloc(1, sizeof *x) : NULL;
-	if (repeat && !x)
-		return config_fail(err, "out of memory");
-	bool ok = true;
-	if (x) {
+	const workload_program *prog = &in->plan->program;
+	xrun *x = calloc(1, sizeof *x);
+	long *block_flows = calloc((size_t)(prog->n_micro + prog->n_step + 1), sizeof *block_flows);
+	bool ok = x && block_flows;
+	if (!ok)
+		config_fail(err, "out of memory");
+	if (ok) {
 		x->in = in;
 		x->o = o;
-		x->L = layer_count(&in->plan->program);
+		x->L = layer_count(prog);
+		x->block_flows = block_flows;
+	}
+	/* what the full program moves: the guard's yardstick, and stats.full_flows */
+	if (ok && (repeat || stats))
+		ok = sgx_count_flows(in, o, block_flows, err);
+	if (ok && repeat) {
 		double v[SGX_PERIODIC_FIELDS];
 		bool done = false;
 		if (G >= SGX_EXTRAPOLATE_FROM)
@@ -1078,15 +1179,15 @@ bool engine_simgrid_run_opt(const engine_input *in, const engine_simgrid_options
 			ok = step_totals(x, G, v, err);
 		if (ok)
 			result_of_fields(in, v, G, out);
-		if (stats)
-			*stats = x->st;
-		free(x);
-		return ok;
+	} else if (ok) {
+		ok = run_child(in, o, out, &x->st, err);
 	}
-	engine_simgrid_stats st = {0};
-	ok = run_child(in, o, out, &st, err);
-	if (stats)
-		*stats = st;
+	if (ok && stats) {
+		*stats = x->st;
+		stats->full_flows = flows_at(x, G, x->L);
+	}
+	free(block_flows);
+	free(x);
 	return ok;
 }
 

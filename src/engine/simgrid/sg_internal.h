@@ -112,6 +112,8 @@ struct sgx_run {
 	int n_blocks;
 	bool stream_used[WL_STREAM_COUNT];
 	bool merge;
+	bool exclusive;     /* one stream computes per GPU: compute is a plain wait (executor.c) */
+	bool counting;      /* only count the flows the collectives would start (no SimGrid) */
 	sgx_group world;
 	sgx_group *sp;      /* n_groups SP groups (NULL entries for groups without actors) */
 	int n_sp;
@@ -135,6 +137,12 @@ struct sgx_run {
  * receives each block's longest op duration over ranks and instances. */
 bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
 			engine_simgrid_stats *stats, double *block_max, config_error *err);
+
+/* executor.c: the flows one iteration of each block (n_micro + n_step entries) starts
+ * over every simulated rank, counted without simulating (the same phases, none posted):
+ * a run of the program moves sum over blocks of per_block x its repeats (x grad_accum
+ * for a micro-step block) flows, the figure engine_simgrid_stats.flows reports. */
+bool sgx_count_flows(const engine_input *in, const engine_simgrid_options *o, long *per_block, config_error *err);
 
 /* whatif.c: the last node background traffic uses (-1: none), and its daemon actors
  * (after the platform is loaded; r->bg is freed by the caller). */

@@ -38,6 +38,8 @@ typedef struct engine_simgrid_options {
 	bool merge_compute; /* run back-to-back compute ops as one execution */
 	bool repeat;     /* engine_simgrid_run_opt: simulate identical layers and micro-steps a few
 			    times and extrapolate once the schedule repeats (docs/simgrid.md §5.4) */
+	bool repeat_always; /* with repeat: try the windows even where they move as many flows as
+			       the full program (default: such a window is skipped; tests) */
 } engine_simgrid_options;
 
 typedef struct engine_simgrid_stats {
@@ -45,6 +47,8 @@ typedef struct engine_simgrid_stats {
 	int period_nodes;    /* nodes in the simulated period (0: no symmetry used) */
 	long flows;          /* flows started */
 	long executions;     /* compute executions started */
+	long full_flows;     /* engine_simgrid_run_opt: flows the full program moves (counted
+				without simulating), against which the windows are weighed */
 	double xml_bytes;    /* size of the generated platform */
 } engine_simgrid_stats;
 
