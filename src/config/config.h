@@ -528,9 +528,6 @@ config_attn_kernel config_job_attention_kernel(const config_job *job, const conf
  * specs read through. find: a key's index, -1 when it is not one of them; key: the
  * index's key (NULL past the end); copy: the fields setting i sets, from src to dst. */
 int config_job_setting_find(const char *key);
-/* Every key a job file's `job:` mapping accepts, NULL-terminated (docs/job.md lists them
- * with their defaults; tests/test_config.c holds the two to each other). */
-const char *const *config_job_keys(void);
 const char *config_job_setting_key(int i);
 void config_job_setting_copy(int i, config_job *dst, const config_job *src);
 /* Whether setting i holds the same value in a and b (1GiB and 1024MiB, 5e7 and 50000000). */

@@ -59,8 +59,6 @@ const char *const config_job_keys[] = {
 	"offload_optimizer", NULL,
 };
 
-const char *const *config_job_keys(void) { return job_keys; }
-
 /* ---------------------------------------------------------------- settings --- */
 /* The job keys that set plain fields of config_job, in one table: job files read them
  * here (job_read) and sweep specs read each of their values through the same entry
