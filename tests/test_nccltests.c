@@ -1653,15 +1653,21 @@ START_TEST(test_sendrecv_shape)
 	int n;
 	ck_assert(nccltests_shapes(&s, &sh, &n, &(config_error){""}));
 	ck_assert_int_eq(n, 1);
-	ck_assert_int_eq(sh[0].size, 2);
+	ck_assert_int_eq(sh[0].size, 16); /* the communicator: NCCL's p2p channels read its ranks */
 	ck_assert_int_eq(sh[0].per_node, 1);
 	ck_assert_int_eq(sh[0].active_per_node, 1);
 	free(sh);
 	double t;
 	ck_assert(nccltests_predict_time(&s, 1e8, &t, &(config_error){""}));
 	assert_close(t, 5e-6 + 1e-6 + 1e8 / 25e9, 1e-12);
-	/* inside one node: an NVSwitch hop */
+	/* inside one node: an NVSwitch hop, the shape the SimGrid engine gives the group (all
+	 * 8 ranks on the node) */
 	s.gpus = s.group_size = 8;
+	ck_assert(nccltests_shapes(&s, &sh, &n, &(config_error){""}));
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(sh[0].size, 8);
+	ck_assert_int_eq(sh[0].per_node, 8);
+	free(sh);
 	ck_assert(nccltests_predict_time(&s, 1e8, &t, &(config_error){""}));
 	assert_close(t, 2e-6 + 1e8 / 100e9, 1e-12);
 }
@@ -1790,6 +1796,103 @@ START_TEST(test_cli_groups_and_errors)
 	ck_assert_int_eq(run_spsim("collective alltoall --platform dgx-a100 --alg ring", &out, &err), 2);
 	expect_contains(err, "--alg 'ring' is not an algorithm spsim models for alltoall");
 	free(out), free(err);
+}
+END_TEST
+
+/* --compare on a send/recv or all-to-all log fits the p2p path (NCCL's p2p channels,
+ * engine/nccl.c p2p_cost) and says so in its JSON `calibration` key. The fixtures are
+ * SYNTHETIC (gen_fixtures.py: t = L + S/B, or L + (P-1)(S/P)/B for the all-to-all), so
+ * the fitted bandwidth must be the generating B: sendrecv 1x8 160 GB/s (intra_node), 2x8
+ * 40 GB/s (inter_node, the message's NIC hop), alltoall 1x8 150 GB/s (intra_node). A fit
+ * that left the p2p path uncalibrated would leave the calibrated columns where the
+ * predicted ones are (dgx-h100's links: 130%, 17%, 145% off at >= 1 MiB). */
+START_TEST(test_cli_compare_calibrates_the_p2p_path)
+{
+	static const struct {
+		const char *log, *cls;
+		double bw_GBps, max_cal_err;
+	} cases[] = {
+		/* the line has no channel ramp: NCCL's p2p message starts on few channels
+		 * (enqueue.cc nChannelsMin), which caps 1-4 MiB messages below the link rate, so the
+		 * fitted model (with the ramp) stays above the straight line there */
+		{"synthetic.sendrecv_perf.1x8.log", "intra_node", 160, 45},
+		{"synthetic.sendrecv_perf.2x8.log", "inter_node", 40, 1},
+		{"synthetic.alltoall_perf.1x8.log", "intra_node", 150, 1},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char args[512], *out, *err;
+		snprintf(args, sizeof args,
+			 "collective --compare tests/data/nccltests/%s --platform dgx-h100 --engine analytic --format json",
+			 cases[i].log);
+		ck_assert_int_eq(run_spsim(args, &out, &err), 0);
+		json_t *j = json_loads(out, 0, NULL);
+		ck_assert_msg(j != NULL, "%s: not JSON: %s", cases[i].log, out);
+		json_t *fitted = json_object_get(json_object_get(j, "calibration"), "fitted");
+		ck_assert_ptr_nonnull(fitted);
+		ck_assert_str_eq(json_string_value(json_object_get(fitted, "path")), "p2p");
+		ck_assert(json_is_null(json_object_get(json_object_get(j, "calibration"), "given")));
+		double bw = json_real_value(json_object_get(json_object_get(fitted, cases[i].cls), "bandwidth_GBps"));
+		assert_close(bw, cases[i].bw_GBps, 0.01);
+		double e0 = json_real_value(json_object_get(j, "max_abs_error_pct_1MiB_up"));
+		double e1 = json_real_value(json_object_get(j, "calibrated_max_abs_error_pct_1MiB_up"));
+		ck_assert_msg(e0 > 15, "%s: uncalibrated already %.1f%%: the fixture does not test the fit", cases[i].log, e0);
+		ck_assert_msg(e1 < e0 && e1 <= cases[i].max_cal_err, "%s: calibrated %.1f%%, predicted %.1f%%", cases[i].log,
+			      e1, e0);
+		/* each size's calibrated time differs from the prediction: the fit reached the p2p cost */
+		json_t *rows = json_object_get(j, "results");
+		size_t k;
+		json_t *row;
+		json_array_foreach(rows, k, row) {
+			double t0 = json_real_value(json_object_get(json_object_get(row, "predicted"), "time"));
+			double t1 = json_real_value(json_object_get(json_object_get(row, "calibrated"), "time"));
+			ck_assert_msg(fabs(t1 - t0) > 1e-3 * t0, "%s row %zu: calibrated = predicted %.3f us", cases[i].log, k, t0);
+		}
+		json_decref(j);
+		free(out), free(err);
+	}
+	/* the calibration a --calibration file applies is named under both columns */
+	char *out, *err;
+	ck_assert_int_eq(run_spsim("collective --compare tests/data/nccltests/synthetic.sendrecv_perf.1x8.log --platform "
+				   "dgx-h100 --engine analytic --calibration tests/data/cli/fast_links.yaml --format json",
+				   &out, &err),
+			 0);
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "calibration"), "given")),
+			 "tests/data/cli/fast_links.yaml");
+	json_decref(j);
+	free(out), free(err);
+}
+END_TEST
+
+/* Send/recv inside one node: both engines give the message the communicator's shape
+ * (size 8, NCCL's p2p channels read nRanks), so every size prints the same time. With a
+ * shape of 2 on the analytic side, 256 KiB took 11.0 us there and 16.0 us on SimGrid. */
+START_TEST(test_cli_sendrecv_engines_agree)
+{
+	char *a_out, *a_err, *s_out, *s_err;
+	const char *base = "collective sendrecv --platform dgx-a100 --nodes 1 -b 8 -e 1G -f 2 --format csv --engine ";
+	char args[256];
+	snprintf(args, sizeof args, "%sanalytic", base);
+	ck_assert_int_eq(run_spsim(args, &a_out, &a_err), 0);
+	snprintf(args, sizeof args, "%ssimgrid", base);
+	int rc = run_spsim(args, &s_out, &s_err);
+	if (rc != 0) { /* a build without SimGrid refuses the engine */
+		expect_contains(s_err, "--engine");
+	} else { /* row by row, the time to its 6 printed digits */
+		int rows = 0;
+		for (char *a = a_out, *s = s_out; (a = strchr(a, '\n')) && (s = strchr(s, '\n')) && a[1]; rows++) {
+			double sa, ta, ss, tsg;
+			a++, s++;
+			ck_assert_int_eq(sscanf(a, "%lf,%*[^,],%*[^,],%*[^,],%*[^,],%lf", &sa, &ta), 2);
+			ck_assert_int_eq(sscanf(s, "%lf,%*[^,],%*[^,],%*[^,],%*[^,],%lf", &ss, &tsg), 2);
+			ck_assert_double_eq(sa, ss);
+			assert_close(tsg, ta, 1e-5);
+		}
+		ck_assert_int_eq(rows, 28); /* 8 B to 1 GiB by 2 */
+	}
+	ck_assert(strstr(a_out, "262144,65536,float,sum,-1,15.9536,"));
+	free(a_out), free(a_err), free(s_out), free(s_err);
 }
 END_TEST
 
@@ -1966,6 +2069,8 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cli, test_cli_groups_and_errors);
 	tcase_add_test(cli, test_cli_calibrate_round_trip);
 	tcase_add_test(cli, test_cli_alg_and_proto);
+	tcase_add_test(cli, test_cli_compare_calibrates_the_p2p_path);
+	tcase_add_test(cli, test_cli_sendrecv_engines_agree);
 	suite_add_tcase(s, cli);
 	return s;
 }

@@ -471,6 +471,39 @@ static int predict(coll_args *a)
 
 static double pct(double got, double want) { return want > 0 ? 100.0 * (got - want) / want : NAN; }
 
+/* One link class of a calibration: the terms it sets (null where it keeps the platform's). */
+static json_t *cal_class_json(bool has_lat, double lat, bool has_bw, double bw)
+{
+	return json_pack("{s:o, s:o}", "latency_us", has_lat ? json_real(lat * 1e6) : json_null(), "bandwidth_GBps",
+			 has_bw ? json_real(bw / 1e9) : json_null());
+}
+
+/* What calibration each column of --compare ran on: `given` the --calibration file under
+ * both (null without one); `fitted` what the fit to this log set for the "calibrated"
+ * columns, per link class, the launch per call and the protocol entries kept; `path` the
+ * NCCL path whose cost the fitted links time: "p2p" for send/recv and the direct
+ * all-to-all (NCCL's p2p channels, engine/nccl.c p2p_cost), "collective" for the tuned
+ * ring/tree/NVLS algorithms, "links" when NCCL's terms are off (collectives: links). */
+static json_t *compare_calibration_json(const coll_args *a, const config_platform *p, workload_coll c,
+					workload_alg alg, const config_calibration *cal)
+{
+	bool p2p = c == WL_COLL_SENDRECV || (c == WL_COLL_ALLTOALL && alg == WL_ALG_DIRECT);
+	json_t *protos = json_array();
+	for (int k = 0; k < 2; k++)
+		for (int e = 0; e < CONFIG_CAL_ENTRIES; e++)
+			if (cal->proto[k][e].has_latency || cal->proto[k][e].has_bw)
+				json_array_append_new(protos, json_pack("{s:s, s:s}", "class", k ? "inter_node" : "intra_node",
+									"entry", nccltests_entry_name(e)));
+	return json_pack("{s:o, s:{s:s, s:s, s:o, s:o, s:o, s:o}}", "given",
+			 a->job.has_cal ? json_string(a->job.calibration) : json_null(), "fitted", "source", "this log",
+			 "path", p->nccl.links_only ? "links" : p2p ? "p2p" : "collective", "intra_node",
+			 cal_class_json(cal->has_intra_latency, cal->intra_latency, cal->has_intra_bw, cal->intra_bw),
+			 "inter_node",
+			 cal_class_json(cal->has_inter_latency, cal->inter_latency, cal->has_inter_bw, cal->inter_bw),
+			 "collective_overhead_us", cal->has_overhead ? json_real(cal->overhead * 1e6) : json_null(),
+			 "protocols", protos);
+}
+
 static int compare(coll_args *a)
 {
 	config_error err;
@@ -627,7 +660,7 @@ static int compare(coll_args *a)
 							      "max_error_pct", k->proto_fit[pr].max_rel * 100, "points",
 							      k->proto_fit[pr].n_points));
 		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:s, s:s, s:{s:s, s:f, s:f, s:f, s:f, s:o}, s:o, "
-				      "s:f, s:f}",
+				      "s:f, s:f, s:o}",
 				      "log", a->compare, "collective", workload_coll_name(log.coll), "platform", p.name,
 				      "engine", a->job.engine, "ranks", log.ranks, "nodes", log.nodes, "gpus_per_node",
 				      log.gpus_per_node, "alg", workload_alg_name(s.alg), "columns",
@@ -635,7 +668,8 @@ static int compare(coll_args *a)
 				      k->fit.latency * 1e6, "bandwidth_GBps", k->fit.bandwidth / 1e9, "rms_error_pct",
 				      k->fit.rms_rel * 100, "max_error_pct", k->fit.max_rel * 100, "protocols", protos,
 				      "results", rows,
-				      "max_abs_error_pct_1MiB_up", worst0, "calibrated_max_abs_error_pct_1MiB_up", worst1);
+				      "max_abs_error_pct_1MiB_up", worst0, "calibrated_max_abs_error_pct_1MiB_up", worst1,
+				      "calibration", compare_calibration_json(a, &p, log.coll, s.alg, &cal));
 		rows = NULL;
 		report_json_print(stdout, o);
 		json_decref(o);
