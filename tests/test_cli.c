@@ -875,6 +875,24 @@ START_TEST(one_vocabulary_across_commands)
 }
 END_TEST
 
+START_TEST(max_seq_says_which_time_settings_it_ignores)
+{
+	/* The all-to-all algorithm and, on a uniform platform, the placement change step time
+	 * only: max-seq says it does not use them (as it says for --engine), and its answer is
+	 * the one without them. */
+	cli_out *base = spsim("max-seq", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--format", "json", NULL);
+	expect(base, 0, NULL);
+	ck_assert_msg(!strstr(base->err, "is not used"), "%s", base->err);
+	cli_out *o = spsim("max-seq", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--a2a", "pairwise",
+			   "--placement", "strided", "--format", "json", NULL);
+	expect(o, 0, "note: --a2a is not used");
+	expect(o, 0, "note: --placement is not used");
+	ck_assert_str_eq(o->out, base->out);
+	free(o);
+	free(base);
+}
+END_TEST
+
 START_TEST(max_seq_takes_lists_and_says_what_blocks)
 {
 	/* 70B on 4 DGX-H100 nodes: every combination of two strategies, ZeRO 1 and 3, and
@@ -1703,6 +1721,7 @@ int main(void)
 	tcase_add_test(tc, job_file_takes_token_units_and_relative_paths);
 	tcase_add_test(tc, one_vocabulary_across_commands);
 	tcase_add_test(tc, max_seq_takes_lists_and_says_what_blocks);
+	tcase_add_test(tc, max_seq_says_which_time_settings_it_ignores);
 	tcase_add_test(tc, memory_technique_flags);
 	tcase_add_test(tc, optimizer_offload_flags);
 	tcase_add_test(tc, max_seq_technique_table);

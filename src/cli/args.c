@@ -671,6 +671,8 @@ bool cli_job_given(const cli_job_args *a, int opt_id)
 	case CLI_OPT_CP_COMM_TYPE: return a->set & SET(S_CPCOMM);
 	case CLI_OPT_SEQ_LEN: return a->set & SET(S_SEQ);
 	case CLI_OPT_BASP_UNEVEN: return a->set & SET(S_UNEVEN);
+	case CLI_OPT_A2A: return a->set & SET(S_A2A);
+	case CLI_OPT_PLACEMENT: return a->opt.placement != ENGINE_PLACE_CONTIGUOUS; /* the default, given or not */
 	case CLI_OPT_ENGINE: return a->engine_given;
 	case CLI_OPT_TRACE: return a->trace != NULL;
 	default: return false;

@@ -876,6 +876,13 @@ int cli_cmd_max_seq(int argc, char **argv)
 					"searches; drop it\n", what);
 			goto out;
 		}
+	/* settings that change time only, like --engine: said, not silently dropped */
+	if (cli_job_given(&a, CLI_OPT_A2A))
+		fprintf(stderr, "spsim max-seq: note: --a2a is not used: the all-to-all algorithm changes step time, not "
+				"memory per GPU\n");
+	if (cli_job_given(&a, CLI_OPT_PLACEMENT) && a.p.n_node_groups == 0)
+		fprintf(stderr, "spsim max-seq: note: --placement is not used: on '%s', whose GPUs are all alike, where "
+				"a rank runs does not change its memory\n", a.p.name);
 	rows = calloc(MAXSEQ_MAX_ROWS, sizeof *rows);
 	int n = 0;
 	if (!rows) {
