@@ -810,6 +810,11 @@ int cli_cmd_plan(int argc, char **argv)
 		printf("\nno configuration passes the job check; the first rejected: %s\n", st.invalid_why);
 		goto done;
 	}
+	if (n == 0 && st.interrupted) { /* not memory: the search did not get that far */
+		printf("\nnothing to rank: none of the %ld layouts searched before the interrupt fits in GPU memory\n",
+		       st.layouts);
+		goto done;
+	}
 	if (n == 0) {
 		/* suggest only the settings the search has not tried already */
 		bool tried_z3 = !a.zmask || (a.zmask & 8u), tried_full = !a.rmask || (a.rmask & 2u);
