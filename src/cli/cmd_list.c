@@ -252,7 +252,7 @@ int cli_cmd_platform(int argc, char **argv)
 	if (cal) {
 		config_calibration c;
 		if (!config_load_calibration(cal, &c, &err) || !config_calibration_check(&c, &p, &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
 			return CLI_USAGE;
 		}
 		config_apply_calibration(&p, &c);

@@ -580,7 +580,9 @@ bool config_job_apply_cp_comm_type(config_job *job, config_cp_comm_type type, bo
  * source dir (compiled in), the install datadir (compiled in). */
 bool config_find_data(const char *kind, const char *name_or_path, char *out, size_t out_len, config_error *err);
 /* False with "PATH is a directory, expected WHAT file" when path is a directory (what:
- * "a YAML", "an nccl-tests log"); true otherwise (opening it reports what else is wrong). */
+ * "a YAML", "an nccl-tests log"), with "PATH is a device" for a character or block device
+ * or a socket (/dev/zero would never end), and for an empty path; true otherwise (opening
+ * it reports what else is wrong). */
 bool config_check_file(const char *path, const char *what, config_error *err);
 /* The directory part of a file's path ("." when none). */
 void config_dir_of(const char *path, char *out, size_t len);

@@ -97,7 +97,8 @@ const yt_node *yt_entry_of(yt_entry *e, const char *key, const yt_node *v);
  * checks and messages. */
 bool config_job_setting_read(const yt_node *t, int i, config_job *job, bool *found, config_error *err);
 /* job.c: the keys a job mapping takes (NULL-terminated): those of a job file's `job:`
- * mapping, and of a fidelity corpus step case (src/fidelity/corpus.c). */
+ * mapping, and of a fidelity corpus step case (src/fidelity/corpus.c); docs/job.md lists
+ * them with their defaults (tests/test_config.c holds the two to each other). */
 extern const char *const config_job_keys[];
 /* job.c: every key of a job mapping t (config_job_keys; unknown keys are errors), read
  * with the job file's checks and messages: settings into *job (keys absent keep its

@@ -414,10 +414,6 @@ static const config_platform *pair_platform(const config_platform *p, nccl_algo 
 	return buf;
 }
 
-/* NVLS all-reduce's chunk (src/enqueue.cc, the NCCL_ALGO_NVLS branch of computeColl in
- * 2.18-2.19 and of the chunk computation in later releases, the same rule): 128 KiB
- * (nvlsChunkSize), then 64, 32 and 16 KiB while nBytes < 64, 8 and 2 x concurrentOps x
- * chunk, concurrentOps = NVLS channels x heads (the node's ranks). */
 /* enqueue.cc's chunk rules, one line each: "if ((nBytes < (f * (concurrentOps *
  * chunkSize))) && (chunkSize > c)) chunkSize = c", applied in order. */
 typedef struct chunk_rule {
@@ -432,6 +428,10 @@ static double chunk_by_rules(double chunk, double ops, double bytes, const chunk
 	return chunk;
 }
 
+/* NVLS all-reduce's chunk (src/enqueue.cc, the NCCL_ALGO_NVLS branch of computeColl in
+ * 2.18-2.19 and of the chunk computation in later releases, the same rule): 128 KiB
+ * (nvlsChunkSize), then 64, 32 and 16 KiB while nBytes < 64, 8 and 2 x concurrentOps x
+ * chunk, concurrentOps = NVLS channels x heads (the node's ranks). */
 static double nvls_chunk(int heads, double bytes)
 {
 	static const chunk_rule r[] = {{64, 65536}, {8, 32768}, {2, 16384}};

@@ -63,6 +63,7 @@ enum { NCCLTESTS_OOP = 0, NCCLTESTS_IP = 1 }; /* out-of-place, in-place column g
 
 typedef struct nccltests_row {
 	int line;          /* 1-based line in the log */
+	int count_col;     /* 1-based column of its count field, for messages */
 	double size;       /* bytes ("size" column) */
 	double count;      /* elements ("count" column) */
 	char type[16];
@@ -214,8 +215,9 @@ void nccltests_place(const nccltests_setup *s, int *node_of_rank);
  * rank), active_per_node the most GPUs of one of its nodes whose group crosses nodes. */
 engine_group_shape nccltests_group_shape(const nccltests_setup *s, const int *node_of_rank, int g);
 /* The distinct shapes of a setup's groups (one under contiguous placement); the caller
- * frees *shapes. sendrecv is costed as one message between neighbours (size 2, per_node 1
- * when the slowest pair crosses nodes). */
+ * frees *shapes. sendrecv is costed as one message between neighbours: size K (the
+ * communicator, which sizes NCCL's p2p channels, as in the SimGrid engine), per_node K
+ * inside a node and 1 when the slowest pair crosses nodes. */
 bool nccltests_shapes(const nccltests_setup *s, engine_group_shape **shapes, int *n, config_error *err);
 /* Analytic time (seconds) of one collective of `bytes` per rank: the slowest group. */
 bool nccltests_predict_time(const nccltests_setup *s, double bytes, double *time_s, config_error *err);
