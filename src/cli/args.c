@@ -833,8 +833,9 @@ void cli_warn_max_position(const config_model *m, long seq_len, const char *cmd)
 	if (m->max_position > 0 && seq_len > m->max_position)
 		fprintf(stderr,
 			"spsim %s: warning: %ld tokens exceed %s's max_position (%d): the model was not trained "
-			"for it (extend its RoPE scaling first); simulating anyway\n",
-			cmd, seq_len, m->name, m->max_position);
+			"for it (extend its RoPE scaling first); %s anyway\n",
+			cmd, seq_len, m->name, m->max_position,
+			strcmp(cmd, "max-seq") == 0 ? "the memory bound is reported" : "simulating"); /* max-seq simulates nothing */
 }
 
 bool cli_simulate(const cli_job_args *a, const config_job *job, cli_sim *out)
