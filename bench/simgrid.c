@@ -7,7 +7,8 @@
  * generation and every simulation it takes. CPU time (user + system, the child's and its
  * children's) is the figure to compare on a shared machine; wall time counts other load.
  *
- * Prints, per size, comment lines with each strategy's result, then
+ * Prints, per size, comment lines with each strategy's result (the flows its simulations
+ * moved, and those of the full program, counted: docs/simgrid.md §5.4), then
  *   gpus N wall_s X cpu_s C peak_rss_mb Y
  * with X, C and Y the larger of the strategies'.
  * Usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses]

@@ -714,6 +714,15 @@ START_TEST(files_and_directories)
 	o = spsim("run", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--trace", dir, NULL);
 	expect(o, 2, "is a directory, expected a file name");
 	free(o);
+	/* a new figure folder written with a trailing slash, as README's examples do */
+	char figs[96], fig_dat[128];
+	snprintf(figs, sizeof figs, "%s/figures/", dir);
+	o = spsim("compare", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--engine",
+		  "analytic", "--strategies", "ulysses,basp", "--plot", figs, NULL);
+	expect(o, 0, NULL);
+	free(o);
+	snprintf(fig_dat, sizeof fig_dat, "%sbreakdown.dat", figs);
+	ck_assert_msg(access(fig_dat, F_OK) == 0, "%s was not written", fig_dat);
 	/* an output onto an input (under any name) would destroy it: refused, the input kept */
 	const char *job = tmp_write(dir, "job.yaml", "job:\n  model: llama-3.2-1b\n  platform: dgx-h100\n  seq_len: 4K\n");
 	char job_copy[128], job_alias[160], want_in[512];

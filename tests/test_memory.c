@@ -442,6 +442,15 @@ START_TEST(techniques_lengthen_max_seq)
 	ck_assert_int_gt(full, sel);
 	ck_assert_int_gt(off, full);
 	ck_assert_int_gt(all, off);
+	/* optimizer offload frees the GPU's optimizer states (ZeRO-1: 12·psi/4), so the longest
+	 * sequence grows as well */
+	p.host.memory_bandwidth = 100e9;
+	j.zero_stage = 1;
+	long z1 = workload_max_seq(&m, &p, &j, 64);
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+	long z1_off = workload_max_seq(&m, &p, &j, 64);
+	ck_assert_int_gt(z1, 0);
+	ck_assert_int_gt(z1_off, z1);
 }
 END_TEST
 

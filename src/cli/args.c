@@ -620,6 +620,9 @@ bool cli_check_output_dir(const char *flag, const char *path, bool make_parents)
 	/* the folder to be created: its parent, or with make_parents the nearest ancestor that exists */
 	char dir[CONFIG_PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", path);
+	/* "figures/" is the folder figures: its parent is the one above, not figures itself */
+	for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
+		dir[n - 1] = '\0';
 	for (;;) {
 		char up[CONFIG_PATH_MAX];
 		config_dir_of(dir, up, sizeof up);

@@ -11,7 +11,7 @@
 #include "report/report.h"
 
 /* Exit codes: 0 success, 1 internal failure, 2 bad input (usage, YAML, job). */
-enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130 /* 128 + SIGINT: partial results */ };
 
 /* Everything that names a job: model, platform, job flags, engine and output. */
 typedef struct cli_job_args {

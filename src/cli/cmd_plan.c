@@ -3,6 +3,7 @@
  * ranks, explains, and says whether BASP wins. */
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,6 +31,16 @@ static const int job_setting_ids[] = {
 	CLI_OPT_PREFETCH_BUCKET,  CLI_OPT_DTYPE,	       CLI_OPT_ZERO3_PREFETCH, CLI_OPT_OFFLOAD_OPTIMIZER,
 };
 #define N_JOB_SETTINGS ((int)(sizeof job_setting_ids / sizeof job_setting_ids[0]))
+
+/* Set by the first SIGINT of the analytic search: the search stops and the ranking of what it
+ * evaluated is printed (exit 130); the handler resets itself, so a second one ends the process. */
+static volatile sig_atomic_t plan_stop;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	plan_stop = 1;
+}
 
 static void plan_help(FILE *f)
 {
@@ -77,8 +88,11 @@ static void plan_help(FILE *f)
 	      "  -j, --jobs N             processes for the verify runs (default: every CPU)\n"
 	      "  --timeout S              give up on one verify run after S seconds\n"
 	      "  --format table|json      output format (default table)\n"
-	      "  --progress               progress of the re-runs on stderr (count, rate, ETA) even when stderr is\n"
-	      "                           not a terminal (on a terminal it is shown by default; --quiet: never)\n",
+	      "  --progress               progress of the search and of the re-runs on stderr (count, rate, ETA)\n"
+	      "                           even when stderr is not a terminal (on a terminal it is shown by\n"
+	      "                           default; --quiet: never)\n"
+	      "Ctrl-C (SIGINT) during the search stops it and prints the ranking of the configurations searched\n"
+	      "so far, without re-runs, and exits 130; a second Ctrl-C ends it at once.\n",
 	      f);
 }
 
@@ -642,11 +656,34 @@ int cli_cmd_plan(int argc, char **argv)
 	plan_candidate *cands = NULL;
 	long n = 0;
 	plan_search_stats st;
-	if (!plan_search(&q, &cands, &n, &st, &err)) {
+	/* The search can take minutes over many platforms and budgets: its layouts, rate and
+	 * ETA on stderr under the same rule as the re-runs, and Ctrl-C keeps what it found. */
+	bool show = a.progress == 1 || (a.progress < 0 && isatty(fileno(stderr)));
+	plan_progress_start(&a.prog, stderr, 0, !show);
+	a.prog.unit = "layouts";
+	q.progress = &a.prog;
+	q.stop = &plan_stop;
+	plan_stop = 0;
+	struct sigaction stop = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND}, old_int;
+	sigemptyset(&stop.sa_mask);
+	sigaction(SIGINT, &stop, &old_int);
+	if (show)
+		fprintf(stderr, "plan: searching on the analytic engine (Ctrl-C: stop and rank what was searched)\n");
+	bool searched = plan_search(&q, &cands, &n, &st, &err);
+	sigaction(SIGINT, &old_int, NULL);
+	plan_progress_end(&a.prog);
+	if (!searched) {
 		fprintf(stderr, "spsim plan: %s\n", err.msg);
 		goto out;
 	}
 	rc = CLI_OK;
+	if (st.interrupted) {
+		fprintf(stderr, "spsim plan: interrupted after %ld of %ld layouts (%ld configurations); ranking what was "
+				"searched, without re-runs\n", st.layouts, st.layouts_total, st.searched);
+		a.verify = "none";
+		a.verify_set = true;
+		rc = CLI_INTERRUPTED;
+	}
 	/* One row per layout: BASP (N, B) and Ulysses (SP N/B) x replicas are merged. */
 	plan_candidate *merged = malloc((size_t)(n ? n : 1) * sizeof *merged), *tput = NULL, *cost = NULL;
 	if (!merged) {
@@ -685,7 +722,6 @@ int cli_cmd_plan(int argc, char **argv)
 		 * count, rate and ETA go to stderr on a terminal or with --progress, never into a
 		 * pipe unasked. */
 		long runs = k * a.n_placements * (cost ? 2 : 1);
-		bool show = a.progress == 1 || (a.progress < 0 && isatty(fileno(stderr)));
 		plan_progress_start(&a.prog, stderr, runs, !show);
 		a.prog.unit = a.verify && strcmp(a.verify, "simgrid") == 0 ? "SimGrid runs" : "re-runs";
 		if (show)
@@ -728,6 +764,9 @@ int cli_cmd_plan(int argc, char **argv)
 				      "verdict", verdict(&q, tput, k, merged, nm, cands, n, &st, false));
 		if (n == 0 && st.invalid > 0 && st.no_fit == 0)
 			json_object_set_new(j, "rejected_why", json_string(st.invalid_why));
+		if (st.interrupted)
+			json_object_set_new(j, "interrupted", json_pack("{s:I, s:I}", "layouts_searched", (json_int_t)st.layouts,
+									"layouts_total", (json_int_t)st.layouts_total));
 		if (cost)
 			json_object_set_new(j, "cost_ranking", cranking);
 		else
@@ -748,6 +787,9 @@ int cli_cmd_plan(int argc, char **argv)
 	printf("\nsearched %ld configurations: %ld fit in GPU memory (%ld distinct layouts), %ld do not, %ld rejected by "
 	       "the job check, %ld duplicates (another variant's configuration: BASP at B=1 is Ulysses)\n",
 	       st.searched, st.fit, nm, st.no_fit, st.invalid, st.duplicate);
+	if (st.interrupted)
+		printf("interrupted: the search stopped after %ld of %ld layouts; the ranking covers those only\n",
+		       st.layouts, st.layouts_total);
 	if (n == 0 && st.invalid > 0 && st.no_fit == 0) { /* not memory: the settings given rule every one out */
 		printf("\nno configuration passes the job check; the first rejected: %s\n", st.invalid_why);
 		goto done;

@@ -1167,8 +1167,10 @@ bool engine_simgrid_run_opt(const engine_input *in, const engine_simgrid_options
 		x->L = layer_count(prog);
 		x->block_flows = block_flows;
 	}
-	/* what the full program moves: the guard's yardstick, and stats.full_flows */
-	if (ok && (repeat || stats))
+	/* what the full program moves: the guard's yardstick (when there are windows to weigh),
+	 * and stats.full_flows */
+	bool search = repeat && ok && (x->L >= SGX_LAYERS_FROM || G >= SGX_EXTRAPOLATE_FROM);
+	if (ok && (search || stats))
 		ok = sgx_count_flows(in, o, block_flows, err);
 	if (ok && repeat) {
 		double v[SGX_PERIODIC_FIELDS];
