@@ -984,6 +984,11 @@ START_TEST(plan_says_which_rerun_settings_it_cannot_use)
 	expect(o, 2, "--placement strided: the analytic engine (--verify analytic) models contiguous placement only");
 	ck_assert_str_eq(o->out, "");
 	free(o);
+	/* and the help lists --quiet as a flag of its own, beside --progress */
+	o = spsim("plan", "--help", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "\n  --quiet ") && strstr(o->out, "\n  --progress "), "%s", o->out);
+	free(o);
 }
 END_TEST
 

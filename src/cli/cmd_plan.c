@@ -90,7 +90,8 @@ static void plan_help(FILE *f)
 	      "  --format table|json      output format (default table)\n"
 	      "  --progress               progress of the search and of the re-runs on stderr (count, rate, ETA)\n"
 	      "                           even when stderr is not a terminal (on a terminal it is shown by\n"
-	      "                           default; --quiet: never)\n"
+	      "                           default)\n"
+	      "  --quiet                  no progress\n"
 	      "Ctrl-C (SIGINT) during the search stops it and prints the ranking of the configurations searched\n"
 	      "so far, without re-runs, and exits 130; a second Ctrl-C ends it at once.\n",
 	      f);
