@@ -875,6 +875,26 @@ START_TEST(one_vocabulary_across_commands)
 }
 END_TEST
 
+START_TEST(compare_refuses_a_repeated_strategy)
+{
+	/* Two 'ulysses' columns shared one JSON speedup key (and one --trace file): refused,
+	 * exit 2, naming the spec; the same strategy with its own SP size is another column. */
+	cli_out *o = spsim("compare", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--engine",
+			   "analytic", "--strategies", "ulysses,basp,ulysses", "--format", "json", NULL);
+	expect(o, 2, "--strategies lists 'ulysses' twice, expected each spec once");
+	ck_assert_str_eq(o->out, "");
+	free(o);
+	o = spsim("compare", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--engine",
+		  "analytic", "--strategies", "ulysses,ulysses:sp=4", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(json_object_size(json_object_get(j, "speedup")), 2);
+	json_decref(j);
+	free(o);
+}
+END_TEST
+
 START_TEST(max_seq_says_which_time_settings_it_ignores)
 {
 	/* The all-to-all algorithm and, on a uniform platform, the placement change step time
@@ -1731,6 +1751,7 @@ int main(void)
 	tcase_add_test(tc, one_vocabulary_across_commands);
 	tcase_add_test(tc, max_seq_takes_lists_and_says_what_blocks);
 	tcase_add_test(tc, max_seq_says_which_time_settings_it_ignores);
+	tcase_add_test(tc, compare_refuses_a_repeated_strategy);
 	tcase_add_test(tc, memory_technique_flags);
 	tcase_add_test(tc, optimizer_offload_flags);
 	tcase_add_test(tc, max_seq_technique_table);

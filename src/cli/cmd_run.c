@@ -317,6 +317,15 @@ int cli_cmd_compare(int argc, char **argv)
 			rc = CLI_USAGE;
 			break;
 		}
+		bool again = false; /* a column is keyed by its spec: JSON's speedup, --trace's files */
+		for (int i = 0; i < n; i++)
+			again = again || strcmp(labels[i], tok) == 0;
+		if (again) {
+			fprintf(stderr, "spsim compare: --strategies lists '%s' twice, expected each spec once (its column is "
+					"keyed by it: the JSON speedups, the --trace file names)\n", tok);
+			rc = CLI_USAGE;
+			break;
+		}
 		jobs[n] = a.job;
 		if (!parse_strategy("compare", "--strategies", tok, &jobs[n])) {
 			rc = CLI_USAGE;
