@@ -884,6 +884,11 @@ START_TEST(compare_refuses_a_repeated_strategy)
 	expect(o, 2, "--strategies lists 'ulysses' twice, expected each spec once");
 	ck_assert_str_eq(o->out, "");
 	free(o);
+	o = spsim("compare", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--what-if",
+		  "slow-gpu=1:2", "--what-if", "slow-gpu=1:2", NULL);
+	expect(o, 2, "--what-if lists 'slow-gpu=1:2' twice, expected each spec once");
+	ck_assert_str_eq(o->out, "");
+	free(o);
 	o = spsim("compare", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--engine",
 		  "analytic", "--strategies", "ulysses,ulysses:sp=4", "--format", "json", NULL);
 	expect(o, 0, NULL);

@@ -272,6 +272,19 @@ const struct option cli_compare_options[] = {
 	{NULL, 0, NULL, 0},
 };
 
+/* A column is keyed by its label (JSON's speedups, --trace's file names): a label given
+ * twice would share the first's key. Says so, naming the flag. */
+static bool repeated_label(char *const *labels, int n, const char *label, const char *flag)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(labels[i], label) == 0) {
+			fprintf(stderr, "spsim compare: %s lists '%s' twice, expected each spec once (its column is keyed by "
+					"it: the JSON speedups, the --trace file names)\n", flag, label);
+			return true;
+		}
+	return false;
+}
+
 int cli_cmd_compare(int argc, char **argv)
 {
 	cli_job_args a;
@@ -317,12 +330,7 @@ int cli_cmd_compare(int argc, char **argv)
 			rc = CLI_USAGE;
 			break;
 		}
-		bool again = false; /* a column is keyed by its spec: JSON's speedup, --trace's files */
-		for (int i = 0; i < n; i++)
-			again = again || strcmp(labels[i], tok) == 0;
-		if (again) {
-			fprintf(stderr, "spsim compare: --strategies lists '%s' twice, expected each spec once (its column is "
-					"keyed by it: the JSON speedups, the --trace file names)\n", tok);
+		if (repeated_label(labels, n, tok, "--strategies")) {
 			rc = CLI_USAGE;
 			break;
 		}
@@ -351,6 +359,10 @@ int cli_cmd_compare(int argc, char **argv)
 	for (int k = 0; rc == CLI_OK && k < ctx.n_what_if; k++) {
 		if (n == MAX_STRATEGIES) {
 			fprintf(stderr, "spsim compare: at most %d strategies and what-ifs together\n", MAX_STRATEGIES);
+			rc = CLI_USAGE;
+			break;
+		}
+		if (repeated_label(labels, n, ctx.what_if[k], "--what-if")) {
 			rc = CLI_USAGE;
 			break;
 		}
