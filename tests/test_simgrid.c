@@ -1422,6 +1422,53 @@ START_TEST(flow_count_guards_the_extrapolation)
 }
 END_TEST
 
+START_TEST(compute_as_a_timer_equals_the_execution)
+{
+	/* With one computing stream per GPU the engine waits each compute run's time instead
+	 * of running a SimGrid execution of time x peak flops on the GPU host (speed peak): the
+	 * host has nothing to share, so both end at the same instant. Held on whole steps where
+	 * compute interleaves with contended traffic, full program (no extrapolation, no
+	 * symmetry): Llama-3.2-1B, 8 A100s on one shared NIC per 4 GPUs, BASP ZeRO-2 with a
+	 * straggler (rank 5 computes 1.5x slower) and Ulysses ZeRO-3 (prefetch and reduce
+	 * streams beside the main one); every field to 1e-9, the same executions counted. */
+	config_model m;
+	config_platform p;
+	config_error err;
+	ck_assert(config_load_model("llama-3.2-1b", &m, &err) && config_load_platform("a100-2x4-ib400", &p, &err));
+	static const struct {
+		config_strategy st;
+		int sp, zero;
+		bool slow;
+	} cases[] = {{CONFIG_STRATEGY_BASP, 8, 2, true}, {CONFIG_STRATEGY_ULYSSES, 4, 3, false}};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		config_job job = tu_job(cases[c].st, 8, cases[c].sp, 2, 4096, cases[c].zero);
+		ck_assert_msg(workload_check(&m, &p, &job, &err), "%s", err.msg);
+		workload_plan plan;
+		ck_assert(workload_plan_make(&m, &p, &job, &plan, &err));
+		engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
+		config_whatif w = {0};
+		if (cases[c].slow) {
+			ck_assert(config_whatif_add(&w, CONFIG_WHATIF_SLOW_GPU, "5:1.5", &err));
+			in.opt.whatif = &w;
+		}
+		engine_simgrid_options o;
+		engine_simgrid_options_default(&o);
+		o.symmetry = false;
+		o.repeat = false;
+		engine_result timer, exec;
+		engine_simgrid_stats st, se;
+		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &timer, &st, &err), "%s", err.msg);
+		o.compute_timer = false;
+		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &exec, &se, &err), "%s", err.msg);
+		expect_same_result(&timer, &exec);
+		ck_assert_int_eq(st.executions, se.executions);
+		ck_assert_int_eq(st.flows, se.flows);
+		ck_assert(timer.breakdown.compute > 0 && timer.step_time > timer.breakdown.compute);
+		workload_plan_finish(&plan);
+	}
+}
+END_TEST
+
 /* The model on p (nodes as given) with job: the extrapolated run equals the simulation of
  * every layer on every field, and its exposed ZeRO time is positive. */
 static void expect_extrapolation_exact(const char *model, const config_platform *p, config_job job)
@@ -1547,6 +1594,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, identical_micro_steps_extrapolate_exactly);
 	tcase_add_test(tc, identical_layers_extrapolate_exactly);
 	tcase_add_test(tc, flow_count_guards_the_extrapolation);
+	tcase_add_test(tc, compute_as_a_timer_equals_the_execution);
 	tcase_add_test(tc, a_linear_transient_is_not_extrapolated);
 	tcase_add_test(tc, extrapolation_never_yields_a_negative_total);
 	tcase_add_test(tc, same_input_bit_identical_output);
