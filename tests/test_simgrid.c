@@ -1267,6 +1267,21 @@ static void expect_same_result(const engine_result *a, const engine_result *b)
 	ck_assert_close(a->mfu, b->mfu, 1e-9);
 }
 
+/* Runs in with o, then with *knob (a field of o) switched off, and expects the same result;
+ * r and st (may be NULL) receive both runs' results and statistics. */
+static void same_without(const engine_input *in, engine_simgrid_options *o, bool *knob, engine_result r[2],
+			 engine_simgrid_stats st[2])
+{
+	config_error err;
+	engine_simgrid_stats local[2];
+	if (!st)
+		st = local;
+	ck_assert_msg(engine_simgrid_run_opt(in, o, &r[0], &st[0], &err), "%s", err.msg);
+	*knob = false;
+	ck_assert_msg(engine_simgrid_run_opt(in, o, &r[1], &st[1], &err), "%s", err.msg);
+	expect_same_result(&r[0], &r[1]);
+}
+
 START_TEST(identical_layers_extrapolate_exactly)
 {
 	/* The layer blocks repeat once per layer (16 for Llama-3.2-1B): engine_simgrid_run_opt
@@ -1318,12 +1333,10 @@ START_TEST(identical_layers_extrapolate_exactly)
 		engine_simgrid_options_default(&o);
 		o.symmetry = false;
 		o.repeat_always = true;
-		engine_result fast, full;
-		engine_simgrid_stats sf, su;
-		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &fast, &sf, &err), "%s", err.msg);
-		o.repeat = false;
-		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &full, &su, &err), "%s", err.msg);
-		expect_same_result(&fast, &full);
+		engine_result res[2];
+		engine_simgrid_stats st[2];
+		same_without(&in, &o, &o.repeat, res, st);
+		const engine_simgrid_stats sf = st[0], su = st[1];
 		if (c == 4) {
 			/* ZeRO-3's gathers and Ulysses' all-to-alls share the NIC, and their phase drifts
 			 * from layer to layer: the search gives up within its budget of
@@ -1455,15 +1468,12 @@ START_TEST(compute_as_a_timer_equals_the_execution)
 		engine_simgrid_options_default(&o);
 		o.symmetry = false;
 		o.repeat = false;
-		engine_result timer, exec;
-		engine_simgrid_stats st, se;
-		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &timer, &st, &err), "%s", err.msg);
-		o.compute_timer = false;
-		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &exec, &se, &err), "%s", err.msg);
-		expect_same_result(&timer, &exec);
-		ck_assert_int_eq(st.executions, se.executions);
-		ck_assert_int_eq(st.flows, se.flows);
-		ck_assert(timer.breakdown.compute > 0 && timer.step_time > timer.breakdown.compute);
+		engine_result res[2]; /* timer, execution */
+		engine_simgrid_stats st[2];
+		same_without(&in, &o, &o.compute_timer, res, st);
+		ck_assert_int_eq(st[0].executions, st[1].executions);
+		ck_assert_int_eq(st[0].flows, st[1].flows);
+		ck_assert(res[0].breakdown.compute > 0 && res[0].step_time > res[0].breakdown.compute);
 		workload_plan_finish(&plan);
 	}
 }
@@ -1482,12 +1492,9 @@ static void expect_extrapolation_exact(const char *model, const config_platform 
 	engine_input in = {.model = &m, .platform = p, .job = &job, .plan = &plan};
 	engine_simgrid_options o;
 	engine_simgrid_options_default(&o);
-	engine_result fast, full;
-	ck_assert_msg(engine_simgrid_run_opt(&in, &o, &fast, NULL, &err), "%s", err.msg);
-	o.repeat = false;
-	ck_assert_msg(engine_simgrid_run_opt(&in, &o, &full, NULL, &err), "%s", err.msg);
-	ck_assert(full.breakdown.zero_comm_exposed > 0 && fast.breakdown.zero_comm_exposed > 0);
-	expect_same_result(&fast, &full);
+	engine_result res[2]; /* extrapolated, every layer */
+	same_without(&in, &o, &o.repeat, res, NULL);
+	ck_assert(res[1].breakdown.zero_comm_exposed > 0 && res[0].breakdown.zero_comm_exposed > 0);
 	workload_plan_finish(&plan);
 }
 
