@@ -353,21 +353,29 @@ START_TEST(nvls_tree_across_nodes)
 	 * min(4 x 25, 100 / (3/4 forwarded)) = 100 GB/s. NVLS-tree (tuning.cc): bus min(node's
 	 * 100, 16 x 20.6, network 100) = 100, algbw x 5/6 = 83.33 GB/s; latency 23 x 1/3.4 +
 	 * 2 x log2(2) x 14 x 10/14 = 26.765 us. The ring gives 57.1 GB/s, the tree (LL128)
-	 * min(100 x 120/128, 5 x 36.7) / 2 = 46.9: NVLS-tree from a few MB on; 1 GB takes
-	 * 26.765 us + 1e9 / 83.33e9. */
+	 * min(100 x 120/128, 5 x 36.7) / 2 = 46.9: NVLS-tree from a few MB on.
+	 * NVLS-tree's kernel pipelines loops of 16 channels x 4 heads x chunk (src/enqueue.cc
+	 * NVLS_TREE branch: 512 KiB, 256 KiB below 32 x 64 x 512 KiB = 1 GiB, 128 KiB below
+	 * 16 x 64 x 256 KiB = 256 MiB, 64 KiB below 4 x 64 x 128 KiB = 32 MiB, 32 KiB below
+	 * 1 x 64 x 64 KiB = 4 MiB) through 2 log2(2) + 3 = 5 warp groups on a leaf channel
+	 * (scatter, reduce, the root's reduce, broadcast, gather): n loops take n + 4 stage
+	 * times (nvls_tree_pays_its_pipeline_fill). 1e9 B runs 256 KiB chunks, 16 MiB loops:
+	 * 26.765 us + (1e9 + 4 x 16 MiB) / 83.33e9. */
 	config_platform p = tu_platform(2, 4, 4);
 	p.inter.nic_bandwidth = 25e9;
 	p.nccl.compute_capability = 90;
 	p.nccl.nvls = true;
 	nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 1e9);
 	ck_assert_int_eq(k.algo, NCCL_ALGO_NVLS);
-	double lat = 23 / 3.4 + 2 * 14 * 10.0 / 14;
+	double lat = 23 / 3.4 + 2 * 14 * 10.0 / 14, MiB = 1048576;
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(8, 4, 4), 1e9),
-			lat * 1e-6 + 1e9 / (100e9 * 5 / 6), 1e-9);
+			lat * 1e-6 + (1e9 + 4 * 16 * MiB) / (100e9 * 5 / 6), 1e-9);
 	/* all-gather has no NVLS across nodes (it needs CollNet): the ring */
 	ck_assert_int_eq(nccl_cost_of(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 1e9).algo, NCCL_ALGO_RING);
 	/* 4 nodes: the network side halves (bwInter / 2): 50 x 5/6 = 41.67 GB/s, below the
-	 * ring's 100 x 16/30 = 53.3: the ring; forced, 2 log2(4) network hops */
+	 * ring's 100 x 16/30 = 53.3: the ring; forced, 2 log2(4) network hops, and a pipeline
+	 * of 2 log2(4) + 3 = 7 groups over loops of 64 x 64 KiB = 4 MiB (the chunk capped at
+	 * 64 KiB from 4 nodes): + 6 x 4 MiB / 41.67 GB/s */
 	config_platform q = tu_platform(4, 4, 4);
 	q.inter.nic_bandwidth = 25e9;
 	q.nccl.compute_capability = 90;
@@ -375,7 +383,44 @@ START_TEST(nvls_tree_across_nodes)
 	ck_assert_int_eq(nccl_cost_of(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(16, 4, 4), 1e9).algo, NCCL_ALGO_RING);
 	q.nccl.force_algo = NCCL_ALGO_NVLS + 1;
 	ck_assert_close(engine_collective_time(&q, WL_COLL_ALLREDUCE, WL_ALG_RING, shape(16, 4, 4), 1e9),
-			(23 / 3.4 + 4 * 10) * 1e-6 + 1e9 / (50e9 * 5 / 6), 1e-9);
+			(23 / 3.4 + 4 * 10) * 1e-6 + (1e9 + 6 * 4 * MiB) / (50e9 * 5 / 6), 1e-9);
+}
+END_TEST
+
+START_TEST(nvls_tree_pays_its_pipeline_fill)
+{
+	/* Two 8-GPU H100 nodes as the Nebius case of the fidelity corpus (dgx-h100 x 2: eight
+	 * 400 Gb/s NICs, NVLink SHARP), NVLS-tree at every size from 1 MiB. NCCL's model:
+	 * latency 23 + 2 x 14 = 51 us (the platform's steps are NCCL's), algbw 16 x 20.6 x 5/6
+	 * = 274.67 GB/s (the node's NVLS, below the network). The kernel (all_reduce.h,
+	 * NCCL_ALGO_NVLS_TREE) runs loops of 16 channels x 8 heads x chunk through five warp
+	 * groups on a leaf channel, so the time is 51 us + (bytes + 4 min(bytes, loop)) / algbw
+	 * (NCCL's 6 us launch aside). Hand derivation, 64 MiB: concurrentOps 128; chunk 512 KiB
+	 * -> 256 KiB (64 MiB < 32 x 128 x 512 KiB = 2 GiB) -> 128 KiB (< 16 x 128 x 256 KiB =
+	 * 512 MiB); not below 4 x 128 x 128 KiB = 64 MiB, so 128 KiB: loop 16 MiB, four loops,
+	 * 51 + (64 + 4 x 16) MiB / 274.67 GB/s = 51 + 488.66 = 539.66 us (NCCL's model alone
+	 * 295.3 us; the measured run, 472.4 us). 1 MiB: 32 KiB chunks, a loop of 4 MiB larger
+	 * than the call: 51 + 5 x 1 MiB / 274.67 GB/s = 70.09 us. */
+	config_platform p;
+	config_error e;
+	ck_assert(config_load_platform("dgx-h100", &p, &e));
+	p.nodes = 2;
+	p.coll_overhead = 0;
+	engine_group_shape s = shape(16, 8, 8);
+	double MiB = 1048576, bw = 16 * 20.6e9 * 5 / 6;
+	const struct {
+		double bytes, loop;
+	} want[] = {{1 * MiB, 4 * MiB},	 {8 * MiB - 1024, 4 * MiB},  {8 * MiB, 8 * MiB},
+		    {64 * MiB, 16 * MiB}, {512 * MiB, 32 * MiB}, {2048 * MiB, 64 * MiB}};
+	for (int i = 0; i < 6; i++) {
+		double b = want[i].bytes;
+		nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, b);
+		ck_assert_int_eq(k.algo, NCCL_ALGO_NVLS);
+		ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, b),
+				51e-6 + (b + 4 * fmin(b, want[i].loop)) / bw, 1e-9);
+	}
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 64 * MiB), 539.66e-6, 1e-5);
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, MiB), 70.09e-6, 1e-4);
 }
 END_TEST
 
@@ -736,6 +781,53 @@ static engine_result run_job(const config_model *m, const config_platform *p, co
 	return r;
 }
 
+START_TEST(offload_optimizer_step_by_hand)
+{
+	/* ZeRO-1 on one node of W = 4 (tiny platform: HBM 1000 GB/s at efficiency 1), host
+	 * link 10 GB/s with 1 us latency, host DRAM 100 GB/s. ZeRO-1's gradient copy follows
+	 * the boundary's all-reduce and the step waits for every part of the optimizer block,
+	 * so the step grows by exactly (shard = psi/4):
+	 *   + gradient to the host   1e-6 + 4·shard / 10e9
+	 *   + CPU Adam               28·shard·4 / 100e9   (the node's 4 shards at once)
+	 *   + parameters back        1e-6 + 2·shard / 10e9
+	 *   - fused Adam on the GPU  30·shard / 1000e9.
+	 * ZeRO-3 (overlap on, its default) copies each layer's gradient shard on the ZeRO
+	 * stream behind backward: its step grows by at least the CPU step and the copy back
+	 * less the GPU Adam, and by at most that plus every gradient copy. */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	p.host.bandwidth = 10e9;
+	p.host.latency = 1e-6;
+	p.host.memory = 1e12;
+	p.host.memory_bandwidth = 100e9;
+	const double shard = config_model_params(&m) / 4;
+	const double d2h = 1e-6 + 4 * shard / 10e9, cpu = 28 * shard * 4 / 100e9, h2d = 1e-6 + 2 * shard / 10e9,
+		     gpu = 30 * shard / 1000e9;
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 4096, 1);
+	engine_result none = run_job(&m, &p, j);
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+	engine_result cpu_r = run_job(&m, &p, j);
+	ck_assert_close(cpu_r.step_time - none.step_time, d2h + cpu + h2d - gpu, 1e-9);
+	ck_assert_close(cpu_r.breakdown.host_comm, d2h + h2d, 1e-9);
+	ck_assert_close(cpu_r.breakdown.host_comm_exposed, d2h + h2d, 1e-9);
+	ck_assert_close(cpu_r.breakdown.optimizer, cpu, 1e-9);
+	j.zero_stage = 3;
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_NONE;
+	none = run_job(&m, &p, j);
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+	cpu_r = run_job(&m, &p, j);
+	double grow = cpu_r.step_time - none.step_time;
+	ck_assert_msg(grow >= cpu + h2d - gpu - 1e-12, "%g < %g", grow, cpu + h2d - gpu);
+	/* every gradient copy: one per layer plus the head's and the embedding's, each with its
+	 * latency (the latencies bound the count from above: at most 8 copies) */
+	ck_assert_msg(grow <= cpu + h2d - gpu + 8e-6 + 4 * shard / 10e9 + 1e-12, "%g", grow);
+	/* the copies move the whole shard's gradient once (the layers', the head's and the
+	 * embedding's shards add up to psi/4), each copy paying its latency */
+	double copies = cpu_r.breakdown.host_comm - h2d - 4 * shard / 10e9;
+	ck_assert_msg(copies >= 1e-6 - 1e-12 && copies <= 8e-6 + 1e-12, "%g", copies);
+}
+END_TEST
+
 START_TEST(zero3_deepspeed_fetch_never_beats_layer_prefetch)
 {
 	/* Invariant: with the same bytes per call, less lookahead cannot hide more. DeepSpeed's
@@ -895,6 +987,7 @@ int main(void)
 	tcase_add_test(tc, nvls_mid_sizes_pay_the_pipeline_fill);
 	tcase_add_test(tc, two_node_all_reduce_takes_the_tree);
 	tcase_add_test(tc, nvls_tree_across_nodes);
+	tcase_add_test(tc, nvls_tree_pays_its_pipeline_fill);
 	tcase_add_test(tc, transport_message_latency_on_every_network_hop);
 	tcase_add_test(tc, one_rank_alltoall_is_a_launch_and_a_copy);
 	tcase_add_test(tc, p2p_channels_slow_a_mesh_all_to_all);
@@ -912,6 +1005,7 @@ int main(void)
 	tcase_add_test(tc, faster_network_never_slows_a_step);
 	tcase_add_test(tc, zero3_deepspeed_fetch_never_beats_layer_prefetch);
 	tcase_add_test(tc, tokens_per_second_counts_every_replica);
+	tcase_add_test(tc, offload_optimizer_step_by_hand);
 	tcase_add_test(tc, analytic_trace_is_valid_json);
 	tcase_add_test(tc, collective_cache_follows_every_platform_field);
 	tcase_add_test(tc, collective_cache_is_per_thread);

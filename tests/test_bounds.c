@@ -389,12 +389,12 @@ START_TEST(nccltests_numbers_are_bounded)
 		      "%s", e.msg);
 	/* Rank 4294967296 was cast to rank 0 */
 	expect_refused(parse_log_with("Rank  7", "#  Rank 4294967296 Group  0 Pid 4007 on node-00 device  7 [0x77] NVIDIA\n",
-				  &e), e, "x.log:13: rank 4294967296, expected an integer from 0 to 16777215");
+				  &e), e, "x.log:13:9: rank 4294967296, expected an integer from 0 to 16777215");
 	ck_assert(!parse_log_with("Rank  7", "#  Rank 2147483647 Group  0 Pid 4007 on node-00 device  7 [0x77] NVIDIA\n",
 				  &e));
 	/* a 1e30-byte size was fitted to 6.9e24 GB/s */
 	expect_refused(parse_log_with("   8             2     float",
-				  "1000000000000000000000000000000 2 float sum -1 35.00 0.00 0.00 0 35.00 0.00 0.00 0\n", &e), e, "x.log:18: size '1000000000000000000000000000000' is not a byte count, expected a "
+				  "1000000000000000000000000000000 2 float sum -1 35.00 0.00 0.00 0 35.00 0.00 0.00 0\n", &e), e, "x.log:18:1: size '1000000000000000000000000000000' is not a byte count, expected a "
 				    "size from 0 to 1 TB");
 }
 END_TEST

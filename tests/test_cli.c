@@ -141,6 +141,18 @@ static const char *platform_variant(const char *dir, const char *name, const cha
 
 #define REF "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400"
 
+/* `spsim run` on a dgx-h100 variant (from replaced by to) fails with exit 2 at the
+ * variant's file and line. */
+static void expect_variant_error_at(const char *dir, const char *name, const char *from, const char *to)
+{
+	const char *bad = platform_variant(dir, name, from, to);
+	char where[CONFIG_PATH_MAX + 32];
+	snprintf(where, sizeof where, "%s:%d:", name, variant_line);
+	cli_out *o = spsim("run", "--model", "llama-3.1-8b", "--platform", bad, "--seq-len", "16K", NULL);
+	expect(o, 2, where);
+	free(o);
+}
+
 START_TEST(usage_and_help)
 {
 	cli_out *o = spsim(NULL);
@@ -702,6 +714,15 @@ START_TEST(files_and_directories)
 	o = spsim("run", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--trace", dir, NULL);
 	expect(o, 2, "is a directory, expected a file name");
 	free(o);
+	/* a new figure folder written with a trailing slash, as README's examples do */
+	char figs[96], fig_dat[128];
+	snprintf(figs, sizeof figs, "%s/figures/", dir);
+	o = spsim("compare", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--engine",
+		  "analytic", "--strategies", "ulysses,basp", "--plot", figs, NULL);
+	expect(o, 0, NULL);
+	free(o);
+	snprintf(fig_dat, sizeof fig_dat, "%sbreakdown.dat", figs);
+	ck_assert_msg(access(fig_dat, F_OK) == 0, "%s was not written", fig_dat);
 	/* an output onto an input (under any name) would destroy it: refused, the input kept */
 	const char *job = tmp_write(dir, "job.yaml", "job:\n  model: llama-3.2-1b\n  platform: dgx-h100\n  seq_len: 4K\n");
 	char job_copy[128], job_alias[160], want_in[512];
@@ -1355,6 +1376,60 @@ START_TEST(basp_unequal_pads_the_sequence)
 }
 END_TEST
 
+START_TEST(optimizer_offload_flags)
+{
+	char dir[CONFIG_PATH_MAX];
+	tmp_dir(dir, sizeof dir);
+	cli_out *o = spsim("run", REF, "--seq-len", "16K", "--offload-optimizer", "gpu", NULL);
+	expect(o, 2, "--offload-optimizer expects none or cpu, got 'gpu'");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "0", "--offload-optimizer", "cpu", NULL);
+	expect(o, 2, "--offload-optimizer cpu needs ZeRO stage 1, 2 or 3");
+	free(o);
+	const char *nohost = platform_variant(dir, "nohost.yaml",
+					      "  host_link:\n    bandwidth: 52.8GB/s\n    latency: 10us\n    memory: 2TB\n"
+					      "    memory_bandwidth: 614.4GB/s\n",
+					      "");
+	o = spsim("run", "--model", "llama-3.1-8b", "--platform", nohost, "--seq-len", "16K", "--offload-optimizer", "cpu",
+		  NULL);
+	expect(o, 2, "declares none; add a host_link:");
+	free(o);
+	const char *nodram = platform_variant(dir, "nodram.yaml", "    memory_bandwidth: 614.4GB/s\n", "");
+	o = spsim("run", "--model", "llama-3.1-8b", "--platform", nodram, "--seq-len", "16K", "--offload-optimizer", "cpu",
+		  NULL);
+	expect(o, 2, "declares no host_link memory_bandwidth");
+	free(o);
+	/* the host's DRAM bandwidth through the range table, with file:line:column */
+	expect_variant_error_at(dir, "baddram.yaml", "memory_bandwidth: 614.4GB/s", "memory_bandwidth: 1GB/s");
+	const char *job = tmp_write(dir, "opt.yaml", "job:\n  seq_len: 16K\n  offload_optimizer: nvme\n");
+	o = spsim("run", REF, "--job", job, NULL);
+	expect(o, 2, "opt.yaml:3:22: 'offload_optimizer' must be one of: none, cpu, got 'nvme'");
+	free(o);
+	o = spsim("plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8", "--seq-len", "16K",
+		  "--global-batch", "64K", "--verify", "none", "--zero", "0", "--offload-optimizer", "cpu", NULL);
+	expect(o, 2, "--offload-optimizer cpu needs ZeRO stage 1, 2 or 3");
+	free(o);
+	/* a run: the GPU holds no optimizer states, the host does; the job names it */
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--offload-optimizer", "cpu", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "job"), "offload_optimizer")), "cpu");
+	ck_assert(json_real_value(json_object_get(json_object_get(j, "memory_bytes"), "optimizer")) == 0);
+	json_t *host = json_object_get(j, "host_memory_bytes");
+	ck_assert(json_real_value(json_object_get(host, "optimizer_per_gpu")) > 0);
+	ck_assert(json_real_value(json_object_get(host, "optimizer_per_gpu")) == json_real_value(json_object_get(host, "per_gpu")));
+	ck_assert(json_real_value(json_object_get(json_object_get(j, "breakdown_s"), "host_comm")) > 0);
+	json_decref(j);
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--offload-optimizer", "cpu", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, ", optimizer offloaded to the CPU") && strstr(o->out, "offloaded optimizer states"),
+		      "%s", o->out);
+	free(o);
+}
+END_TEST
+
 START_TEST(memory_technique_flags)
 {
 	char dir[CONFIG_PATH_MAX];
@@ -1364,19 +1439,15 @@ START_TEST(memory_technique_flags)
 	expect(o, 2, "exist only with full recompute; add --recompute full");
 	free(o);
 	const char *nohost = platform_variant(dir, "nohost.yaml",
-					      "  host_link:\n    bandwidth: 52.8GB/s\n    latency: 10us\n    memory: 2TB\n", "");
+					      "  host_link:\n    bandwidth: 52.8GB/s\n    latency: 10us\n    memory: 2TB\n"
+					      "    memory_bandwidth: 614.4GB/s\n", "");
 	o = spsim("run", "--model", "llama-3.1-8b", "--platform", nohost, "--seq-len", "16K", "--recompute", "full",
 		  "--offload-activations", NULL);
 	expect(o, 2, "declares none; add a host_link:");
 	free(o);
 	/* the host link's values through the range table, with file:line:column */
-	const char *bad = platform_variant(dir, "badhost.yaml", "bandwidth: 52.8GB/s", "bandwidth: 0GB/s");
-	char where[CONFIG_PATH_MAX + 32];
-	snprintf(where, sizeof where, "badhost.yaml:%d:", variant_line);
-	o = spsim("run", "--model", "llama-3.1-8b", "--platform", bad, "--seq-len", "16K", NULL);
-	expect(o, 2, where);
-	free(o);
-	bad = platform_variant(dir, "nomem.yaml", "    memory: 2TB\n", "");
+	expect_variant_error_at(dir, "badhost.yaml", "bandwidth: 52.8GB/s", "bandwidth: 0GB/s");
+	const char *bad = platform_variant(dir, "nomem.yaml", "    memory: 2TB\n", "");
 	o = spsim("run", "--model", "llama-3.1-8b", "--platform", bad, "--seq-len", "16K", NULL);
 	expect(o, 2, "'memory'");
 	free(o);
@@ -1455,7 +1526,8 @@ START_TEST(max_seq_technique_table)
 	char dir[CONFIG_PATH_MAX];
 	tmp_dir(dir, sizeof dir);
 	const char *nohost = platform_variant(dir, "nohost.yaml",
-					      "  host_link:\n    bandwidth: 52.8GB/s\n    latency: 10us\n    memory: 2TB\n", "");
+					      "  host_link:\n    bandwidth: 52.8GB/s\n    latency: 10us\n    memory: 2TB\n"
+					      "    memory_bandwidth: 614.4GB/s\n", "");
 	o = spsim("max-seq", "--model", "llama-3.1-8b", "--platform", nohost, "--techniques", "none,offload", NULL);
 	expect(o, 0, NULL);
 	ck_assert_msg(strstr(o->out, "n/a") && strstr(o->out, "host_link"), "%s", o->out);
@@ -1609,6 +1681,7 @@ int main(void)
 	tcase_add_test(tc, one_vocabulary_across_commands);
 	tcase_add_test(tc, max_seq_takes_lists_and_says_what_blocks);
 	tcase_add_test(tc, memory_technique_flags);
+	tcase_add_test(tc, optimizer_offload_flags);
 	tcase_add_test(tc, max_seq_technique_table);
 	tcase_add_test(tc, plan_says_why_nothing_was_searched);
 	tcase_add_test(tc, no_speedup_for_what_does_not_fit);

@@ -2,6 +2,7 @@
  * calibration and jobs. Fixtures live in tests/data/config/; SPSIM_DATA_DIR is the
  * source root (set by tests/meson.build). */
 #include "config/config.h"
+#include "config/yamltree.h"
 
 #include <check.h>
 #include <math.h>
@@ -1141,7 +1142,7 @@ START_TEST(job_errors)
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
 		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
-		     "attention_kernel, impl, zero3_prefetch, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, cp_comm_type, offload_activations, tile_mlp, tile_logits");
+		     "attention_kernel, impl, zero3_prefetch, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, cp_comm_type, offload_activations, tile_mlp, tile_logits, offload_optimizer");
 	expect_error(JOB, "job_bad_inner.yaml", "3:15: 'basp_inner' must be one of: ulysses, ring, usp, got 'tree'");
 	expect_error(JOB, "job_bad_zero3_prefetch.yaml", "3:19: 'zero3_prefetch' must be one of: deepspeed, layer, got 'fsdp'");
 	expect_error(JOB, "job_bad_split.yaml", "3:13: 'cp_split' must be one of: zigzag, naive, got 'spiral'");
@@ -1192,6 +1193,141 @@ START_TEST(error_null_is_allowed)
 }
 END_TEST
 
+/* ---------------------------------------------------- documented defaults -- */
+/* The job keys whose default is no value but "derived" or "absent": the code keeps them
+ * unset (a sentinel, or nothing at all for the keys that are not job fields) until the
+ * platform or the rest of the job decides. true when the default job holds the sentinel. */
+static bool default_is_unset(const char *key, const config_job *d)
+{
+	const struct {
+		const char *key;
+		bool unset;
+	} t[] = {
+		{"gpus", d->gpus == 0},
+		{"sp", d->sp == 0},
+		{"seq_len", d->seq_len == 0},
+		{"ulysses_degree", d->ulysses_degree == 0},
+		{"ring_degree", d->ring_degree == 0},
+		{"attention_kernel", d->attention_kernel == -1},
+		{"memory_reserve", !d->memory_reserve_set},
+		{"fp32_grad_comm", !d->fp32_grad_comm_set},
+		/* not fields of config_job: a job file without them leaves the caller's values */
+		{"model", true},
+		{"platform", true},
+		{"calibration", true},
+		{"nodes", true},
+		{"cp_comm_type", true},
+		{"what_if", true},
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		if (strcmp(key, t[i].key) == 0)
+			return t[i].unset;
+	return false;
+}
+
+/* Whether the job field of a key that is not in the settings table equals the default's. */
+static bool field_is_default(const char *key, const config_job *j, const config_job *d)
+{
+	if (strcmp(key, "strategy") == 0)
+		return j->strategy == d->strategy;
+	if (strcmp(key, "basp_inner") == 0)
+		return j->basp_inner == d->basp_inner;
+	if (strcmp(key, "cp_split") == 0)
+		return j->cp_split == d->cp_split;
+	if (strcmp(key, "micro_batch") == 0)
+		return j->micro_batch == d->micro_batch;
+	if (strcmp(key, "grad_accum") == 0)
+		return j->grad_accum == d->grad_accum;
+	if (strcmp(key, "zero") == 0)
+		return j->zero_stage == d->zero_stage;
+	ck_abort_msg("job key '%s' has a literal default in docs/job.md but no field check here", key);
+	return false;
+}
+
+/* docs/job.md's table holds every key the job-file reader accepts and no other, and each
+ * default written as a value, read back through that reader (on a job whose every byte
+ * was something else), gives the code's default. A default in words must belong to a key
+ * the code leaves unset. */
+START_TEST(job_keys_documented_with_true_defaults)
+{
+	char path[1024];
+	snprintf(path, sizeof path, "%s/docs/job.md", getenv("SPSIM_DATA_DIR"));
+	FILE *f = fopen(path, "r");
+	ck_assert_msg(f != NULL, "cannot open %s", path);
+	config_job d;
+	config_job_defaults(&d);
+	const char *const *keys = config_job_keys; /* yamltree.h; docs/job.md lists them */
+	int n_keys = 0;
+	while (keys[n_keys])
+		n_keys++;
+	bool seen[64] = {false};
+	ck_assert_int_lt(n_keys, 64);
+	char line[1024], job_path[] = "/tmp/spsim-job-default-XXXXXX";
+	int fd = mkstemp(job_path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	int rows = 0, literal = 0;
+	while (fgets(line, sizeof line, f)) {
+		if (strncmp(line, "| `", 3) != 0)
+			continue;
+		/* | `key` | values | default | */
+		char key[64] = "", dflt[256] = "";
+		char *k0 = line + 3, *k1 = strchr(k0, '`');
+		ck_assert_ptr_nonnull(k1);
+		snprintf(key, sizeof key, "%.*s", (int)(k1 - k0), k0);
+		char *last = strrchr(line, '|');
+		*last = '\0';
+		char *cell = strrchr(line, '|');
+		ck_assert_ptr_nonnull(cell);
+		cell++;
+		while (*cell == ' ')
+			cell++;
+		snprintf(dflt, sizeof dflt, "%s", cell);
+		int i = 0;
+		while (i < n_keys && strcmp(keys[i], key) != 0)
+			i++;
+		ck_assert_msg(i < n_keys, "docs/job.md documents '%s', which a job file does not accept", key);
+		ck_assert_msg(!seen[i], "docs/job.md lists '%s' twice", key);
+		seen[i] = true;
+		rows++;
+		if (dflt[0] != '`') {
+			ck_assert_msg(default_is_unset(key, &d),
+				      "docs/job.md gives '%s' a derived default (%s), but the code sets one", key, dflt);
+			continue;
+		}
+		/* the value in code: load `key: value` over a job of other bytes */
+		char value[128];
+		char *v1 = strchr(dflt + 1, '`');
+		ck_assert_ptr_nonnull(v1);
+		snprintf(value, sizeof value, "%.*s", (int)(v1 - dflt - 1), dflt + 1);
+		char text[256];
+		snprintf(text, sizeof text, "job:\n  %s: %s\n", key, value);
+		FILE *jf = fopen(job_path, "w");
+		ck_assert_ptr_nonnull(jf);
+		fputs(text, jf);
+		fclose(jf);
+		config_job j;
+		memset(&j, 0x5a, sizeof j);
+		config_error e = {""};
+		ck_assert_msg(config_load_job(job_path, &j, NULL, NULL, NULL, NULL, &e), "%s: %s", text, e.msg);
+		int s = config_job_setting_find(key);
+		if (s >= 0)
+			ck_assert_msg(config_job_setting_equal(s, &j, &d), "docs/job.md: '%s' defaults to %s, the code does not",
+				      key, value);
+		else
+			ck_assert_msg(field_is_default(key, &j, &d), "docs/job.md: '%s' defaults to %s, the code does not", key,
+				      value);
+		literal++;
+	}
+	fclose(f);
+	unlink(job_path);
+	for (int i = 0; i < n_keys; i++)
+		ck_assert_msg(seen[i], "job key '%s' is missing from docs/job.md's table", keys[i]);
+	ck_assert_int_eq(rows, n_keys);
+	ck_assert_int_ge(literal, 19); /* 19 of the 33 defaults are values: the check reads them */
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -1201,6 +1337,7 @@ static Suite *config_suite(void)
 	tcase_add_test(t, units_size);
 	tcase_add_test(t, units_flops);
 	tcase_add_test(t, units_rejections);
+	tcase_add_test(t, job_keys_documented_with_true_defaults);
 	tcase_add_test(t, units_names_and_format);
 	suite_add_tcase(s, t);
 

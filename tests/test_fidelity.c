@@ -12,6 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config/yamltree.h"
+#include "engine/nccl.h"
+#include "nccltests/nccltests.h"
 #include "testutil.h"
 
 static void corpus_dir(char *buf, size_t len)
@@ -210,6 +213,22 @@ START_TEST(bad_files_fail_with_location)
 	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
 			  "      collective: {op: all_sum, gpus: 8, size: 1M}\n      published: {value: 1, unit: us}\n",
 		     11, 24, "unknown collective 'all_sum'");
+	/* a protocol NCCL does not have: at the value */
+	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
+			  "      collective: {op: all_reduce, gpus: 8, size: 1M, proto: LL256}\n      published: {value: 1, unit: GB/s}\n",
+		     11, 62, "'proto' must be LL, LL128 or Simple (NCCL_PROTO), got 'LL256'");
+	/* an algorithm neither NCCL nor spsim has: at the value */
+	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
+			  "      collective: {op: all_reduce, gpus: 8, size: 1M, alg: collnet}\n      published: {value: 1, unit: GB/s}\n",
+		     11, 60, "algorithm 'collnet' does not apply to all_reduce, expected one of ring, tree, nvls (NCCL_ALGO)");
+	/* an algorithm NCCL cannot run there: NVLS on A100's NVSwitch (no NVLink SHARP) */
+	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
+			  "      collective: {op: all_reduce, gpus: 8, size: 1M, alg: nvls}\n      published: {value: 1, unit: GB/s}\n",
+		     11, 60, "--alg nvls needs a platform declaring nccl: {nvls: true}");
+	/* a protocol NCCL cannot run there: LL128 on the p2p path of an all-to-all */
+	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
+			  "      collective: {op: alltoall, gpus: 8, size: 1M, proto: LL128}\n      published: {value: 1, unit: GB/s}\n",
+		     11, 60, "NCCL's p2p path (all-to-all, send/recv) runs LL or Simple");
 	/* an attention pass spsim does not know */
 	expect_error(HEAD "    - id: a1\n      kind: attention\n      citation: c\n      platform: dgx-h100\n"
 			  "      attention: {batch: 1, seq_len: 1024, heads: 8, head_dim: 128, causal: false, pass: both, kernel: flash-attn-2}\n"
@@ -418,6 +437,62 @@ START_TEST(kernel_prediction_is_flops_over_time)
 }
 END_TEST
 
+#define COLL_CASE(id, extra)                                                                                   \
+	"    - id: " id "\n"                                                                                   \
+	"      kind: collective\n"                                                                             \
+	"      citation: c\n"                                                                                  \
+	"      platform: dgx-a100\n"                                                                           \
+	"      collective: {op: all_reduce, gpus: 8, size: 8M" extra "}\n"                                     \
+	"      published: {value: 100, unit: GB/s}\n"
+
+/* A collective case's alg and proto are what the run forced (NCCL_ALGO, NCCL_PROTO), read
+ * as `spsim collective --alg/--proto` read them: the case predicts what the platform with
+ * force_algo/force_proto set predicts, and without the keys NCCL's tuner chooses. At
+ * 8 MiB on 8 A100s the tuner runs ring/LL128 (docs/fidelity.md, mid sizes: LL128 from about
+ * 1.2 to 23.4 MB), the pair of least modelled time, so forcing Simple, LL or the tree can
+ * only lower the busbw; `alg: ring` with `proto: LL128` is the tuner's own pair. */
+START_TEST(collective_alg_and_proto_are_the_forced_ones)
+{
+	char dir[64], path[128];
+	write_source(dir, sizeof dir, path, sizeof path,
+		     HEAD COLL_CASE("tuner", "") COLL_CASE("simple", ", proto: Simple") COLL_CASE("ll", ", proto: LL")
+			     COLL_CASE("tree", ", alg: tree") COLL_CASE("ring-ll128", ", alg: ring, proto: LL128"));
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	ck_assert_int_eq(c.n, 5);
+	ck_assert_int_eq(c.cases[0].force_proto, 0);
+	ck_assert_int_eq(c.cases[0].force_algo, 0);
+	ck_assert_int_eq(c.cases[1].force_proto, NCCL_PROTO_SIMPLE + 1);
+	ck_assert_int_eq(c.cases[2].force_proto, NCCL_PROTO_LL + 1);
+	ck_assert_int_eq(c.cases[3].force_algo, NCCL_ALGO_TREE + 1);
+	ck_assert(c.cases[3].alg == WL_ALG_RING); /* spsim's op stays the ring family's */
+	ck_assert_int_eq(c.cases[4].force_algo, NCCL_ALGO_RING + 1);
+	double bus[5];
+	for (int i = 0; i < 5; i++)
+		ck_assert_msg(fidelity_predict(&c.cases[i], "analytic", &bus[i], &e), "%s", e.msg);
+	/* the same time as the platform forced by hand */
+	config_platform p;
+	ck_assert(fidelity_case_platform(&c.cases[1], &p, &e));
+	p.nccl.force_proto = NCCL_PROTO_SIMPLE + 1;
+	nccltests_setup s = {.platform = &p, .coll = WL_COLL_ALLREDUCE, .alg = WL_ALG_RING, .gpus = 8,
+			     .group_size = 8, .placement = ENGINE_PLACE_CONTIGUOUS};
+	double t;
+	ck_assert_msg(nccltests_predict_time(&s, 8388608, &t, &e), "%s", e.msg);
+	nccltests_result r;
+	nccltests_result_make(WL_COLL_ALLREDUCE, 8, 4, 8388608, t, &r);
+	ck_assert_close(bus[1], r.busbw, 1e-12);
+	/* the tuner's pair is the fastest; the forced ones differ from it */
+	ck_assert_double_gt(bus[0], bus[1]);
+	ck_assert_double_gt(bus[0], bus[2]);
+	ck_assert_double_gt(bus[0], bus[3]);
+	ck_assert_close(bus[4], bus[0], 1e-12);
+	fidelity_corpus_free(&c);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 #define STEP_CASE(id, extra, unit)                                                                             \
 	"    - id: " id "\n"                                                                                   \
 	"      kind: step\n"                                                                                   \
@@ -460,6 +535,228 @@ START_TEST(step_attention_kernel_and_mfu_conventions)
 }
 END_TEST
 
+/* ------------------------------------------------------- step job keys --- */
+
+/* The job fields two readings must agree on: every table setting plus the keys read
+ * outside the table (field by field, not memcmp: struct copies need not keep padding). */
+static bool same_job(const config_job *a, const config_job *b)
+{
+	for (int i = 0; config_job_setting_key(i); i++)
+		if (!config_job_setting_equal(i, a, b))
+			return false;
+	return a->strategy == b->strategy && a->gpus == b->gpus && a->sp == b->sp && a->micro_batch == b->micro_batch &&
+	       a->seq_len == b->seq_len && a->grad_accum == b->grad_accum && a->zero_stage == b->zero_stage &&
+	       a->basp_inner == b->basp_inner && a->ulysses_degree == b->ulysses_degree && a->ring_degree == b->ring_degree &&
+	       a->cp_split == b->cp_split && a->cp_comm == b->cp_comm;
+}
+
+static bool same_whatif(const config_whatif *a, const config_whatif *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (int i = 0; i < a->n; i++) {
+		char x[128], y[128];
+		config_whatif_format(&a->item[i], x, sizeof x);
+		config_whatif_format(&b->item[i], y, sizeof y);
+		if (strcmp(x, y) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Everything a step case takes from its step mapping. */
+static bool same_step(const fidelity_case *a, const fidelity_case *b)
+{
+	return same_job(&a->job, &b->job) && strcmp(a->model, b->model) == 0 && strcmp(a->platform, b->platform) == 0 &&
+	       strcmp(a->calibration, b->calibration) == 0 && a->nodes == b->nodes && same_whatif(&a->whatif, &b->whatif);
+}
+
+/* One value per job key, with the keys it needs beside it, each a valid job for
+ * Llama-3.1-8B on dgx-a100 (or the platform it names). */
+typedef struct key_sample {
+	const char *key;
+	const char *kv[4][2];
+	bool same_as_default; /* dtype has one value: accepted, changes nothing */
+} key_sample;
+static const key_sample samples[] = {
+	{"gpus", {{"gpus", "4"}}, false},
+	{"strategy", {{"strategy", "ring"}, {"sp", "8"}}, false},
+	{"sp", {{"sp", "2"}}, false},
+	{"micro_batch", {{"micro_batch", "2"}}, false},
+	{"seq_len", {{"seq_len", "8K"}}, false},
+	{"grad_accum", {{"grad_accum", "4"}}, false},
+	{"zero", {{"zero", "3"}}, false},
+	{"recompute", {{"recompute", "full"}}, false},
+	{"dtype", {{"dtype", "bf16"}}, true},
+	{"zero_overlap", {{"zero_overlap", "true"}}, false},
+	{"reduce_bucket", {{"reduce_bucket", "2e8"}}, false},
+	{"allgather_bucket", {{"allgather_bucket", "3e8"}}, false},
+	{"prefetch_bucket", {{"zero", "3"}, {"prefetch_bucket", "1e7"}}, false},
+	{"fp32_grad_comm", {{"fp32_grad_comm", "true"}}, false},
+	{"model", {{"model", "llama-3.2-1b"}}, false},
+	{"platform", {{"platform", "dgx-h100"}}, false},
+	{"nodes", {{"nodes", "2"}}, false},
+	{"calibration", {{"calibration", "@CAL@"}}, false},
+	{"a2a", {{"sp", "8"}, {"a2a", "pairwise"}}, false},
+	{"basp_uneven", {{"strategy", "basp"}, {"sp", "8"}, {"basp_uneven", "unequal"}}, false},
+	{"attention_kernel", {{"attention_kernel", "flash-attn-triton"}}, false},
+	{"impl", {{"impl", "megatron"}}, false},
+	{"zero3_prefetch", {{"zero", "3"}, {"zero3_prefetch", "layer"}}, false},
+	{"memory_reserve", {{"memory_reserve", "2GiB"}}, false},
+	{"basp_inner", {{"strategy", "basp"}, {"sp", "8"}, {"basp_inner", "ring"}}, false},
+	{"cp_split", {{"strategy", "ring"}, {"sp", "8"}, {"cp_split", "naive"}}, false},
+	{"ulysses_degree", {{"strategy", "usp"}, {"sp", "8"}, {"ulysses_degree", "4"}, {"ring_degree", "2"}}, false},
+	{"ring_degree", {{"strategy", "usp"}, {"sp", "8"}, {"ring_degree", "4"}}, false},
+	{"what_if", {{"what_if", "{slow_gpu: [\"3:2\"]}"}}, false},
+	{"cp_comm_type", {{"sp", "8"}, {"cp_comm_type", "p2p"}}, false},
+	{"offload_activations", {{"recompute", "full"}, {"offload_activations", "true"}}, false},
+	{"tile_mlp", {{"tile_mlp", "2"}}, false},
+	{"tile_logits", {{"tile_logits", "2"}}, false},
+	{"offload_optimizer", {{"offload_optimizer", "cpu"}}, false},
+};
+
+/* "{k: v, ...}": the base job with the sample's keys set (NULL: the base alone). */
+static void job_mapping(const key_sample *smp, const char *cal, char *out, size_t len)
+{
+	const char *base[][2] = {{"model", "llama-3.1-8b"}, {"platform", "dgx-a100"}, {"gpus", "8"},
+				 {"sp", "1"},               {"micro_batch", "1"},      {"seq_len", "4096"}};
+	size_t used = (size_t)snprintf(out, len, "{");
+	const size_t nb = sizeof base / sizeof base[0];
+	for (size_t i = 0; i < nb; i++) {
+		const char *v = base[i][1];
+		for (int j = 0; smp && j < 4 && smp->kv[j][0]; j++)
+			if (strcmp(smp->kv[j][0], base[i][0]) == 0)
+				v = smp->kv[j][1];
+		used += (size_t)snprintf(out + used, len - used, "%s%s: %s", i ? ", " : "", base[i][0], v);
+	}
+	for (int j = 0; smp && j < 4 && smp->kv[j][0]; j++) {
+		bool in_base = false;
+		for (size_t i = 0; i < nb; i++)
+			in_base |= strcmp(smp->kv[j][0], base[i][0]) == 0;
+		if (!in_base)
+			used += (size_t)snprintf(out + used, len - used, ", %s: %s", smp->kv[j][0],
+						 strcmp(smp->kv[j][1], "@CAL@") == 0 ? cal : smp->kv[j][1]);
+	}
+	ck_assert_uint_lt(used + 2, len);
+	snprintf(out + used, len - used, "}");
+}
+
+/* Loads the one step case whose step mapping is `map` (platform inside it). */
+static void load_step(const char *map, fidelity_case *out, char *dir, size_t dlen)
+{
+	char path[160], text[2048];
+	snprintf(text, sizeof text,
+		 HEAD "    - id: s1\n      kind: step\n      citation: c\n      step: %s\n"
+		      "      published: {value: 1, unit: tokens/s/GPU}\n",
+		 map);
+	write_source(dir, dlen, path, sizeof path, text);
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "step %s: %s", map, e.msg);
+	ck_assert_int_eq(c.n, 1);
+	*out = c.cases[0];
+	fidelity_corpus_free(&c);
+	unlink(path);
+}
+
+/* A step case takes every key of a job file (config_job_keys), with the job file's
+ * meaning: for each key, a step mapping holding it loads, reads the same job, model,
+ * platform, calibration, nodes and what-ifs as `spsim run --job` on a job file with the
+ * same mapping, and differs from the base step (the key took effect). A job key without a
+ * sample here fails the test, so a new key must be shown to work in the corpus too. */
+START_TEST(step_cases_take_every_job_key)
+{
+	const char *root = getenv("SPSIM_DATA_DIR");
+	ck_assert_ptr_nonnull(root);
+	char cal[CONFIG_PATH_MAX], map[1024], dir[64];
+	snprintf(cal, sizeof cal, "%s/tests/data/cli/fast_links.yaml", root);
+	fidelity_case base;
+	job_mapping(NULL, cal, map, sizeof map);
+	load_step(map, &base, dir, sizeof dir);
+	rmdir(dir);
+	const int n = (int)(sizeof samples / sizeof samples[0]);
+	for (int i = 0; config_job_keys[i]; i++) {
+		const key_sample *smp = NULL;
+		for (int j = 0; j < n; j++)
+			if (strcmp(samples[j].key, config_job_keys[i]) == 0)
+				smp = &samples[j];
+		ck_assert_msg(smp, "job key '%s' has no sample in step_cases_take_every_job_key: add one that a step case must take",
+			      config_job_keys[i]);
+		bool has_key = false;
+		for (int j = 0; j < 4 && smp->kv[j][0]; j++)
+			has_key |= strcmp(smp->kv[j][0], smp->key) == 0;
+		ck_assert_msg(has_key, "sample of '%s' does not set it", smp->key);
+		job_mapping(smp, cal, map, sizeof map);
+		fidelity_case k;
+		load_step(map, &k, dir, sizeof dir);
+		/* the same mapping as a job file, read as spsim run reads it */
+		char jpath[128];
+		snprintf(jpath, sizeof jpath, "%s/job.yaml", dir);
+		FILE *f = fopen(jpath, "w");
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "job: %s\n", map);
+		fclose(f);
+		fidelity_case j;
+		memset(&j, 0, sizeof j);
+		config_job_defaults(&j.job);
+		config_error e = {""};
+		ck_assert_msg(config_load_job(jpath, &j.job, j.model, j.platform, j.calibration, &j.nodes, &e) &&
+				      config_load_whatif(jpath, &j.whatif, &e),
+			      "%s: %s", smp->key, e.msg);
+		unlink(jpath);
+		rmdir(dir);
+		ck_assert_msg(same_step(&k, &j), "key '%s': the step case reads %s differently from a job file", smp->key, map);
+		ck_assert_msg(smp->same_as_default || !same_step(&k, &base), "key '%s' changed nothing in the step case", smp->key);
+		/* and the case is predictable the way its key says: what-ifs need the SimGrid
+		 * engine, everything else runs on the analytic one */
+		double p = 0;
+		bool ok = fidelity_predict(&k, "analytic", &p, &e);
+		if (strcmp(smp->key, "what_if") == 0)
+			ck_assert_msg(!ok && strstr(e.msg, "simgrid"), "what_if on the analytic engine: '%s'", e.msg);
+		else
+			ck_assert_msg(ok && p > 0 && isfinite(p), "key '%s': %s", smp->key, e.msg);
+	}
+}
+END_TEST
+
+/* Platform and nodes go in one place: the case level or the step, never both; a step
+ * needs the keys a published run must state; a calibration that does not load is an
+ * error at its key. */
+START_TEST(step_keys_bad_input_has_a_location)
+{
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n      platform: dgx-a100\n"
+			  "      step: {model: llama-3.1-8b, platform: dgx-h100, gpus: 8, sp: 1, micro_batch: 1, seq_len: 4096}\n"
+			  "      published: {value: 1, unit: tokens/s/GPU}\n",
+		     11, 45, "'platform' is given both here and at the case level (line 10)");
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n      platform: dgx-a100\n      nodes: 2\n"
+			  "      step: {model: llama-3.1-8b, nodes: 2, gpus: 8, sp: 1, micro_batch: 1, seq_len: 4096}\n"
+			  "      published: {value: 1, unit: tokens/s/GPU}\n",
+		     12, 42, "'nodes' is given both here and at the case level (line 11)");
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n"
+			  "      step: {model: llama-3.1-8b, gpus: 8, sp: 1, micro_batch: 1, seq_len: 4096}\n"
+			  "      published: {value: 1, unit: tokens/s/GPU}\n",
+		     7, 7, "missing required key 'platform' in the case");
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n      platform: dgx-a100\n"
+			  "      step: {model: llama-3.1-8b, gpus: 8, micro_batch: 1, seq_len: 4096}\n"
+			  "      published: {value: 1, unit: tokens/s/GPU}\n",
+		     11, 13, "missing required key 'sp' in 'step'");
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n      platform: dgx-a100\n"
+			  "      step: {model: llama-3.1-8b, gpus: 8, sp: 1, micro_batch: 1, seq_len: 4096, calibration: /nonexistent/cal.yaml}\n"
+			  "      published: {value: 1, unit: tokens/s/GPU}\n",
+		     11, 95, "calibration does not load");
+	/* a job key with a bad value: the job file's own message, at the value */
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n      platform: dgx-a100\n"
+			  "      step: {model: llama-3.1-8b, gpus: 8, sp: 1, micro_batch: 1, seq_len: 4096, impl: fused}\n"
+			  "      published: {value: 1, unit: tokens/s/GPU}\n",
+		     11, 88, "'impl'");
+	/* a what-if naming a GPU the job does not have */
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n      platform: dgx-a100\n"
+			  "      step: {model: llama-3.1-8b, gpus: 8, sp: 1, micro_batch: 1, seq_len: 4096, what_if: {slow_gpu: [\"99:2\"]}}\n"
+			  "      published: {value: 1, unit: tokens/s/GPU}\n",
+		     11, 91, "rank 99 does not exist");
+}
+END_TEST
+
 static Suite *fidelity_suite(void)
 {
 	Suite *s = suite_create("fidelity");
@@ -471,6 +768,7 @@ static Suite *fidelity_suite(void)
 	suite_add_tcase(s, t);
 	t = tcase_create("errors");
 	tcase_add_test(t, a_good_minimal_source_loads);
+	tcase_add_test(t, collective_alg_and_proto_are_the_forced_ones);
 	tcase_add_test(t, bad_files_fail_with_location);
 	tcase_add_test(t, a_source_id_used_twice_is_an_error);
 	tcase_add_test(t, missing_corpus_directory_is_an_error);
@@ -486,6 +784,11 @@ static Suite *fidelity_suite(void)
 	tcase_add_test(t, kernel_flops_and_time_by_hand);
 	tcase_add_test(t, kernel_prediction_is_flops_over_time);
 	tcase_add_test(t, step_attention_kernel_and_mfu_conventions);
+	suite_add_tcase(s, t);
+	t = tcase_create("step_keys");
+	tcase_set_timeout(t, 120);
+	tcase_add_test(t, step_cases_take_every_job_key);
+	tcase_add_test(t, step_keys_bad_input_has_a_location);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -442,6 +442,99 @@ START_TEST(techniques_lengthen_max_seq)
 	ck_assert_int_gt(full, sel);
 	ck_assert_int_gt(off, full);
 	ck_assert_int_gt(all, off);
+	/* optimizer offload frees the GPU's optimizer states (ZeRO-1: 12·psi/4), so the longest
+	 * sequence grows as well */
+	p.host.memory_bandwidth = 100e9;
+	j.zero_stage = 1;
+	long z1 = workload_max_seq(&m, &p, &j, 64);
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+	long z1_off = workload_max_seq(&m, &p, &j, 64);
+	ck_assert_int_gt(z1, 0);
+	ck_assert_int_gt(z1_off, z1);
+}
+END_TEST
+
+START_TEST(offload_optimizer_moves_states_to_the_host)
+{
+	/* ZeRO-Offload (docs/model.md "Memory techniques"), W = 4 on one node, reserve 0:
+	 *   GPU: the 12 bytes per parameter of fp32 master, m and v leave; ZeRO-1 keeps
+	 *     12·psi/4 = 3·psi on each GPU without offload, 0 with, so the peak drops by 3·psi
+	 *     exactly and params, grads, activations, logits and buffers stay as they were;
+	 *   host: master, m, v and the fp32 gradient buffer the CPU step reads, 16 bytes per
+	 *     parameter of the shard: 16·psi/4 = 4·psi per GPU, 16·psi for the node's 4 GPUs.
+	 * ZeRO-3 shards the same 16 bytes over the same 4 ranks: the same host bytes.
+	 * With activation offload too, the host holds both: + 4 checkpoints of 2·t·h. */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	const double psi = config_model_params(&m);
+	p.host.bandwidth = 10e9;
+	p.host.latency = 1e-6;
+	p.host.memory = 16.0 * psi;
+	p.host.memory_bandwidth = 100e9;
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	j.memory_reserve_set = true;
+	j.memory_reserve = 0;
+	workload_memory off, on;
+	mem_of(&m, &p, j, &off);
+	ck_assert_close(off.optimizer, 3.0 * psi, 1e-12);
+	ck_assert_close(off.host, 0, 1e-12);
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+	mem_of(&m, &p, j, &on);
+	ck_assert_close(on.optimizer, 0, 1e-12);
+	ck_assert_close(on.peak, off.peak - 3.0 * psi, 1e-12);
+	ck_assert_close(on.params, off.params, 1e-12);
+	ck_assert_close(on.grads, off.grads, 1e-12);
+	ck_assert_close(on.activations + on.logits + on.buffers, off.activations + off.logits + off.buffers, 1e-12);
+	ck_assert_close(on.host_optimizer, 4.0 * psi, 1e-12);
+	ck_assert_close(on.host, 4.0 * psi, 1e-12);
+	ck_assert_close(on.host_node, 16.0 * psi, 1e-12);
+	ck_assert(on.host_fits && on.fits);
+	/* the node's host memory one byte short: neither the states nor the job fit */
+	p.host.memory = 16.0 * psi - 1;
+	mem_of(&m, &p, j, &on);
+	ck_assert(!on.host_fits);
+	ck_assert(!on.fits);
+	p.host.memory = 1e12;
+	j.zero_stage = 3;
+	mem_of(&m, &p, j, &on);
+	ck_assert_close(on.optimizer, 0, 1e-12);
+	ck_assert_close(on.host, 4.0 * psi, 1e-12);
+	/* both offloads: t = 8, checkpoints 2·t·h = 1024 bytes per layer, 2 layers */
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	j.offload_activations = true;
+	mem_of(&m, &p, j, &on);
+	ck_assert_close(on.host_optimizer, 4.0 * psi, 1e-12);
+	ck_assert_close(on.host, 4.0 * psi + 2.0 * 1024, 1e-12);
+}
+END_TEST
+
+START_TEST(offload_optimizer_checks_say_what_to_change)
+{
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	config_error err;
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+	/* no host link */
+	ck_assert(!workload_check(&m, &p, &j, &err));
+	ck_assert_msg(strstr(err.msg, "--offload-optimizer cpu needs a host link") && strstr(err.msg, "host_link"), "%s",
+		      err.msg);
+	/* a host link without the host's DRAM bandwidth */
+	p.host.bandwidth = 10e9;
+	p.host.latency = 1e-6;
+	p.host.memory = 1e12;
+	ck_assert(!workload_check(&m, &p, &j, &err));
+	ck_assert_msg(strstr(err.msg, "memory_bandwidth"), "%s", err.msg);
+	p.host.memory_bandwidth = 100e9;
+	ck_assert_msg(workload_check(&m, &p, &j, &err), "%s", err.msg);
+	/* ZeRO-0: refused as DeepSpeed does, whatever the platform */
+	j.zero_stage = 0;
+	ck_assert(!workload_check(&m, &p, &j, &err));
+	ck_assert_msg(strstr(err.msg, "ZeRO stage 1, 2 or 3") && strstr(err.msg, "--zero 0"), "%s", err.msg);
+	/* no offload: nothing asked of the platform */
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_NONE;
+	p.host.bandwidth = 0;
+	ck_assert_msg(workload_check(&m, &p, &j, &err), "%s", err.msg);
 }
 END_TEST
 
@@ -462,6 +555,8 @@ int main(void)
 	tcase_add_test(tc, offload_moves_checkpoints_to_the_host);
 	tcase_add_test(tc, technique_checks_say_what_to_change);
 	tcase_add_test(tc, techniques_lengthen_max_seq);
+	tcase_add_test(tc, offload_optimizer_moves_states_to_the_host);
+	tcase_add_test(tc, offload_optimizer_checks_say_what_to_change);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -488,7 +488,7 @@ START_TEST(test_parse_without_rank_table)
 		"busbw #wrong\n"
 		"     1048576         16384     float    none      -1    30.00   34.95   32.77      0    30.00   34.95   "
 		"32.77    N/A\n";
-	expect_contains(parse_error("alltoall.log", text, NULL), "alltoall.log:1: no '# Using devices' rank table");
+	expect_contains(parse_error("alltoall.log", text, NULL), "alltoall.log:1:1: no '# Using devices' rank table");
 	nccltests_parse_opts o = {.gpus_per_node = 8};
 	nccltests_log log;
 	ck_assert(nccltests_parse_text("alltoall.log", text, &o, &log, &(config_error){""}));
@@ -505,32 +505,35 @@ END_TEST
 
 START_TEST(test_parse_errors_are_line_numbered)
 {
-	/* TABLE_HEAD is 9 lines; the first row is line 10 */
+	/* TABLE_HEAD is 9 lines; the first row is line 10. Columns count the row's characters:
+	 * 8 blanks, "1024" (9-12), 11 blanks, "256" (24-26), 5, "float" (32-36), 5, "sum"
+	 * (42-44), 6, "-1" (51-52), 4, the time at 57 (at 56 when it has a sign), 4, algbw
+	 * at 66, 4, busbw at 74 (to 77), 4, and the #wrong 'bad' below at 82. */
 	char *t;
 	t = concat(TABLE_HEAD, "        1024           256     float     sum      -1    1x.00    0.10    0.10      0    "
 			       "10.00    0.10    0.10      0\n");
 	ck_assert_str_eq(parse_error("all_reduce.log", t, NULL),
-			 "all_reduce.log:10: time '1x.00' is not a duration, expected microseconds >= 0");
+			 "all_reduce.log:10:57: time '1x.00' is not a duration, expected a finite number > 0 (microseconds)");
 	free(t);
 	t = concat(TABLE_HEAD, "        1024           256     float     sum      -1    10.00    0.10\n");
 	ck_assert_str_eq(parse_error("all_reduce.log", t, NULL),
-			 "all_reduce.log:10: 7 fields in a result row, the header at line 8 has 13 columns");
+			 "all_reduce.log:10:66: 7 fields in a result row, the header at line 8 has 13 columns");
 	free(t);
 	t = concat(TABLE_HEAD, "        1024           256    float7     sum      -1    10.00    0.10    0.10      0    "
 			       "10.00    0.10    0.10      0\n");
-	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10: unknown datatype 'float7'");
+	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10:31: unknown datatype 'float7'");
 	free(t);
 	t = concat(TABLE_HEAD, "        1024           256     float     sum      -1   -10.00    0.10    0.10      0    "
 			       "10.00    0.10    0.10      0\n");
-	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10: time '-10.00'");
+	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10:56: time '-10.00'");
 	free(t);
 	t = concat(TABLE_HEAD, "        1024           256     float     sum      -1    10.00    0.10    0.10    bad    "
 			       "10.00    0.10    0.10      0\n");
-	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10: #wrong 'bad'");
+	expect_contains(parse_error("all_reduce.log", t, NULL), "all_reduce.log:10:82: #wrong 'bad'");
 	free(t);
 	/* header, no rows */
 	ck_assert_str_eq(parse_error("all_reduce.log", TABLE_HEAD, NULL),
-			 "all_reduce.log:8: no result rows under the column header");
+			 "all_reduce.log:8:1: no result rows under the column header");
 	/* no table at all */
 	expect_contains(parse_error("all_reduce.log", "NCCL INFO hello\nsomething else\n", NULL),
 			"all_reduce.log: no nccl-tests result table");
@@ -538,9 +541,112 @@ START_TEST(test_parse_errors_are_line_numbered)
 	t = concat(TABLE_HEAD, "        1024           256     float    none      -1    10.00    0.10    0.10      0    "
 			       "10.00    0.10    0.10      0\n");
 	ck_assert_str_eq(parse_error("all_gather.log", t, NULL),
-			 "all_gather.log:10: size 1024 is not count 256 x 2 ranks x 4 B (float) as all_gather_perf prints "
-			 "it; wrong collective (from file name) or rank count");
+			 "all_gather.log:10:24: count 256, expected 128: what all_gather_perf prints for size 1024 of float "
+			 "(4 B) on 2 ranks; wrong collective (from file name) or rank count");
 	free(t);
+}
+END_TEST
+
+/* A TABLE_HEAD row (all-reduce on 2 ranks, float) with its fields replaced: size, count,
+ * out-of-place time, algbw, busbw, #wrong. */
+static char *row_with(const char *size, const char *count, const char *time, const char *algbw, const char *busbw,
+		      const char *wrong)
+{
+	char row[256];
+	snprintf(row, sizeof row, "%12s  %12s     float     sum      -1  %7s  %6s  %6s  %5s    10.00    0.10    0.10      0\n",
+		 size, count, time, algbw, busbw, wrong);
+	return concat(TABLE_HEAD, row);
+}
+
+/* Every number of a row has a range: a time is finite and > 0 (nccl-tests prints us with
+ * 2 decimals: a measured one is never 0), bandwidths and #wrong finite and >= 0; the
+ * count is what nccl-tests derives from the size. Columns: row_with prints each field
+ * right-aligned: the size in 1-12, the count in 15-26, the time in 55-61, algbw 64-69,
+ * busbw 72-77, #wrong 80-84. */
+START_TEST(test_parse_row_numbers_have_ranges)
+{
+	static const struct {
+		const char *f[6]; /* size, count, time, algbw, busbw, #wrong */
+		const char *want;
+	} bad[] = {
+		{{"1024", "256", "0.00", "0.10", "0.10", "0"}, "all_reduce.log:10:58: time '0.00' is not a duration"},
+		{{"1024", "256", "nan", "0.10", "0.10", "0"}, "all_reduce.log:10:59: time 'nan' is not a duration"},
+		{{"1024", "256", "inf", "0.10", "0.10", "0"}, "all_reduce.log:10:59: time 'inf'"},
+		{{"1024", "256", "1e999", "0.10", "0.10", "0"}, "all_reduce.log:10:57: time '1e999'"},
+		{{"1024", "256", "10.00", "-0.10", "0.10", "0"}, "all_reduce.log:10:65: algbw '-0.10' is not a rate or count"},
+		{{"1024", "256", "10.00", "0.10", "nan", "0"}, "all_reduce.log:10:75: busbw 'nan' is not a rate or count"},
+		{{"1024", "256", "10.00", "0.10", "inf", "0"}, "all_reduce.log:10:75: busbw 'inf'"},
+		{{"1024", "256", "10.00", "0.10", "N/A", "0"}, "all_reduce.log:10:75: busbw 'N/A'"},
+		{{"1024", "256", "10.00", "0.10", "0.10", "inf"}, "all_reduce.log:10:82: #wrong 'inf'"},
+		/* 1000 B of float (4 B) is 250 elements: 300 divides nothing */
+		{{"1000", "300", "10.00", "0.10", "0.10", "0"},
+		 "all_reduce.log:10:24: count 300 x 4 B (float) does not divide size 1000"},
+		{{"1024", "0", "10.00", "0.10", "0.10", "0"}, "all_reduce.log:10:26: count 0 x 4 B (float) does not divide"},
+		{{"0", "256", "10.00", "0.10", "0.10", "0"}, "all_reduce.log:10:24: count 256 x 4 B (float) does not divide"},
+		/* all-reduce counts the whole buffer: 1024 B of float is 256 elements, not 128 (the
+		 * per-rank count of 2 ranks: an all-gather table read as all-reduce) */
+		{{"1024", "128", "10.00", "0.10", "0.10", "0"},
+		 "all_reduce.log:10:24: count 128, expected 256: what all_reduce_perf prints for size 1024 of float (4 B) on "
+		 "2 ranks"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *t = row_with(bad[i].f[0], bad[i].f[1], bad[i].f[2], bad[i].f[3], bad[i].f[4], bad[i].f[5]);
+		expect_contains(parse_error("all_reduce.log", t, NULL), bad[i].want);
+		free(t);
+	}
+	/* the same row with good numbers is read */
+	char *t = row_with("1024", "256", "10.00", "0.10", "0.20", "0");
+	nccltests_log log;
+	config_error e = {""};
+	ck_assert_msg(nccltests_parse_text("all_reduce.log", t, NULL, &log, &e), "%s", e.msg);
+	ck_assert_int_eq(log.n_rows, 1);
+	ck_assert_double_eq(log.rows[0].time_us[0], 10.0);
+	ck_assert_double_eq(log.rows[0].busbw[0], 0.2);
+	nccltests_log_finish(&log);
+	free(t);
+}
+END_TEST
+
+/* A device, a binary file and an endless pipe are refused without reading them to the
+ * end (the parse returns: no hang, no unbounded memory). */
+START_TEST(test_parse_refuses_devices_and_binary)
+{
+	config_error e = {""};
+	nccltests_log log;
+	ck_assert(!nccltests_parse_file("/dev/zero", NULL, &log, &e));
+	ck_assert_str_eq(e.msg, "/dev/zero is a device, expected an nccl-tests log file");
+	/* text then a NUL on line 2, column 4 */
+	char path[] = "/tmp/spsim-nccl-bin-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "# x\nabc\0def\n", 13), 13);
+	close(fd);
+	ck_assert(!nccltests_parse_file(path, NULL, &log, &e));
+	char want[256];
+	snprintf(want, sizeof want, "%s:2:4: NUL byte in the log (a binary file?), expected text", path);
+	ck_assert_str_eq(e.msg, want);
+	unlink(path);
+	/* a pipe that never ends (zeros, as from /dev/zero): stopped at the first block */
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		char zeros[4096] = {0};
+		while (write(p[1], zeros, sizeof zeros) > 0)
+			;
+		_exit(0);
+	}
+	close(p[1]);
+	char fdpath[64];
+	snprintf(fdpath, sizeof fdpath, "/dev/fd/%d", p[0]);
+	alarm(20);
+	ck_assert(!nccltests_parse_file(fdpath, NULL, &log, &e));
+	alarm(0);
+	expect_contains(e.msg, ":1:1: NUL byte in the log");
+	close(p[0]);
+	waitpid(pid, NULL, 0);
 }
 END_TEST
 
@@ -549,21 +655,21 @@ START_TEST(test_parse_rank_table_errors)
 	const char *dup = "#  Rank  0 Group  0 Pid 1 on a device 0 [0x07] GPU\n"
 			  "#  Rank  0 Group  0 Pid 1 on a device 0 [0x07] GPU\n";
 	ck_assert_str_eq(parse_error("all_reduce.log", dup, NULL),
-			 "all_reduce.log:2: rank 0 listed twice (first at line 1); split concatenated logs");
+			 "all_reduce.log:2:10: rank 0 listed twice (first at line 1); split concatenated logs");
 	const char *uneven = "#  Rank  0 Group  0 Pid 1 on a device 0 [0x07] GPU\n"
 			     "#  Rank  1 Group  0 Pid 1 on a device 1 [0x07] GPU\n"
 			     "#  Rank  2 Group  0 Pid 1 on b device 0 [0x07] GPU\n"
 			     "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
 			     "     1048576        262144     float     sum      -1    30.00   34.95   46.60      0\n";
 	expect_contains(parse_error("all_reduce.log", uneven, NULL),
-			"all_reduce.log:1: hosts run different numbers of ranks (a: 2, b: 1)");
+			"all_reduce.log:1:1: hosts run different numbers of ranks (a: 2, b: 1)");
 	const char *nohost = "#  Rank  0 Group  0 Pid 1 at a device 0 [0x07] GPU\n";
-	expect_contains(parse_error("all_reduce.log", nohost, NULL), "all_reduce.log:1: rank line without 'on HOST'");
+	expect_contains(parse_error("all_reduce.log", nohost, NULL), "all_reduce.log:1:1: rank line without 'on HOST'");
 	const char *two = "# Collective test starting: all_reduce_perf\n"
 			  "# Collective test starting: all_gather_perf\n";
-	expect_contains(parse_error("x.log", two, NULL), "x.log:2: a second test (all_gather_perf)");
+	expect_contains(parse_error("x.log", two, NULL), "x.log:2:29: a second test (all_gather_perf)");
 	const char *gather = "# Collective test starting: gather_perf\n";
-	expect_contains(parse_error("x.log", gather, NULL), "x.log:1: test 'gather_perf' is not one spsim models");
+	expect_contains(parse_error("x.log", gather, NULL), "x.log:1:29: test 'gather_perf' is not one spsim models");
 }
 END_TEST
 
@@ -574,7 +680,7 @@ START_TEST(test_parse_malformed_fixture_files)
 	nccltests_log log;
 	fixture(path, sizeof path, "bad_row.log");
 	ck_assert(!nccltests_parse_file(path, NULL, &log, &e));
-	snprintf(want, sizeof want, "%s:23: size '4096B' is not a byte count, expected a size from 0 to 1 TB", path);
+	snprintf(want, sizeof want, "%s:23:8: size '4096B' is not a byte count, expected a size from 0 to 1 TB", path);
 	ck_assert_str_eq(e.msg, want);
 	fixture(path, sizeof path, "no_such_file.log");
 	ck_assert(!nccltests_parse_file(path, NULL, &log, &e));
@@ -654,6 +760,29 @@ START_TEST(test_fit_model_through_a_kink)
 	assert_close(f.bandwidth, 25e9, 1e-9);
 	ck_assert(f.rms_rel < 1e-9);
 	ck_assert_int_eq(f.n_points, 12);
+}
+END_TEST
+
+/* Measured faster than the other link allows (t = 5 us + S / 50 GB/s against a 40 GB/s
+ * kink): started below the kink, the first Gauss-Newton step wants B = 50 GB/s, where the
+ * other link binds every size and the model has no slope in B any more. The fit ends at
+ * that step instead of failing: B = 50 GB/s, L = 5 us (exact for an affine model in one
+ * step), and the model there is L + S / 40 GB/s, the most this link can explain. */
+START_TEST(test_fit_model_stops_past_the_kink)
+{
+	double S[12], t[12];
+	for (int i = 0; i < 12; i++) {
+		S[i] = 4096.0 * pow(4, i);
+		t[i] = 5e-6 + S[i] / 50e9;
+	}
+	nccltests_fit f;
+	config_error e = {""};
+	ck_assert_msg(nccltests_fit_model(kinked, S, t, 12, 1e-6, 10e9, &f, &e), "%s", e.msg);
+	assert_close(f.latency, 5e-6, 1e-9);
+	assert_close(f.bandwidth, 50e9, 1e-9);
+	ck_assert_int_eq(f.iterations, 1);
+	/* the residual is the other link's: the largest size is 50/40 - 1 = 25% slow */
+	ck_assert(fabs(f.max_rel - 0.25) < 0.01);
 }
 END_TEST
 
@@ -1524,15 +1653,21 @@ START_TEST(test_sendrecv_shape)
 	int n;
 	ck_assert(nccltests_shapes(&s, &sh, &n, &(config_error){""}));
 	ck_assert_int_eq(n, 1);
-	ck_assert_int_eq(sh[0].size, 2);
+	ck_assert_int_eq(sh[0].size, 16); /* the communicator: NCCL's p2p channels read its ranks */
 	ck_assert_int_eq(sh[0].per_node, 1);
 	ck_assert_int_eq(sh[0].active_per_node, 1);
 	free(sh);
 	double t;
 	ck_assert(nccltests_predict_time(&s, 1e8, &t, &(config_error){""}));
 	assert_close(t, 5e-6 + 1e-6 + 1e8 / 25e9, 1e-12);
-	/* inside one node: an NVSwitch hop */
+	/* inside one node: an NVSwitch hop, the shape the SimGrid engine gives the group (all
+	 * 8 ranks on the node) */
 	s.gpus = s.group_size = 8;
+	ck_assert(nccltests_shapes(&s, &sh, &n, &(config_error){""}));
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(sh[0].size, 8);
+	ck_assert_int_eq(sh[0].per_node, 8);
+	free(sh);
 	ck_assert(nccltests_predict_time(&s, 1e8, &t, &(config_error){""}));
 	assert_close(t, 2e-6 + 1e8 / 100e9, 1e-12);
 }
@@ -1664,6 +1799,103 @@ START_TEST(test_cli_groups_and_errors)
 }
 END_TEST
 
+/* --compare on a send/recv or all-to-all log fits the p2p path (NCCL's p2p channels,
+ * engine/nccl.c p2p_cost) and says so in its JSON `calibration` key. The fixtures are
+ * SYNTHETIC (gen_fixtures.py: t = L + S/B, or L + (P-1)(S/P)/B for the all-to-all), so
+ * the fitted bandwidth must be the generating B: sendrecv 1x8 160 GB/s (intra_node), 2x8
+ * 40 GB/s (inter_node, the message's NIC hop), alltoall 1x8 150 GB/s (intra_node). A fit
+ * that left the p2p path uncalibrated would leave the calibrated columns where the
+ * predicted ones are (dgx-h100's links: 130%, 17%, 145% off at >= 1 MiB). */
+START_TEST(test_cli_compare_calibrates_the_p2p_path)
+{
+	static const struct {
+		const char *log, *cls;
+		double bw_GBps, max_cal_err;
+	} cases[] = {
+		/* the line has no channel ramp: NCCL's p2p message starts on few channels
+		 * (enqueue.cc nChannelsMin), which caps 1-4 MiB messages below the link rate, so the
+		 * fitted model (with the ramp) stays above the straight line there */
+		{"synthetic.sendrecv_perf.1x8.log", "intra_node", 160, 45},
+		{"synthetic.sendrecv_perf.2x8.log", "inter_node", 40, 1},
+		{"synthetic.alltoall_perf.1x8.log", "intra_node", 150, 1},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char args[512], *out, *err;
+		snprintf(args, sizeof args,
+			 "collective --compare tests/data/nccltests/%s --platform dgx-h100 --engine analytic --format json",
+			 cases[i].log);
+		ck_assert_int_eq(run_spsim(args, &out, &err), 0);
+		json_t *j = json_loads(out, 0, NULL);
+		ck_assert_msg(j != NULL, "%s: not JSON: %s", cases[i].log, out);
+		json_t *fitted = json_object_get(json_object_get(j, "calibration"), "fitted");
+		ck_assert_ptr_nonnull(fitted);
+		ck_assert_str_eq(json_string_value(json_object_get(fitted, "path")), "p2p");
+		ck_assert(json_is_null(json_object_get(json_object_get(j, "calibration"), "given")));
+		double bw = json_real_value(json_object_get(json_object_get(fitted, cases[i].cls), "bandwidth_GBps"));
+		assert_close(bw, cases[i].bw_GBps, 0.01);
+		double e0 = json_real_value(json_object_get(j, "max_abs_error_pct_1MiB_up"));
+		double e1 = json_real_value(json_object_get(j, "calibrated_max_abs_error_pct_1MiB_up"));
+		ck_assert_msg(e0 > 15, "%s: uncalibrated already %.1f%%: the fixture does not test the fit", cases[i].log, e0);
+		ck_assert_msg(e1 < e0 && e1 <= cases[i].max_cal_err, "%s: calibrated %.1f%%, predicted %.1f%%", cases[i].log,
+			      e1, e0);
+		/* each size's calibrated time differs from the prediction: the fit reached the p2p cost */
+		json_t *rows = json_object_get(j, "results");
+		size_t k;
+		json_t *row;
+		json_array_foreach(rows, k, row) {
+			double t0 = json_real_value(json_object_get(json_object_get(row, "predicted"), "time"));
+			double t1 = json_real_value(json_object_get(json_object_get(row, "calibrated"), "time"));
+			ck_assert_msg(fabs(t1 - t0) > 1e-3 * t0, "%s row %zu: calibrated = predicted %.3f us", cases[i].log, k, t0);
+		}
+		json_decref(j);
+		free(out), free(err);
+	}
+	/* the calibration a --calibration file applies is named under both columns */
+	char *out, *err;
+	ck_assert_int_eq(run_spsim("collective --compare tests/data/nccltests/synthetic.sendrecv_perf.1x8.log --platform "
+				   "dgx-h100 --engine analytic --calibration tests/data/cli/fast_links.yaml --format json",
+				   &out, &err),
+			 0);
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "calibration"), "given")),
+			 "tests/data/cli/fast_links.yaml");
+	json_decref(j);
+	free(out), free(err);
+}
+END_TEST
+
+/* Send/recv inside one node: both engines give the message the communicator's shape
+ * (size 8, NCCL's p2p channels read nRanks), so every size prints the same time. With a
+ * shape of 2 on the analytic side, 256 KiB took 11.0 us there and 16.0 us on SimGrid. */
+START_TEST(test_cli_sendrecv_engines_agree)
+{
+	char *a_out, *a_err, *s_out, *s_err;
+	const char *base = "collective sendrecv --platform dgx-a100 --nodes 1 -b 8 -e 1G -f 2 --format csv --engine ";
+	char args[256];
+	snprintf(args, sizeof args, "%sanalytic", base);
+	ck_assert_int_eq(run_spsim(args, &a_out, &a_err), 0);
+	snprintf(args, sizeof args, "%ssimgrid", base);
+	int rc = run_spsim(args, &s_out, &s_err);
+	if (rc != 0) { /* a build without SimGrid refuses the engine */
+		expect_contains(s_err, "--engine");
+	} else { /* row by row, the time to its 6 printed digits */
+		int rows = 0;
+		for (char *a = a_out, *s = s_out; (a = strchr(a, '\n')) && (s = strchr(s, '\n')) && a[1]; rows++) {
+			double sa, ta, ss, tsg;
+			a++, s++;
+			ck_assert_int_eq(sscanf(a, "%lf,%*[^,],%*[^,],%*[^,],%*[^,],%lf", &sa, &ta), 2);
+			ck_assert_int_eq(sscanf(s, "%lf,%*[^,],%*[^,],%*[^,],%*[^,],%lf", &ss, &tsg), 2);
+			ck_assert_double_eq(sa, ss);
+			assert_close(tsg, ta, 1e-5);
+		}
+		ck_assert_int_eq(rows, 28); /* 8 B to 1 GiB by 2 */
+	}
+	ck_assert(strstr(a_out, "262144,65536,float,sum,-1,15.9536,"));
+	free(a_out), free(a_err), free(s_out), free(s_err);
+}
+END_TEST
+
 START_TEST(test_cli_alg_and_proto)
 {
 	/* --alg tree|nvls|ring and --proto force NCCL's choice; where NCCL cannot run it the
@@ -1766,7 +1998,7 @@ START_TEST(test_cli_calibrate_round_trip)
 	free(out), free(err);
 	/* a malformed log is refused with its line */
 	ck_assert_int_eq(run_spsim("calibrate --from-nccl-tests tests/data/nccltests/bad_row.log", &out, &err), 2);
-	expect_contains(err, "bad_row.log:23: size '4096B' is not a byte count");
+	expect_contains(err, "bad_row.log:23:8: size '4096B' is not a byte count");
 	free(out), free(err);
 	ck_assert_int_eq(run_spsim("calibrate", &out, &err), 2);
 	expect_contains(err, "--from-nccl-tests LOG is required");
@@ -1797,12 +2029,15 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(parse, test_parse_without_rank_table);
 	tcase_add_test(parse, test_parse_errors_are_line_numbered);
 	tcase_add_test(parse, test_parse_rank_table_errors);
+	tcase_add_test(parse, test_parse_row_numbers_have_ranges);
+	tcase_add_test(parse, test_parse_refuses_devices_and_binary);
 	tcase_add_test(parse, test_parse_malformed_fixture_files);
 	suite_add_tcase(s, parse);
 	TCase *fit = tcase_create("fit");
 	tcase_add_test(fit, test_linfit_exact);
 	tcase_add_test(fit, test_linfit_edge_cases);
 	tcase_add_test(fit, test_fit_model_through_a_kink);
+	tcase_add_test(fit, test_fit_model_stops_past_the_kink);
 	suite_add_tcase(s, fit);
 	TCase *cal = tcase_create("calibrate");
 	tcase_add_test(cal, test_calibrate_intra_from_fixture);
@@ -1834,6 +2069,8 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cli, test_cli_groups_and_errors);
 	tcase_add_test(cli, test_cli_calibrate_round_trip);
 	tcase_add_test(cli, test_cli_alg_and_proto);
+	tcase_add_test(cli, test_cli_compare_calibrates_the_p2p_path);
+	tcase_add_test(cli, test_cli_sendrecv_engines_agree);
 	suite_add_tcase(s, cli);
 	return s;
 }

@@ -687,6 +687,7 @@ START_TEST(sweep_settings_equal_their_job_files)
 		{"impl", {"hf", "megatron"}, "", false},
 		{"zero3_prefetch", {"deepspeed", "layer"}, "", false},
 		{"offload_activations", {"false", "true"}, "  recompute: full\n", false},
+		{"offload_optimizer", {"none", "cpu"}, "", false},
 		{"tile_mlp", {"1", "4"}, "", false},
 		{"tile_logits", {"1", "8"}, "", false},
 		{"memory_reserve", {"0", "6GiB"}, "", false},
@@ -870,6 +871,7 @@ START_TEST(sweep_setting_errors_are_located)
 		{"  attention_kernel: flash-attn-4\n", ":5:21: ",
 		 "'attention_kernel' must be one of: flash-attn-2, flash-attn-3, cudnn, flash-attn-triton, got 'flash-attn-4'"},
 		{"  offload_activations: [true, maybe]\n", ":5:31: ", "'offload_activations' must be true or false, got 'maybe'"},
+		{"  offload_optimizer: [none, gpu]\n", ":5:29: ", "'offload_optimizer' must be one of: none, cpu, got 'gpu'"},
 		{"  tile_mlp: [1, 0]\n", ":5:17: ", "'tile_mlp' must be"},
 		{"  tile_logits: -2\n", ":5:16: ", "'tile_logits' must be"},
 		{"  memory_reserve: [0, lots]\n", ":5:23: ", "'memory_reserve': "},
@@ -1593,6 +1595,110 @@ START_TEST(planner_weighs_basp_beyond_divisibility)
 }
 END_TEST
 
+START_TEST(planner_search_reports_progress_and_stops_when_asked)
+{
+	/* One platform, 16 GPUs, 4 sequences of 16K per step. The layouts (platform x budget x
+	 * SP degree x micro-batch x strategy) the counting pass finds are the ones the search
+	 * then evaluates, each reported to the progress; the log's last line says so. A stop
+	 * already set evaluates nothing and says it was interrupted. */
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.1-8b", &m, &e) && config_load_platform("a100-2x4-ib400", &p, &e));
+	int budget = 16;
+	FILE *log = tmpfile();
+	ck_assert_ptr_nonnull(log);
+	plan_progress prog;
+	plan_progress_start(&prog, log, 0, false);
+	prog.unit = "layouts";
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 16384, .global_tokens = 4L * 16384, .progress = &prog};
+	plan_candidate *c;
+	long n;
+	plan_search_stats st;
+	ck_assert_msg(plan_search(&q, &c, &n, &st, &e), "%s", e.msg);
+	plan_progress_end(&prog);
+	ck_assert(!st.interrupted);
+	ck_assert_int_gt(st.layouts_total, 1);
+	ck_assert_int_eq(st.layouts, st.layouts_total);
+	ck_assert_int_eq(prog.total, st.layouts_total);
+	ck_assert_int_eq(prog.done, st.layouts_total);
+	ck_assert_int_gt(n, 0);
+	free(c);
+	char text[4096] = "", want[128];
+	rewind(log);
+	size_t got = fread(text, 1, sizeof text - 1, log);
+	text[got] = '\0';
+	fclose(log);
+	snprintf(want, sizeof want, "progress: %ld/%ld layouts (100%%)", st.layouts_total, st.layouts_total);
+	ck_assert_msg(strstr(text, want), "'%s' not in: %s", want, text);
+
+	volatile sig_atomic_t stop = 1;
+	q.progress = NULL;
+	q.stop = &stop;
+	ck_assert_msg(plan_search(&q, &c, &n, &st, &e), "%s", e.msg);
+	ck_assert(st.interrupted);
+	ck_assert_int_eq(st.layouts, 0);
+	ck_assert_int_eq(st.searched, 0);
+	ck_assert_int_eq(n, 0);
+	free(c);
+}
+END_TEST
+
+START_TEST(plan_ctrl_c_ranks_what_was_searched)
+{
+	/* A search of three platforms x eight budgets (bench/plan's query, seconds of work):
+	 * SIGINT as soon as it says it is searching. It stops, prints the ranking of what it
+	 * evaluated with a note on stdout and stderr, runs no SimGrid re-run, and exits 130. */
+	char out_path[] = "/tmp/spsim-plan-int-XXXXXX";
+	int fo = mkstemp(out_path);
+	ck_assert_int_ge(fo, 0);
+	int pe[2];
+	ck_assert_int_eq(pipe(pe), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fo, STDOUT_FILENO);
+		dup2(pe[1], STDERR_FILENO);
+		close(pe[0]);
+		char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-a100,dgx-h100,hgx-h200",
+			     "--gpus", "8,16,32,64,128,256,512,1024", "--seq-len", "32K", "--global-batch", "32M",
+			     "--progress", NULL};
+		execv(a[0], a);
+		_exit(127);
+	}
+	close(pe[1]);
+	char err[1 << 14] = "";
+	size_t used = 0;
+	ssize_t r;
+	bool sent = false;
+	while ((r = read(pe[0], err + used, sizeof err - 1 - used)) > 0) {
+		used += (size_t)r;
+		err[used] = '\0';
+		if (!sent && strstr(err, "plan: searching")) {
+			ck_assert_int_eq(kill(pid, SIGINT), 0);
+			sent = true;
+		}
+		if (used + 1 >= sizeof err)
+			used = 0; /* keep reading: only the tail matters past here */
+	}
+	close(pe[0]);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(sent);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d; stderr: %s", status, err);
+	ck_assert_msg(strstr(err, "interrupted after"), "%s", err);
+	ck_assert_msg(!strstr(err, "SimGrid runs"), "re-runs after an interrupt: %s", err);
+	close(fo);
+	char *out = slurp(out_path);
+	ck_assert_msg(strstr(out, "interrupted: the search stopped after"), "%.2000s", out);
+	ck_assert_msg(strstr(out, "ranked by tokens/s on the analytic engine"), "%.2000s", out);
+	free(out);
+	unlink(out_path);
+}
+END_TEST
+
 START_TEST(planner_counts_and_checks_each_recompute)
 {
 	/* Every configuration searched is counted once: searched = fit + no_fit + invalid +
@@ -2289,6 +2395,8 @@ static Suite *plan_suite(void)
 
 	t = tcase_create("planner");
 	tcase_add_test(t, planner_counts_and_checks_each_recompute);
+	tcase_add_test(t, planner_search_reports_progress_and_stops_when_asked);
+	tcase_add_test(t, plan_ctrl_c_ranks_what_was_searched);
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, planner_top_pick_is_the_exhaustive_best);
 	tcase_add_test(t, planner_finds_basp_where_it_wins);

@@ -155,21 +155,13 @@ END_TEST
 
 /* ---------------------------------------------------------------- job file --- */
 
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 START_TEST(job_file_what_if_key)
 {
 	char path[] = "/tmp/spsim-whatif-XXXXXX";
 	int fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	write_file(path, "job:\n  gpus: 8\n  what_if:\n    slow_gpu: [\"1:2\", \"3:1.5\"]\n    degrade: nic:0:2\n"
+	tu_write_file(path, "job:\n  gpus: 8\n  what_if:\n    slow_gpu: [\"1:2\", \"3:1.5\"]\n    degrade: nic:0:2\n"
 			 "    fail_node: [3]\n");
 	config_whatif w = {0};
 	config_error err;
@@ -184,18 +176,18 @@ START_TEST(job_file_what_if_key)
 	ck_assert_int_eq(job.gpus, 8);
 
 	/* errors point at the entry, in the flag's words; nothing is appended */
-	write_file(path, "job:\n  what_if:\n    slow_gpu:\n      - \"1:2\"\n      - \"1:0\"\n");
+	tu_write_file(path, "job:\n  what_if:\n    slow_gpu:\n      - \"1:2\"\n      - \"1:0\"\n");
 	config_whatif w2 = {0};
 	ck_assert(!config_load_whatif(path, &w2, &err));
 	ck_assert_msg(strstr(err.msg, ":5:9: 'slow_gpu': --slow-gpu '1:0': expected RANK:FACTOR"), "%s", err.msg);
 	ck_assert_int_eq(w2.n, 0);
-	write_file(path, "job:\n  what_if:\n    slow_gpus: \"1:2\"\n");
+	tu_write_file(path, "job:\n  what_if:\n    slow_gpus: \"1:2\"\n");
 	ck_assert(!config_load_whatif(path, &w2, &err));
 	ck_assert_msg(strstr(err.msg, "slow_gpus") && strstr(err.msg, "slow_gpu"), "%s", err.msg);
-	write_file(path, "job:\n  what_if:\n    degrade: {nic: 0}\n");
+	tu_write_file(path, "job:\n  what_if:\n    degrade: {nic: 0}\n");
 	ck_assert(!config_load_whatif(path, &w2, &err));
 	ck_assert_msg(strstr(err.msg, ":3:14: 'degrade' entries must be strings"), "%s", err.msg);
-	write_file(path, "job:\n  what_if: 3\n");
+	tu_write_file(path, "job:\n  what_if: 3\n");
 	ck_assert(!config_load_whatif(path, &w2, &err));
 	ck_assert_msg(strstr(err.msg, ":2:12:"), "%s", err.msg);
 	unlink(path);

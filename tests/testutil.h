@@ -5,6 +5,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "config/config.h"
@@ -101,6 +102,15 @@ static inline int tu_count(const workload_plan *plan, workload_category cat, wor
 				n += b->repeat;
 	}
 	return n;
+}
+
+/* Writes text to path (created or truncated). */
+static inline void tu_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
 }
 
 static inline int tu_run_suite(Suite *s)

@@ -8,10 +8,12 @@
 
 #include "cli/cli.h"
 #include "engine/analytic.h"
+#include "nccltests/nccltests.h"
 
 #define SET(bit) (1u << (bit))
 enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A,
-       S_UNEVEN, S_ATTN, S_IMPL, S_Z3P, S_RESERVE, S_UDEG, S_RDEG, S_CPCOMM, S_OFFLOAD, S_TILE_MLP, S_TILE_LOGITS };
+       S_UNEVEN, S_ATTN, S_IMPL, S_Z3P, S_RESERVE, S_UDEG, S_RDEG, S_CPCOMM, S_OFFLOAD, S_TILE_MLP, S_TILE_LOGITS,
+       S_OFFLOAD_OPT };
 
 const struct option cli_job_options[] = {
 	{"model", required_argument, NULL, CLI_OPT_MODEL},
@@ -48,6 +50,7 @@ const struct option cli_job_options[] = {
 	{"zero3-prefetch", required_argument, NULL, CLI_OPT_ZERO3_PREFETCH},
 	{"memory-reserve", required_argument, NULL, CLI_OPT_MEMORY_RESERVE},
 	{"offload-activations", no_argument, NULL, CLI_OPT_OFFLOAD_ACTIVATIONS},
+	{"offload-optimizer", required_argument, NULL, CLI_OPT_OFFLOAD_OPTIMIZER},
 	{"tile-mlp", required_argument, NULL, CLI_OPT_TILE_MLP},
 	{"tile-logits", required_argument, NULL, CLI_OPT_TILE_LOGITS},
 	{"slow-gpu", required_argument, NULL, CLI_OPT_SLOW_GPU},
@@ -117,6 +120,10 @@ void cli_job_help(FILE *f)
 	      "  --offload-activations    copy the activation checkpoints to host memory while the next layer\n"
 	      "                           computes, fetch them back before backward (needs --recompute full\n"
 	      "                           and a platform with a host_link)\n"
+	      "  --offload-optimizer none|cpu  keep the fp32 master weights and Adam states in host memory and\n"
+	      "                           run Adam on the CPU (DeepSpeed offload_optimizer, ZeRO-Offload):\n"
+	      "                           gradients copied to the host, parameters back, every step (needs\n"
+	      "                           --zero 1, 2 or 3 and a host_link with memory_bandwidth; default none)\n"
 	      "  --tile-mlp N             run the MLP in N sequence tiles (ALST's TiledMLP; default 1)\n"
 	      "  --tile-logits N          run the LM head and loss in N sequence tiles (fused linear cross\n"
 	      "                           entropy; default 1)\n"
@@ -203,6 +210,17 @@ bool cli_parse_double(const char *flag, const char *s, double lo, double hi, dou
 	return true;
 }
 
+bool cli_parse_coll_size(const char *cmd, const char *flag, const char *s, double *out)
+{
+	if (!nccltests_parse_size(s, out) || !config_range_ok(CONFIG_R_COLL_BYTES, *out)) {
+		char e[160];
+		fprintf(stderr, "spsim %s: %s expects %s in bytes (e.g. 8, 64K, 1M, 8G), got '%s'\n", cmd, flag,
+			config_range_expect(CONFIG_R_COLL_BYTES, e, sizeof e), s);
+		return false;
+	}
+	return true;
+}
+
 bool cli_parse_range_as(config_range_id id, const char *flag, const char *arg, double *out)
 {
 	const config_range *r = config_range_get(id);
@@ -258,8 +276,32 @@ static bool parse_tristate(const char *flag, const char *s, int *out)
 	return true;
 }
 
+bool cli_check_list(const char *cmd, const char *flag, const char *list, char sep, size_t max_len)
+{
+	size_t n = strlen(list);
+	if (n == 0) {
+		fprintf(stderr, "spsim %s: %s is empty, expected a value or a list separated by '%c'\n", cmd, flag, sep);
+		return false;
+	}
+	if (n > max_len) {
+		fprintf(stderr, "spsim %s: %s is %zu characters long, expected at most %zu\n", cmd, flag, n, max_len);
+		return false;
+	}
+	char twice[3] = {sep, sep, '\0'};
+	if (list[0] == sep || list[n - 1] == sep || strstr(list, twice)) {
+		fprintf(stderr, "spsim %s: %s '%s' has an empty item, expected values separated by single '%c'\n", cmd,
+			flag, list, sep);
+		return false;
+	}
+	return true;
+}
+
 static bool copy_arg(char *dst, const char *flag, const char *s)
 {
+	if (!s[0]) {
+		fprintf(stderr, "spsim: %s expects a name or a file path, got an empty value\n", flag);
+		return false;
+	}
 	if (strlen(s) >= CONFIG_PATH_MAX) {
 		fprintf(stderr, "spsim: %s: value too long (at most %d characters)\n", flag, CONFIG_PATH_MAX - 1);
 		return false;
@@ -337,6 +379,17 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 	case CLI_OPT_OFFLOAD_ACTIVATIONS:
 		j->offload_activations = true;
 		a->set |= SET(S_OFFLOAD);
+		return 1;
+	case CLI_OPT_OFFLOAD_OPTIMIZER:
+		if (strcmp(arg, "none") == 0)
+			j->offload_optimizer = CONFIG_OFFLOAD_OPT_NONE;
+		else if (strcmp(arg, "cpu") == 0)
+			j->offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+		else {
+			fprintf(stderr, "spsim: --offload-optimizer expects none or cpu, got '%s'\n", arg);
+			return -1;
+		}
+		a->set |= SET(S_OFFLOAD_OPT);
 		return 1;
 	case CLI_OPT_TILE_MLP:
 		if (!range_int(CONFIG_R_TILE_MLP, arg, &j->tile_mlp))
@@ -524,6 +577,10 @@ bool cli_check_output_file(const char *flag, const char *path)
 {
 	struct stat st;
 	char dir[CONFIG_PATH_MAX];
+	if (!path[0]) {
+		fprintf(stderr, "spsim: %s expects a file name, got an empty value\n", flag);
+		return false;
+	}
 	config_dir_of(path, dir, sizeof dir);
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "spsim: %s %s is a directory, expected a file name\n", flag, path);
@@ -539,6 +596,57 @@ bool cli_check_output_file(const char *flag, const char *path)
 		return false;
 	}
 	return true;
+}
+
+bool cli_check_output_dir(const char *flag, const char *path, bool make_parents)
+{
+	struct stat st;
+	if (!path[0]) {
+		fprintf(stderr, "spsim: %s expects a folder name, got an empty value\n", flag);
+		return false;
+	}
+	if (stat(path, &st) == 0) {
+		if (!S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "spsim: %s %s exists and is not a folder, expected a folder to write in\n", flag,
+				path);
+			return false;
+		}
+		if (access(path, W_OK | X_OK) != 0) {
+			fprintf(stderr, "spsim: %s %s: not writable, expected a folder this user may write\n", flag, path);
+			return false;
+		}
+		return true;
+	}
+	/* the folder to be created: its parent, or with make_parents the nearest ancestor that exists */
+	char dir[CONFIG_PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	/* "figures/" is the folder figures: its parent is the one above, not figures itself */
+	for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
+		dir[n - 1] = '\0';
+	for (;;) {
+		char up[CONFIG_PATH_MAX];
+		config_dir_of(dir, up, sizeof up);
+		bool exists = stat(up, &st) == 0;
+		if (exists && !S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "spsim: %s %s: %s is not a folder, expected a path a folder can be created at\n", flag,
+				path, up);
+			return false;
+		}
+		if (exists) {
+			if (access(up, W_OK | X_OK) != 0) {
+				fprintf(stderr, "spsim: %s %s: %s is not writable, expected a folder this user may write\n",
+					flag, path, up);
+				return false;
+			}
+			return true;
+		}
+		if (!make_parents || strcmp(up, dir) == 0) {
+			fprintf(stderr, "spsim: %s %s: the folder %s does not exist, expected a folder in an existing one\n",
+				flag, path, up);
+			return false;
+		}
+		snprintf(dir, sizeof dir, "%s", up);
+	}
 }
 
 bool cli_check_not_input(const char *flag, const char *path, const char *const *inputs, int n)
@@ -579,7 +687,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		int nodes = 0;
 		if (!config_load_job(a->job_file, &fromfile, model, platform, cal, &nodes, &err) ||
 		    !config_load_whatif(a->job_file, &a->whatif, &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			fprintf(stderr, "spsim: --job: %s\n", err.msg);
 			return false;
 		}
 		/* flags given on the command line win over the file */
@@ -611,6 +719,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_IMPL, impl)
 		TAKE(S_Z3P, zero3_prefetch)
 		TAKE(S_OFFLOAD, offload_activations)
+		TAKE(S_OFFLOAD_OPT, offload_optimizer)
 		TAKE(S_TILE_MLP, tile_mlp)
 		TAKE(S_TILE_LOGITS, tile_logits)
 		if (!(a->set & SET(S_RESERVE))) {
@@ -647,8 +756,12 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		fprintf(stderr, "spsim %s: --seq-len is required (tokens per sequence, e.g. 16K)\n", cmd);
 		return false;
 	}
-	if (!config_load_model(a->model, &a->m, &err) || !config_load_platform(a->platform, &a->p, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+	if (!config_load_model(a->model, &a->m, &err)) {
+		fprintf(stderr, "spsim: --model: %s\n", err.msg);
+		return false;
+	}
+	if (!config_load_platform(a->platform, &a->p, &err)) {
+		fprintf(stderr, "spsim: --platform: %s\n", err.msg);
 		return false;
 	}
 	if (a->nodes && a->p.n_node_groups > 0 && a->nodes != a->p.nodes) {
@@ -661,7 +774,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 	if (a->calibration[0]) {
 		if (!config_load_calibration(a->calibration, &a->cal, &err) ||
 		    !config_calibration_check(&a->cal, &a->p, &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
 			return false;
 		}
 		config_apply_calibration(&a->p, &a->cal);

@@ -11,7 +11,7 @@
 #include "report/report.h"
 
 /* Exit codes: 0 success, 1 internal failure, 2 bad input (usage, YAML, job). */
-enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130 /* 128 + SIGINT: partial results */ };
 
 /* Everything that names a job: model, platform, job flags, engine and output. */
 typedef struct cli_job_args {
@@ -80,6 +80,7 @@ enum {
 	CLI_OPT_OFFLOAD_ACTIVATIONS,
 	CLI_OPT_TILE_MLP,
 	CLI_OPT_TILE_LOGITS,
+	CLI_OPT_OFFLOAD_OPTIMIZER,
 	CLI_OPT_FIRST_FREE, /* commands number their own options from here */
 };
 
@@ -100,6 +101,10 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd);
 /* Checks, before any work, that a file can be written at path (its folder exists and is
  * writable, path is not a directory); prints a sentence naming flag and returns false. */
 bool cli_check_output_file(const char *flag, const char *path);
+/* The same for a folder the command creates or fills (--plot DIR, sweep's --output DIR):
+ * not empty, not an existing file, and creatable: its parent exists (or, with
+ * make_parents, its nearest existing ancestor is a folder) and is writable. */
+bool cli_check_output_dir(const char *flag, const char *path, bool make_parents);
 /* Checks that the output file at path is none of the n inputs (NULL or "" skipped): the
  * same file under any name would be overwritten. Prints a sentence naming flag and
  * returns false if it is one. */
@@ -109,9 +114,17 @@ bool cli_job_given(const cli_job_args *a, int opt_id);
 /* Warns on stderr (does not fail) when seq_len exceeds the model's max_position. */
 void cli_warn_max_position(const config_model *m, long seq_len, const char *cmd);
 
+/* A comma list given to flag (sep: ',' or '+'): false, with "spsim CMD: FLAG ..." printed,
+ * when it is empty, has an empty item ("1,,2", ",4", "4,") or is longer than max_len
+ * characters (the buffers it is split in). strtok would skip the empty items silently. */
+bool cli_check_list(const char *cmd, const char *flag, const char *list, char sep, size_t max_len);
+
 /* Strict number parsing for flags: prints "--flag expects ..., got 'x'" on failure. */
 bool cli_parse_int(const char *flag, const char *s, long min, long max, long *out);
 bool cli_parse_double(const char *flag, const char *s, double lo, double hi, double *out);
+/* A collective size in nccl-tests' syntax (8, 64K, 1M, 8G: powers of 1024) within the
+ * range table's collective sizes; prints "spsim CMD: FLAG expects ..." on failure. */
+bool cli_parse_coll_size(const char *cmd, const char *flag, const char *s, double *out);
 /* A flag of the range table (config/ranges.h): parsed and checked as the YAML keys are;
  * prints "FLAG expects EXPECT, got 'x'" on failure. */
 bool cli_parse_range(config_range_id id, const char *arg, double *out);

@@ -99,6 +99,10 @@ static int parse_args(int argc, char **argv, cal_args *a)
 		case 'h': usage(stdout); return CLI_OK;
 		case OPT_FROM: a->logs[a->n_logs++] = optarg; break;
 		case CLI_OPT_PLATFORM:
+			if (!optarg[0]) {
+				fprintf(stderr, "spsim calibrate: --platform expects a name or a file path, got an empty value\n");
+				return CLI_USAGE;
+			}
 			if (strlen(optarg) >= sizeof a->platform) {
 				fprintf(stderr, "spsim calibrate: --platform path too long\n");
 				return CLI_USAGE;
@@ -128,10 +132,8 @@ static int parse_args(int argc, char **argv, cal_args *a)
 		case 'b':
 		case 'e': {
 			double d;
-			if (!nccltests_parse_size(optarg, &d)) {
-				fprintf(stderr, "spsim calibrate: -%c expects a size in bytes (e.g. 1M), got '%s'\n", c, optarg);
+			if (!cli_parse_coll_size("calibrate", c == 'b' ? "-b" : "-e", optarg, &d))
 				return CLI_USAGE;
-			}
 			if (c == 'e' && d <= 0) { /* 0 would be "no bound" inside: say so instead of fitting everything */
 				fprintf(stderr, "spsim calibrate: -e expects a size above 0 (the largest size to fit; leave it out "
 						"for no bound), got '%s'\n", optarg);
@@ -200,7 +202,7 @@ int cli_cmd_calibrate(int argc, char **argv)
 	rc = CLI_USAGE;
 	if (a.platform[0]) {
 		if (!config_load_platform(a.platform, &p, &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			fprintf(stderr, "spsim: --platform: %s\n", err.msg);
 			goto out;
 		}
 		a.co.platform = &p;
@@ -212,7 +214,7 @@ int cli_cmd_calibrate(int argc, char **argv)
 	}
 	for (int i = 0; i < a.n_logs; i++) {
 		if (!nccltests_parse_file(a.logs[i], &a.po, &logs[i], &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			fprintf(stderr, "spsim: --from-nccl-tests: %s\n", err.msg);
 			goto out;
 		}
 		const nccltests_log *l = &logs[i];

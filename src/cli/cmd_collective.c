@@ -68,7 +68,8 @@ static void usage(FILE *f)
 	      "  -i, --stepbytes SIZE    else add SIZE each step (default 1M)\n"
 	      "  -g, --ngpus N           GPUs taking part (default: every GPU of the platform)\n"
 	      "  -d, --datatype TYPE     float (default), half, bfloat16, double, int8, ... (sets the count column)\n"
-	      "  -o, --op REDOP          reduction printed in the redop column (default sum; alias --redop)\n"
+	      "  -o, --op REDOP          reduction printed in the redop column: sum, prod, max, min, avg, mulsum\n"
+      "                          or none (default: what nccl-tests prints, sum or none; alias --redop)\n"
 	      "Cluster and model:\n"
 	      "  --platform NAME|FILE    cluster: a shipped name (spsim platforms) or a YAML path (required)\n"
 	      "  --nodes N               override the platform's node count\n"
@@ -117,17 +118,6 @@ typedef struct coll_args {
 	bool in_place;
 } coll_args;
 
-static bool parse_size_flag(const char *flag, const char *s, double *out)
-{
-	if (!nccltests_parse_size(s, out) || !config_range_ok(CONFIG_R_COLL_BYTES, *out)) {
-		char e[160];
-		fprintf(stderr, "spsim collective: %s expects %s in bytes (e.g. 8, 64K, 1M, 8G), got '%s'\n", flag,
-			config_range_expect(CONFIG_R_COLL_BYTES, e, sizeof e), s);
-		return false;
-	}
-	return true;
-}
-
 static int parse_args(int argc, char **argv, coll_args *a)
 {
 	cli_job_init(&a->job);
@@ -144,17 +134,17 @@ static int parse_args(int argc, char **argv, coll_args *a)
 		switch (c) {
 		case 'h': usage(stdout); return CLI_OK;
 		case 'b':
-			if (!parse_size_flag("-b", optarg, &a->min_bytes))
+			if (!cli_parse_coll_size("collective", "-b", optarg, &a->min_bytes))
 				return CLI_USAGE;
 			a->min_set = true;
 			break;
 		case 'e':
-			if (!parse_size_flag("-e", optarg, &a->max_bytes))
+			if (!cli_parse_coll_size("collective", "-e", optarg, &a->max_bytes))
 				return CLI_USAGE;
 			a->max_set = true;
 			break;
 		case 'i':
-			if (!parse_size_flag("-i", optarg, &a->step_bytes) || a->step_bytes <= 0) {
+			if (!cli_parse_coll_size("collective", "-i", optarg, &a->step_bytes) || a->step_bytes <= 0) {
 				fprintf(stderr, "spsim collective: -i expects a positive size\n");
 				return CLI_USAGE;
 			}
@@ -177,7 +167,21 @@ static int parse_args(int argc, char **argv, coll_args *a)
 			}
 			a->type = optarg;
 			break;
-		case 'o': a->redop = optarg; break;
+		case 'o': {
+			/* nccl-tests' -o names (its test_opnames; "none" is the column of a collective
+			 * that does not reduce); a prediction has one, so not "all" */
+			static const char *const ops[] = {"sum", "prod", "max", "min", "avg", "mulsum", "none"};
+			bool known = false;
+			for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+				known |= strcmp(optarg, ops[k]) == 0;
+			if (!known) {
+				fprintf(stderr, "spsim collective: -o/--op expects sum, prod, max, min, avg, mulsum or none, "
+						"got '%s'\n", optarg);
+				return CLI_USAGE;
+			}
+			a->redop = optarg;
+			break;
+		}
 		case OPT_GROUPS:
 			if (!cli_parse_range_long(CONFIG_R_COLL_GROUP, optarg, &v))
 				return CLI_USAGE;
@@ -245,7 +249,7 @@ static bool load_platform(coll_args *a, config_platform *p)
 {
 	config_error err;
 	if (!config_load_platform(a->job.platform, p, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+		fprintf(stderr, "spsim: --platform: %s\n", err.msg);
 		return false;
 	}
 	if (a->job.nodes)
@@ -253,7 +257,7 @@ static bool load_platform(coll_args *a, config_platform *p)
 	if (a->job.calibration[0]) {
 		if (!config_load_calibration(a->job.calibration, &a->job.cal, &err) ||
 		    !config_calibration_check(&a->job.cal, p, &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
 			return false;
 		}
 		config_apply_calibration(p, &a->job.cal);
@@ -270,7 +274,6 @@ static bool load_platform(coll_args *a, config_platform *p)
  * (engine/nccl.h) where given. */
 static bool resolve_alg(const coll_args *a, workload_coll c, workload_alg *alg, config_platform *p)
 {
-	nccl_algo na = NCCL_ALGO_RING;
 	nccl_proto np = NCCL_PROTO_SIMPLE;
 	p->nccl.force_algo = p->nccl.force_proto = 0;
 	if (a->proto_name) {
@@ -282,10 +285,8 @@ static bool resolve_alg(const coll_args *a, workload_coll c, workload_alg *alg, 
 		p->nccl.force_proto = np + 1;
 	}
 	*alg = nccltests_default_alg(c);
-	bool ring_family = c != WL_COLL_ALLTOALL && c != WL_COLL_SENDRECV;
-	if (a->alg_name && ring_family && nccl_algo_from_name(a->alg_name, &na) && na != NCCL_ALGO_P2P) {
-		p->nccl.force_algo = na + 1; /* nccl_force_check below says where it cannot run */
-	} else if (a->alg_name && !nccltests_alg_from_name(c, a->alg_name, alg)) {
+	/* a forced NCCL algorithm: nccl_force_check below says where it cannot run */
+	if (a->alg_name && !nccltests_resolve_alg(c, a->alg_name, alg, &p->nccl.force_algo)) {
 		fprintf(stderr, "spsim collective: --alg '%s' is not an algorithm spsim models for %s (alltoall: direct, "
 				"pairwise, hierarchical; allgather, reducescatter, allreduce: ring, hierarchical; sendrecv: "
 				"direct; broadcast: ring; NCCL's tree for allreduce, nvls where the platform has it)\n",
@@ -470,13 +471,46 @@ static int predict(coll_args *a)
 
 static double pct(double got, double want) { return want > 0 ? 100.0 * (got - want) / want : NAN; }
 
+/* One link class of a calibration: the terms it sets (null where it keeps the platform's). */
+static json_t *cal_class_json(bool has_lat, double lat, bool has_bw, double bw)
+{
+	return json_pack("{s:o, s:o}", "latency_us", has_lat ? json_real(lat * 1e6) : json_null(), "bandwidth_GBps",
+			 has_bw ? json_real(bw / 1e9) : json_null());
+}
+
+/* What calibration each column of --compare ran on: `given` the --calibration file under
+ * both (null without one); `fitted` what the fit to this log set for the "calibrated"
+ * columns, per link class, the launch per call and the protocol entries kept; `path` the
+ * NCCL path whose cost the fitted links time: "p2p" for send/recv and the direct
+ * all-to-all (NCCL's p2p channels, engine/nccl.c p2p_cost), "collective" for the tuned
+ * ring/tree/NVLS algorithms, "links" when NCCL's terms are off (collectives: links). */
+static json_t *compare_calibration_json(const coll_args *a, const config_platform *p, workload_coll c,
+					workload_alg alg, const config_calibration *cal)
+{
+	bool p2p = c == WL_COLL_SENDRECV || (c == WL_COLL_ALLTOALL && alg == WL_ALG_DIRECT);
+	json_t *protos = json_array();
+	for (int k = 0; k < 2; k++)
+		for (int e = 0; e < CONFIG_CAL_ENTRIES; e++)
+			if (cal->proto[k][e].has_latency || cal->proto[k][e].has_bw)
+				json_array_append_new(protos, json_pack("{s:s, s:s}", "class", k ? "inter_node" : "intra_node",
+									"entry", nccltests_entry_name(e)));
+	return json_pack("{s:o, s:{s:s, s:s, s:o, s:o, s:o, s:o}}", "given",
+			 a->job.has_cal ? json_string(a->job.calibration) : json_null(), "fitted", "source", "this log",
+			 "path", p->nccl.links_only ? "links" : p2p ? "p2p" : "collective", "intra_node",
+			 cal_class_json(cal->has_intra_latency, cal->intra_latency, cal->has_intra_bw, cal->intra_bw),
+			 "inter_node",
+			 cal_class_json(cal->has_inter_latency, cal->inter_latency, cal->has_inter_bw, cal->inter_bw),
+			 "collective_overhead_us", cal->has_overhead ? json_real(cal->overhead * 1e6) : json_null(),
+			 "protocols", protos);
+}
+
 static int compare(coll_args *a)
 {
 	config_error err;
 	nccltests_parse_opts po = {.coll_set = a->coll_set, .coll = a->coll, .gpus_per_node = a->log_gpn};
 	nccltests_log log;
 	if (!nccltests_parse_file(a->compare, &po, &log, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+		fprintf(stderr, "spsim: --compare: %s\n", err.msg);
 		return CLI_USAGE;
 	}
 	int rc = CLI_USAGE;
@@ -626,7 +660,7 @@ static int compare(coll_args *a)
 							      "max_error_pct", k->proto_fit[pr].max_rel * 100, "points",
 							      k->proto_fit[pr].n_points));
 		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:s, s:s, s:{s:s, s:f, s:f, s:f, s:f, s:o}, s:o, "
-				      "s:f, s:f}",
+				      "s:f, s:f, s:o}",
 				      "log", a->compare, "collective", workload_coll_name(log.coll), "platform", p.name,
 				      "engine", a->job.engine, "ranks", log.ranks, "nodes", log.nodes, "gpus_per_node",
 				      log.gpus_per_node, "alg", workload_alg_name(s.alg), "columns",
@@ -634,7 +668,8 @@ static int compare(coll_args *a)
 				      k->fit.latency * 1e6, "bandwidth_GBps", k->fit.bandwidth / 1e9, "rms_error_pct",
 				      k->fit.rms_rel * 100, "max_error_pct", k->fit.max_rel * 100, "protocols", protos,
 				      "results", rows,
-				      "max_abs_error_pct_1MiB_up", worst0, "calibrated_max_abs_error_pct_1MiB_up", worst1);
+				      "max_abs_error_pct_1MiB_up", worst0, "calibrated_max_abs_error_pct_1MiB_up", worst1,
+				      "calibration", compare_calibration_json(a, &p, log.coll, s.alg, &cal));
 		rows = NULL;
 		report_json_print(stdout, o);
 		json_decref(o);

@@ -252,7 +252,7 @@ int cli_cmd_platform(int argc, char **argv)
 	if (cal) {
 		config_calibration c;
 		if (!config_load_calibration(cal, &c, &err) || !config_calibration_check(&c, &p, &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
 			return CLI_USAGE;
 		}
 		config_apply_calibration(&p, &c);
@@ -307,8 +307,12 @@ int cli_cmd_platform(int argc, char **argv)
 		char hm[32];
 		printf("\nhost link: %.1f GB/s per GPU per direction, latency %.2f us, host memory %s per node",
 		       p.host.bandwidth / 1e9, p.host.latency * 1e6, report_bytes(p.host.memory, hm, sizeof hm));
+		if (p.host.memory_bandwidth > 0)
+			printf(", host DRAM %.1f GB/s per node", p.host.memory_bandwidth / 1e9);
+		else
+			printf(", no host DRAM bandwidth (--offload-optimizer is refused)");
 	} else {
-		printf("\nhost link: none declared (--offload-activations is refused)");
+		printf("\nhost link: none declared (--offload-activations and --offload-optimizer are refused)");
 	}
 	if (p.has_memory_reserve) {
 		char mr[32];

@@ -3,6 +3,7 @@
  * ranks, explains, and says whether BASP wins. */
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,9 +28,19 @@ enum {
 static const int job_setting_ids[] = {
 	CLI_OPT_ATTENTION_KERNEL, CLI_OPT_OFFLOAD_ACTIVATIONS, CLI_OPT_TILE_MLP,	      CLI_OPT_TILE_LOGITS,
 	CLI_OPT_ZERO_OVERLAP,	  CLI_OPT_FP32_GRAD_COMM,      CLI_OPT_REDUCE_BUCKET, CLI_OPT_ALLGATHER_BUCKET,
-	CLI_OPT_PREFETCH_BUCKET,  CLI_OPT_DTYPE,	       CLI_OPT_ZERO3_PREFETCH,
+	CLI_OPT_PREFETCH_BUCKET,  CLI_OPT_DTYPE,	       CLI_OPT_ZERO3_PREFETCH, CLI_OPT_OFFLOAD_OPTIMIZER,
 };
 #define N_JOB_SETTINGS ((int)(sizeof job_setting_ids / sizeof job_setting_ids[0]))
+
+/* Set by the first SIGINT of the analytic search: the search stops and the ranking of what it
+ * evaluated is printed (exit 130); the handler resets itself, so a second one ends the process. */
+static volatile sig_atomic_t plan_stop;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	plan_stop = 1;
+}
 
 static void plan_help(FILE *f)
 {
@@ -58,9 +69,10 @@ static void plan_help(FILE *f)
 	      "  --memory-reserve SIZE    memory lost to CUDA context, NCCL and fragmentation, or 0 (default derived)\n"
 	      "  --attention-kernel K, --offload-activations, --tile-mlp N, --tile-logits N, --zero-overlap V,\n"
 	      "  --fp32-grad-comm V, --reduce-bucket E, --allgather-bucket E, --prefetch-bucket E, --dtype bf16,\n"
-	      "  --zero3-prefetch deepspeed|layer\n"
+	      "  --zero3-prefetch deepspeed|layer, --offload-optimizer none|cpu\n"
 	      "                           settings every configuration shares, as spsim run takes them (see\n"
-	      "                           spsim run --help; offload needs recompute full: --recompute full)\n"
+	      "                           spsim run --help; activation offload needs recompute full: --recompute\n"
+	      "                           full; optimizer offload skips ZeRO-0)\n"
 	      "  --strategies LIST        the strategies to search (default ulysses, basp, basp-unequal,\n"
 	      "                           basp-extra-step); also ring (ring attention, zigzag), basp-ring\n"
 	      "                           (alias basp:inner=ring), usp (every Ulysses degree), basp-usp\n"
@@ -76,8 +88,11 @@ static void plan_help(FILE *f)
 	      "  -j, --jobs N             processes for the verify runs (default: every CPU)\n"
 	      "  --timeout S              give up on one verify run after S seconds\n"
 	      "  --format table|json      output format (default table)\n"
-	      "  --progress               progress of the re-runs on stderr (count, rate, ETA) even when stderr is\n"
-	      "                           not a terminal (on a terminal it is shown by default; --quiet: never)\n",
+	      "  --progress               progress of the search and of the re-runs on stderr (count, rate, ETA)\n"
+	      "                           even when stderr is not a terminal (on a terminal it is shown by\n"
+	      "                           default; --quiet: never)\n"
+	      "Ctrl-C (SIGINT) during the search stops it and prints the ranking of the configurations searched\n"
+	      "so far, without re-runs, and exits 130; a second Ctrl-C ends it at once.\n",
 	      f);
 }
 
@@ -106,9 +121,12 @@ typedef struct plan_args {
 	config_job base; /* --impl, --memory-reserve over DeepSpeed's defaults */
 } plan_args;
 
-/* Splits a comma list in place; calls fn on each item; false on the first failure. */
-static bool each_item(char *list, bool (*fn)(plan_args *, char *), plan_args *a)
+/* Splits a comma list in place; calls fn on each item; false on the first failure and on
+ * an empty list or item (flag names it). */
+static bool each_item(const char *flag, char *list, bool (*fn)(plan_args *, char *), plan_args *a)
 {
+	if (!cli_check_list("plan", flag, list, ',', CONFIG_PATH_MAX))
+		return false;
 	char *save = NULL;
 	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
 		if (!fn(a, t))
@@ -435,6 +453,7 @@ const struct option cli_plan_options[] = {
 	{"prefetch-bucket", required_argument, NULL, OPT_JOB_SETTING + 8},
 	{"dtype", required_argument, NULL, OPT_JOB_SETTING + 9},
 	{"zero3-prefetch", required_argument, NULL, OPT_JOB_SETTING + 10},
+	{"offload-optimizer", required_argument, NULL, OPT_JOB_SETTING + 11},
 	{NULL, 0, NULL, 0},
 };
 
@@ -463,25 +482,31 @@ int cli_cmd_plan(int argc, char **argv)
 		bool ok = true;
 		switch (c) {
 		case OPT_MODEL:
-			if (strlen(optarg) >= sizeof a.model) {
+			if (!optarg[0]) {
+				fprintf(stderr, "spsim plan: --model expects a name or a file path, got an empty value\n");
+				ok = false;
+			} else if (strlen(optarg) >= sizeof a.model) {
 				fprintf(stderr, "spsim plan: --model: too long\n");
 				ok = false;
 			} else
 				strcpy(a.model, optarg);
 			break;
-		case OPT_PLATFORM: ok = each_item(copy, add_platform, &a); break;
-		case OPT_GPUS: ok = each_item(copy, add_budget, &a); break;
+		case OPT_PLATFORM: ok = each_item("--platform", copy, add_platform, &a); break;
+		case OPT_GPUS: ok = each_item("--gpus", copy, add_budget, &a); break;
 		case OPT_SEQ: ok = cli_parse_range_long(CONFIG_R_SEQ_LEN, optarg, &a.seq); break;
 		case OPT_BATCH: ok = cli_parse_range_long(CONFIG_R_GLOBAL_BATCH, optarg, &a.batch); break;
-		case OPT_PRICE: a.price = copy; break;
+		case OPT_PRICE:
+			ok = cli_check_list("plan", "--price", copy, ',', CONFIG_PATH_MAX);
+			a.price = copy;
+			break;
 		case OPT_TOP:
 			ok = cli_parse_range_long(CONFIG_R_PLAN_TOP, optarg, &v);
 			a.top = (int)v;
 			break;
-		case OPT_ZERO: ok = each_item(copy, add_zero, &a); break;
-		case OPT_RECOMPUTE: ok = each_item(copy, add_recompute, &a); break;
-		case OPT_A2A: ok = each_item(copy, add_a2a, &a); break;
-		case OPT_STRATEGIES: ok = each_item(copy, add_strategy, &a); break;
+		case OPT_ZERO: ok = each_item("--zero", copy, add_zero, &a); break;
+		case OPT_RECOMPUTE: ok = each_item("--recompute", copy, add_recompute, &a); break;
+		case OPT_A2A: ok = each_item("--a2a", copy, add_a2a, &a); break;
+		case OPT_STRATEGIES: ok = each_item("--strategies", copy, add_strategy, &a); break;
 		case OPT_IMPL:
 		case OPT_RESERVE:
 			/* the job flags' own parsing and messages */
@@ -504,8 +529,13 @@ int cli_cmd_plan(int argc, char **argv)
 				ok = false;
 			}
 			break;
-		case OPT_PLACEMENT: ok = each_item(copy, add_placement, &a); break;
-		case OPT_CAL: a.calibration = copy; break;
+		case OPT_PLACEMENT: ok = each_item("--placement", copy, add_placement, &a); break;
+		case OPT_CAL:
+			ok = copy[0] != '\0';
+			if (!ok)
+				fprintf(stderr, "spsim plan: --calibration expects a file path, got an empty value\n");
+			a.calibration = copy;
+			break;
 		case 'j':
 			ok = cli_parse_range_long(CONFIG_R_JOBS, optarg, &v);
 			a.jobs = (int)v;
@@ -551,6 +581,11 @@ int cli_cmd_plan(int argc, char **argv)
 				"with full recompute; add full to --recompute (e.g. --recompute full)\n");
 		goto out;
 	}
+	if (a.base.offload_optimizer == CONFIG_OFFLOAD_OPT_CPU && a.zmask == 1u) {
+		fprintf(stderr, "spsim plan: --offload-optimizer cpu needs ZeRO stage 1, 2 or 3 (DeepSpeed offloads the "
+				"optimizer of its ZeRO optimizers only); add one to --zero (e.g. --zero 1,2,3)\n");
+		goto out;
+	}
 	if (a.zmask) { /* the settings every searched stage leaves unused: the highest stage uses the most */
 		config_job top = a.base;
 		char unused[256];
@@ -572,18 +607,18 @@ int cli_cmd_plan(int argc, char **argv)
 	config_platform plats[MAX_PLATFORMS];
 	double prices[MAX_PLATFORMS] = {0};
 	if (!config_load_model(a.model, &m, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+		fprintf(stderr, "spsim: --model: %s\n", err.msg);
 		goto out;
 	}
 	for (int i = 0; i < a.n_platforms; i++)
 		if (!config_load_platform(a.platforms[i], &plats[i], &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			fprintf(stderr, "spsim: --platform: %s\n", err.msg);
 			goto out;
 		}
 	if (a.calibration) {
 		config_calibration cal;
 		if (!config_load_calibration(a.calibration, &cal, &err) || !config_calibration_check(&cal, &plats[0], &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
 			goto out;
 		}
 		config_apply_calibration(&plats[0], &cal);
@@ -621,11 +656,34 @@ int cli_cmd_plan(int argc, char **argv)
 	plan_candidate *cands = NULL;
 	long n = 0;
 	plan_search_stats st;
-	if (!plan_search(&q, &cands, &n, &st, &err)) {
+	/* The search can take minutes over many platforms and budgets: its layouts, rate and
+	 * ETA on stderr under the same rule as the re-runs, and Ctrl-C keeps what it found. */
+	bool show = a.progress == 1 || (a.progress < 0 && isatty(fileno(stderr)));
+	plan_progress_start(&a.prog, stderr, 0, !show);
+	a.prog.unit = "layouts";
+	q.progress = &a.prog;
+	q.stop = &plan_stop;
+	plan_stop = 0;
+	struct sigaction stop = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND}, old_int;
+	sigemptyset(&stop.sa_mask);
+	sigaction(SIGINT, &stop, &old_int);
+	if (show)
+		fprintf(stderr, "plan: searching on the analytic engine (Ctrl-C: stop and rank what was searched)\n");
+	bool searched = plan_search(&q, &cands, &n, &st, &err);
+	sigaction(SIGINT, &old_int, NULL);
+	plan_progress_end(&a.prog);
+	if (!searched) {
 		fprintf(stderr, "spsim plan: %s\n", err.msg);
 		goto out;
 	}
 	rc = CLI_OK;
+	if (st.interrupted) {
+		fprintf(stderr, "spsim plan: interrupted after %ld of %ld layouts (%ld configurations); ranking what was "
+				"searched, without re-runs\n", st.layouts, st.layouts_total, st.searched);
+		a.verify = "none";
+		a.verify_set = true;
+		rc = CLI_INTERRUPTED;
+	}
 	/* One row per layout: BASP (N, B) and Ulysses (SP N/B) x replicas are merged. */
 	plan_candidate *merged = malloc((size_t)(n ? n : 1) * sizeof *merged), *tput = NULL, *cost = NULL;
 	if (!merged) {
@@ -664,7 +722,6 @@ int cli_cmd_plan(int argc, char **argv)
 		 * count, rate and ETA go to stderr on a terminal or with --progress, never into a
 		 * pipe unasked. */
 		long runs = k * a.n_placements * (cost ? 2 : 1);
-		bool show = a.progress == 1 || (a.progress < 0 && isatty(fileno(stderr)));
 		plan_progress_start(&a.prog, stderr, runs, !show);
 		a.prog.unit = a.verify && strcmp(a.verify, "simgrid") == 0 ? "SimGrid runs" : "re-runs";
 		if (show)
@@ -707,6 +764,9 @@ int cli_cmd_plan(int argc, char **argv)
 				      "verdict", verdict(&q, tput, k, merged, nm, cands, n, &st, false));
 		if (n == 0 && st.invalid > 0 && st.no_fit == 0)
 			json_object_set_new(j, "rejected_why", json_string(st.invalid_why));
+		if (st.interrupted)
+			json_object_set_new(j, "interrupted", json_pack("{s:I, s:I}", "layouts_searched", (json_int_t)st.layouts,
+									"layouts_total", (json_int_t)st.layouts_total));
 		if (cost)
 			json_object_set_new(j, "cost_ranking", cranking);
 		else
@@ -727,6 +787,9 @@ int cli_cmd_plan(int argc, char **argv)
 	printf("\nsearched %ld configurations: %ld fit in GPU memory (%ld distinct layouts), %ld do not, %ld rejected by "
 	       "the job check, %ld duplicates (another variant's configuration: BASP at B=1 is Ulysses)\n",
 	       st.searched, st.fit, nm, st.no_fit, st.invalid, st.duplicate);
+	if (st.interrupted)
+		printf("interrupted: the search stopped after %ld of %ld layouts; the ranking covers those only\n",
+		       st.layouts, st.layouts_total);
 	if (n == 0 && st.invalid > 0 && st.no_fit == 0) { /* not memory: the settings given rule every one out */
 		printf("\nno configuration passes the job check; the first rejected: %s\n", st.invalid_why);
 		goto done;

@@ -184,7 +184,7 @@ static int compare_opt(void *ctx, int id, const char *arg)
 	compare_ctx *c = ctx;
 	if (id == OPT_PLOT) {
 		c->plot = arg;
-		return 1;
+		return cli_check_output_dir("--plot", arg, false) ? 1 : -1;
 	}
 	if (id == OPT_WHAT_IF) {
 		if (c->n_what_if == MAX_STRATEGIES - 1) {
@@ -199,6 +199,8 @@ static int compare_opt(void *ctx, int id, const char *arg)
 		return 1;
 	}
 	if (id == OPT_STRATEGIES) {
+		if (!cli_check_list("compare", "--strategies", arg, ',', 4096))
+			return -1;
 		free(c->strategies);
 		c->strategies = strdup(arg);
 		return c->strategies ? 1 : -1;
@@ -230,11 +232,11 @@ static void compare_help(FILE *f)
 }
 
 /* "ulysses", "basp", "ulysses:sp=4" */
-static bool parse_strategy(const char *cmd, const char *spec, config_job *job)
+static bool parse_strategy(const char *cmd, const char *flag, const char *spec, config_job *job)
 {
 	config_error e;
 	if (!config_strategy_parse(spec, job, &job->sp, &e)) {
-		fprintf(stderr, "spsim %s: --strategies: %s\n", cmd, e.msg);
+		fprintf(stderr, "spsim %s: %s: %s\n", cmd, flag, e.msg);
 		return false;
 	}
 	if (!config_job_usp(job)) /* USP's degrees */
@@ -316,7 +318,7 @@ int cli_cmd_compare(int argc, char **argv)
 			break;
 		}
 		jobs[n] = a.job;
-		if (!parse_strategy("compare", tok, &jobs[n])) {
+		if (!parse_strategy("compare", "--strategies", tok, &jobs[n])) {
 			rc = CLI_USAGE;
 			break;
 		}
@@ -443,10 +445,15 @@ typedef struct maxseq_ctx {
 	char *zeros;      /* comma list, or NULL */
 	char *recomputes; /* comma list, or NULL */
 	char *techniques; /* comma list of technique sets, or NULL: no technique table */
+	const char *strategies_flag; /* "--strategy" or "--strategies", whichever gave the list */
 } maxseq_ctx;
 
-static int maxseq_keep(char **slot, const char *arg)
+/* Keeps a comma list for the rows; refuses an empty list or item and one longer than the
+ * buffers maxseq_rows splits it in. */
+static int maxseq_keep(char **slot, const char *flag, const char *arg, size_t max_len)
 {
+	if (!cli_check_list("max-seq", flag, arg, ',', max_len))
+		return -1;
 	free(*slot);
 	*slot = strdup(arg);
 	return *slot ? 1 : -1;
@@ -458,14 +465,20 @@ static int maxseq_opt(void *ctx, int id, const char *arg)
 	switch (id) {
 	case OPT_GRANULE: return cli_parse_range_long(CONFIG_R_GRANULE, arg, &c->granule) ? 1 : -1;
 	case OPT_STRATEGIES:
-	case CLI_OPT_STRATEGY: return maxseq_keep(&c->strategies, arg);
-	case CLI_OPT_ZERO: return maxseq_keep(&c->zeros, arg);
-	case CLI_OPT_RECOMPUTE: return maxseq_keep(&c->recomputes, arg);
-	case OPT_TECHNIQUES: return maxseq_keep(&c->techniques, arg);
-	case CLI_OPT_SEQ_LEN:
+	case CLI_OPT_STRATEGY:
+		c->strategies_flag = id == OPT_STRATEGIES ? "--strategies" : "--strategy";
+		return maxseq_keep(&c->strategies, c->strategies_flag, arg, 511);
+	case CLI_OPT_ZERO: return maxseq_keep(&c->zeros, "--zero", arg, 63);
+	case CLI_OPT_RECOMPUTE: return maxseq_keep(&c->recomputes, "--recompute", arg, 63);
+	case OPT_TECHNIQUES: return maxseq_keep(&c->techniques, "--techniques", arg, 511);
+	case CLI_OPT_SEQ_LEN: {
+		long unused; /* not used, but a bad value is still an error, not a note */
+		if (!cli_parse_range_long(CONFIG_R_SEQ_LEN, arg, &unused))
+			return -1;
 		fprintf(stderr, "spsim max-seq: note: --seq-len %s is not used: the sequence length is what max-seq "
 				"searches\n", arg);
 		return 1;
+	}
 	case CLI_OPT_TRACE:
 		fprintf(stderr, "spsim max-seq: --trace: max-seq simulates no step (it bounds memory); use spsim run "
 				"--seq-len S --trace FILE for a timeline\n");
@@ -559,7 +572,7 @@ static bool maxseq_rows(const cli_job_args *a, const maxseq_ctx *c, maxseq_row *
 				memset(r, 0, sizeof *r);
 				r->job = a->job;
 				long zv;
-				if (!parse_strategy("max-seq", st, &r->job) || !cli_parse_int("--zero", z, 0, 3, &zv))
+				if (!parse_strategy("max-seq", c->strategies_flag, st, &r->job) || !cli_parse_int("--zero", z, 0, 3, &zv))
 					return false;
 				r->job.zero_stage = (int)zv;
 				if (strcmp(rc, "none") == 0)
@@ -810,7 +823,7 @@ const struct option cli_max_seq_options[] = {
 int cli_cmd_max_seq(int argc, char **argv)
 {
 	cli_job_args a;
-	maxseq_ctx ctx = {.granule = 1024};
+	maxseq_ctx ctx = {.granule = 1024, .strategies_flag = "--strategy"};
 	maxseq_row *rows = NULL;
 	cli_job_init(&a);
 	int rc = parse(argc, argv, &a, cli_max_seq_options, maxseq_opt, &ctx, maxseq_help);
@@ -835,7 +848,7 @@ int cli_cmd_max_seq(int argc, char **argv)
 		goto out;
 	}
 	if (ctx.strategies && !strchr(ctx.strategies, ',') && !strchr(ctx.strategies, ':'))
-		parse_strategy("max-seq", ctx.strategies, &a.job);
+		parse_strategy("max-seq", ctx.strategies_flag, ctx.strategies, &a.job);
 	else if (ctx.strategies) {
 		/* A list: its first item, when a plain ulysses, basp or ring, stands for the job in
 		 * the check below (ring first lets a list reach GPU counts that Ulysses' heads do
@@ -848,7 +861,7 @@ int cli_cmd_max_seq(int argc, char **argv)
 			memcpy(first, ctx.strategies, n);
 			first[n] = '\0';
 			if (strcmp(first, "ulysses") == 0 || strcmp(first, "basp") == 0 || strcmp(first, "ring") == 0)
-				parse_strategy("max-seq", first, &a.job);
+				parse_strategy("max-seq", ctx.strategies_flag, first, &a.job);
 		}
 	}
 	if (!cli_job_resolve(&a, "max-seq"))

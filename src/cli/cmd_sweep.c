@@ -25,7 +25,7 @@ static void sweep_help(FILE *f)
 	      "  placement what_if gpus_per_node nics nic_bandwidth intra_bandwidth inter_latency\n"
 	      "  gpu_memory, and the job file's settings, read and checked as a job file reads them:\n"
 	      "  recompute a2a basp_uneven cp_comm_type attention_kernel impl zero3_prefetch offload_activations\n"
-	      "  tile_mlp tile_logits memory_reserve zero_overlap fp32_grad_comm reduce_bucket\n"
+	      "  offload_optimizer tile_mlp tile_logits memory_reserve zero_overlap fp32_grad_comm reduce_bucket\n"
 	      "  allgather_bucket prefetch_bucket dtype; plus name and baseline. strategy takes run's\n"
 	      "  --strategy spellings (basp:inner=ring, ring:split=naive, usp:u=4:r=2) with :sp=N or\n"
 	      "  :sp=N/B; every key given is in the point key, so --resume tells its values apart.\n\n"
@@ -103,7 +103,11 @@ int cli_cmd_sweep(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:j:", cli_sweep_options, NULL)) != -1) {
 		switch (c) {
-		case OPT_OUTPUT: out = optarg; break;
+		case OPT_OUTPUT:
+			if (!cli_check_output_dir("--output", optarg, true)) /* plan_output_open makes the parents */
+				return CLI_USAGE;
+			out = optarg;
+			break;
 		case OPT_JOBS:
 			if (!cli_parse_range_long(CONFIG_R_JOBS, optarg, &v))
 				return CLI_USAGE;
@@ -116,7 +120,11 @@ int cli_cmd_sweep(int argc, char **argv)
 			if (!cli_parse_range_as(CONFIG_R_TIMEOUT, "--point-timeout", optarg, &so.timeout_s))
 				return CLI_USAGE;
 			break;
-		case OPT_PLOT: plot = optarg; break;
+		case OPT_PLOT:
+			if (!cli_check_output_dir("--plot", optarg, false))
+				return CLI_USAGE;
+			plot = optarg;
+			break;
 		case OPT_DRY: dry = true; break;
 		case OPT_QUIET: so.quiet = true; break;
 		case OPT_HELP: sweep_help(stdout); return CLI_OK;

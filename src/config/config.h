@@ -203,6 +203,10 @@ typedef struct config_platform {
 		double bandwidth; /* bytes/s per GPU per direction (achievable) */
 		double latency;   /* seconds per copy */
 		double memory;    /* bytes of host memory per node */
+		/* bytes/s: the node's DRAM bandwidth, which DeepSpeedCPUAdam's memory-bound step
+		 * shares among the node's GPUs' shards (optimizer offload); 0: not declared
+		 * (optimizer offload is refused) */
+		double memory_bandwidth;
 	} host;
 	/* NCCL's view of the node (optional `nccl:` section; docs/model.md "Collectives"):
 	 * the GPU generation selects the per-generation constants of NCCL's tuning model
@@ -452,6 +456,10 @@ typedef enum config_impl { CONFIG_IMPL_HF, CONFIG_IMPL_MEGATRON } config_impl;
  * (deepspeed/runtime/zero/partitioned_param_coordinator.py, fetch_sub_module), or a whole
  * layer (one block) gathered one layer ahead, as PyTorch FSDP prefetches per FSDP unit. */
 typedef enum config_zero3_prefetch { CONFIG_ZERO3_PREFETCH_DEEPSPEED, CONFIG_ZERO3_PREFETCH_LAYER } config_zero3_prefetch;
+/* Where the optimizer states live (DeepSpeed zero_optimization.offload_optimizer.device):
+ * none = on the GPU; cpu = ZeRO-Offload (arXiv 2101.06840): fp32 master weights, Adam m
+ * and v in host memory, Adam run by DeepSpeedCPUAdam on the host. */
+typedef enum config_offload_optimizer { CONFIG_OFFLOAD_OPT_NONE, CONFIG_OFFLOAD_OPT_CPU } config_offload_optimizer;
 
 typedef struct config_job {
 	config_strategy strategy;
@@ -490,6 +498,10 @@ typedef struct config_job {
 	 * (ALST's TiledMLP and tiled loss; Liger's fused linear cross entropy, arXiv 2410.10989);
 	 * 1 = untiled. */
 	bool offload_activations;
+	/* offload_optimizer: ZeRO-Offload of the optimizer (config_offload_optimizer; ZeRO >= 1
+	 * and the platform's host_link with its memory_bandwidth; docs/model.md "Memory
+	 * techniques"). */
+	config_offload_optimizer offload_optimizer;
 	int tile_mlp;
 	int tile_logits;
 } config_job;
@@ -531,6 +543,7 @@ extern const char *const config_a2a_names[3];
 extern const char *const config_basp_uneven_names[3];
 extern const char *const config_impl_names[2];
 extern const char *const config_zero3_prefetch_names[2];
+extern const char *const config_offload_optimizer_names[2];
 extern const char *const config_fabric_names[3];
 extern const char *const config_topology_names[3];
 extern const char *const config_gpu_arch_names[2];
@@ -567,7 +580,9 @@ bool config_job_apply_cp_comm_type(config_job *job, config_cp_comm_type type, bo
  * source dir (compiled in), the install datadir (compiled in). */
 bool config_find_data(const char *kind, const char *name_or_path, char *out, size_t out_len, config_error *err);
 /* False with "PATH is a directory, expected WHAT file" when path is a directory (what:
- * "a YAML", "an nccl-tests log"); true otherwise (opening it reports what else is wrong). */
+ * "a YAML", "an nccl-tests log"), with "PATH is a device" for a character or block device
+ * or a socket (/dev/zero would never end), and for an empty path; true otherwise (opening
+ * it reports what else is wrong). */
 bool config_check_file(const char *path, const char *what, config_error *err);
 /* The directory part of a file's path ("." when none). */
 void config_dir_of(const char *path, char *out, size_t len);

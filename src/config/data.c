@@ -27,8 +27,16 @@ static bool is_file(const char *path)
 bool config_check_file(const char *path, const char *what, config_error *err)
 {
 	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+	if (!path[0])
+		return config_fail(err, "an empty path, expected %s file", what);
+	if (stat(path, &st) != 0)
+		return true; /* the open that follows says why (no such file, permission) */
+	if (S_ISDIR(st.st_mode))
 		return config_fail(err, "%s is a directory, expected %s file", path, what);
+	/* a device (/dev/zero, /dev/urandom) never ends or is no text: refused before reading.
+	 * Pipes stay readable (process substitution, <(zcat log.gz)); the readers cap their size. */
+	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode))
+		return config_fail(err, "%s is a device, expected %s file", path, what);
 	return true;
 }
 

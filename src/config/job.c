@@ -49,13 +49,14 @@ config_attn_kernel config_job_attention_kernel(const config_job *job, const conf
 	return job->attention_kernel >= 0 ? (config_attn_kernel)job->attention_kernel : p->attention_kernel;
 }
 
-static const char *const job_keys[] = {
+const char *const config_job_keys[] = {
 	"gpus",          "strategy",         "sp",              "micro_batch",    "seq_len",
 	"grad_accum",    "zero",             "recompute",       "dtype",          "zero_overlap",
 	"reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "model",
 	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",
 	"attention_kernel", "impl", "zero3_prefetch",         "memory_reserve",   "basp_inner",     "cp_split",
-	"ulysses_degree", "ring_degree", "what_if", "cp_comm_type", "offload_activations", "tile_mlp", "tile_logits", NULL,
+	"ulysses_degree", "ring_degree", "what_if", "cp_comm_type", "offload_activations", "tile_mlp", "tile_logits",
+	"offload_optimizer", NULL,
 };
 
 /* ---------------------------------------------------------------- settings --- */
@@ -92,6 +93,7 @@ static const setting settings[] = {
 	{"prefetch_bucket", K_RANGE, NULL, 0, CONFIG_R_PREFETCH_BUCKET, FIELD(prefetch_bucket_elems), NOFLAG},
 	{"fp32_grad_comm", K_BOOL, NULL, 0, 0, FIELD(fp32_grad_comm), FIELD(fp32_grad_comm_set)},
 	{"offload_activations", K_BOOL, NULL, 0, 0, FIELD(offload_activations), NOFLAG},
+	{"offload_optimizer", K_ENUM, config_offload_optimizer_names, 2, 0, FIELD(offload_optimizer), NOFLAG},
 	{"tile_mlp", K_RANGE_INT, NULL, 0, CONFIG_R_TILE_MLP, FIELD(tile_mlp), NOFLAG},
 	{"tile_logits", K_RANGE_INT, NULL, 0, CONFIG_R_TILE_LOGITS, FIELD(tile_logits), NOFLAG},
 };
@@ -101,7 +103,8 @@ static const setting settings[] = {
 /* enum fields are written as an int */
 _Static_assert(sizeof(config_recompute) == sizeof(int) && sizeof(config_a2a) == sizeof(int) &&
 		       sizeof(config_impl) == sizeof(int) && sizeof(config_dtype) == sizeof(int) &&
-		       sizeof(config_basp_uneven) == sizeof(int) && sizeof(config_zero3_prefetch) == sizeof(int),
+		       sizeof(config_basp_uneven) == sizeof(int) && sizeof(config_zero3_prefetch) == sizeof(int) &&
+		       sizeof(config_offload_optimizer) == sizeof(int),
 	       "enum job fields are int-sized");
 
 int config_job_setting_find(const char *key)
@@ -195,12 +198,11 @@ bool config_job_setting_equal(int i, const config_job *a, const config_job *b)
 	       (!s->flag_size || memcmp((const char *)a + s->flag_off, (const char *)b + s->flag_off, s->flag_size) == 0);
 }
 
-static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, char *model, char *platform, char *calibration,
-		     int *nodes, config_error *err)
+bool config_job_read_fields(const yt_node *t, const char *doc_path, config_job *job, char *model, char *platform,
+			    char *calibration, int *nodes, config_whatif *whatif, config_error *err)
 {
 	static const char *const basp_inners[] = {"ulysses", "ring", "usp"};
-	const yt_node *t;
-	if (!yt_top(doc, "job", &t, err) || !yt_check_keys(t, job_keys, err))
+	if (!yt_check_keys(t, config_job_keys, err))
 		return false;
 	int strategy = job->strategy,
 	    inner = job->basp_inner == CONFIG_STRATEGY_RING ? 1 : job->basp_inner == CONFIG_STRATEGY_USP ? 2 : 0, split = job->cp_split,
@@ -238,6 +240,12 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 	    !yt_string(t, "calibration", false, cal, sizeof cal, NULL, err) ||
 	    !yt_range_int(t, CONFIG_R_NODES, false, &n, NULL, err))
 		return false;
+	/* what_if: read here only for a caller that keeps it (job files leave it to
+	 * config_load_whatif); appended below once everything else is valid. */
+	config_whatif wi = {0};
+	const yt_node *wn = NULL;
+	if (whatif && (!yt_map(t, "what_if", false, &wn, err) || (wn && !config_read_whatif(wn, &wi, err))))
+		return false;
 	/* Paths are relative to the job file's directory (shipped names stay names). */
 	char dir[CONFIG_PATH_MAX];
 	config_dir_of(doc_path, dir, sizeof dir);
@@ -246,11 +254,13 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 		char resolved[CONFIG_PATH_MAX];
 		if (fields[i][0] && !config_resolve_relative(dir, fields[i], resolved, sizeof resolved))
 			return yt_fail(err, yt_find(t, i == 0 ? "model" : i == 1 ? "platform" : "calibration"),
-				       "path too long once joined to the job file's directory '%s'", dir);
+				       "path too long once joined to the file's directory '%s'", dir);
 		if (fields[i][0])
 			memcpy(fields[i], resolved, CONFIG_PATH_MAX);
 	}
-	/* Outputs change only once the whole file is known to be valid. */
+	if (whatif && whatif->n + wi.n > CONFIG_MAX_WHATIF)
+		return yt_fail(err, wn, "too many what-ifs (%d), expected at most %d", whatif->n + wi.n, CONFIG_MAX_WHATIF);
+	/* Outputs change only once the whole mapping is known to be valid. */
 	if (model && m[0])
 		memcpy(model, m, sizeof m);
 	if (platform && pl[0])
@@ -259,7 +269,17 @@ static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, c
 		memcpy(calibration, cal, sizeof cal);
 	if (nodes)
 		*nodes = n;
+	for (int i = 0; whatif && i < wi.n; i++)
+		whatif->item[whatif->n++] = wi.item[i];
 	return true;
+}
+
+static bool job_read(const yt_doc *doc, const char *doc_path, config_job *job, char *model, char *platform, char *calibration,
+		     int *nodes, config_error *err)
+{
+	const yt_node *t;
+	return yt_top(doc, "job", &t, err) &&
+	       config_job_read_fields(t, doc_path, job, model, platform, calibration, nodes, NULL, err);
 }
 
 bool config_load_job(const char *path, config_job *job, char *model, char *platform, char *calibration, int *nodes,

@@ -22,6 +22,7 @@ const char *const config_attn_kernel_names[CONFIG_ATTN_KERNELS] = {"flash-attn-2
 								     "flash-attn-triton"};
 const char *const config_impl_names[2] = {"hf", "megatron"};
 const char *const config_zero3_prefetch_names[2] = {"deepspeed", "layer"};
+const char *const config_offload_optimizer_names[2] = {"none", "cpu"};
 
 bool config_job_usp(const config_job *job)
 {

@@ -251,12 +251,13 @@ static bool read_attn_kernel(const yt_node *t, config_platform *p, config_error 
 	return true;
 }
 
-/* host_link: {bandwidth, latency, memory}: the GPU's link to host memory (PCIe or
- * NVLink-C2C) and the host memory of one node; all three required when the section is
- * there. Absent: no host link (activation offload is refused). */
+/* host_link: {bandwidth, latency, memory[, memory_bandwidth]}: the GPU's link to host
+ * memory (PCIe or NVLink-C2C) and the host memory of one node; the first three required
+ * when the section is there; memory_bandwidth (the node's DRAM bandwidth, which the CPU
+ * optimizer step needs) optional. Absent: no host link (offload is refused). */
 static bool read_host_link(const yt_node *t, config_platform *p, config_error *err)
 {
-	static const char *const keys[] = {"bandwidth", "latency", "memory", NULL};
+	static const char *const keys[] = {"bandwidth", "latency", "memory", "memory_bandwidth", NULL};
 	const yt_node *h;
 	bool found = false;
 	if (!yt_map(t, "host_link", false, &h, err))
@@ -266,7 +267,8 @@ static bool read_host_link(const yt_node *t, config_platform *p, config_error *e
 		return true;
 	return yt_check_keys(h, keys, err) && yt_range(h, CONFIG_R_HOST_BANDWIDTH, true, &p->host.bandwidth, NULL, err) &&
 	       yt_range(h, CONFIG_R_HOST_LATENCY, true, &p->host.latency, NULL, err) &&
-	       yt_range(h, CONFIG_R_HOST_MEMORY, true, &p->host.memory, NULL, err);
+	       yt_range(h, CONFIG_R_HOST_MEMORY, true, &p->host.memory, NULL, err) &&
+	       yt_range(h, CONFIG_R_HOST_MEMORY_BW, false, &p->host.memory_bandwidth, NULL, err);
 }
 
 static bool platform_read(const yt_doc *doc, config_platform *p, config_error *err)

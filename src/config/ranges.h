@@ -94,6 +94,9 @@
 	X(HOST_BANDWIDTH, "bandwidth", NULL, BANDWIDTH, CONFIG_RANGE_LINK_BW)                              \
 	X(HOST_LATENCY, "latency", NULL, TIME, CONFIG_RANGE_LATENCY)                                       \
 	X(HOST_MEMORY, "memory", NULL, SIZE, 1e6, 1e15)                                                    \
+	/* host DRAM bandwidth per node (host_link memory_bandwidth): one DDR4-1600 channel (12.8 GB/s) \
+	 * to 100 TB/s, far above any CPU socket's DRAM (2x 12-channel DDR5-6400: 1.2 TB/s) */          \
+	X(HOST_MEMORY_BW, "memory_bandwidth", NULL, BANDWIDTH, 1e10, 1e14)                                 \
 	/* DeepSpeed buckets (default 5e8 elements): 1e15 elements is 2 PB of bf16 */                    \
 	X(REDUCE_BUCKET, "reduce_bucket", "--reduce-bucket", NUMBER, 1, 1e15)                              \
 	X(ALLGATHER_BUCKET, "allgather_bucket", "--allgather-bucket", NUMBER, 1, 1e15)                     \

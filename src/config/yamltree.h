@@ -96,6 +96,19 @@ const yt_node *yt_entry_of(yt_entry *e, const char *key, const yt_node *v);
  * from map t into job when t has it (*found, may be NULL, says so), with the job file's
  * checks and messages. */
 bool config_job_setting_read(const yt_node *t, int i, config_job *job, bool *found, config_error *err);
+/* job.c: the keys a job mapping takes (NULL-terminated): those of a job file's `job:`
+ * mapping, and of a fidelity corpus step case (src/fidelity/corpus.c); docs/job.md lists
+ * them with their defaults (tests/test_config.c holds the two to each other). */
+extern const char *const config_job_keys[];
+/* job.c: every key of a job mapping t (config_job_keys; unknown keys are errors), read
+ * with the job file's checks and messages: settings into *job (keys absent keep its
+ * value), model/platform/calibration (CONFIG_PATH_MAX buffers, may be NULL, untouched
+ * when absent) resolved relative to doc_path's directory, nodes (0 when absent), and the
+ * `what_if:` mapping appended to *whatif (NULL: what_if is checked as a key only, job
+ * files read it with config_load_whatif). The out-params change only when the whole
+ * mapping is valid; *job may be partly written on failure (pass a copy). */
+bool config_job_read_fields(const yt_node *t, const char *doc_path, config_job *job, char *model, char *platform,
+			    char *calibration, int *nodes, config_whatif *whatif, config_error *err);
 /* whatif.c: a `what_if:` mapping (slow_gpu, slow_node, degrade, fail_node, background)
  * appended to w; nothing is appended unless the whole mapping is valid. */
 bool config_read_whatif(const yt_node *wi, config_whatif *w, config_error *err);

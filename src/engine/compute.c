@@ -499,5 +499,11 @@ double engine_compute_time(const config_platform *p, const workload_op *op)
 	 * bandwidth (platform host_link; workload_check refuses offload without one). */
 	if (op->kernel == WL_KERNEL_HOST_COPY && p->host.bandwidth > 0)
 		return p->host.latency + op->bytes / p->host.bandwidth;
+	/* The CPU optimizer step: memory-bound on the node's DRAM (platform host_link
+	 * memory_bandwidth; workload_check refuses optimizer offload without one); bytes are
+	 * the node's traffic, every GPU's shard stepping at once (docs/model.md "Memory
+	 * techniques"). */
+	if (op->kernel == WL_KERNEL_HOST_ADAM && p->host.memory_bandwidth > 0)
+		return op->bytes / p->host.memory_bandwidth;
 	return 0.0;
 }

@@ -414,23 +414,32 @@ static const config_platform *pair_platform(const config_platform *p, nccl_algo 
 	return buf;
 }
 
+/* enqueue.cc's chunk rules, one line each: "if ((nBytes < (f * (concurrentOps *
+ * chunkSize))) && (chunkSize > c)) chunkSize = c", applied in order. */
+typedef struct chunk_rule {
+	double f, c;
+} chunk_rule;
+
+static double chunk_by_rules(double chunk, double ops, double bytes, const chunk_rule *r, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (bytes < r[i].f * ops * chunk && chunk > r[i].c)
+			chunk = r[i].c;
+	return chunk;
+}
+
 /* NVLS all-reduce's chunk (src/enqueue.cc, the NCCL_ALGO_NVLS branch of computeColl in
  * 2.18-2.19 and of the chunk computation in later releases, the same rule): 128 KiB
  * (nvlsChunkSize), then 64, 32 and 16 KiB while nBytes < 64, 8 and 2 x concurrentOps x
  * chunk, concurrentOps = NVLS channels x heads (the node's ranks). */
 static double nvls_chunk(int heads, double bytes)
 {
-	double ops = (double)nvls_channels * heads, chunk = 131072;
-	if (bytes < 64 * ops * chunk && chunk > 65536)
-		chunk = 65536;
-	if (bytes < 8 * ops * chunk && chunk > 32768)
-		chunk = 32768;
-	if (bytes < 2 * ops * chunk && chunk > 16384)
-		chunk = 16384;
-	return chunk;
+	static const chunk_rule r[] = {{64, 65536}, {8, 32768}, {2, 16384}};
+	return chunk_by_rules(131072, (double)nvls_channels * heads, bytes, r, 3);
 }
 
-/* The fill and drain of one-node NVLS all-reduce's pipeline, s. NCCL's kernel
+/* The fill and drain of NVLS all-reduce's pipeline, s, over `stages` stages (nvls_stages).
+ * One node, NCCL's kernel
  * (src/device/all_reduce.h, RunWorkElement<AllReduce, NVLS, Simple>) splits each
  * channel's threads into three warp groups that run one after the other on every loop of
  * nChannels x nHeads x chunk bytes: scatter (the input to the heads' NVLS buffers),
@@ -445,11 +454,44 @@ static double nvls_chunk(int heads, double bytes)
  * one another (6, 5 and 5 of its 16 warps with more than 6 ranks), so each stage is taken
  * at the pipeline's rate (the pair's algbw) and the two extra stages cost
  * 2 x min(bytes, loop) / algbw: a call smaller than one loop runs its three stages in
- * turn. Derivation and measured curves: docs/fidelity.md, "One-node NVLS all-reduce". */
-static double nvls_pipeline_fill(int heads, double bytes, double algbw)
+ * turn; NVLS-tree's loops pass more groups (nvls_stages). Derivation and measured curves:
+ * docs/fidelity.md, "One-node NVLS all-reduce" and "Two-node all-reduce". */
+static double nvls_pipeline_fill(int stages, double loop, double bytes, double algbw)
 {
-	double loop = (double)nvls_channels * heads * nvls_chunk(heads, bytes);
-	return algbw > 0 ? 2.0 * fmin(bytes, loop) / algbw : 0.0;
+	return algbw > 0 ? (stages - 1) * fmin(bytes, loop) / algbw : 0.0;
+}
+
+/* NVLS-tree's chunk (src/enqueue.cc, the NCCL_ALGO_NVLS_TREE branch of the chunk
+ * computation, NCCL 2.19-2.2x): one NCCL_STEPS step of the 4 MiB Simple buffer, 512 KiB,
+ * capped at 64 KiB from 4 nodes (NCCL_NVLS_TREE_MAX_CHUNKSIZE's default), then 256, 128,
+ * 64 and 32 KiB while nBytes < 32, 16, 4 and 1 x concurrentOps x chunk (concurrentOps = 16
+ * NVLS channels x heads). Later releases start from nvlsChunkSize (128 KiB): the same
+ * chunk below 512 MiB. */
+static double nvls_tree_chunk(int heads, int nodes, double bytes)
+{
+	static const chunk_rule r[] = {{32, 262144}, {16, 131072}, {4, 65536}, {1, 32768}};
+	return chunk_by_rules(nodes >= 4 ? 65536 : 524288, (double)nvls_channels * heads, bytes, r, 4);
+}
+
+/* The stages a loop of NVLS all-reduce passes in turn (see nvls_pipeline_fill) and its
+ * size. One node: scatter, reduce, gather. NVLS-tree across nodes (all_reduce.h,
+ * RunWorkElement for NCCL_ALGO_NVLS_TREE; the same warp groups, with the reduce group
+ * sending its chunk up the tree between nodes and a broadcast group receiving the result
+ * from it): on a channel where the node is a leaf the loop passes its scatter and reduce
+ * groups, the reduce group of every node above it up to the root (which reduces and sends
+ * the result back down), the broadcast group of every node below the root, and its gather:
+ * 2 log2(nodes) + 3 groups, each sized to keep pace as on one node. The network transfers
+ * between them are the 2 log2(nodes) hops NCCL's NVLS-tree latency already charges
+ * (pair_time: 14 us each). */
+static int nvls_stages(int nodes, int heads, double bytes, double *loop)
+{
+	double ops = (double)nvls_channels * heads;
+	if (nodes <= 1) {
+		*loop = ops * nvls_chunk(heads, bytes);
+		return 3;
+	}
+	*loop = ops * nvls_tree_chunk(heads, nodes, bytes);
+	return 2 * log2i(nodes) + 3;
 }
 
 /* Ring family, spsim's ring: NCCL's choice among (algorithm, protocol), made by NCCL's
@@ -495,8 +537,11 @@ static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_gro
 	k.latency = 0;
 	if (pair_time(&m, k.algo, k.proto, &k.latency, &bw) < 0)
 		bw = bw_rs;
-	if (k.algo == NCCL_ALGO_NVLS && c == WL_COLL_ALLREDUCE && m.nodes == 1)
-		k.latency += nvls_pipeline_fill(m.P, bytes, bw);
+	if (k.algo == NCCL_ALGO_NVLS && c == WL_COLL_ALLREDUCE) {
+		double loop;
+		int stages = nvls_stages(m.nodes, m.ppn, bytes, &loop);
+		k.latency += nvls_pipeline_fill(stages, loop, bytes, bw);
+	}
 	k.scale[0] = k.scale[1] = bw_rs / bw;
 	/* NCCL chooses on the full channel count and then launches fewer channels for a small
 	 * message (nccl_launch_channels); each carries its share of the bandwidth, so the

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config/yamltree.h"
+#include "engine/nccl.h"
 #include "nccltests/nccltests.h"
 
 const char *const fidelity_kind_names[FID_KIND_COUNT] = {"collective", "attention", "gemm", "step"};
@@ -62,6 +63,12 @@ bool fidelity_case_platform(const fidelity_case *k, config_platform *p, config_e
 		return false;
 	if (k->nodes > 0)
 		p->nodes = k->nodes;
+	if (k->calibration[0]) { /* as `spsim run --calibration`: after the node count */
+		config_calibration cal;
+		if (!config_load_calibration(k->calibration, &cal, err) || !config_calibration_check(&cal, p, err))
+			return false;
+		config_apply_calibration(p, &cal);
+	}
 	return true;
 }
 
@@ -79,13 +86,14 @@ static bool kind_map(const yt_node *cm, fidelity_kind kind, const yt_node **out,
 
 static bool read_collective(const yt_node *m, fidelity_case *k, const config_platform *p, config_error *err)
 {
-	static const char *const keys[] = {"op", "gpus", "size", "alg", NULL};
-	char op[CONFIG_NAME_MAX], size[CONFIG_NAME_MAX], alg[CONFIG_NAME_MAX];
-	bool has_alg = false;
+	static const char *const keys[] = {"op", "gpus", "size", "alg", "proto", NULL};
+	char op[CONFIG_NAME_MAX], size[CONFIG_NAME_MAX], alg[CONFIG_NAME_MAX], proto[CONFIG_NAME_MAX];
+	bool has_alg = false, has_proto = false;
 	if (!yt_check_keys(m, keys, err) || !yt_string(m, "op", true, op, sizeof op, NULL, err) ||
 	    !yt_posint(m, "gpus", true, &k->gpus, NULL, err) ||
 	    !yt_string(m, "size", true, size, sizeof size, NULL, err) ||
-	    !yt_string(m, "alg", false, alg, sizeof alg, &has_alg, err))
+	    !yt_string(m, "alg", false, alg, sizeof alg, &has_alg, err) ||
+	    !yt_string(m, "proto", false, proto, sizeof proto, &has_proto, err))
 		return false;
 	if (!nccltests_coll_from_name(op, &k->coll))
 		return yt_fail(err, yt_find(m, "op"),
@@ -97,9 +105,26 @@ static bool read_collective(const yt_node *m, fidelity_case *k, const config_pla
 			       size);
 	k->alg_set = has_alg;
 	k->alg = nccltests_default_alg(k->coll);
-	if (has_alg && !nccltests_alg_from_name(k->coll, alg, &k->alg))
-		return yt_fail(err, yt_find(m, "alg"), "algorithm '%s' does not apply to %s, expected one of ring, direct, pairwise, hierarchical that does",
+	/* the algorithm and protocol the run forced (NCCL_ALGO, NCCL_PROTO), read as
+	 * `spsim collective --alg/--proto` read them; only ones NCCL itself could run there */
+	k->force_algo = k->force_proto = 0;
+	if (has_alg && !nccltests_resolve_alg(k->coll, alg, &k->alg, &k->force_algo))
+		return yt_fail(err, yt_find(m, "alg"),
+			       "algorithm '%s' does not apply to %s, expected one of ring, tree, nvls (NCCL_ALGO), "
+			       "direct, pairwise, hierarchical that does",
 			       alg, op);
+	if (has_proto) {
+		nccl_proto pr;
+		if (!nccl_proto_from_name(proto, &pr))
+			return yt_fail(err, yt_find(m, "proto"), "'proto' must be LL, LL128 or Simple (NCCL_PROTO), got '%s'",
+				       proto);
+		k->force_proto = (int)pr + 1;
+	}
+	char why[256];
+	if (!nccl_force_check(p, k->coll, k->force_algo, 0, why, sizeof why))
+		return yt_fail(err, yt_find(m, "alg"), "%s", why);
+	if (!nccl_force_check(p, k->coll, k->force_algo, k->force_proto, why, sizeof why))
+		return yt_fail(err, yt_find(m, "proto"), "%s", why);
 	nccltests_setup s = {.platform = p, .coll = k->coll, .alg = k->alg, .gpus = k->gpus, .group_size = k->gpus};
 	config_error e2;
 	if (!nccltests_setup_check(&s, &e2))
@@ -134,41 +159,50 @@ static bool read_kernel(const yt_node *m, fidelity_case *k, config_error *err)
 	return true;
 }
 
-static bool read_step(const char *file, const yt_node *m, fidelity_case *k, const config_platform *p, config_error *err)
+/* A step mapping: every key of a job file, through the job file's own reader, so a step
+ * case takes whatever `spsim run --job` takes; the keys a published run must state are
+ * required. Its platform and nodes go to *platform and *nodes (left as they are when
+ * absent) for read_case to merge with the case level's. */
+static bool read_step_fields(const char *file, const yt_node *m, fidelity_case *k, char *platform, int *nodes,
+			     config_error *err)
 {
-	static const char *const keys[] = {"model",     "strategy",        "gpus", "sp", "micro_batch", "seq_len",
-					   "grad_accum", "zero", "recompute", "attention_kernel", "zero3_prefetch", NULL};
-	char model[CONFIG_PATH_MAX];
-	int strategy = 0, recompute = 0, attn = -1, z3p = 0;
-	long zero = 1;
+	static const char *const required[] = {"model", "gpus", "sp", "micro_batch", "seq_len"};
 	config_job_defaults(&k->job);
-	strategy = k->job.strategy, recompute = k->job.recompute, zero = k->job.zero_stage;
-	if (!yt_check_keys(m, keys, err) || !yt_string(m, "model", true, model, sizeof model, NULL, err) ||
-	    !yt_enum(m, "strategy", false, config_strategy_names, 2, &strategy, NULL, err) ||
-	    !yt_posint(m, "gpus", true, &k->job.gpus, NULL, err) || !yt_posint(m, "sp", true, &k->job.sp, NULL, err) ||
-	    !yt_posint(m, "micro_batch", true, &k->job.micro_batch, NULL, err) ||
-	    !yt_int(m, "seq_len", true, 1, LONG_MAX, &k->job.seq_len, NULL, err) ||
-	    !yt_posint(m, "grad_accum", false, &k->job.grad_accum, NULL, err) ||
-	    !yt_int(m, "zero", false, 0, 3, &zero, NULL, err) ||
-	    !yt_enum(m, "recompute", false, config_recompute_names, 2, &recompute, NULL, err) ||
-	    !yt_enum(m, "attention_kernel", false, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &attn, NULL, err) ||
-	    !yt_enum(m, "zero3_prefetch", false, config_zero3_prefetch_names, 2, &z3p, NULL, err))
+	int n = 0;
+	if (!config_job_read_fields(m, file, &k->job, k->model, platform, k->calibration, &n, &k->whatif, err))
 		return false;
-	k->job.attention_kernel = attn; /* -1 when absent: the platform's */
-	k->job.zero3_prefetch = (config_zero3_prefetch)z3p;
-	k->job.strategy = (config_strategy)strategy;
-	k->job.recompute = (config_recompute)recompute;
-	k->job.zero_stage = (int)zero;
+	for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+		if (!yt_find(m, required[i]))
+			return yt_fail(err, m, "missing required key '%s' in 'step', expected model, gpus, sp, micro_batch and seq_len",
+				       required[i]);
+	if (n > 0)
+		*nodes = n;
+	return true;
+}
+
+/* The step's job against its model and platform, as `spsim run` checks it. */
+static bool check_step(const yt_node *m, const fidelity_case *k, const config_platform *p, config_error *err)
+{
 	const yt_node *mv = yt_find(m, "model");
-	if (!resolve(file, model, k->model, sizeof k->model))
-		return yt_fail(err, mv, "model path too long");
 	config_model md;
 	config_error e2;
 	if (!config_load_model(k->model, &md, &e2))
-		return yt_fail(err, mv, "model '%s' does not load: %s", model, e2.msg);
+		return yt_fail(err, mv, "model '%s' does not load: %s", mv->value, e2.msg);
 	config_job job = k->job;
 	if (!workload_check(&md, p, &job, &e2))
 		return yt_fail(err, m, "the job does not fit model '%s' on platform '%s': %s", md.name, p->name, e2.msg);
+	if (k->whatif.n > 0 && !config_whatif_check(&k->whatif, p, job.gpus, &e2))
+		return yt_fail(err, yt_find(m, "what_if"), "%s", e2.msg);
+	return true;
+}
+
+/* A key a step case may give at the case level or in its step mapping, not both. */
+static bool one_place(const yt_node *cm, const yt_node *m, const char *key, config_error *err)
+{
+	const yt_node *c = yt_find(cm, key), *s = yt_find(m, key);
+	if (c && s)
+		return yt_fail(err, s, "'%s' is given both here and at the case level (line %d), expected it in one place", key,
+			       c->line);
 	return true;
 }
 
@@ -183,11 +217,11 @@ static bool read_case(const char *file, const char *source, const yt_node *cm, f
 	snprintf(k->source, sizeof k->source, "%s", source);
 	k->line = cm->line, k->col = cm->col;
 	int kind = 0;
-	char platform[CONFIG_PATH_MAX];
+	char platform[CONFIG_PATH_MAX] = "";
 	if (!yt_check_keys(cm, keys, err) || !yt_string(cm, "id", true, k->id, sizeof k->id, NULL, err) ||
 	    !yt_enum(cm, "kind", true, fidelity_kind_names, FID_KIND_COUNT, &kind, NULL, err) ||
 	    !yt_string(cm, "citation", true, k->citation, sizeof k->citation, NULL, err) ||
-	    !yt_string(cm, "platform", true, platform, sizeof platform, NULL, err) ||
+	    !yt_string(cm, "platform", false, platform, sizeof platform, NULL, err) ||
 	    !yt_posint(cm, "nodes", false, &k->nodes, NULL, err))
 		return false;
 	k->kind = (fidelity_kind)kind;
@@ -215,22 +249,41 @@ static bool read_case(const char *file, const char *source, const yt_node *cm, f
 	}
 	k->metric = (fidelity_metric)metric;
 
-	const yt_node *pv = yt_find(cm, "platform");
-	if (!resolve(file, platform, k->platform, sizeof k->platform))
-		return yt_fail(err, pv, "platform path too long");
-	config_platform p;
-	config_error e2;
-	if (!fidelity_case_platform(k, &p, &e2))
-		return yt_fail(err, pv, "platform '%s' does not load: %s", platform, e2.msg);
-
 	const yt_node *m;
 	if (!kind_map(cm, k->kind, &m, err))
 		return false;
+	/* A step takes the job keys, platform and nodes among them (resolved by the job
+	 * reader); elsewhere the platform is the case's own. */
+	const yt_node *pv = yt_find(cm, "platform");
+	if (k->kind == FID_STEP) {
+		if (!one_place(cm, m, "platform", err) || !one_place(cm, m, "nodes", err) ||
+		    !read_step_fields(file, m, k, k->platform, &k->nodes, err))
+			return false;
+		if (yt_find(m, "platform"))
+			pv = yt_find(m, "platform");
+	}
+	if (!pv)
+		return yt_fail(err, cm, "missing required key 'platform' in the case, expected a shipped platform name or a YAML "
+					"path%s",
+			       k->kind == FID_STEP ? " (at the case level or in 'step')" : "");
+	if (!k->platform[0] && !resolve(file, platform, k->platform, sizeof k->platform))
+		return yt_fail(err, pv, "platform path too long");
+	config_platform p;
+	config_error e2;
+	if (k->calibration[0]) { /* its own errors at its own key */
+		config_calibration cal;
+		if (!config_load_calibration(k->calibration, &cal, &e2))
+			return yt_fail(err, yt_find(m, "calibration"), "calibration does not load: %s", e2.msg);
+	}
+	if (!fidelity_case_platform(k, &p, &e2))
+		return yt_fail(err, k->calibration[0] ? yt_find(m, "calibration") : pv, "platform '%s'%s does not load: %s",
+			       pv->value, k->calibration[0] ? " with the step's calibration" : "", e2.msg);
+
 	switch (k->kind) {
 	case FID_COLLECTIVE: return read_collective(m, k, &p, err);
 	case FID_ATTENTION:
 	case FID_GEMM: return read_kernel(m, k, err);
-	case FID_STEP: return read_step(file, m, k, &p, err);
+	case FID_STEP: return check_step(m, k, &p, err);
 	default: return false;
 	}
 }

@@ -22,15 +22,21 @@
  * Per kind, one configuration mapping and the units it may be compared in:
  *   collective: {op: all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast,
  *                gpus: N, size: 8G (nccl-tests size syntax, bytes per rank),
- *                alg: ring|direct|pairwise|hierarchical (optional)}     units GB/s (busbw), us (time)
+ *                alg, proto (optional, as `spsim collective --alg/--proto`: alg ring|tree|nvls
+ *                the algorithm the run forced with NCCL_ALGO, direct|pairwise|hierarchical
+ *                spsim's all-to-all; proto LL|LL128|Simple the protocol it forced with
+ *                NCCL_PROTO; NCCL's tuner's choice when absent)}        units GB/s (busbw), us (time)
  *   attention:  {batch, seq_len, heads, head_dim, causal: bool, pass: fwd|bwd|fwd+bwd,
  *                kernel: flash-attn-2|flash-attn-3|cudnn|flash-attn-triton}
  *                                                                       unit TFLOP/s
  *   gemm:       {m, n, k}                                               unit TFLOP/s
- *   step:       {model, strategy, gpus, sp, micro_batch, seq_len, grad_accum, zero,
- *                recompute, attention_kernel}  (the keys of a job file; model a shipped
- *                name or a path relative to this file; attention_kernel optional, the
- *                platform's when absent)        units tokens/s/GPU, MFU%, MFU-dense%
+ *   step:       {model, gpus, sp, micro_batch, seq_len, ...}: every key of a job file's
+ *                `job:` mapping (config_job_keys, read by config_job_read_fields, so
+ *                strategy, zero, recompute, attention_kernel, impl, a2a, ... all work);
+ *                model, gpus, sp, micro_batch and seq_len required; paths relative to
+ *                this file; platform and nodes either here or at the case level, not
+ *                both; calibration applied to the platform; what_if runs under the
+ *                SimGrid engine only      units tokens/s/GPU, MFU%, MFU-dense%
  *                (MFU% counts causal attention at half its dense FLOPs, MFU-dense% dense,
  *                as MosaicML, PaLM and Megatron-LM report it)
  *
@@ -92,6 +98,8 @@ typedef struct fidelity_case {
 	workload_coll coll;
 	bool alg_set;
 	workload_alg alg;
+	int force_algo;  /* 1 + nccl_algo the run forced (NCCL_ALGO), 0: NCCL's choice */
+	int force_proto; /* 1 + nccl_proto the run forced (NCCL_PROTO), 0: NCCL's choice */
 	int gpus;
 	double size;
 	/* attention, gemm */
@@ -99,6 +107,8 @@ typedef struct fidelity_case {
 	/* step */
 	char model[CONFIG_PATH_MAX];
 	config_job job;
+	char calibration[CONFIG_PATH_MAX]; /* "" for none; applied to the platform */
+	config_whatif whatif;              /* the step's what_if: (SimGrid engine only) */
 } fidelity_case;
 
 typedef struct fidelity_corpus {
@@ -117,7 +127,7 @@ bool fidelity_load_file(const char *path, fidelity_corpus *c, config_error *err)
 bool fidelity_load_dir(const char *dir, fidelity_corpus *c, config_error *err);
 void fidelity_corpus_free(fidelity_corpus *c);
 
-/* The case's platform with its node count applied. */
+/* The case's platform with its node count and its step's calibration applied. */
 bool fidelity_case_platform(const fidelity_case *k, config_platform *p, config_error *err);
 
 /* spsim's prediction of a case, in the case's unit, with the named engine for steps

@@ -78,8 +78,11 @@ double fidelity_kernel_time(const config_platform *p, const fidelity_kernel *k, 
 
 static bool predict_collective(const fidelity_case *k, const config_platform *p, double *out, config_error *err)
 {
-	nccltests_setup s = {.platform = p, .coll = k->coll, .alg = k->alg, .gpus = k->gpus, .group_size = k->gpus,
-			     .placement = ENGINE_PLACE_CONTIGUOUS};
+	config_platform forced = *p; /* what the run forced, as --alg and --proto do */
+	forced.nccl.force_algo = k->force_algo;
+	forced.nccl.force_proto = k->force_proto;
+	nccltests_setup s = {.platform = &forced, .coll = k->coll, .alg = k->alg, .gpus = k->gpus,
+			     .group_size = k->gpus, .placement = ENGINE_PLACE_CONTIGUOUS};
 	if (!nccltests_setup_check(&s, err))
 		return false;
 	double t;
@@ -105,14 +108,15 @@ static bool predict_step(const fidelity_case *k, const config_platform *p, const
 	if (!config_load_model(k->model, &m, err))
 		return false;
 	config_job job = k->job;
-	if (!workload_check(&m, p, &job, err))
+	engine_options opt = {0};
+	opt.whatif = k->whatif.n > 0 ? &k->whatif : NULL; /* a step case's what_if: */
+	if (!workload_check(&m, p, &job, err) || !engine_whatif_supported(e->name, &opt, err))
 		return false;
 	workload_composite comp;
 	if (!workload_compose(&m, p, &job, &comp, err))
 		return false;
 	engine_result r;
 	const workload_plan *primary;
-	engine_options opt = {0};
 	bool ok = engine_run_composite(e, &m, p, &job, &comp, opt, &r, NULL, &primary, err);
 	workload_compose_finish(&comp);
 	if (!ok)

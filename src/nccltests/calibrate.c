@@ -527,9 +527,12 @@ static bool fit_entry(log_model *models, int n, const nccltests_calib_opts *o, b
 				best = cand;
 			}
 		}
-		if (!best.has_latency || !best.has_bw)
+		if (!best.has_latency && !best.has_bw)
+			note(rep, "%s %s: keeping nothing fitted: the fit made some size worse than the platform as given",
+			     cname, entry_names[e]);
+		else if (!best.has_latency || !best.has_bw)
 			note(rep, "%s %s: keeping the fitted %s only: the rest made some size worse than the platform as given",
-			     cname, entry_names[e], best.has_bw ? "bandwidth" : best.has_latency ? "latency" : "nothing");
+			     cname, entry_names[e], best.has_bw ? "bandwidth" : "latency");
 	} else {
 		best = fitted;
 	}

@@ -137,6 +137,11 @@ bool nccltests_fit_model(nccltests_model_fn fn, void *ctx, const double *times, 
 		if (done)
 			break;
 		linearise(fn, ctx, times, n, L, B, pts);
+		/* the step took the bandwidth past the point where this class is any size's
+		 * bottleneck (another link's min() binds everywhere above it): the points cannot
+		 * move it further, so the fit ends at that step */
+		if (!any_k(pts, n))
+			break;
 	}
 	free(pts);
 	if (!ok)

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "nccltests/nccltests.h"
+#include "engine/nccl.h"
 
 static const struct {
 	const char *test;   /* nccl-tests binary */
@@ -164,6 +165,19 @@ bool nccltests_alg_from_name(workload_coll c, const char *name, workload_alg *ou
 		return true;
 	}
 	return false;
+}
+
+bool nccltests_resolve_alg(workload_coll c, const char *name, workload_alg *alg, int *force_algo)
+{
+	nccl_algo na;
+	*alg = nccltests_default_alg(c);
+	*force_algo = 0;
+	bool ring_family = c != WL_COLL_ALLTOALL && c != WL_COLL_SENDRECV;
+	if (ring_family && nccl_algo_from_name(name, &na) && na != NCCL_ALGO_P2P) {
+		*force_algo = (int)na + 1;
+		return true;
+	}
+	return nccltests_alg_from_name(c, name, alg);
 }
 
 /* nccl-tests' getFloatStr (src/common.cu): count the integer digits, then pick the

@@ -51,12 +51,19 @@ bool nccltests_parse_size(const char *text, double *out);
 bool nccltests_alg_from_name(workload_coll c, const char *name, workload_alg *out);
 /* The algorithm spsim's op program uses for a collective (ring, direct all-to-all). */
 workload_alg nccltests_default_alg(workload_coll c);
+/* An --alg name as `spsim collective` and the fidelity corpus read it: ring, tree and nvls
+ * force NCCL's algorithm on the ring family (*force_algo = 1 + nccl_algo, *alg the
+ * default), direct, pairwise and hierarchical are spsim's (nccltests_alg_from_name,
+ * *force_algo = 0). False when the name is neither for c; where a forced algorithm can
+ * run is nccl_force_check's to say. */
+bool nccltests_resolve_alg(workload_coll c, const char *name, workload_alg *alg, int *force_algo);
 
 /* ---------------------------------------------------------------- parser ---- */
 enum { NCCLTESTS_OOP = 0, NCCLTESTS_IP = 1 }; /* out-of-place, in-place column groups */
 
 typedef struct nccltests_row {
 	int line;          /* 1-based line in the log */
+	int count_col;     /* 1-based column of its count field, for messages */
 	double size;       /* bytes ("size" column) */
 	double count;      /* elements ("count" column) */
 	char type[16];
@@ -208,8 +215,9 @@ void nccltests_place(const nccltests_setup *s, int *node_of_rank);
  * rank), active_per_node the most GPUs of one of its nodes whose group crosses nodes. */
 engine_group_shape nccltests_group_shape(const nccltests_setup *s, const int *node_of_rank, int g);
 /* The distinct shapes of a setup's groups (one under contiguous placement); the caller
- * frees *shapes. sendrecv is costed as one message between neighbours (size 2, per_node 1
- * when the slowest pair crosses nodes). */
+ * frees *shapes. sendrecv is costed as one message between neighbours: size K (the
+ * communicator, which sizes NCCL's p2p channels, as in the SimGrid engine), per_node K
+ * inside a node and 1 when the slowest pair crosses nodes. */
 bool nccltests_shapes(const nccltests_setup *s, engine_group_shape **shapes, int *n, config_error *err);
 /* Analytic time (seconds) of one collective of `bytes` per rank: the slowest group. */
 bool nccltests_predict_time(const nccltests_setup *s, double bytes, double *time_s, config_error *err);

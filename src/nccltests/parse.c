@@ -24,6 +24,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -32,6 +33,8 @@
 #include "nccltests/nccltests.h"
 
 #define MAX_TOKENS 48
+/* far above any nccl-tests log, NCCL_DEBUG=INFO chatter of a large job included */
+#define NCCLTESTS_MAX_LOG_BYTES (256 << 20)
 #define MAX_HOSTS_NAME 256
 
 enum col_role { COL_OTHER, COL_SIZE, COL_COUNT, COL_TYPE, COL_REDOP, COL_ROOT, COL_TIME, COL_ALGBW, COL_BUSBW, COL_WRONG };
@@ -69,7 +72,14 @@ typedef struct parse_state {
 	workload_coll coll_h, coll_c;
 	int coll_line;
 	int cap_rows;
+	/* the line being read: tokens point into tok_base, which starts tok_shift bytes into
+	 * the line (after a launcher prefix), for columns in messages */
+	const char *tok_base;
+	int tok_shift;
 } parse_state;
+
+/* 1-based column of a token of the current line. */
+static int col_of(const parse_state *st, const char *tok) { return (int)(tok - st->tok_base) + st->tok_shift + 1; }
 
 /* ------------------------------------------------------------------ lines --- */
 static int tokenize(char *s, char **tok, int max)
@@ -200,8 +210,8 @@ static bool parse_header(parse_state *st, char **tok, int n, int line, config_er
 			r = COL_ROOT, c.idx_root = i;
 		else if (strcmp(t, "time") == 0 || strcmp(t, "cputime") == 0) {
 			if (++g >= 2)
-				return config_fail(err, "%s:%d: more than two column groups (time ... time ... time) in the header, "
-						   "expected out-of-place and in-place", st->name, line);
+				return config_fail(err, "%s:%d:%d: more than two column groups (time ... time ... time) in the header, "
+						   "expected out-of-place and in-place", st->name, line, 1);
 			r = COL_TIME, c.idx_time[g] = i;
 		} else if (g >= 0 && strcmp(t, "algbw") == 0)
 			r = COL_ALGBW, c.idx_algbw[g] = i;
@@ -215,76 +225,90 @@ static bool parse_header(parse_state *st, char **tok, int n, int line, config_er
 	c.n = n;
 	c.groups = g + 1;
 	if (c.idx_size < 0 || c.idx_count < 0 || c.idx_type < 0 || c.groups < 1)
-		return config_fail(err, "%s:%d: column header lacks size, count, type or time, expected nccl-tests' "
-				   "'#  size  count  type  redop  root  time  algbw  busbw  #wrong ...'", st->name, line);
+		return config_fail(err, "%s:%d:%d: column header lacks size, count, type or time, expected nccl-tests' "
+				   "'#  size  count  type  redop  root  time  algbw  busbw  #wrong ...'", st->name, line, 1);
 	for (int k = 0; k < c.groups; k++)
 		if (c.idx_algbw[k] < 0 || c.idx_busbw[k] < 0)
-			return config_fail(err, "%s:%d: column group %d has a time column but no algbw and busbw, expected "
-					   "'time  algbw  busbw  #wrong'", st->name, line, k + 1);
+			return config_fail(err, "%s:%d:%d: column group %d has a time column but no algbw and busbw, expected "
+					   "'time  algbw  busbw  #wrong'", st->name, line, 1, k + 1);
 	st->cols = c;
 	st->have_cols = true;
 	if (!st->log->header_line)
 		st->log->header_line = line;
 	if (st->log->groups && st->log->groups != c.groups)
-		return config_fail(err, "%s:%d: this table has %d column groups, an earlier one at line %d had %d; split "
-				   "the log", st->name, line, c.groups, st->log->header_line, st->log->groups);
+		return config_fail(err, "%s:%d:%d: this table has %d column groups, an earlier one at line %d had %d; split "
+				   "the log", st->name, line, 1, c.groups, st->log->header_line, st->log->groups);
 	st->log->groups = c.groups;
 	return true;
 }
 
 /* ---------------------------------------------------------------- data row -- */
+/* A number of a result row's metric column: finite, and > 0 (times) or >= 0 (bandwidths,
+ * #wrong). nccl-tests prints times in us with 2 decimals, so a measured one is never 0. */
+static bool row_metric(parse_state *st, const char *t, int line, const char *what, bool positive, double *out,
+		       config_error *err)
+{
+	double v;
+	if (!parse_num(t, &v) || !isfinite(v) || v < 0 || (positive && v == 0))
+		return config_fail(err, "%s:%d:%d: %s '%s' is not a %s, expected a finite number %s", st->name, line,
+				   col_of(st, t), what, t, positive ? "duration" : "rate or count",
+				   positive ? "> 0 (microseconds)" : ">= 0");
+	*out = v;
+	return true;
+}
+
 static bool parse_row(parse_state *st, char **tok, int n, int line, config_error *err)
 {
 	const table_cols *c = &st->cols;
 	/* trailing extras (a timestamp prints as two tokens) are fine; missing columns are not */
 	if (n < c->n)
-		return config_fail(err, "%s:%d: %d fields in a result row, the header at line %d has %d columns", st->name,
-				   line, n, c->line, c->n);
+		return config_fail(err, "%s:%d:%d: %d fields in a result row, the header at line %d has %d columns", st->name,
+				   line, col_of(st, tok[n - 1]), n, c->line, c->n);
 	nccltests_row r = {0};
 	r.line = line;
 	r.root = -1;
-	double v;
 	char e[160];
 	/* sizes and counts within the range table's collective sizes (config/ranges.h) */
-	if (!all_digits(tok[c->idx_size]) || !parse_num(tok[c->idx_size], &r.size) ||
-	    !config_range_ok(CONFIG_R_COLL_BYTES, r.size))
-		return config_fail(err, "%s:%d: size '%s' is not a byte count, expected %s", st->name, line,
-				   tok[c->idx_size], config_range_expect(CONFIG_R_COLL_BYTES, e, sizeof e));
-	if (!all_digits(tok[c->idx_count]) || !parse_num(tok[c->idx_count], &r.count) ||
-	    !config_range_ok(CONFIG_R_COLL_BYTES, r.count))
-		return config_fail(err, "%s:%d: count '%s' is not an element count, expected an integer from 0 to %.0f",
-				   st->name, line, tok[c->idx_count], config_range_get(CONFIG_R_COLL_BYTES)->hi);
+	const char *ts_ = tok[c->idx_size], *tc = tok[c->idx_count];
+	if (!all_digits(ts_) || !parse_num(ts_, &r.size) || !config_range_ok(CONFIG_R_COLL_BYTES, r.size))
+		return config_fail(err, "%s:%d:%d: size '%s' is not a byte count, expected %s", st->name, line,
+				   col_of(st, ts_), ts_, config_range_expect(CONFIG_R_COLL_BYTES, e, sizeof e));
+	r.count_col = col_of(st, tc);
+	if (!all_digits(tc) || !parse_num(tc, &r.count) || !config_range_ok(CONFIG_R_COLL_BYTES, r.count))
+		return config_fail(err, "%s:%d:%d: count '%s' is not an element count, expected an integer from 0 to %.0f",
+				   st->name, line, r.count_col, tc, config_range_get(CONFIG_R_COLL_BYTES)->hi);
 	snprintf(r.type, sizeof r.type, "%s", tok[c->idx_type]);
-	if (nccltests_type_size(r.type) == 0)
-		return config_fail(err, "%s:%d: unknown datatype '%s', expected one of nccl-tests' types (float, half, "
-				   "bfloat16, double, int8, int32, ...)", st->name, line, r.type);
+	int type_size = nccltests_type_size(r.type);
+	if (type_size == 0)
+		return config_fail(err, "%s:%d:%d: unknown datatype '%s', expected one of nccl-tests' types (float, half, "
+				   "bfloat16, double, int8, int32, ...)", st->name, line, col_of(st, tok[c->idx_type]), r.type);
+	/* nccl-tests prints size = count x type size, times the ranks for the per-rank
+	 * collectives (checked once P is known): either way a whole multiple */
+	double per = r.count * type_size, q = per > 0 ? r.size / per : 0;
+	if ((r.count == 0) != (r.size == 0) || q != floor(q))
+		return config_fail(err, "%s:%d:%d: count %s x %d B (%s) does not divide size %s, expected count = size / "
+				   "type size (/ ranks for all-gather, reduce-scatter and all-to-all)", st->name, line,
+				   r.count_col, tc, type_size, r.type, ts_);
 	if (c->idx_redop >= 0)
 		snprintf(r.redop, sizeof r.redop, "%s", tok[c->idx_redop]);
 	if (c->idx_root >= 0) {
 		long root;
-		if (!parse_int(tok[c->idx_root], &root) || (root != -1 && !config_range_ok(CONFIG_R_LOG_RANK, root)))
-			return config_fail(err, "%s:%d: root '%s' is not a rank number, expected -1 or %s", st->name, line,
-					   tok[c->idx_root], config_range_expect(CONFIG_R_LOG_RANK, e, sizeof e));
+		const char *t = tok[c->idx_root];
+		if (!parse_int(t, &root) || (root != -1 && !config_range_ok(CONFIG_R_LOG_RANK, root)))
+			return config_fail(err, "%s:%d:%d: root '%s' is not a rank number, expected -1 or %s", st->name, line,
+					   col_of(st, t), t, config_range_expect(CONFIG_R_LOG_RANK, e, sizeof e));
 		r.root = (int)root;
 	}
 	for (int g = 0; g < c->groups; g++) {
-		const char *t = tok[c->idx_time[g]];
-		if (!parse_num(t, &v) || !isfinite(v) || v < 0)
-			return config_fail(err, "%s:%d: time '%s' is not a duration, expected microseconds >= 0", st->name, line,
-					   t);
-		r.time_us[g] = v;
-		/* bandwidths are informative only (a zero time gives inf or nan) */
-		r.algbw[g] = parse_num(tok[c->idx_algbw[g]], &v) ? v : NAN;
-		r.busbw[g] = parse_num(tok[c->idx_busbw[g]], &v) ? v : NAN;
+		if (!row_metric(st, tok[c->idx_time[g]], line, "time", true, &r.time_us[g], err) ||
+		    !row_metric(st, tok[c->idx_algbw[g]], line, "algbw", false, &r.algbw[g], err) ||
+		    !row_metric(st, tok[c->idx_busbw[g]], line, "busbw", false, &r.busbw[g], err))
+			return false;
 		r.wrong[g] = -1;
 		if (c->idx_wrong[g] >= 0) {
-			t = tok[c->idx_wrong[g]];
-			if (strcasecmp(t, "N/A") == 0)
-				r.wrong[g] = -1;
-			else if (parse_num(t, &v) && v >= 0)
-				r.wrong[g] = v;
-			else
-				return config_fail(err, "%s:%d: #wrong '%s' is neither a count nor N/A", st->name, line, t);
+			const char *t = tok[c->idx_wrong[g]];
+			if (strcasecmp(t, "N/A") != 0 && !row_metric(st, t, line, "#wrong", false, &r.wrong[g], err))
+				return false;
 		}
 		r.has[g] = true;
 	}
@@ -293,7 +317,7 @@ static bool parse_row(parse_state *st, char **tok, int n, int line, config_error
 		int cap = st->cap_rows ? 2 * st->cap_rows : 32;
 		nccltests_row *rows = realloc(log->rows, (size_t)cap * sizeof *rows);
 		if (!rows)
-			return config_fail(err, "%s:%d: out of memory", st->name, line);
+			return config_fail(err, "%s:%d:%d: out of memory", st->name, line, 1);
 		log->rows = rows;
 		st->cap_rows = cap;
 	}
@@ -308,17 +332,18 @@ static bool parse_rank_line(parse_state *st, char **tok, int n, int line, config
 	long rank;
 	char e[160];
 	if (n < 4 || !parse_int(tok[1], &rank) || rank < 0)
-		return config_fail(err, "%s:%d: rank line without a rank number, expected '#  Rank N Group G Pid P on HOST "
-				   "device D ...'", st->name, line);
+		return config_fail(err, "%s:%d:%d: rank line without a rank number, expected '#  Rank N Group G Pid P on HOST "
+				   "device D ...'", st->name, line, 1);
 	if (!config_range_ok(CONFIG_R_LOG_RANK, rank))
-		return config_fail(err, "%s:%d: rank %s, expected %s", st->name, line, tok[1],
+		return config_fail(err, "%s:%d:%d: rank %s, expected %s", st->name, line, col_of(st, tok[1]), tok[1],
 				   config_range_expect(CONFIG_R_LOG_RANK, e, sizeof e));
 	const char *host = NULL;
 	long group = 0;
 	for (int i = 2; i + 1 < n; i++) {
 		if (strcmp(tok[i], "Group") == 0 &&
 		    (!parse_int(tok[i + 1], &group) || !config_range_ok(CONFIG_R_LOG_RANK, group)))
-			return config_fail(err, "%s:%d: Group '%s' is not a group number, expected %s", st->name, line,
+			return config_fail(err, "%s:%d:%d: Group '%s' is not a group number, expected %s", st->name, line,
+					   col_of(st, tok[i + 1]),
 					   tok[i + 1], config_range_expect(CONFIG_R_LOG_RANK, e, sizeof e));
 		if (strcmp(tok[i], "on") == 0) {
 			/* an empty hostname prints as "on        device": one unnamed host */
@@ -327,8 +352,8 @@ static bool parse_rank_line(parse_state *st, char **tok, int n, int line, config
 		}
 	}
 	if (!host)
-		return config_fail(err, "%s:%d: rank line without 'on HOST', expected '#  Rank N Group G Pid P on HOST "
-				   "device D ...'", st->name, line);
+		return config_fail(err, "%s:%d:%d: rank line without 'on HOST', expected '#  Rank N Group G Pid P on HOST "
+				   "device D ...'", st->name, line, 1);
 	int h;
 	for (h = 0; h < st->n_hosts; h++)
 		if (strcmp(st->hosts[h], host) == 0)
@@ -338,24 +363,24 @@ static bool parse_rank_line(parse_state *st, char **tok, int n, int line, config
 			int cap = st->cap_hosts ? 2 * st->cap_hosts : 16;
 			char **hosts = realloc(st->hosts, (size_t)cap * sizeof *hosts);
 			if (!hosts)
-				return config_fail(err, "%s:%d: out of memory", st->name, line);
+				return config_fail(err, "%s:%d:%d: out of memory", st->name, line, 1);
 			st->hosts = hosts;
 			st->cap_hosts = cap;
 		}
 		st->hosts[h] = strdup(host);
 		if (!st->hosts[h])
-			return config_fail(err, "%s:%d: out of memory", st->name, line);
+			return config_fail(err, "%s:%d:%d: out of memory", st->name, line, 1);
 		st->n_hosts++;
 	}
 	for (int i = 0; i < st->n_ranks; i++)
 		if (st->ranks[i].rank == rank)
-			return config_fail(err, "%s:%d: rank %ld listed twice (first at line %d); split concatenated logs",
-					   st->name, line, rank, st->ranks[i].line);
+			return config_fail(err, "%s:%d:%d: rank %ld listed twice (first at line %d); split concatenated logs",
+					   st->name, line, col_of(st, tok[1]), rank, st->ranks[i].line);
 	if (st->n_ranks == st->cap_ranks) {
 		int cap = st->cap_ranks ? 2 * st->cap_ranks : 64;
 		rank_entry *r = realloc(st->ranks, (size_t)cap * sizeof *r);
 		if (!r)
-			return config_fail(err, "%s:%d: out of memory", st->name, line);
+			return config_fail(err, "%s:%d:%d: out of memory", st->name, line, 1);
 		st->ranks = r;
 		st->cap_ranks = cap;
 	}
@@ -376,8 +401,8 @@ static bool parse_comment(parse_state *st, char *body, int line, config_error *e
 		long a, b;
 		if (parse_int(tok[1], &a) && parse_int(tok[3], &b)) {
 			if (!config_range_ok(CONFIG_R_GPUS, a) || !config_range_ok(CONFIG_R_GPUS, b))
-				return config_fail(err, "%s:%d: nThread %s nGpus %s, expected counts from 1 to %.0f", st->name,
-						   line, tok[1], tok[3], config_range_get(CONFIG_R_GPUS)->hi);
+				return config_fail(err, "%s:%d:%d: nThread %s nGpus %s, expected counts from 1 to %.0f", st->name,
+						   line, col_of(st, tok[1]), tok[1], tok[3], config_range_get(CONFIG_R_GPUS)->hi);
 			st->log->nthreads = (int)a;
 			st->log->ngpus = (int)b;
 		}
@@ -389,12 +414,12 @@ static bool parse_comment(parse_state *st, char *body, int line, config_error *e
 	    strcmp(tok[2], "starting:") == 0) {
 		workload_coll c;
 		if (!token_test_name(tok[3], &c))
-			return config_fail(err, "%s:%d: test '%s' is not one spsim models, expected all_reduce_perf, "
+			return config_fail(err, "%s:%d:%d: test '%s' is not one spsim models, expected all_reduce_perf, "
 					   "all_gather_perf, reduce_scatter_perf, alltoall_perf, sendrecv_perf or "
-					   "broadcast_perf", st->name, line, tok[3]);
+					   "broadcast_perf", st->name, line, col_of(st, tok[3]), tok[3]);
 		if (st->coll_header && st->coll_h != c)
-			return config_fail(err, "%s:%d: a second test (%s) in the same log after %s at line %d; split the log",
-					   st->name, line, nccltests_test_name(c), nccltests_test_name(st->coll_h),
+			return config_fail(err, "%s:%d:%d: a second test (%s) in the same log after %s at line %d; split the log",
+					   st->name, line, col_of(st, tok[3]), nccltests_test_name(c), nccltests_test_name(st->coll_h),
 					   st->coll_line);
 		st->coll_header = true;
 		st->coll_h = c;
@@ -422,12 +447,17 @@ static bool parse_comment(parse_state *st, char *body, int line, config_error *e
 
 static bool parse_line(parse_state *st, char *s, int line, config_error *err)
 {
+	char *line0 = s;
 	s = strip_prefix(s);
+	st->tok_base = line0; /* comments are tokenized in place */
+	st->tok_shift = 0;
 	if (*s == '#')
 		return parse_comment(st, s + 1, line, err);
 	char *tok[MAX_TOKENS];
 	char copy[4096];
 	snprintf(copy, sizeof copy, "%s", s);
+	st->tok_base = copy;
+	st->tok_shift = (int)(s - line0);
 	int n = tokenize(copy, tok, MAX_TOKENS);
 	if (n == 0)
 		return true;
@@ -528,13 +558,13 @@ static bool resolve_layout(parse_state *st, const nccltests_parse_opts *o, confi
 		for (int i = 0; i < st->n_ranks; i++)
 			maxr = st->ranks[i].rank > maxr ? st->ranks[i].rank : maxr;
 		if (maxr + 1 != st->n_ranks)
-			return config_fail(err, "%s:%d: the rank table lists %d ranks but numbers them up to %d (truncated "
-					   "table?); pass --gpus-per-node and --nodes", st->name, st->first_rank_line,
+			return config_fail(err, "%s:%d:%d: the rank table lists %d ranks but numbers them up to %d (truncated "
+					   "table?); pass --gpus-per-node and --nodes", st->name, st->first_rank_line, 1,
 					   st->n_ranks, maxr);
 		for (int i = 1; i < st->n_ranks; i++)
 			if (st->ranks[i].group != st->ranks[0].group)
-				return config_fail(err, "%s:%d: ranks in several communicators (Group %d and %d); spsim reads "
-						   "runs of one communicator", st->name, st->ranks[i].line, st->ranks[0].group,
+				return config_fail(err, "%s:%d:%d: ranks in several communicators (Group %d and %d); spsim reads "
+						   "runs of one communicator", st->name, st->ranks[i].line, 1, st->ranks[0].group,
 						   st->ranks[i].group);
 		int *per_host = calloc((size_t)st->n_hosts, sizeof *per_host);
 		if (!per_host)
@@ -546,9 +576,9 @@ static bool resolve_layout(parse_state *st, const nccltests_parse_opts *o, confi
 			if (per_host[h] != gpn && o->gpus_per_node <= 0) {
 				int have = per_host[h];
 				free(per_host);
-				return config_fail(err, "%s:%d: hosts run different numbers of ranks (%s: %d, %s: %d); spsim needs "
+				return config_fail(err, "%s:%d:%d: hosts run different numbers of ranks (%s: %d, %s: %d); spsim needs "
 						   "the same GPUs per node, pass --gpus-per-node to override", st->name,
-						   st->first_rank_line, st->hosts[0], gpn, st->hosts[h], have);
+						   st->first_rank_line, 1, st->hosts[0], gpn, st->hosts[h], have);
 			}
 		free(per_host);
 		log->ranks = st->n_ranks;
@@ -560,8 +590,8 @@ static bool resolve_layout(parse_state *st, const nccltests_parse_opts *o, confi
 		else
 			log->ranks = ranks_from_columns(log, log->coll);
 		if (log->ranks <= 0)
-			return config_fail(err, "%s:%d: no '# Using devices' rank table and the columns do not tell the number "
-					   "of ranks of a %s table; pass --gpus-per-node and --nodes", st->name, log->header_line,
+			return config_fail(err, "%s:%d:%d: no '# Using devices' rank table and the columns do not tell the number "
+					   "of ranks of a %s table; pass --gpus-per-node and --nodes", st->name, log->header_line, 1,
 					   nccltests_test_name(log->coll));
 	}
 	if (o->gpus_per_node > 0 || o->nodes > 0) {
@@ -573,8 +603,8 @@ static bool resolve_layout(parse_state *st, const nccltests_parse_opts *o, confi
 		log->gpus_per_node = gpn;
 		log->nodes = nodes;
 	} else if (st->n_ranks == 0) {
-		return config_fail(err, "%s:%d: no '# Using devices' rank table, so the GPUs per node of these %d ranks are "
-				   "unknown; pass --gpus-per-node (or --nodes)", st->name, log->header_line, log->ranks);
+		return config_fail(err, "%s:%d:%d: no '# Using devices' rank table, so the GPUs per node of these %d ranks are "
+				   "unknown; pass --gpus-per-node (or --nodes)", st->name, log->header_line, 1, log->ranks);
 	}
 	return true;
 }
@@ -653,7 +683,7 @@ bool nccltests_parse_text(const char *name, const char *text, const nccltests_pa
 		ok = config_fail(err, "%s: no nccl-tests result table, expected a header line '#  size  count  type  redop  "
 				 "root  time  algbw  busbw  #wrong ...'", name);
 	if (ok && out->n_rows == 0)
-		ok = config_fail(err, "%s:%d: no result rows under the column header", name, out->header_line);
+		ok = config_fail(err, "%s:%d:%d: no result rows under the column header", name, out->header_line, 1);
 	bool coll_known = false;
 	if (ok)
 		coll_known = resolve_coll(&st, opts);
@@ -661,30 +691,31 @@ bool nccltests_parse_text(const char *name, const char *text, const nccltests_pa
 		/* the layout first (with a rank table or both options it needs no collective),
 		 * then the columns */
 		if (st.n_ranks == 0 && !(opts->gpus_per_node > 0 && opts->nodes > 0))
-			ok = config_fail(err, "%s:%d: cannot tell which collective this table is (no 'Collective test starting' "
+			ok = config_fail(err, "%s:%d:%d: cannot tell which collective this table is (no 'Collective test starting' "
 					 "line, no *_perf command, no hint in the file name) nor how many ranks ran it; pass "
-					 "--op and --gpus-per-node/--nodes", name, out->header_line);
+					 "--op and --gpus-per-node/--nodes", name, out->header_line, 1);
 		if (ok)
 			ok = resolve_layout(&st, opts, err);
 		if (ok && !coll_from_columns(out, &out->coll))
-			ok = config_fail(err, "%s:%d: cannot tell which collective this table is (all-gather and all-to-all "
+			ok = config_fail(err, "%s:%d:%d: cannot tell which collective this table is (all-gather and all-to-all "
 					 "print alike); pass --op or name the file after the test (alltoall_perf.log)", name,
-					 out->header_line);
+					 out->header_line, 1);
 		if (ok)
 			out->coll_from = "columns";
 	} else if (ok) {
 		ok = resolve_layout(&st, opts, err);
 	}
-	/* per-rank collectives print count = size / (type size x P): a mismatch means the
-	 * collective or the rank count is wrong */
-	if (ok && (out->coll == WL_COLL_ALLGATHER || out->coll == WL_COLL_REDUCESCATTER || out->coll == WL_COLL_ALLTOALL))
+	/* the count column is what nccl-tests passes to NCCL: size / type size, / P for the
+	 * per-rank collectives; a mismatch means the collective or the rank count is wrong */
+	if (ok)
 		for (int i = 0; i < out->n_rows && ok; i++) {
 			const nccltests_row *r = &out->rows[i];
 			int ts = nccltests_type_size(r->type);
-			if (r->count > 0 && fabs(r->count * ts * out->ranks - r->size) > 0.5)
-				ok = config_fail(err, "%s:%d: size %.0f is not count %.0f x %d ranks x %d B (%s) as %s prints it; "
-						 "wrong collective (from %s) or rank count", name, r->line, r->size, r->count,
-						 out->ranks, ts, r->type, nccltests_test_name(out->coll), out->coll_from);
+			if (fabs(nccltests_count(out->coll, r->size, ts, out->ranks) - r->count) > 0.5)
+				ok = config_fail(err, "%s:%d:%d: count %.0f, expected %.0f: what %s prints for size %.0f of %s "
+						 "(%d B) on %d ranks; wrong collective (from %s) or rank count", name, r->line,
+						 r->count_col, r->count, nccltests_count(out->coll, r->size, ts, out->ranks),
+						 nccltests_test_name(out->coll), r->size, r->type, ts, out->ranks, out->coll_from);
 		}
 	for (int h = 0; h < st.n_hosts; h++)
 		free(st.hosts[h]);
@@ -702,16 +733,21 @@ bool nccltests_parse_file(const char *path, const nccltests_parse_opts *opts, nc
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return config_fail(err, "%s: cannot open: %s", path, strerror(errno));
+	/* The whole log, refused at its first NUL byte (a binary file, a pipe from /dev/zero) or
+	 * once it passes NCCLTESTS_MAX_LOG_BYTES, so no input reads without end. */
 	size_t cap = 1 << 16, len = 0;
 	char *text = malloc(cap);
 	if (!text) {
 		fclose(f);
 		return config_fail(err, "%s: out of memory", path);
 	}
-	size_t got;
-	while ((got = fread(text + len, 1, cap - len - 1, f)) > 0) {
+	size_t got, nul = SIZE_MAX; /* offset of the first NUL (an offset: text moves when it grows) */
+	while (nul == SIZE_MAX && len <= NCCLTESTS_MAX_LOG_BYTES && (got = fread(text + len, 1, cap - len - 1, f)) > 0) {
+		const char *z = memchr(text + len, '\0', got);
+		if (z)
+			nul = (size_t)(z - text);
 		len += got;
-		if (len + 1 == cap) {
+		if (len + 1 == cap && len <= NCCLTESTS_MAX_LOG_BYTES) {
 			char *bigger = realloc(text, cap * 2);
 			if (!bigger) {
 				free(text);
@@ -729,13 +765,18 @@ bool nccltests_parse_file(const char *path, const nccltests_parse_opts *opts, nc
 		return config_fail(err, "%s: read error", path);
 	}
 	text[len] = '\0';
-	if (memchr(text, '\0', len)) {
-		size_t at = (size_t)((char *)memchr(text, '\0', len) - text);
-		int line = 1;
-		for (size_t i = 0; i < at; i++)
-			line += text[i] == '\n';
+	if (nul != SIZE_MAX) {
+		int line = 1, col = 1;
+		for (size_t i = 0; i < nul; i++, col++)
+			if (text[i] == '\n')
+				line++, col = 0;
 		free(text);
-		return config_fail(err, "%s:%d: NUL byte in the log, expected text", path, line);
+		return config_fail(err, "%s:%d:%d: NUL byte in the log (a binary file?), expected text", path, line, col);
+	}
+	if (len > NCCLTESTS_MAX_LOG_BYTES) {
+		free(text);
+		return config_fail(err, "%s: larger than %d MiB, expected an nccl-tests log (split it)", path,
+				   NCCLTESTS_MAX_LOG_BYTES >> 20);
 	}
 	bool ok = nccltests_parse_text(path, text, opts, out, err);
 	free(text);

@@ -111,9 +111,13 @@ static engine_group_shape shape_of(const nccltests_setup *s, const int *node_of_
 	engine_group_shape sh = {.size = K};
 	bool x = group_crosses(s, node_of_rank, g);
 	if (s->coll == WL_COLL_SENDRECV) {
-		/* the cost of one message between neighbours; the slowest pair sets the pace */
-		sh.size = 2;
-		sh.per_node = x ? 1 : 2;
+		/* the cost of one message between neighbours; the slowest pair sets the pace. The
+		 * size stays the communicator's K, as the SimGrid engine's group shape and a ring
+		 * attention ring (engine_ring_shape_of) have it: NCCL sizes a p2p message's channels
+		 * by the communicator's ranks (src/enqueue.cc: nChannelsMin halved while
+		 * nChannelsMin x nRanks exceeds the p2p channels), not by the two ranks that talk.
+		 * per_node says where the message goes: K (one node) or 1 (a NIC hop). */
+		sh.per_node = x ? 1 : K;
 		int act = 0;
 		for (int i = 0; i < K; i++) {
 			int n = node_of_rank[g * K + i];

@@ -8,6 +8,7 @@
 #ifndef SPSIM_PLAN_PLAN_H
 #define SPSIM_PLAN_PLAN_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -117,6 +118,7 @@ typedef enum plan_axis {
 	PLAN_AXIS_IMPL,
 	PLAN_AXIS_ZERO3_PREFETCH,
 	PLAN_AXIS_OFFLOAD_ACTIVATIONS,
+	PLAN_AXIS_OFFLOAD_OPTIMIZER,
 	PLAN_AXIS_TILE_MLP,
 	PLAN_AXIS_TILE_LOGITS,
 	PLAN_AXIS_MEMORY_RESERVE,
@@ -353,6 +355,11 @@ typedef struct plan_query {
 	unsigned variant_mask;   /* bit per row of plan_variants to search (0: every row that is
 				  * not opt_in) */
 	const config_job *base;  /* other job settings (buckets, overlap); NULL: defaults */
+	plan_progress *progress; /* started by the caller; the search sets its total (layouts:
+				  * platform x budget x SP degree x micro-batch x strategy) and
+				  * counts them; NULL: none */
+	const volatile sig_atomic_t *stop; /* set (by a SIGINT handler): the search stops before the
+					    * next layout and keeps what it evaluated; NULL: never */
 } plan_query;
 
 typedef struct plan_candidate {
@@ -388,6 +395,9 @@ typedef struct plan_search_stats {
 	long skipped_budgets; /* (platform, budget) pairs skipped: not a whole number of nodes */
 	/* per row of plan_variants: configurations the job check accepts, and those that fit */
 	long variant_valid[PLAN_MAX_VARIANTS], variant_fit[PLAN_MAX_VARIANTS];
+	long layouts;       /* layouts evaluated (each every ZeRO stage x recompute x all-to-all) */
+	long layouts_total; /* layouts the query holds (counted only with a progress) */
+	bool interrupted;   /* stopped by q->stop: the candidates are those of the first layouts */
 } plan_search_stats;
 
 /* Every configuration that fits, evaluated by the analytic engine, best tokens/s first.

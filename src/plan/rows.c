@@ -11,7 +11,7 @@ const char *const plan_row_columns[] = {
 	"engine", "model", "platform", "nodes", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth",
 	"inter_latency", "gpu_memory", "calibration", "gpus", "label", "strategy", "sp", "micro_batch", "group_size",
 	"dp_replicas", "seq_len", "zero_stage", "recompute", "grad_accum", "a2a", "basp_uneven", "cp_comm_type",
-	"attention_kernel", "impl", "zero3_prefetch", "offload_activations", "tile_mlp", "tile_logits", "memory_reserve", "zero_overlap",
+	"attention_kernel", "impl", "zero3_prefetch", "offload_activations", "offload_optimizer", "tile_mlp", "tile_logits", "memory_reserve", "zero_overlap",
 	"fp32_grad_comm", "reduce_bucket", "allgather_bucket", "prefetch_bucket", "placement", "what_if", "parts",
 	"tokens_per_gpu",
 	/* time, seconds per optimizer step */
@@ -33,8 +33,8 @@ const char *const plan_row_csv_columns[] = {
 	"engine", "model", "platform", "nodes", "gpus_per_node", "nics", "nic_bandwidth_bytes_per_s",
 	"intra_bandwidth_bytes_per_s", "inter_latency_s", "gpu_memory_bytes", "calibration", "gpus", "label", "strategy",
 	"sp", "micro_batch", "group_size", "dp_replicas", "seq_len", "zero_stage", "recompute", "grad_accum", "a2a",
-	"basp_uneven", "cp_comm_type", "attention_kernel", "impl", "zero3_prefetch", "offload_activations", "tile_mlp",
-	"tile_logits", "memory_reserve_bytes", "zero_overlap", "fp32_grad_comm", "reduce_bucket_elements", "allgather_bucket_elements",
+	"basp_uneven", "cp_comm_type", "attention_kernel", "impl", "zero3_prefetch", "offload_activations", "offload_optimizer",
+	"tile_mlp", "tile_logits", "memory_reserve_bytes", "zero_overlap", "fp32_grad_comm", "reduce_bucket_elements", "allgather_bucket_elements",
 	"prefetch_bucket_elements", "placement", "what_if", "parts", "tokens_per_gpu",
 	"step_time_s", "compute_s", "gemm_s", "attention_s", "memory_bound_s", "optimizer_s", "sp_comm_s",
 	"sp_comm_exposed_s", "zero_comm_s", "zero_comm_exposed_s",
@@ -95,6 +95,7 @@ void plan_row_set_job(json_t *row, const config_model *m, const config_platform 
 	set_s(row, "impl", config_impl_names[job->impl]);
 	set_s(row, "zero3_prefetch", config_zero3_prefetch_names[job->zero3_prefetch]);
 	json_object_set_new(row, "offload_activations", json_boolean(job->offload_activations));
+	set_s(row, "offload_optimizer", config_offload_optimizer_names[job->offload_optimizer]);
 	set_i(row, "tile_mlp", job->tile_mlp);
 	set_i(row, "tile_logits", job->tile_logits);
 	set_r(row, "memory_reserve", job->memory_reserve_set ? job->memory_reserve : NAN); /* null: derived */

@@ -102,6 +102,8 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 	 * its own. */
 	if (job.offload_activations)
 		job.recompute = CONFIG_RECOMPUTE_FULL;
+	if (job.offload_optimizer == CONFIG_OFFLOAD_OPT_CPU && job.zero_stage < 1) /* likewise ZeRO >= 1 */
+		job.zero_stage = 1;
 	if (!workload_check(x->m, &x->p, &job, &sub)) {
 		reject(st, (long)zr * na, &sub);
 		return true;
@@ -126,7 +128,8 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 				continue;
 			job.zero_stage = z;
 			job.recompute = (config_recompute)r; /* bit r: none, full, selective */
-			if (job.offload_activations && !workload_check_techniques(&x->p, &job, &sub)) {
+			if ((job.offload_activations || job.offload_optimizer == CONFIG_OFFLOAD_OPT_CPU) &&
+			    !workload_check_techniques(&x->p, &job, &sub)) {
 				reject(st, na, &sub);
 				continue;
 			}
@@ -168,6 +171,71 @@ static bool try_job(search *x, const plan_variant *var, config_job job, config_e
 	return ok;
 }
 
+/* Every (platform, budget, SP degree, micro-batch, variant) job of the query in search
+ * order, each a layout whose ZeRO stages, recomputes and all-to-all algorithms try_job
+ * evaluates: counted into st->layouts_total (count), or tried, with progress after each and
+ * a stop between two (q->stop set: st->interrupted, what was evaluated kept). */
+static bool walk(search *x, const config_job *base, long seqs, bool count, config_error *err)
+{
+	const plan_query *q = x->q;
+	plan_search_stats *st = x->st;
+	for (int pi = 0; pi < q->n_platforms; pi++) {
+		for (int bi = 0; bi < q->n_budgets; bi++) {
+			const int W = q->budgets[bi];
+			x->p = q->platforms[pi];
+			x->pi = pi;
+			if (W <= 0 || (W > x->p.gpus_per_node && W % x->p.gpus_per_node != 0)) {
+				st->skipped_budgets++;
+				continue;
+			}
+			x->p.nodes = (W + x->p.gpus_per_node - 1) / x->p.gpus_per_node;
+			for (int N = 1; N <= W; N++) {
+				if (W % N)
+					continue;
+				const int R = W / N;
+				if (seqs % R) {
+					st->no_batch++;
+					continue;
+				}
+				const long per = seqs / R; /* sequences per replica per step */
+				for (long B = 1; B <= per; B++) {
+					if (per % B || (q->max_micro_batch > 0 && B > q->max_micro_batch))
+						continue;
+					for (const plan_variant *var = plan_variants; var->name; var++)
+						for (int alt = 0; alt == 0 || var->expand; alt++) {
+							if (q->variant_mask ? !((q->variant_mask >> variant_index(var)) & 1)
+									    : var->opt_in)
+								break;
+							config_job job = *base;
+							job.strategy = var->strategy;
+							job.gpus = W;
+							job.sp = N;
+							job.micro_batch = (int)B;
+							job.grad_accum = (int)(per / B);
+							job.seq_len = q->seq_len;
+							if (var->expand && !var->expand(&job, alt))
+								break;
+							if (count) {
+								st->layouts_total++;
+								continue;
+							}
+							if (q->stop && *q->stop) {
+								st->interrupted = true;
+								return true;
+							}
+							if (!try_job(x, var, job, err))
+								return false;
+							st->layouts++;
+							if (q->progress)
+								plan_progress_update(q->progress, st->layouts, 0);
+						}
+				}
+			}
+		}
+	}
+	return true;
+}
+
 bool plan_search(const plan_query *q, plan_candidate **out, long *n_out, plan_search_stats *st, config_error *err)
 {
 	*out = NULL;
@@ -191,50 +259,17 @@ bool plan_search(const plan_query *q, plan_candidate **out, long *n_out, plan_se
 	search x = {.q = q, .m = q->model, .st = st, .e = engine_find("analytic"),
 		    .zmask = q->zero_mask ? q->zero_mask : 0xF, .rmask = q->recompute_mask ? q->recompute_mask : 3,
 		    .amask = q->a2a_mask ? q->a2a_mask : 7};
-	for (int pi = 0; pi < q->n_platforms; pi++) {
-		for (int bi = 0; bi < q->n_budgets; bi++) {
-			const int W = q->budgets[bi];
-			x.p = q->platforms[pi];
-			x.pi = pi;
-			if (W <= 0 || (W > x.p.gpus_per_node && W % x.p.gpus_per_node != 0)) {
-				st->skipped_budgets++;
-				continue;
-			}
-			x.p.nodes = (W + x.p.gpus_per_node - 1) / x.p.gpus_per_node;
-			for (int N = 1; N <= W; N++) {
-				if (W % N)
-					continue;
-				const int R = W / N;
-				if (seqs % R) {
-					st->no_batch++;
-					continue;
-				}
-				const long per = seqs / R; /* sequences per replica per step */
-				for (long B = 1; B <= per; B++) {
-					if (per % B || (q->max_micro_batch > 0 && B > q->max_micro_batch))
-						continue;
-					for (const plan_variant *var = plan_variants; var->name; var++)
-						for (int alt = 0; alt == 0 || var->expand; alt++) {
-							if (q->variant_mask ? !((q->variant_mask >> variant_index(var)) & 1)
-									    : var->opt_in)
-								break;
-							config_job job = base;
-							job.strategy = var->strategy;
-							job.gpus = W;
-							job.sp = N;
-							job.micro_batch = (int)B;
-							job.grad_accum = (int)(per / B);
-							job.seq_len = q->seq_len;
-							if (var->expand && !var->expand(&job, alt))
-								break;
-							if (!try_job(&x, var, job, err)) {
-								free(x.v);
-								return false;
-							}
-						}
-				}
-			}
-		}
+	if (q->progress) { /* the total first: a cheap pass that evaluates nothing */
+		plan_search_stats counted = {0};
+		x.st = &counted;
+		walk(&x, &base, seqs, true, err);
+		x.st = st;
+		st->layouts_total = counted.layouts_total;
+		q->progress->total = st->layouts_total;
+	}
+	if (!walk(&x, &base, seqs, false, err)) {
+		free(x.v);
+		return false;
 	}
 	plan_rank(x.v, x.n, PLAN_RANK_THROUGHPUT);
 	*out = x.v;

@@ -22,7 +22,7 @@
  *     baseline: ulysses                   # speedups are over this strategy (default: the first)
  *
  * Every job-file key that sets a plain job field (recompute, a2a, basp_uneven,
- * attention_kernel, impl, offload_activations, tile_mlp, tile_logits, memory_reserve,
+ * attention_kernel, impl, offload_activations, offload_optimizer, tile_mlp, tile_logits, memory_reserve,
  * zero_overlap, fp32_grad_comm, the buckets, dtype) is an axis read through the job file's
  * own table (config_job_setting_read), so a value means what it means in a job file.
  *
@@ -40,8 +40,8 @@
 static const char *const axis_keys[PLAN_AXIS_COUNT] = {
 	"model", "platform", "nodes", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
 	"gpu_memory", "calibration", "engine", "placement", "what_if", "gpus", "zero", "recompute", "a2a", "basp_uneven",
-	"cp_comm_type", "attention_kernel", "impl", "zero3_prefetch", "offload_activations", "tile_mlp", "tile_logits", "memory_reserve",
-	"zero_overlap", "fp32_grad_comm", "reduce_bucket", "allgather_bucket", "prefetch_bucket", "dtype", "grad_accum",
+	"cp_comm_type", "attention_kernel", "impl", "zero3_prefetch", "offload_activations", "offload_optimizer", "tile_mlp", "tile_logits",
+	"memory_reserve", "zero_overlap", "fp32_grad_comm", "reduce_bucket", "allgather_bucket", "prefetch_bucket", "dtype", "grad_accum",
 	"seq_len", "micro_batch", "strategy",
 };
 
@@ -216,6 +216,7 @@ static bool parse_item(loader *L, plan_axis a, const yt_node *it, size_t i, plan
 	case PLAN_AXIS_IMPL:
 	case PLAN_AXIS_ZERO3_PREFETCH:
 	case PLAN_AXIS_OFFLOAD_ACTIVATIONS:
+	case PLAN_AXIS_OFFLOAD_OPTIMIZER:
 	case PLAN_AXIS_TILE_MLP:
 	case PLAN_AXIS_TILE_LOGITS:
 	case PLAN_AXIS_MEMORY_RESERVE:

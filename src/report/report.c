@@ -107,6 +107,8 @@ json_t *report_run_json(const report_run *r)
 	json_object_set_new(json_object_get(o, "breakdown_s"), "host_comm", json_real(b->host_comm));
 	json_object_set_new(json_object_get(o, "breakdown_s"), "host_comm_exposed", json_real(b->host_comm_exposed));
 	json_object_set_new(json_object_get(o, "job"), "offload_activations", json_boolean(j->offload_activations));
+	json_object_set_new(json_object_get(o, "job"), "offload_optimizer",
+			    json_string(config_offload_optimizer_names[j->offload_optimizer]));
 	json_object_set_new(json_object_get(o, "job"), "tile_mlp", json_integer(j->tile_mlp));
 	json_object_set_new(json_object_get(o, "job"), "tile_logits", json_integer(j->tile_logits));
 	/* sp and zero are the buffers handed to NCCL (nccl-tests' sizes); the *_wire_* fields
@@ -129,8 +131,9 @@ json_t *report_run_json(const report_run *r)
 	json_object_set_new(o, "fits", json_boolean(m->fits));
 	if (m->host > 0)
 		json_object_set_new(o, "host_memory_bytes",
-				    json_pack("{s:f, s:f, s:f, s:b}", "per_gpu", m->host, "per_node", m->host_node, "capacity",
-					      m->host_capacity, "fits", m->host_fits));
+				    json_pack("{s:f, s:f, s:f, s:f, s:b}", "per_gpu", m->host, "per_node", m->host_node,
+					      "optimizer_per_gpu", m->host_optimizer, "capacity", m->host_capacity, "fits",
+					      m->host_fits));
 	if (r->composite && r->composite->kind != WL_COMPOSE_SINGLE) {
 		const workload_composite *c = r->composite;
 		json_t *parts = json_array();
@@ -180,6 +183,8 @@ static void job_line(FILE *f, const report_run *r)
 	/* the long-context memory techniques, when on (the JSON's job object carries them always) */
 	if (j->offload_activations)
 		fputs(", activations offloaded to host", f);
+	if (j->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU)
+		fputs(", optimizer offloaded to the CPU", f);
 	if (j->tile_mlp > 1)
 		fprintf(f, ", MLP in %d tiles", j->tile_mlp);
 	if (j->tile_logits > 1)
@@ -196,6 +201,7 @@ void report_run_table(FILE *f, const report_run *r)
 	const engine_breakdown *b = &res->breakdown;
 	const workload_memory *m = run_memory(r);
 	const workload_layout *l = &r->plan->layout;
+	const config_job *j = r->job;
 	workload_volume v;
 	workload_volume_on(r->plan, r->platform->gpus_per_node, &v);
 	fprintf(f, "%s on %s (%d node%s x %d GPUs), engine %s%s%s\n", r->model->name, r->platform->name,
@@ -246,8 +252,11 @@ void report_run_table(FILE *f, const report_run *r)
 	fprintf(f, "  %-20s %12s   exposed %s\n", "zero comm", report_time(b->zero_comm, a, sizeof a),
 		report_time(b->zero_comm_exposed, b2, sizeof b2));
 	if (b->host_comm > 0)
-		fprintf(f, "  %-20s %12s   exposed %s (activation offload over the host link)\n", "host copies",
-			report_time(b->host_comm, a, sizeof a), report_time(b->host_comm_exposed, b2, sizeof b2));
+		fprintf(f, "  %-20s %12s   exposed %s (%s over the host link)\n", "host copies",
+			report_time(b->host_comm, a, sizeof a), report_time(b->host_comm_exposed, b2, sizeof b2),
+			j->offload_activations && j->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU ? "activation and optimizer offload"
+			: j->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU			  ? "optimizer offload"
+												  : "activation offload");
 	fprintf(f, "  %-20s sp %s off-GPU, %s off-node; zero %s off-GPU, %s off-node\n", "sent per GPU",
 		report_bytes(v.sp_wire_off_gpu, a, sizeof a), report_bytes(v.sp_wire_off_node, b2, sizeof b2),
 		report_bytes(v.zero_wire_off_gpu, c, sizeof c), report_bytes(v.zero_wire_off_node, d, sizeof d));
@@ -272,7 +281,10 @@ void report_run_table(FILE *f, const report_run *r)
 		fprintf(f, ", fragmentation %s\n", report_bytes(m->reserve_of.fragmentation, a, sizeof a));
 	}
 	if (m->host > 0)
-		fprintf(f, "host memory per node: offloaded checkpoints %s (%s per GPU) of %s -> %s\n",
+		fprintf(f, "host memory per node: offloaded %s %s (%s per GPU) of %s -> %s\n",
+			m->host_optimizer <= 0		 ? "checkpoints"
+			: m->host_optimizer < m->host ? "checkpoints and optimizer states"
+						       : "optimizer states",
 			report_bytes(m->host_node, a, sizeof a), report_bytes(m->host, b2, sizeof b2),
 			report_bytes(m->host_capacity, c, sizeof c), m->host_fits ? "fits" : "DOES NOT FIT");
 }

@@ -81,6 +81,9 @@ void report_trace_op(report_trace *t, int pid, int tid, const workload_op *op, i
 	if (op->cat == WL_CAT_HOST_COMM) {
 		json_object_set_new(args, "bytes", json_real(op->bytes));
 		json_object_set_new(args, "link", json_string("host"));
+	} else if (op->kernel == WL_KERNEL_HOST_ADAM) {
+		json_object_set_new(args, "bytes", json_real(op->bytes));
+		json_object_set_new(args, "memory", json_string("host"));
 	} else if (op->kind == WL_OP_COMPUTE) {
 		if (op->flops > 0)
 			json_object_set_new(args, "flops", json_real(op->flops));

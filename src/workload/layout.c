@@ -149,6 +149,24 @@ bool workload_check_techniques(const config_platform *p, const config_job *job, 
 					   "--offload-activations moves the activation checkpoints (each layer's input) to host memory, which exist only with full recompute; add --recompute full (got --recompute %s)",
 					   config_recompute_names[job->recompute]);
 	}
+	/* Optimizer offload: DeepSpeed takes offload_optimizer "for ZeRO stages 1, 2 and 3"
+	 * only (its config docs, zero_optimization.offload_optimizer) and its ZeRO-0 engine
+	 * keeps the optimizer on the GPU; the copies need the host link and the CPU step the
+	 * host's DRAM bandwidth. */
+	if (job->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU) {
+		if (job->zero_stage < 1)
+			return config_fail(err,
+					   "--offload-optimizer cpu needs ZeRO stage 1, 2 or 3 (DeepSpeed offloads the optimizer of its ZeRO optimizers only), got --zero %d; add --zero 1 or higher or drop --offload-optimizer",
+					   job->zero_stage);
+		if (p->host.bandwidth <= 0)
+			return config_fail(err,
+					   "--offload-optimizer cpu needs a host link, and platform '%s' declares none; add a host_link: {bandwidth, latency, memory, memory_bandwidth} section to the platform (docs/model.md \"Memory techniques\") or drop --offload-optimizer",
+					   p->name);
+		if (p->host.memory_bandwidth <= 0)
+			return config_fail(err,
+					   "--offload-optimizer cpu runs Adam on the host, and platform '%s' declares no host_link memory_bandwidth (the node's DRAM bandwidth: sockets x channels x MT/s x 8 B); add it to the platform's host_link (docs/model.md \"Memory techniques\") or drop --offload-optimizer",
+					   p->name);
+	}
 	/* Each GPU holds B·S/N tokens under every strategy (BASP: S/K with K = N/B). */
 	long t = job->sp > 0 ? (long)((double)job->micro_batch * (double)job->seq_len / job->sp) : 0;
 	const struct { const char *flag; int n; } tiles[] = {{"--tile-mlp", job->tile_mlp}, {"--tile-logits", job->tile_logits}};

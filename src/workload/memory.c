@@ -181,6 +181,14 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	out->params = Z == 3 ? BF16 * psi / W : BF16 * psi;
 	out->grads = Z >= 2 ? BF16 * psi / W : BF16 * psi;
 	out->optimizer = Z >= 1 ? 12.0 * psi / W : 12.0 * psi;
+	/* Optimizer offload (ZeRO-Offload, arXiv 2101.06840 §4): the fp32 master weights, Adam
+	 * m and v leave the GPU for host memory, beside the fp32 gradient buffer the host step
+	 * reads (DeepSpeed's fp32_partitioned_groups_flat[i].grad / single_partition_of_fp32_
+	 * groups[i].grad, pinned host tensors): 12 + 4 bytes per parameter of the shard. */
+	if (job->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU) {
+		out->host_optimizer = (12.0 + FP32) * psi / W;
+		out->optimizer = 0;
+	}
 
 	const double t = (double)l->tokens_per_rank;
 	/* Per layer kept until backward, and the largest transient of one layer's backward
@@ -214,8 +222,9 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 		transient = s.total - s.mlp + mlp_tile;
 		break;
 	}
+	out->host = out->host_optimizer;
 	if (job->offload_activations && job->recompute == CONFIG_RECOMPUTE_FULL) {
-		out->host = m->layers * keep;
+		out->host += m->layers * keep;
 		out->activations = 2.0 * keep + transient;
 	} else {
 		out->activations = m->layers * keep + transient;

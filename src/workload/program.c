@@ -254,6 +254,31 @@ static void sp_a2a_ring(builder *b, workload_block *blk, const char *pack, const
 		sp_a2a(b, blk, pack, name, unpack, ph, bytes, run);
 }
 
+/* Optimizer offload (ZeRO-Offload, arXiv 2101.06840; docs/model.md "Memory techniques"),
+ * bytes per parameter of the rank's shard:
+ * - gradient to the host, 4: DeepSpeed casts the reduced bf16 shard to the master dtype on
+ *   the GPU and copies it into the host's fp32 gradient buffer (runtime/zero/stage3.py
+ *   _offload_grad_partition_at_boundary: fp32_grad_tensor.copy_(grad_buffer.to(
+ *   master_weights_and_grads_dtype), non_blocking=True); stage_1_and_2.py
+ *   async_inplace_copy_grad_to_fp32_buffer_from_gpu: src_tensor.float()). Stages 2 and 3
+ *   copy it as each bucket is reduced in backward, on the reduction stream (overlapped
+ *   with backward when overlap_comm is on: the stage-3 default); stage 1 reduces at the
+ *   accumulation boundary and copies after it.
+ * - CPU Adam, 28: DeepSpeedCPUAdam (csrc/adam/cpu_adam_impl.cpp, Step_AVX) streams the
+ *   fp32 parameter, gradient, m and v in (16) and the parameter, m and v out (12); a
+ *   memory-bound pass over the host's DRAM, which every GPU's process of the node runs on
+ *   its shard at once. The step is exposed: DeepSpeed overlaps it with the next forward
+ *   only with delayed parameter update (ZeRO-Offload §5, off by default).
+ * - updated parameters back, 2: the bf16 shard on the GPU is overwritten from the fp32
+ *   master (stage3.py _reassign_or_swap_out_partitioned_parameters, stage_1_and_2.py step:
+ *   bit16_partitions[...].data.copy_(fp32_partition.data)), a blocking copy, which PyTorch
+ *   converts to the destination dtype on the CPU before the transfer
+ *   (aten/src/ATen/native/cuda/Copy.cu copy_kernel_cuda: "For blocking transfers
+ *   conversions are performed on CPU"). */
+#define OFFLOAD_GRAD_BYTES 4.0
+#define CPU_ADAM_BYTES 28.0
+#define OFFLOAD_PARAM_BYTES 2.0
+
 /* A copy of `bytes` between this GPU and host memory on stream hs (activation offload). */
 static int host_copy(builder *b, workload_block *blk, const char *name, workload_phase ph, workload_stream hs,
 		     double bytes)
@@ -746,6 +771,10 @@ static void grad_reduce(builder *b, workload_block *blk, const char *name2, cons
 		return;
 	zero_op(b, blk, Z == 2 ? name2 : name3, WL_PHASE_BWD, Z == 2 ? WL_COLL_ALLREDUCE : WL_COLL_REDUCESCATTER, zs,
 		elems * gbytes, chunks_of(elems, b->job->reduce_bucket_elems), blk->n_ops - 1, 0);
+	/* Optimizer offload: the reduced shard follows to the host's fp32 gradient buffer on the
+	 * same stream (offload_grad_d2h below) */
+	if (b->job->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU)
+		host_copy(b, blk, "opt_grad_d2h", WL_PHASE_BWD, zs, OFFLOAD_GRAD_BYTES * elems / b->l->world);
 }
 
 /* ---- ZeRO-3 parameter fetch, DeepSpeed style (docs/model.md "ZeRO-3 parameter fetch") ----
@@ -1129,13 +1158,27 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	}
 	blk = block_new(&b, "optimizer", 1, true, -1, 0);
 	{
-		/* Fused Adam on this rank's shard: read fp32 master, m, v and the fp32 gradient,
-		 * write master, m, v and the bf16 weight: 16 + 14 = 30 bytes per parameter
-		 * (DeepSpeed FusedAdam / apex multi_tensor_adam, one pass). */
 		double shard = Z >= 1 ? all_params / W : all_params;
-		op_add(&b, blk, &(workload_op){.name = "adam", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
-					      .stream = WL_STREAM_MAIN, .phase = WL_PHASE_STEP, .kernel = WL_KERNEL_MEMORY,
-					      .hbm_bytes = 30.0 * shard, .dep = -1});
+		if (job->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU) {
+			/* ZeRO-Offload (OFFLOAD_* above): stage 1's gradient copy after the
+			 * boundary's all-reduce, the CPU step over the node's shards, the bf16
+			 * parameters back; the step waits for each */
+			if (Z == 1)
+				host_copy(&b, blk, "opt_grad_d2h", WL_PHASE_STEP, WL_STREAM_MAIN, OFFLOAD_GRAD_BYTES * shard);
+			int per_node = W < p->gpus_per_node ? W : p->gpus_per_node;
+			op_add(&b, blk, &(workload_op){.name = "cpu_adam", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
+						      .stream = WL_STREAM_MAIN, .phase = WL_PHASE_STEP,
+						      .kernel = WL_KERNEL_HOST_ADAM, .bytes = CPU_ADAM_BYTES * shard * per_node,
+						      .dep = -1});
+			host_copy(&b, blk, "opt_param_h2d", WL_PHASE_STEP, WL_STREAM_MAIN, OFFLOAD_PARAM_BYTES * shard);
+		} else {
+			/* Fused Adam on this rank's shard: read fp32 master, m, v and the fp32
+			 * gradient, write master, m, v and the bf16 weight: 16 + 14 = 30 bytes per
+			 * parameter (DeepSpeed FusedAdam / apex multi_tensor_adam, one pass). */
+			op_add(&b, blk, &(workload_op){.name = "adam", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
+						      .stream = WL_STREAM_MAIN, .phase = WL_PHASE_STEP,
+						      .kernel = WL_KERNEL_MEMORY, .hbm_bytes = 30.0 * shard, .dep = -1});
+		}
 	}
 	if (W > 1 && (Z == 1 || Z == 2))
 		zero_op(&b, blk, "zero_param_allgather", WL_PHASE_STEP, WL_COLL_ALLGATHER, WL_STREAM_MAIN,

@@ -29,13 +29,22 @@ typedef enum workload_op_kind { WL_OP_COMPUTE, WL_OP_COMM } workload_op_kind;
 /* HOST_COPY: a copy between this GPU's memory and its host's over the platform's host link
  * (activation offload), `bytes` long, timed by the link (engine_compute_time); it runs on
  * the GPU's copy engine, beside the kernels, and loads no GPU-to-GPU link. */
+/* HOST_ADAM: the optimizer step on the host's CPU (optimizer offload, DeepSpeedCPUAdam),
+ * `bytes` the DRAM traffic of the whole node while it runs (every GPU's process steps its
+ * shard at once), timed by the host's memory bandwidth (engine_compute_time); the GPU
+ * waits, idle. Both host kernels run off the GPU's SMs (workload_kernel_on_host). */
 typedef enum workload_kernel {
 	WL_KERNEL_GEMM,
 	WL_KERNEL_ATTENTION,
 	WL_KERNEL_MEMORY,
 	WL_KERNEL_COPY,
-	WL_KERNEL_HOST_COPY
+	WL_KERNEL_HOST_COPY,
+	WL_KERNEL_HOST_ADAM
 } workload_kernel;
+static inline bool workload_kernel_on_host(workload_kernel k)
+{
+	return k == WL_KERNEL_HOST_COPY || k == WL_KERNEL_HOST_ADAM;
+}
 typedef enum workload_coll {
 	WL_COLL_ALLTOALL,
 	WL_COLL_ALLGATHER,
@@ -77,8 +86,9 @@ typedef enum workload_stream {
 	WL_STREAM_RING = WL_STREAM_PREFETCH,
 	WL_STREAM_HOST = WL_STREAM_PREFETCH
 } workload_stream;
-/* HOST_COMM: activation offload's copies over the host link (compute-kind ops of kernel
- * WL_KERNEL_HOST_COPY, never on the main stream). */
+/* HOST_COMM: the copies over the host link (compute-kind ops of kernel WL_KERNEL_HOST_COPY):
+ * activation offload's, never on the main stream, and optimizer offload's gradient and
+ * parameter copies, on the ZeRO stream or, where the step waits for them, the main one. */
 typedef enum workload_category {
 	WL_CAT_COMPUTE,
 	WL_CAT_SP_COMM,
@@ -192,6 +202,10 @@ typedef struct workload_memory {
 	 * memory, the node's total (every GPU of the node), the node's host memory, and whether
 	 * they fit; fits includes host_fits. 0 and true without offload. */
 	double host, host_node, host_capacity;
+	/* Optimizer offload (--offload-optimizer cpu): of host, the bytes of this GPU's shard
+	 * of fp32 master weights, Adam m and v and the fp32 gradient (16 per parameter); the
+	 * GPU's optimizer is then 0. */
+	double host_optimizer;
 	bool host_fits;
 	bool fits;
 } workload_memory;

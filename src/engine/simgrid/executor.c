@@ -207,7 +207,7 @@ static void walk_block(walker *w, int bidx, int micro)
 					dseq = start[ds] + (long)(it + op->dep_iter) * bi->cnt[ds] + bi->pre[op->dep];
 				}
 			}
-			if (op->kind == WL_OP_COMPUTE && op->kernel != WL_KERNEL_HOST_COPY && r->merge) {
+			if (op->kind == WL_OP_COMPUTE && !workload_kernel_on_host(op->kernel) && r->merge) {
 				if (ds >= 0 && R->done[ds] <= dseq) {
 					flush(w);
 					wait_for(R, me, ds, dseq);
@@ -226,9 +226,10 @@ static void walk_block(walker *w, int bidx, int micro)
 				if (ds >= 0)
 					wait_for(R, me, ds, dseq);
 				double t0 = simgrid_get_clock();
-				if (op->kernel == WL_KERNEL_HOST_COPY && op->kind == WL_OP_COMPUTE) {
-					/* the copy engine over the host link: beside the GPU's kernels,
-					 * not on its compute (and not slowed by a slow GPU) */
+				if (workload_kernel_on_host(op->kernel) && op->kind == WL_OP_COMPUTE) {
+					/* the copy engine over the host link, or the host's CPU: beside
+					 * the GPU's kernels, not on its compute (and not slowed by a slow
+					 * GPU) */
 					double dur = engine_compute_time(R->plat, op);
 					if (dur > 0)
 						sg_actor_sleep_for(dur);
@@ -333,7 +334,7 @@ static bool blocks_build(sgx_run *r, config_error *err)
 	for (int b = 0; b < r->n_blocks; b++)
 		for (int j = 0; j < r->blocks[b].blk->n_ops; j++) {
 			const workload_op *op = &r->blocks[b].blk->ops[j];
-			if (op->kind == WL_OP_COMPUTE && op->kernel != WL_KERNEL_HOST_COPY && !seen[op->stream]) {
+			if (op->kind == WL_OP_COMPUTE && !workload_kernel_on_host(op->kernel) && !seen[op->stream]) {
 				seen[op->stream] = true;
 				computing++;
 			}

@@ -156,6 +156,38 @@ def allgather_old_4():
     return "".join(out)
 
 
+def p2p_log(test, nodes, gpn, L, B, per_rank_coll, gpu="NVIDIA H100 80GB HBM3"):
+    """A SYNTHETIC p2p log (no published sendrecv_perf/alltoall_perf table of 8 or 16 H100s
+    was found in public issue threads): nccl-tests' format, times from a known alpha-beta
+    line, labelled as such in the log itself.
+      sendrecv (one message to the next rank): t = L + S / B
+      alltoall, one node of P ranks:            t = L + (P-1) * (S/P) / B"""
+    P = nodes * gpn
+    out = ["# SYNTHETIC log, not a measurement: written by tests/data/nccltests/gen_fixtures.py with\n",
+           "# t = L + %s / B, L = %g us, B = %g GB/s\n" % ("(P-1)(S/P)" if per_rank_coll else "S", L * 1e6, B / GB),
+           "# Collective test starting: %s\n" % test,
+           "# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 "
+           "agg iters: 1 validation: 1 graph: 0\n", "#\n"]
+    out += rank_table(nodes, gpn, gpu=gpu, host_fmt="h100-%02d")
+    out += NEW_HEADER
+    lo = 8 * P if per_rank_coll else 8
+    for S in sizes(lo, 1 << 30):
+        if per_rank_coll:
+            t = L + (P - 1) * (S / P) / B
+            count, redop, factor = S // 4 // P, "none", (P - 1) / P
+        else:
+            t = L + S / B
+            count, redop, factor = S // 4, "sum", 1.0
+        alg = S / t / GB
+        row = "%12i  %12i  %8s  %6s  %6s" % (S, count, "float", redop, "%6i" % -1)
+        for wrong in ("0", "N/A"):
+            row += "  %7s  %6s  %6s  %6s" % (float_str(t * 1e6, 7), float_str(alg, 6), float_str(alg * factor, 6),
+                                              wrong)
+        out.append(row + "\n")
+    out.append("# Out of bounds values : 0 OK\n")
+    return "".join(out)
+
+
 def bad_row():
     """all_reduce_perf.1x8.log with a unit glued to the size on line 23."""
     lines = allreduce_8().splitlines(True)
@@ -173,3 +205,7 @@ if __name__ == "__main__":
     write("a2a-2x8.log", alltoall_2x8())
     write("all_gather_old.1x4.log", allgather_old_4())
     write("bad_row.log", bad_row())
+    # p2p path: one node (NVSwitch) and two nodes (a NIC hop per node boundary)
+    write("synthetic.sendrecv_perf.1x8.log", p2p_log("sendrecv_perf", 1, 8, 4e-6, 160 * GB, False))
+    write("synthetic.sendrecv_perf.2x8.log", p2p_log("sendrecv_perf", 2, 8, 10e-6, 40 * GB, False))
+    write("synthetic.alltoall_perf.1x8.log", p2p_log("alltoall_perf", 1, 8, 6e-6, 150 * GB, True))
