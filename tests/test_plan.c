@@ -1648,7 +1648,7 @@ END_TEST
 START_TEST(plan_ctrl_c_ranks_what_was_searched)
 {
 	/* A search of three platforms x eight budgets (bench/plan's query, seconds of work):
-	 * SIGINT at its first progress line. It stops, prints the ranking of what it
+	 * SIGINT as soon as it says it is searching. It stops, prints the ranking of what it
 	 * evaluated with a note on stdout and stderr, runs no SimGrid re-run, and exits 130. */
 	char out_path[] = "/tmp/spsim-plan-int-XXXXXX";
 	int fo = mkstemp(out_path);
