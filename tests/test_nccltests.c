@@ -786,6 +786,42 @@ START_TEST(test_fit_model_stops_past_the_kink)
 }
 END_TEST
 
+
+/* t = L + S / B: one alpha-beta line */
+static double affine(void *ctx, int i, double L, double B)
+{
+	const double *S = ctx;
+	return L + S[i] / B;
+}
+
+START_TEST(test_fit_latency_under_a_held_bandwidth)
+{
+	double S[8], t[8];
+	for (int i = 0; i < 8; i++) {
+		S[i] = MiB * pow(4, i);
+		t[i] = 3e-6 + S[i] / 50e9; /* truth: L = 3 us, B = 50 GB/s */
+	}
+	nccltests_fit f;
+	config_error e = {""};
+	/* the bandwidth held at the truth: the latency comes back exactly, off its bound */
+	ck_assert_msg(nccltests_fit_latency(affine, S, t, 8, 0, 50e9, &f, &e), "%s", e.msg);
+	assert_close(f.latency, 3e-6, 1e-9);
+	ck_assert(f.bandwidth == 50e9 && !f.latency_at_bound && f.rms_rel < 1e-9);
+	/* t = S / 20 GB/s - 1 us wants L = -1 us: both fits pin it at 0 and say so */
+	for (int i = 0; i < 8; i++)
+		t[i] = S[i] / 20e9 - 1e-6;
+	ck_assert(nccltests_fit_latency(affine, S, t, 8, 1e-6, 20e9, &f, &e));
+	ck_assert(f.latency == 0 && f.latency_at_bound);
+	ck_assert(nccltests_fit_model(affine, S, t, 8, 1e-6, 10e9, &f, &e));
+	ck_assert(f.latency == 0 && f.latency_at_bound);
+	/* out of range: refused, not fitted */
+	ck_assert(!nccltests_fit_latency(affine, S, t, 8, 0, 0, &f, &e));
+	expect_contains(e.msg, "bandwidth > 0");
+	ck_assert(!nccltests_fit_latency(affine, S, t, 0, 0, 1e9, &f, &e));
+	expect_contains(e.msg, "no points");
+}
+END_TEST
+
 /* ----------------------------------------------------------- calibration -- */
 
 static void calibrate(nccltests_log *logs, int n, const nccltests_calib_opts *o, config_calibration *cal,
@@ -990,6 +1026,118 @@ START_TEST(test_round_trip_calibrate_then_predict)
 }
 END_TEST
 
+/* Usable out-of-place rows of a log within [lo, hi] (hi 0: none). */
+static int rows_within(const nccltests_log *log, double lo, double hi)
+{
+	int n = 0;
+	for (int i = 0; i < log->n_rows; i++)
+		n += log->rows[i].size > 0 && log->rows[i].time_us[0] > 0 && log->rows[i].size >= lo &&
+		     (hi <= 0 || log->rows[i].size <= hi);
+	return n;
+}
+
+/* all_reduce_perf.1x8.log and the dgx-h100 platform. */
+static void h100_all_reduce(nccltests_log *log, config_platform *p)
+{
+	parse_fixture("all_reduce_perf.1x8.log", NULL, log);
+	config_error e = {""};
+	ck_assert_msg(config_load_platform("dgx-h100", p, &e), "%s", e.msg);
+}
+
+/* Never worse: no row of the log predicted more than 3 points worse calibrated than on
+ * the platform as given. */
+static void assert_never_worse(const nccltests_log *log, const config_platform *p, const config_calibration *cal,
+			       const char *what)
+{
+	for (int j = 0; j < log->n_rows; j++) {
+		nccltests_log one = *log;
+		one.rows = &log->rows[j];
+		one.n_rows = 1;
+		double before = max_error(&one, p, NULL, 0), after = max_error(&one, p, cal, 0);
+		ck_assert_msg(after <= before + 0.03 + 1e-12, "%s: %.0f B %.1f%% calibrated, %.1f%% before", what,
+			      log->rows[j].size, 100 * after, 100 * before);
+	}
+}
+
+START_TEST(test_calibrate_protocol_fits_honour_the_range)
+{
+	/* all_reduce_perf.1x8.log on dgx-h100 (8 B - 1 GiB): NCCL's tuner runs LL up to 64 KiB
+	 * and Simple above. A -b/-e bounds every fit: no entry and no class fit uses more
+	 * points than the log has within the range; an entry the range leaves with fewer than
+	 * 2 sizes is not fitted and the notes say so; never-worse holds under every range */
+	nccltests_log log;
+	config_platform p;
+	h100_all_reduce(&log, &p);
+	static const double ranges[][2] = {{0, 0}, {64 * MiB, 0}, {0, 64 * 1024.0}, {MiB, 256 * MiB}};
+	for (int r = 0; r < 4; r++) {
+		double lo = ranges[r][0], hi = ranges[r][1];
+		nccltests_calib_opts o = {.platform = &p, .min_bytes = lo, .proto_min_bytes = lo, .max_bytes = hi};
+		config_calibration cal;
+		nccltests_calib_report rep;
+		calibrate(&log, 1, &o, &cal, &rep);
+		int within = rows_within(&log, lo, hi);
+		ck_assert_msg(rep.intra.fitted && rep.intra.fit.n_points <= within, "range %d: class %d points of %d",
+			      r, rep.intra.fit.n_points, within);
+		for (int k = 0; k < CONFIG_CAL_ENTRIES; k++)
+			ck_assert_msg(!rep.intra.proto_fitted[k] || rep.intra.proto_fit[k].n_points <= within,
+				      "range %d: %s on %d points of %d", r, nccltests_entry_name(k),
+				      rep.intra.proto_fit[k].n_points, within);
+		char what[32];
+		snprintf(what, sizeof what, "range %d", r);
+		assert_never_worse(&log, &p, &cal, what);
+		if (r == 0) /* unbounded: both protocols fitted, LL on its 14 sizes of 8 B - 64 KiB at least */
+			ck_assert(rep.intra.proto_fitted[0] && rep.intra.proto_fit[0].n_points >= 14 &&
+				  rep.intra.proto_fitted[2]);
+		if (r == 1) { /* -b 64M: LL has no size left; Simple fits exactly the 5 rows 64 MiB - 1 GiB */
+			ck_assert(!rep.intra.proto_fitted[0] && !cal.proto[0][0].has_bw && !cal.proto[0][0].has_latency);
+			expect_contains(rep.notes, "intra_node LL: 0 sizes within -b/-e where NCCL's tuner runs it");
+			ck_assert(rep.intra.proto_fitted[2]);
+			ck_assert_int_eq(rep.intra.proto_fit[2].n_points, within);
+			ck_assert_int_eq(within, 5);
+		}
+		if (r == 2) { /* -e 64K: Simple has no size left */
+			ck_assert(!rep.intra.proto_fitted[2]);
+			expect_contains(rep.notes, "intra_node Simple: 0 sizes within -b/-e");
+		}
+	}
+	nccltests_log_finish(&log);
+}
+END_TEST
+
+START_TEST(test_calibrate_clamps_protocol_bandwidth_to_the_link)
+{
+	/* LL's region of all_reduce_perf.1x8.log (8 B - 64 KiB) is latency-bound: its own fit
+	 * wants a bandwidth far above dgx-h100's NVLink, 450 GB/s per GPU. It is held at the
+	 * link rate with a note naming both values, and no kept entry exceeds the rate */
+	nccltests_log log;
+	config_platform p;
+	h100_all_reduce(&log, &p);
+	nccltests_calib_opts o = {.platform = &p, .min_bytes = MiB};
+	config_calibration cal;
+	nccltests_calib_report rep;
+	calibrate(&log, 1, &o, &cal, &rep);
+	ck_assert(rep.intra.proto_fitted[0]);
+	ck_assert_msg(rep.intra.proto_unclamped_bw[0] > 2 * p.intra.bandwidth, "LL fitted %g",
+		      rep.intra.proto_unclamped_bw[0]);
+	ck_assert(rep.intra.proto_fit[0].bandwidth == p.intra.bandwidth);
+	expect_contains(rep.notes, "intra_node LL: the fitted bandwidth");
+	expect_contains(rep.notes, "is above the path's link rate (450 GB/s per GPU, dgx-h100's)");
+	expect_contains(rep.notes, "clamped to the rate, the latency refitted under it");
+	for (int k = 0; k < CONFIG_CAL_ENTRIES; k++)
+		ck_assert_msg(!cal.proto[0][k].has_bw || cal.proto[0][k].bandwidth <= p.intra.bandwidth, "%s at %g",
+			      nccltests_entry_name(k), cal.proto[0][k].bandwidth);
+	char text[512];
+	nccltests_protocols_text(&rep.intra, text, sizeof text);
+	expect_contains(text, "bandwidth 450 GB/s (the link rate; fitted ");
+	/* the generic platform's rates are placeholders: nothing to clamp to */
+	o.platform = NULL;
+	calibrate(&log, 1, &o, &cal, &rep);
+	ck_assert(rep.intra.proto_fitted[0] && rep.intra.proto_unclamped_bw[0] == 0);
+	ck_assert(!strstr(rep.notes, "clamped"));
+	nccltests_log_finish(&log);
+}
+END_TEST
+
 START_TEST(test_calibration_never_worse_and_within_15pct)
 {
 	/* On every fixture and shipped platform: after calibrating (sizes >= 1 MiB, the
@@ -1018,14 +1166,9 @@ START_TEST(test_calibration_never_worse_and_within_15pct)
 			config_calibration cal;
 			nccltests_calib_report rep;
 			calibrate(&log, 1, &o, &cal, &rep);
-			for (int j = 0; j < log.n_rows; j++) {
-				nccltests_log one = log;
-				one.rows = &log.rows[j];
-				one.n_rows = 1;
-				double before = max_error(&one, &p, NULL, 0), after = max_error(&one, &p, &cal, 0);
-				ck_assert_msg(after <= before + 0.03 + 1e-12, "%s on %s: %.0f B %.1f%% calibrated, %.1f%% before",
-					      logs[i], plats[k], log.rows[j].size, 100 * after, 100 * before);
-			}
+			char what[160];
+			snprintf(what, sizeof what, "%s on %s", logs[i], plats[k]);
+			assert_never_worse(&log, &p, &cal, what);
 			double worst = max_error(&log, &p, &cal, MiB);
 			ck_assert_msg(worst <= 0.15, "%s on %s: %.1f%% at some size >= 1 MiB", logs[i], plats[k],
 				      100 * worst);
@@ -2006,6 +2149,24 @@ START_TEST(test_cli_calibrate_round_trip)
 	ck_assert_int_eq(run_spsim("calibrate --help", &out, &err), 0);
 	expect_contains(out, "usage: spsim calibrate --from-nccl-tests LOG");
 	free(out), free(err);
+	/* -b 64M: LL left out with a note; the class latency at its bound is not shown as a
+	 * measured 0 */
+	ck_assert_int_eq(run_spsim("calibrate --from-nccl-tests tests/data/nccltests/all_reduce_perf.1x8.log --platform "
+				   "dgx-h100 -b 64M",
+				   &out, &err),
+			 0);
+	expect_contains(err, "intra_node LL: 0 sizes within -b/-e where NCCL's tuner runs it (16 in the logs)");
+	expect_contains(err, "intra_node: latency at its lower bound (0), bandwidth");
+	ck_assert_msg(!strstr(err, "latency 0 us"), "%s", err);
+	free(out), free(err);
+	/* the default range: LL's bandwidth held at NVLink's 450 GB/s, said */
+	ck_assert_int_eq(run_spsim("calibrate --from-nccl-tests tests/data/nccltests/all_reduce_perf.1x8.log --platform "
+				   "dgx-h100",
+				   &out, &err),
+			 0);
+	expect_contains(err, "note: intra_node LL: the fitted bandwidth");
+	expect_contains(err, "LL latency 2.04 us, bandwidth 450 GB/s (the link rate; fitted 1142)");
+	free(out), free(err);
 }
 END_TEST
 
@@ -2038,6 +2199,7 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(fit, test_linfit_edge_cases);
 	tcase_add_test(fit, test_fit_model_through_a_kink);
 	tcase_add_test(fit, test_fit_model_stops_past_the_kink);
+	tcase_add_test(fit, test_fit_latency_under_a_held_bandwidth);
 	suite_add_tcase(s, fit);
 	TCase *cal = tcase_create("calibrate");
 	tcase_add_test(cal, test_calibrate_intra_from_fixture);
@@ -2047,6 +2209,8 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cal, test_calibrate_sizes_above_protocol_switch);
 	tcase_add_test(cal, test_round_trip_calibrate_then_predict);
 	tcase_add_test(cal, test_calibration_never_worse_and_within_15pct);
+	tcase_add_test(cal, test_calibrate_protocol_fits_honour_the_range);
+	tcase_add_test(cal, test_calibrate_clamps_protocol_bandwidth_to_the_link);
 	tcase_add_test(cal, test_calibrate_recovers_per_protocol_links);
 	tcase_add_test(cal, test_calibration_keeps_tuner_choice);
 	tcase_add_test(cal, test_intra_protocols_leave_multi_node_bandwidth);

@@ -55,15 +55,22 @@ static void usage(FILE *f)
 	      "at least 2 sizes gets its own entry (ring_simple, nvls, ...). They time the pair the\n"
 	      "tuner chose; the choice stays NCCL's, on the platform's uncalibrated links. With\n"
 	      "--platform no fitted value is kept that makes any size of the logs worse than the\n"
-	      "platform as given.\n"
+	      "platform as given, and a protocol's bandwidth fitted above the path's link rate (the\n"
+	      "platform's per GPU or per NIC, or the class's fitted one where higher) is clamped to it,\n"
+	      "its latency refitted, with a note. A latency that ends at its lower bound is printed as\n"
+	      "'latency at its lower bound (0)'.\n"
 	      "\n"
 	      "  --from-nccl-tests LOG   an nccl-tests log; more LOGs may follow as arguments\n"
 	      "  --platform NAME|FILE    the cluster the logs come from (default: a generic NVSwitch node with\n"
 	      "                          one NIC per GPU; required for multi-node logs without a single-node one)\n"
 	      "  -o, --output FILE       write the YAML there (default: standard output; alias --out)\n"
 	      "  -b, --min-bytes SIZE    fit only sizes >= SIZE (default 1M: the sizes a training step moves,\n"
-	      "                          above NCCL's small-message protocols; -b 0 fits every size)\n"
-	      "  -e, --max-bytes SIZE    fit only sizes <= SIZE (--minbytes, --maxbytes: nccl-tests' spellings)\n"
+	      "                          above NCCL's small-message protocols; -b 0 fits every size). The\n"
+	      "                          default bounds the class's links only: each protocol is fitted on all\n"
+	      "                          its sizes; a -b given bounds every fit (NCCL's launch is fitted below\n"
+	      "                          it), and a protocol left with fewer than 2 sizes is not fitted (said)\n"
+	      "  -e, --max-bytes SIZE    fit only sizes <= SIZE, every fit (--minbytes, --maxbytes: nccl-tests'\n"
+	      "                          spellings)\n"
 	      "  --in-place              fit the in-place columns (default out-of-place)\n"
 	      "  --alg ALG               algorithm to invert (default the op program's: direct for alltoall and\n"
 	      "                          sendrecv, ring otherwise)\n"
@@ -140,7 +147,7 @@ static int parse_args(int argc, char **argv, cal_args *a)
 				return CLI_USAGE;
 			}
 			if (c == 'b')
-				a->co.min_bytes = d;
+				a->co.min_bytes = a->co.proto_min_bytes = d;
 			else
 				a->co.max_bytes = d;
 			break;
@@ -168,11 +175,12 @@ static void print_class(const char *name, const nccltests_calib_class *k, const 
 {
 	if (!k->fitted)
 		return;
+	char lat[64], bw[96];
+	nccltests_fit_text(&k->fit, 0, lat, sizeof lat, bw, sizeof bw);
 	fprintf(stderr,
-		"spsim calibrate: %s: latency %.4g us, bandwidth %.4g GB/s %s (rms error %.2f%%, largest %.2f%% over %d "
-		"points of %d log%s)\n",
-		name, k->fit.latency * 1e6, k->fit.bandwidth / 1e9, per, k->fit.rms_rel * 100, k->fit.max_rel * 100,
-		k->fit.n_points, k->n_logs, k->n_logs == 1 ? "" : "s");
+		"spsim calibrate: %s: %s, %s %s (rms error %.2f%%, largest %.2f%% over %d points of %d log%s)\n", name,
+		lat, bw, per, k->fit.rms_rel * 100, k->fit.max_rel * 100, k->fit.n_points, k->n_logs,
+		k->n_logs == 1 ? "" : "s");
 	char protos[512];
 	nccltests_protocols_text(k, protos, sizeof protos);
 	if (protos[0])

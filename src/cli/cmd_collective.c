@@ -564,7 +564,7 @@ static int compare(coll_args *a)
 	/* calibrate on the log: the fitted link class replaces the platform's */
 	/* the fit defaults to sizes >= 1 MiB as spsim calibrate does */
 	nccltests_calib_opts co = {.platform = &p, .in_place = a->in_place,
-				   .min_bytes = a->min_set ? lo : 1024.0 * 1024, .max_bytes = isfinite(hi) ? hi : 0, .alg_set = true, .alg = s.alg};
+				   .min_bytes = a->min_set ? lo : 1024.0 * 1024, .proto_min_bytes = a->min_set ? lo : 0, .max_bytes = isfinite(hi) ? hi : 0, .alg_set = true, .alg = s.alg};
 	config_calibration cal;
 	nccltests_calib_report rep;
 	if (!nccltests_calibrate(&log, 1, &co, &cal, &rep, &err)) {
@@ -586,9 +586,10 @@ static int compare(coll_args *a)
 		       a->compare, nccltests_test_name(log.coll), log.nodes, log.nodes == 1 ? "" : "s", log.gpus_per_node,
 		       a->in_place ? "in-place" : "out-of-place", p.name, a->job.has_cal ? " calibrated by " : "",
 		       a->job.has_cal ? a->job.calibration : "", a->job.engine, workload_alg_name(s.alg));
-		printf("# predicted: the platform as given; calibrated: after fitting %s to this log (%s latency %.3g "
-		       "us, bandwidth %.4g GB/s)\n",
-		       cls, cls, k->fit.latency * 1e6, k->fit.bandwidth / 1e9);
+		char lat[64], bw[96];
+		nccltests_fit_text(&k->fit, 0, lat, sizeof lat, bw, sizeof bw);
+		printf("# predicted: the platform as given; calibrated: after fitting %s to this log (%s %s, %s)\n", cls,
+		       cls, lat, bw);
 		char protos[512];
 		nccltests_protocols_text(k, protos, sizeof protos);
 		if (protos[0])

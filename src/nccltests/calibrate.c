@@ -263,7 +263,7 @@ static cand_score score_of(const log_model *models, int n, const config_calibrat
 	return sc;
 }
 
-/* NCCL's per-call launch from the sizes below the fitted range (all sizes when none),
+/* NCCL's per-call launch from the sizes below the fitted range (all sizes up to -e when none),
  * the links as calibrated: weighted least squares of the constant offset,
  * sum(((c + model_i - t_i) / t_i)^2), c >= 0. Returns < 0 when no size informs it. */
 static double fit_launch(const log_model *models, int n, const config_calibration *cal, const nccltests_calib_opts *o)
@@ -278,7 +278,8 @@ static double fit_launch(const log_model *models, int n, const config_calibratio
 			p.coll_overhead = 0;
 			for (int j = 0; j < m->log->n_rows; j++) {
 				const nccltests_row *r = &m->log->rows[j];
-				if (!row_usable(r, col) || (pass == 0 && r->size >= o->min_bytes))
+				if (!row_usable(r, col) || (pass == 0 && r->size >= o->min_bytes) ||
+				    (o->max_bytes > 0 && r->size > o->max_bytes))
 					continue;
 				double t = r->time_us[col] * 1e-6;
 				num += (t - log_time(m, &p, r->size)) / (t * t);
@@ -386,16 +387,17 @@ typedef struct region {
 
 enum { ALL_ALGOS = (1u << NCCL_ALGO_P2P) - 1 };
 
-/* The rows of a region: usable, up to the fitted range's top, where the tuner picks one of
- * its pairs. The region reaches below the fitted range's bottom (-b): the class's fit
- * starts at 1 MiB so as not to bend its one line to the launch-bound small sizes, while a
- * protocol's own line is alone on its sizes. */
+/* The rows of a region: usable, within the user's range [-b, -e], where the tuner picks
+ * one of its pairs. Without a -b the region reaches below the class's default bottom
+ * (1 MiB): the class's fit starts there so as not to bend its one line to the
+ * launch-bound small sizes, while a protocol's own line is alone on its sizes (LL and
+ * LL128 run only below it). */
 static bool in_region(const log_model *m, const nccltests_row *r, int col, const nccltests_calib_opts *o, region g)
 {
 	double hi = o->max_bytes > 0 ? o->max_bytes : INFINITY;
 	int a, pr;
-	return row_usable(r, col) && r->size <= hi && tuned_pair(m, r->size, &a, &pr) && pr == g.pr &&
-	       (g.algos >> a & 1u);
+	return row_usable(r, col) && r->size >= o->proto_min_bytes && r->size <= hi && tuned_pair(m, r->size, &a, &pr) &&
+	       pr == g.pr && (g.algos >> a & 1u);
 }
 
 /* Largest relative error over a region of the class's logs under cal, and whether any
@@ -470,6 +472,36 @@ static int region_sizes(log_model *models, int n, bool inter, const nccltests_ca
 	return d;
 }
 
+/* A protocol's bandwidth fitted above the link rate of the path it calibrates is not a
+ * property of the link but of a term the points barely constrain (LL's region is
+ * latency-bound: 1142 GB/s over dgx-h100's 450 GB/s NVLink): it is held at the rate and
+ * the latency refitted under it (nccltests_fit_latency). Clamping rather than refusing
+ * keeps the best fit a physical link allows, and the never-worse choice then judges it like
+ * any fitted value. The rate is the platform's raw one (intra.bandwidth per GPU,
+ * inter.nic_bandwidth per NIC, before efficiencies), or the class's calibrated bandwidth
+ * where that is higher (measurements beat a platform file that understates its links).
+ * Only against a platform the user gave: the generic one's rates are placeholders.
+ * Returns the rate clamped to, 0 when the fit stands. */
+static double clamp_to_link(fit_ctx *c, const nccltests_calib_opts *o, const config_calibration *cal,
+			    nccltests_fit *f, double *unclamped)
+{
+	*unclamped = 0;
+	if (!o->platform)
+		return 0;
+	double rate = c->inter ? o->platform->inter.nic_bandwidth : o->platform->intra.bandwidth;
+	if (c->inter ? cal->has_inter_bw : cal->has_intra_bw)
+		rate = fmax(rate, c->inter ? cal->inter_bw : cal->intra_bw);
+	if (!(rate > 0) || !(f->bandwidth > rate))
+		return 0;
+	nccltests_fit g;
+	config_error why;
+	if (!nccltests_fit_latency(model_time, c, c->times, c->n, f->latency, rate, &g, &why))
+		return 0; /* n > 0 and rate > 0 here: cannot happen */
+	*unclamped = f->bandwidth;
+	*f = g;
+	return rate;
+}
+
 static const char *const entry_names[CONFIG_CAL_ENTRIES] = {
 	"LL", "LL128", "Simple", "tree/LL", "tree/LL128", "tree/Simple", "ring/LL", "ring/LL128", "ring/Simple",
 	"NVLS/Simple"};
@@ -496,14 +528,34 @@ static bool fit_entry(log_model *models, int n, const nccltests_calib_opts *o, b
 		return config_fail(err, "out of memory");
 	}
 	const config_platform *b = n > 0 ? &models[0].base : NULL;
+	const char *stand = e < CONFIG_NCCL_PROTOS ? "class's" : "protocol's or class's";
 	config_error why;
-	if (distinct_sizes(&c) >= 2 && b) {
+	int d = distinct_sizes(&c);
+	if (d >= 2 && b) {
 		double L0 = inter ? b->inter.latency : b->intra.latency;
 		double B0 = inter ? config_platform_nic_bw(b) : config_platform_intra_bw(b);
-		cls->proto_fitted[e] = nccltests_fit_model(model_time, &c, c.times, c.n, L0, B0, &cls->proto_fit[e], &why);
+		nccltests_fit *f = &cls->proto_fit[e];
+		cls->proto_fitted[e] = nccltests_fit_model(model_time, &c, c.times, c.n, L0, B0, f, &why);
 		if (!cls->proto_fitted[e])
 			note(rep, "%s %s: the entry's own links do not fit (%s); the %s stand for it", cname, entry_names[e],
-			     why.msg, e < CONFIG_NCCL_PROTOS ? "class's" : "protocol's or class's");
+			     why.msg, stand);
+		double rate = cls->proto_fitted[e] ? clamp_to_link(&c, o, out, f, &cls->proto_unclamped_bw[e]) : 0;
+		bool own = rate > 0 && rate == (inter ? o->platform->inter.nic_bandwidth : o->platform->intra.bandwidth);
+		if (rate > 0)
+			note(rep, "%s %s: the fitted bandwidth, %.4g GB/s, is above the path's link rate (%.4g GB/s per %s, %s%s), "
+				  "which no protocol exceeds: clamped to the rate, the latency refitted under it (%.3g us)",
+			     cname, entry_names[e], cls->proto_unclamped_bw[e] / 1e9, rate / 1e9, inter ? "NIC" : "GPU",
+			     own ? o->platform->name : "the class's fitted bandwidth, above ", own ? "'s" : o->platform->name,
+			     f->latency * 1e6);
+	} else if (b && (o->proto_min_bytes > 0 || o->max_bytes > 0)) {
+		/* the range, not the logs, left the entry too few sizes: say so */
+		nccltests_calib_opts all = *o;
+		all.proto_min_bytes = all.max_bytes = 0;
+		int d_all = region_sizes(models, n, inter, &all, g);
+		if (d_all >= 2)
+			note(rep, "%s %s: %d size%s within -b/-e where NCCL's tuner runs it (%d in the logs), at least 2 "
+				  "needed: not fitted, the %s links stand for it",
+			     cname, entry_names[e], d, d == 1 ? "" : "s", d_all, stand);
 	}
 	free(c.model_of), free(c.bytes), free(c.times);
 	if (!cls->proto_fitted[e])
@@ -692,12 +744,37 @@ bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_
 	 * generic platform is only a starting point, nothing to hold the fit to. */
 	if (ok && n > 0 && opts->platform && !opts->links_only)
 		choose_subset(models, n, opts, out, rep);
+	/* A class bandwidth above the platform's raw rate is kept (the never-worse rule judged
+	 * it: a platform file may understate its links, as a synthetic or mislabelled log may
+	 * overstate them) but never silently; it then bounds the protocols (clamp_to_link). */
+	for (int k = 0; ok && opts->platform && k < 2; k++) {
+		double bw = k ? out->inter_bw : out->intra_bw, rate = k ? opts->platform->inter.nic_bandwidth
+									 : opts->platform->intra.bandwidth;
+		if ((k ? out->has_inter_bw : out->has_intra_bw) && bw > rate)
+			note(rep, "%s: the fitted bandwidth, %.4g GB/s, is above %s's link rate (%.4g GB/s per %s): kept, "
+				  "as no size got worse with it, but the log and the platform disagree",
+			     k ? "inter_node" : "intra_node", bw / 1e9, opts->platform->name, rate / 1e9, k ? "NIC" : "GPU");
+	}
 	if (ok && n > 0 && !opts->links_only)
 		ok = fit_protocols(models, n, opts, out, rep, err);
 	for (int i = 0; i < n; i++)
 		free(models[i].shapes);
 	free(models);
 	return ok;
+}
+
+void nccltests_fit_text(const nccltests_fit *f, double unclamped_bw, char *lat, size_t lat_len, char *bw,
+			size_t bw_len)
+{
+	if (f->latency_at_bound)
+		snprintf(lat, lat_len, "latency at its lower bound (0)");
+	else
+		snprintf(lat, lat_len, "latency %.3g us", f->latency * 1e6);
+	if (unclamped_bw > 0)
+		snprintf(bw, bw_len, "bandwidth %.4g GB/s (the link rate; fitted %.4g)", f->bandwidth / 1e9,
+			 unclamped_bw / 1e9);
+	else
+		snprintf(bw, bw_len, "bandwidth %.4g GB/s", f->bandwidth / 1e9);
 }
 
 void nccltests_protocols_text(const nccltests_calib_class *k, char *buf, size_t len)
@@ -709,10 +786,10 @@ void nccltests_protocols_text(const nccltests_calib_class *k, char *buf, size_t 
 		if (!k->proto_fitted[pr])
 			continue;
 		const nccltests_fit *f = &k->proto_fit[pr];
-		int w = snprintf(buf + at, len - at, "%s%s latency %.3g us%s, bandwidth %.4g GB/s%s (largest error %.1f%% over "
-						     "%d points)",
-				 at ? "; " : "", entry_names[pr], f->latency * 1e6,
-				 k->proto_kept_latency[pr] ? "" : " (not kept)", f->bandwidth / 1e9,
+		char lat[64], bw[96];
+		nccltests_fit_text(f, k->proto_unclamped_bw[pr], lat, sizeof lat, bw, sizeof bw);
+		int w = snprintf(buf + at, len - at, "%s%s %s%s, %s%s (largest error %.1f%% over %d points)", at ? "; " : "",
+				 entry_names[pr], lat, k->proto_kept_latency[pr] ? "" : " (not kept)", bw,
 				 k->proto_kept_bw[pr] ? "" : " (not kept)", f->max_rel * 100, f->n_points);
 		if (w < 0)
 			break;

@@ -79,6 +79,17 @@ static void residuals(nccltests_model_fn fn, void *ctx, const double *times, int
 	out->max_rel = mx;
 }
 
+/* A fit's outcome at (L, B) after `it` Gauss-Newton steps. */
+static void fit_result(nccltests_model_fn fn, void *ctx, const double *times, int n, double L, double B, int it,
+		       nccltests_fit *out)
+{
+	out->latency = L;
+	out->bandwidth = B;
+	out->iterations = it > 50 ? 50 : it;
+	out->latency_at_bound = L <= 0;
+	residuals(fn, ctx, times, n, L, B, out);
+}
+
 /* Linearises the model around (L, B) by probing it: s = dT/dL, k = dT/dg. */
 static void linearise(nccltests_model_fn fn, void *ctx, const double *times, int n, double L, double B,
 		      nccltests_point *pts)
@@ -107,16 +118,30 @@ static bool any_k(const nccltests_point *pts, int n)
 	return false;
 }
 
+/* The points of a fit of n sizes from (latency0, bandwidth0); NULL (err set) when the
+ * start or n is out of range, or out of memory. */
+static nccltests_point *fit_points(int n, double latency0, double bandwidth0, config_error *err)
+{
+	if (n <= 0) {
+		config_fail(err, "no points to fit");
+		return NULL;
+	}
+	if (!(bandwidth0 > 0) || !(latency0 >= 0)) {
+		config_fail(err, "the starting point needs latency >= 0 and bandwidth > 0");
+		return NULL;
+	}
+	nccltests_point *pts = malloc((size_t)n * sizeof *pts);
+	if (!pts)
+		config_fail(err, "out of memory");
+	return pts;
+}
+
 bool nccltests_fit_model(nccltests_model_fn fn, void *ctx, const double *times, int n, double latency0, double bandwidth0,
 			 nccltests_fit *out, config_error *err)
 {
-	if (n <= 0)
-		return config_fail(err, "no points to fit");
-	if (!(bandwidth0 > 0) || !(latency0 >= 0))
-		return config_fail(err, "the starting point needs latency >= 0 and bandwidth > 0");
-	nccltests_point *pts = malloc((size_t)n * sizeof *pts);
+	nccltests_point *pts = fit_points(n, latency0, bandwidth0, err);
 	if (!pts)
-		return config_fail(err, "out of memory");
+		return false;
 	double L = latency0, B = bandwidth0;
 	linearise(fn, ctx, times, n, L, B, pts);
 	if (!any_k(pts, n)) {
@@ -146,9 +171,37 @@ bool nccltests_fit_model(nccltests_model_fn fn, void *ctx, const double *times, 
 	free(pts);
 	if (!ok)
 		return false;
-	out->latency = L;
-	out->bandwidth = B;
-	out->iterations = it > 50 ? 50 : it;
-	residuals(fn, ctx, times, n, L, B, out);
+	fit_result(fn, ctx, times, n, L, B, it, out);
+	return true;
+}
+
+bool nccltests_fit_latency(nccltests_model_fn fn, void *ctx, const double *times, int n, double latency0,
+			   double bandwidth, nccltests_fit *out, config_error *err)
+{
+	nccltests_point *pts = fit_points(n, latency0, bandwidth, err);
+	if (!pts)
+		return false;
+	double L = latency0;
+	int it;
+	for (it = 1; it <= 50; it++) {
+		/* sum w (s L - y)^2 with y = t - r - k g, w = 1/t^2, L >= 0 */
+		linearise(fn, ctx, times, n, L, bandwidth, pts);
+		double ss = 0, sy = 0;
+		for (int i = 0; i < n; i++) {
+			const nccltests_point *p = &pts[i];
+			if (!(p->time > 0) || !isfinite(p->time))
+				continue;
+			double w = 1.0 / (p->time * p->time);
+			ss += w * p->s * p->s;
+			sy += w * p->s * (p->time - p->r - p->k / bandwidth);
+		}
+		double L1 = ss > 0 ? fmax(sy / ss, 0) : 0;
+		bool done = ss == 0 || fabs(L1 - L) <= 1e-9 * fmax(L1, 1e-9);
+		L = L1;
+		if (done)
+			break;
+	}
+	free(pts);
+	fit_result(fn, ctx, times, n, L, bandwidth, it, out);
 	return true;
 }

@@ -134,6 +134,9 @@ typedef struct nccltests_fit {
 	int iterations;
 	double rms_rel; /* root mean square of (model - measured) / measured at the fit */
 	double max_rel; /* largest |relative error| */
+	/* the latency ended at its lower bound, 0 (the unconstrained optimum is negative, or
+	 * the model has no latency term): a bound, not a measurement */
+	bool latency_at_bound;
 } nccltests_fit;
 
 /* Fits (latency, bandwidth) of a black-box model that is affine in latency and in
@@ -143,11 +146,19 @@ typedef struct nccltests_fit {
 bool nccltests_fit_model(nccltests_model_fn fn, void *ctx, const double *times, int n, double latency0, double bandwidth0,
 			 nccltests_fit *out, config_error *err);
 
+/* The latency alone, the bandwidth held (Gauss-Newton on the latency, >= 0): the fit
+ * under a bandwidth fixed at a physical bound. */
+bool nccltests_fit_latency(nccltests_model_fn fn, void *ctx, const double *times, int n, double latency0,
+			   double bandwidth, nccltests_fit *out, config_error *err);
+
 /* -------------------------------------------------------------- calibration - */
 typedef struct nccltests_calib_opts {
 	const config_platform *platform; /* NULL: a generic NVSwitch + one-NIC-per-GPU platform */
 	bool in_place;                   /* fit the in-place columns instead of out-of-place */
 	double min_bytes, max_bytes;     /* sizes fitted; 0 = no bound */
+	/* the smallest size the per-protocol fits use (0: none): the user's -b; the default
+	 * -b 1M bounds the class's links only, as LL and LL128 run below it */
+	double proto_min_bytes;
 	bool alg_set;
 	workload_alg alg;                /* else nccltests_default_alg */
 	/* The logs were not measured through NCCL (validate's CPU transport): fit the links
@@ -166,6 +177,8 @@ typedef struct nccltests_calib_class {
 	bool proto_fitted[CONFIG_CAL_ENTRIES];
 	bool proto_kept_latency[CONFIG_CAL_ENTRIES], proto_kept_bw[CONFIG_CAL_ENTRIES];
 	nccltests_fit proto_fit[CONFIG_CAL_ENTRIES];
+	/* > 0: the fitted bandwidth before it was held to the path's link rate */
+	double proto_unclamped_bw[CONFIG_CAL_ENTRIES];
 } nccltests_calib_class;
 
 typedef struct nccltests_calib_report {
@@ -183,6 +196,12 @@ bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_
 /* A `protocols:` entry's name for the user: "LL", "LL128", "Simple", "ring/Simple",
  * "NVLS/Simple", ... */
 const char *nccltests_entry_name(int entry);
+
+/* A fit's latency and bandwidth for the user: "latency 1.47 us" or "latency at its lower
+ * bound (0)"; "bandwidth 124.3 GB/s", with the fitted value when it was clamped to the
+ * link rate (unclamped_bw > 0). */
+void nccltests_fit_text(const nccltests_fit *f, double unclamped_bw, char *lat, size_t lat_len, char *bw,
+			size_t bw_len);
 
 /* The per-protocol links a class kept, for the user: "LL128 latency 1.47 us, bandwidth
  * 124.3 GB/s; Simple ..." ("" when none was fitted). */
