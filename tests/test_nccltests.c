@@ -1061,8 +1061,8 @@ static void assert_never_worse(const nccltests_log *log, const config_platform *
 
 START_TEST(test_calibrate_protocol_fits_honour_the_range)
 {
-	/* all_reduce_perf.1x8.log on dgx-h100 (8 B - 1 GiB): NCCL's tuner runs LL up to 64 KiB
-	 * and Simple above. A -b/-e bounds every fit: no entry and no class fit uses more
+	/* all_reduce_perf.1x8.log on dgx-h100 (8 B - 1 GiB): NCCL's tuner runs LL on the
+	 * smallest sizes and Simple on the largest. A -b/-e bounds every fit: no entry and no class fit uses more
 	 * points than the log has within the range; an entry the range leaves with fewer than
 	 * 2 sizes is not fitted and the notes say so; never-worse holds under every range */
 	nccltests_log log;
@@ -1085,7 +1085,7 @@ START_TEST(test_calibrate_protocol_fits_honour_the_range)
 		char what[32];
 		snprintf(what, sizeof what, "range %d", r);
 		assert_never_worse(&log, &p, &cal, what);
-		if (r == 0) /* unbounded: both protocols fitted, LL on its 14 sizes of 8 B - 64 KiB at least */
+		if (r == 0) /* unbounded: both protocols fitted, LL on at least the 14 sizes 8 B - 64 KiB */
 			ck_assert(rep.intra.proto_fitted[0] && rep.intra.proto_fit[0].n_points >= 14 &&
 				  rep.intra.proto_fitted[2]);
 		if (r == 1) { /* -b 64M: LL has no size left; Simple fits exactly the 5 rows 64 MiB - 1 GiB */
@@ -1106,7 +1106,8 @@ END_TEST
 
 START_TEST(test_calibrate_clamps_protocol_bandwidth_to_the_link)
 {
-	/* LL's region of all_reduce_perf.1x8.log (8 B - 64 KiB) is latency-bound: its own fit
+	/* LL's region of all_reduce_perf.1x8.log (its smallest sizes, 35.0-35.5 us from 8 B to
+	 * 64 KiB) is latency-bound: its own fit
 	 * wants a bandwidth far above dgx-h100's NVLink, 450 GB/s per GPU. It is held at the
 	 * link rate with a note naming both values, and no kept entry exceeds the rate */
 	nccltests_log log;
