@@ -875,6 +875,53 @@ START_TEST(one_vocabulary_across_commands)
 }
 END_TEST
 
+START_TEST(compare_refuses_a_repeated_strategy)
+{
+	/* Two 'ulysses' columns shared one JSON speedup key (and one --trace file): refused,
+	 * exit 2, naming the spec; the same strategy with its own SP size is another column. */
+	cli_out *o = spsim("compare", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--engine",
+			   "analytic", "--strategies", "ulysses,basp,ulysses", "--format", "json", NULL);
+	expect(o, 2, "--strategies lists 'ulysses' twice, expected each spec once");
+	ck_assert_str_eq(o->out, "");
+	free(o);
+	o = spsim("compare", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--what-if",
+		  "slow-gpu=1:2", "--what-if", "slow-gpu=1:2", NULL);
+	expect(o, 2, "--what-if lists 'slow-gpu=1:2' twice, expected each spec once");
+	ck_assert_str_eq(o->out, "");
+	free(o);
+	o = spsim("compare", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--seq-len", "4K", "--engine",
+		  "analytic", "--strategies", "ulysses,ulysses:sp=4", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(json_object_size(json_object_get(j, "speedup")), 2);
+	json_decref(j);
+	free(o);
+}
+END_TEST
+
+START_TEST(max_seq_says_which_time_settings_it_ignores)
+{
+	/* The all-to-all algorithm and, on a uniform platform, the placement change step time
+	 * only: max-seq says it does not use them (as it says for --engine), and its answer is
+	 * the one without them. */
+	cli_out *base = spsim("max-seq", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--format", "json", NULL);
+	expect(base, 0, NULL);
+	ck_assert_msg(!strstr(base->err, "is not used"), "%s", base->err);
+	/* 1B's longest sequence passes its max_position: said, without claiming a simulation */
+	expect(base, 0, "exceed llama-3.2-1b's max_position (131072)");
+	expect(base, 0, "the memory bound is reported anyway");
+	ck_assert_msg(!strstr(base->err, "simulating"), "%s", base->err);
+	cli_out *o = spsim("max-seq", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--a2a", "pairwise",
+			   "--placement", "strided", "--format", "json", NULL);
+	expect(o, 0, "note: --a2a is not used");
+	expect(o, 0, "note: --placement is not used");
+	ck_assert_str_eq(o->out, base->out);
+	free(o);
+	free(base);
+}
+END_TEST
+
 START_TEST(max_seq_takes_lists_and_says_what_blocks)
 {
 	/* 70B on 4 DGX-H100 nodes: every combination of two strategies, ZeRO 1 and 3, and
@@ -938,6 +985,34 @@ START_TEST(max_seq_takes_lists_and_says_what_blocks)
 	free(o);
 	o = spsim("max-seq", REF, "--zero", "1,4", NULL);
 	expect(o, 2, "--zero expects an integer from 0 to 3, got '4'");
+	free(o);
+}
+END_TEST
+
+START_TEST(plan_says_which_rerun_settings_it_cannot_use)
+{
+	/* --placement, --timeout and -j shape only the re-runs: with --verify none they are
+	 * said to be ignored (exit 0); a placement the analytic engine does not model is
+	 * refused before the search (exit 2), as spsim run refuses it. */
+	cli_out *o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--gpus", "8", "--seq-len", "4K",
+			   "--global-batch", "32K", "--verify", "none", "--placement", "strided", "--timeout", "5", "-j", "2",
+			   NULL);
+	expect(o, 0, "--verify none re-runs nothing; ignored: --placement, --timeout, -j");
+	free(o);
+	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--gpus", "8", "--seq-len", "4K",
+		  "--global-batch", "32K", "--verify", "none", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(!strstr(o->err, "ignored"), "%s", o->err);
+	free(o);
+	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--gpus", "8", "--seq-len", "4K",
+		  "--global-batch", "32K", "--verify", "analytic", "--placement", "contiguous,strided", NULL);
+	expect(o, 2, "--placement strided: the analytic engine (--verify analytic) models contiguous placement only");
+	ck_assert_str_eq(o->out, "");
+	free(o);
+	/* and the help lists --quiet as a flag of its own, beside --progress */
+	o = spsim("plan", "--help", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "\n  --quiet ") && strstr(o->out, "\n  --progress "), "%s", o->out);
 	free(o);
 }
 END_TEST
@@ -1680,10 +1755,13 @@ int main(void)
 	tcase_add_test(tc, job_file_takes_token_units_and_relative_paths);
 	tcase_add_test(tc, one_vocabulary_across_commands);
 	tcase_add_test(tc, max_seq_takes_lists_and_says_what_blocks);
+	tcase_add_test(tc, max_seq_says_which_time_settings_it_ignores);
+	tcase_add_test(tc, compare_refuses_a_repeated_strategy);
 	tcase_add_test(tc, memory_technique_flags);
 	tcase_add_test(tc, optimizer_offload_flags);
 	tcase_add_test(tc, max_seq_technique_table);
 	tcase_add_test(tc, plan_says_why_nothing_was_searched);
+	tcase_add_test(tc, plan_says_which_rerun_settings_it_cannot_use);
 	tcase_add_test(tc, no_speedup_for_what_does_not_fit);
 	tcase_add_test(tc, plan_progress_on_request_only);
 	tcase_add_test(tc, simgrid_run_progress_on_request_only);

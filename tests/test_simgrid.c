@@ -1332,6 +1332,21 @@ static void expect_same_result(const engine_result *a, const engine_result *b)
 	ck_assert_close(a->mfu, b->mfu, 1e-9);
 }
 
+/* Runs in with o, then with *knob (a field of o) switched off, and expects the same result;
+ * r and st (may be NULL) receive both runs' results and statistics. */
+static void same_without(const engine_input *in, engine_simgrid_options *o, bool *knob, engine_result r[2],
+			 engine_simgrid_stats st[2])
+{
+	config_error err;
+	engine_simgrid_stats local[2];
+	if (!st)
+		st = local;
+	ck_assert_msg(engine_simgrid_run_opt(in, o, &r[0], &st[0], &err), "%s", err.msg);
+	*knob = false;
+	ck_assert_msg(engine_simgrid_run_opt(in, o, &r[1], &st[1], &err), "%s", err.msg);
+	expect_same_result(&r[0], &r[1]);
+}
+
 START_TEST(identical_layers_extrapolate_exactly)
 {
 	/* The layer blocks repeat once per layer (16 for Llama-3.2-1B): engine_simgrid_run_opt
@@ -1383,12 +1398,10 @@ START_TEST(identical_layers_extrapolate_exactly)
 		engine_simgrid_options_default(&o);
 		o.symmetry = false;
 		o.repeat_always = true;
-		engine_result fast, full;
-		engine_simgrid_stats sf, su;
-		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &fast, &sf, &err), "%s", err.msg);
-		o.repeat = false;
-		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &full, &su, &err), "%s", err.msg);
-		expect_same_result(&fast, &full);
+		engine_result res[2];
+		engine_simgrid_stats st[2];
+		same_without(&in, &o, &o.repeat, res, st);
+		const engine_simgrid_stats sf = st[0], su = st[1];
 		if (c == 4) {
 			/* ZeRO-3's gathers and Ulysses' all-to-alls share the NIC, and their phase drifts
 			 * from layer to layer: the search gives up within its budget of
@@ -1487,6 +1500,50 @@ START_TEST(flow_count_guards_the_extrapolation)
 }
 END_TEST
 
+START_TEST(compute_as_a_timer_equals_the_execution)
+{
+	/* With one computing stream per GPU the engine waits each compute run's time instead
+	 * of running a SimGrid execution of time x peak flops on the GPU host (speed peak): the
+	 * host has nothing to share, so both end at the same instant. Held on whole steps where
+	 * compute interleaves with contended traffic, full program (no extrapolation, no
+	 * symmetry): Llama-3.2-1B, 8 A100s on one shared NIC per 4 GPUs, BASP ZeRO-2 with a
+	 * straggler (rank 5 computes 1.5x slower) and Ulysses ZeRO-3 (prefetch and reduce
+	 * streams beside the main one); every field to 1e-9, the same executions counted. */
+	config_model m;
+	config_platform p;
+	config_error err;
+	ck_assert(config_load_model("llama-3.2-1b", &m, &err) && config_load_platform("a100-2x4-ib400", &p, &err));
+	static const struct {
+		config_strategy st;
+		int sp, zero;
+		bool slow;
+	} cases[] = {{CONFIG_STRATEGY_BASP, 8, 2, true}, {CONFIG_STRATEGY_ULYSSES, 4, 3, false}};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		config_job job = tu_job(cases[c].st, 8, cases[c].sp, 2, 4096, cases[c].zero);
+		ck_assert_msg(workload_check(&m, &p, &job, &err), "%s", err.msg);
+		workload_plan plan;
+		ck_assert(workload_plan_make(&m, &p, &job, &plan, &err));
+		engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
+		config_whatif w = {0};
+		if (cases[c].slow) {
+			ck_assert(config_whatif_add(&w, CONFIG_WHATIF_SLOW_GPU, "5:1.5", &err));
+			in.opt.whatif = &w;
+		}
+		engine_simgrid_options o;
+		engine_simgrid_options_default(&o);
+		o.symmetry = false;
+		o.repeat = false;
+		engine_result res[2]; /* timer, execution */
+		engine_simgrid_stats st[2];
+		same_without(&in, &o, &o.compute_timer, res, st);
+		ck_assert_int_eq(st[0].executions, st[1].executions);
+		ck_assert_int_eq(st[0].flows, st[1].flows);
+		ck_assert(res[0].breakdown.compute > 0 && res[0].step_time > res[0].breakdown.compute);
+		workload_plan_finish(&plan);
+	}
+}
+END_TEST
+
 /* The model on p (nodes as given) with job: the extrapolated run equals the simulation of
  * every layer on every field, and its exposed ZeRO time is positive. */
 static void expect_extrapolation_exact(const char *model, const config_platform *p, config_job job)
@@ -1500,12 +1557,9 @@ static void expect_extrapolation_exact(const char *model, const config_platform 
 	engine_input in = {.model = &m, .platform = p, .job = &job, .plan = &plan};
 	engine_simgrid_options o;
 	engine_simgrid_options_default(&o);
-	engine_result fast, full;
-	ck_assert_msg(engine_simgrid_run_opt(&in, &o, &fast, NULL, &err), "%s", err.msg);
-	o.repeat = false;
-	ck_assert_msg(engine_simgrid_run_opt(&in, &o, &full, NULL, &err), "%s", err.msg);
-	ck_assert(full.breakdown.zero_comm_exposed > 0 && fast.breakdown.zero_comm_exposed > 0);
-	expect_same_result(&fast, &full);
+	engine_result res[2]; /* extrapolated, every layer */
+	same_without(&in, &o, &o.repeat, res, NULL);
+	ck_assert(res[1].breakdown.zero_comm_exposed > 0 && res[0].breakdown.zero_comm_exposed > 0);
 	workload_plan_finish(&plan);
 }
 
@@ -1613,6 +1667,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, identical_micro_steps_extrapolate_exactly);
 	tcase_add_test(tc, identical_layers_extrapolate_exactly);
 	tcase_add_test(tc, flow_count_guards_the_extrapolation);
+	tcase_add_test(tc, compute_as_a_timer_equals_the_execution);
 	tcase_add_test(tc, a_linear_transient_is_not_extrapolated);
 	tcase_add_test(tc, extrapolation_never_yields_a_negative_total);
 	tcase_add_test(tc, same_input_bit_identical_output);

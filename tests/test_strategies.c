@@ -814,7 +814,8 @@ START_TEST(bad_cp_comm_input)
 	j = typed_job(CONFIG_STRATEGY_ULYSSES, CONFIG_CP_TYPE_A2A_P2P, 8, 1, 1024);
 	j.ulysses_degree = 3;
 	ck_assert(!workload_check(&M, &p, &j, &err));
-	ck_assert_ptr_nonnull(strstr(err.msg, "valid U x R: {1x8, 2x4, 4x2}"));
+	ck_assert_msg(strstr(err.msg, "got --ulysses-degree 3 alone, which does not divide 8; valid U x R: {1x8, 2x4, 4x2}"),
+		      "%s", err.msg); /* not "got 3 x 0": the ring degree was not given */
 	/* a ring degree that leaves no all-to-all (U = 1) takes no --a2a; one that does not
 	 * divide the group lists the pairs */
 	j = typed_job(CONFIG_STRATEGY_ULYSSES, CONFIG_CP_TYPE_A2A_P2P, 8, 1, 1024);
@@ -825,7 +826,8 @@ START_TEST(bad_cp_comm_input)
 	j = typed_job(CONFIG_STRATEGY_ULYSSES, CONFIG_CP_TYPE_A2A_P2P, 8, 1, 1024);
 	j.ring_degree = 3;
 	ck_assert(!workload_check(&M, &p, &j, &err));
-	ck_assert_ptr_nonnull(strstr(err.msg, "got 0 x 3; valid U x R: {1x8, 2x4, 4x2}"));
+	ck_assert_msg(strstr(err.msg, "got --ring-degree 3 alone, which does not divide 8; valid U x R: {1x8, 2x4, 4x2}"),
+		      "%s", err.msg);
 	/* BASP over all_gather needs B | N like every ring inner */
 	j = typed_job(CONFIG_STRATEGY_BASP, CONFIG_CP_TYPE_ALL_GATHER, 8, 3, 1024);
 	ck_assert(!workload_check(&M, &p, &j, &err));

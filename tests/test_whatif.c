@@ -49,6 +49,8 @@ START_TEST(flags_parse_and_print_back)
 		{CONFIG_WHATIF_DEGRADE, "leaf:7:3", "degrade leaf:7:3"},
 		{CONFIG_WHATIF_FAIL_NODE, "12", "fail-node 12"},
 		{CONFIG_WHATIF_BACKGROUND, "1KiB:2ms:4-7", "background 1024B:0.002s:4-7"},
+		{CONFIG_WHATIF_BACKGROUND, "1GiB:100ms:4-7", "background 1073741824B:0.1s:4-7"}, /* 2^30, exact */
+		{CONFIG_WHATIF_SLOW_GPU, "3:1.2345678", "slow-gpu 3:1.2345678"},
 	};
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		config_whatif w = parse1(ok[i].k, ok[i].in);

@@ -671,6 +671,8 @@ bool cli_job_given(const cli_job_args *a, int opt_id)
 	case CLI_OPT_CP_COMM_TYPE: return a->set & SET(S_CPCOMM);
 	case CLI_OPT_SEQ_LEN: return a->set & SET(S_SEQ);
 	case CLI_OPT_BASP_UNEVEN: return a->set & SET(S_UNEVEN);
+	case CLI_OPT_A2A: return a->set & SET(S_A2A);
+	case CLI_OPT_PLACEMENT: return a->opt.placement != ENGINE_PLACE_CONTIGUOUS; /* the default, given or not */
 	case CLI_OPT_ENGINE: return a->engine_given;
 	case CLI_OPT_TRACE: return a->trace != NULL;
 	default: return false;
@@ -831,8 +833,9 @@ void cli_warn_max_position(const config_model *m, long seq_len, const char *cmd)
 	if (m->max_position > 0 && seq_len > m->max_position)
 		fprintf(stderr,
 			"spsim %s: warning: %ld tokens exceed %s's max_position (%d): the model was not trained "
-			"for it (extend its RoPE scaling first); simulating anyway\n",
-			cmd, seq_len, m->name, m->max_position);
+			"for it (extend its RoPE scaling first); %s anyway\n",
+			cmd, seq_len, m->name, m->max_position,
+			strcmp(cmd, "max-seq") == 0 ? "the memory bound is reported" : "simulating"); /* max-seq simulates nothing */
 }
 
 bool cli_simulate(const cli_job_args *a, const config_job *job, cli_sim *out)

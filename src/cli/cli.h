@@ -109,7 +109,8 @@ bool cli_check_output_dir(const char *flag, const char *path, bool make_parents)
  * same file under any name would be overwritten. Prints a sentence naming flag and
  * returns false if it is one. */
 bool cli_check_not_input(const char *flag, const char *path, const char *const *inputs, int n);
-/* Whether a job flag (a CLI_OPT_* id) was given on the command line. */
+/* Whether a job flag (a CLI_OPT_* id) was given on the command line (--placement: set to
+ * other than contiguous). */
 bool cli_job_given(const cli_job_args *a, int opt_id);
 /* Warns on stderr (does not fail) when seq_len exceeds the model's max_position. */
 void cli_warn_max_position(const config_model *m, long seq_len, const char *cmd);

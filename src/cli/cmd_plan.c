@@ -90,7 +90,8 @@ static void plan_help(FILE *f)
 	      "  --format table|json      output format (default table)\n"
 	      "  --progress               progress of the search and of the re-runs on stderr (count, rate, ETA)\n"
 	      "                           even when stderr is not a terminal (on a terminal it is shown by\n"
-	      "                           default; --quiet: never)\n"
+	      "                           default)\n"
+	      "  --quiet                  no progress\n"
 	      "Ctrl-C (SIGINT) during the search stops it and prints the ranking of the configurations searched\n"
 	      "so far, without re-runs, and exits 130; a second Ctrl-C ends it at once.\n",
 	      f);
@@ -594,6 +595,7 @@ int cli_cmd_plan(int argc, char **argv)
 		if (config_job_unused_zero(&top, unused, sizeof unused))
 			fprintf(stderr, "spsim plan: warning: no ZeRO stage searched (--zero) uses %s; ignored\n", unused);
 	}
+	const bool placement_set = a.n_placements > 0;
 	if (!a.n_placements) {
 		char contiguous[] = "contiguous";
 		add_placement(&a, contiguous);
@@ -601,6 +603,21 @@ int cli_cmd_plan(int argc, char **argv)
 	}
 	if (!a.verify_set)
 		a.verify = engine_find("simgrid") ? "simgrid" : "none";
+	if (strcmp(a.verify, "none") == 0 && (placement_set || a.timeout > 0 || a.jobs > 0)) {
+		/* these shape the re-runs only: said, not silently dropped */
+		fprintf(stderr, "spsim plan: warning: --verify none re-runs nothing; ignored: %s%s%s%s%s (settings of the "
+				"re-runs)\n",
+			placement_set ? "--placement" : "", placement_set && (a.timeout > 0 || a.jobs > 0) ? ", " : "",
+			a.timeout > 0 ? "--timeout" : "", a.timeout > 0 && a.jobs > 0 ? ", " : "", a.jobs > 0 ? "-j" : "");
+	} else if (strcmp(a.verify, "analytic") == 0) {
+		for (int i = 0; i < a.n_placements; i++)
+			if (a.placements[i].placement != ENGINE_PLACE_CONTIGUOUS) {
+				fprintf(stderr, "spsim plan: --placement %s: the analytic engine (--verify analytic) models "
+						"contiguous placement only; use --verify simgrid, or --placement contiguous\n",
+					a.placement_names[i]);
+				goto out;
+			}
+	}
 
 	config_error err = {""};
 	config_model m;
@@ -792,6 +809,11 @@ int cli_cmd_plan(int argc, char **argv)
 		       st.layouts, st.layouts_total);
 	if (n == 0 && st.invalid > 0 && st.no_fit == 0) { /* not memory: the settings given rule every one out */
 		printf("\nno configuration passes the job check; the first rejected: %s\n", st.invalid_why);
+		goto done;
+	}
+	if (n == 0 && st.interrupted) { /* not memory: the search did not get that far */
+		printf("\nnothing to rank: none of the %ld layouts searched before the interrupt fits in GPU memory\n",
+		       st.layouts);
 		goto done;
 	}
 	if (n == 0) {

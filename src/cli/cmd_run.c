@@ -272,6 +272,19 @@ const struct option cli_compare_options[] = {
 	{NULL, 0, NULL, 0},
 };
 
+/* A column is keyed by its label (JSON's speedups, --trace's file names): a label given
+ * twice would share the first's key. Says so, naming the flag. */
+static bool repeated_label(char *const *labels, int n, const char *label, const char *flag)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(labels[i], label) == 0) {
+			fprintf(stderr, "spsim compare: %s lists '%s' twice, expected each spec once (its column is keyed by "
+					"it: the JSON speedups, the --trace file names)\n", flag, label);
+			return true;
+		}
+	return false;
+}
+
 int cli_cmd_compare(int argc, char **argv)
 {
 	cli_job_args a;
@@ -317,6 +330,10 @@ int cli_cmd_compare(int argc, char **argv)
 			rc = CLI_USAGE;
 			break;
 		}
+		if (repeated_label(labels, n, tok, "--strategies")) {
+			rc = CLI_USAGE;
+			break;
+		}
 		jobs[n] = a.job;
 		if (!parse_strategy("compare", "--strategies", tok, &jobs[n])) {
 			rc = CLI_USAGE;
@@ -342,6 +359,10 @@ int cli_cmd_compare(int argc, char **argv)
 	for (int k = 0; rc == CLI_OK && k < ctx.n_what_if; k++) {
 		if (n == MAX_STRATEGIES) {
 			fprintf(stderr, "spsim compare: at most %d strategies and what-ifs together\n", MAX_STRATEGIES);
+			rc = CLI_USAGE;
+			break;
+		}
+		if (repeated_label(labels, n, ctx.what_if[k], "--what-if")) {
 			rc = CLI_USAGE;
 			break;
 		}
@@ -876,6 +897,13 @@ int cli_cmd_max_seq(int argc, char **argv)
 					"searches; drop it\n", what);
 			goto out;
 		}
+	/* settings that change time only, like --engine: said, not silently dropped */
+	if (cli_job_given(&a, CLI_OPT_A2A))
+		fprintf(stderr, "spsim max-seq: note: --a2a is not used: the all-to-all algorithm changes step time, not "
+				"memory per GPU\n");
+	if (cli_job_given(&a, CLI_OPT_PLACEMENT) && a.p.n_node_groups == 0)
+		fprintf(stderr, "spsim max-seq: note: --placement is not used: on '%s', whose GPUs are all alike, where "
+				"a rank runs does not change its memory\n", a.p.name);
 	rows = calloc(MAXSEQ_MAX_ROWS, sizeof *rows);
 	int n = 0;
 	if (!rows) {

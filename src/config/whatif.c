@@ -148,15 +148,17 @@ bool config_whatif_add(config_whatif *w, config_whatif_kind kind, const char *te
 	return true;
 }
 
+/* Exact (15 significant digits: what a double parsed from the flag holds), so that the
+ * text reads back as the same what-if: %g wrote 1GiB as 1.07374e+09B. */
 void config_whatif_format(const config_whatif_item *it, char *buf, size_t len)
 {
 	const char *flag = config_whatif_flags[it->kind];
 	switch (it->kind) {
-	case CONFIG_WHATIF_SLOW_GPU: snprintf(buf, len, "%s %d:%g", flag, it->rank, it->factor); return;
-	case CONFIG_WHATIF_SLOW_NODE: snprintf(buf, len, "%s %d:%g", flag, it->node, it->factor); return;
+	case CONFIG_WHATIF_SLOW_GPU: snprintf(buf, len, "%s %d:%.15g", flag, it->rank, it->factor); return;
+	case CONFIG_WHATIF_SLOW_NODE: snprintf(buf, len, "%s %d:%.15g", flag, it->node, it->factor); return;
 	case CONFIG_WHATIF_FAIL_NODE: snprintf(buf, len, "%s %d", flag, it->node); return;
 	case CONFIG_WHATIF_BACKGROUND:
-		snprintf(buf, len, "%s %gB:%gs:%d-%d", flag, it->bytes, it->period, it->node, it->last);
+		snprintf(buf, len, "%s %.15gB:%.15gs:%d-%d", flag, it->bytes, it->period, it->node, it->last);
 		return;
 	case CONFIG_WHATIF_DEGRADE: break;
 	}
@@ -171,7 +173,7 @@ void config_whatif_format(const config_whatif_item *it, char *buf, size_t len)
 		snprintf(link, sizeof link, "nvlink:%d.%d", it->node, it->a);
 	else
 		snprintf(link, sizeof link, "nvlink:%d.%d-%d", it->node, it->a, it->b);
-	snprintf(buf, len, "%s %s:%g", flag, link, it->factor);
+	snprintf(buf, len, "%s %s:%.15g", flag, link, it->factor);
 }
 
 bool config_whatif_node_failed(const config_whatif *w, int node)

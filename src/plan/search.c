@@ -366,7 +366,8 @@ void plan_rank(plan_candidate *c, long n, plan_rank_by by)
 /* ------------------------------------------------------------ explanation --- */
 static const engine_result *result_of(const plan_candidate *c) { return c->has_verified ? &c->verified : &c->analytic; }
 
-/* The settings that differ between c and best and bear on one breakdown term. */
+/* The settings that differ between c and best and bear on one breakdown term (term < 0:
+ * every term, for a tie). */
 static void setting(const plan_query *q, const plan_candidate *c, const plan_candidate *b, int term, char *buf,
 		    size_t len)
 {
@@ -383,16 +384,16 @@ static void setting(const plan_query *q, const plan_candidate *c, const plan_can
 		ADD("%s vs %s", q->platforms[c->platform].name, q->platforms[b->platform].name);
 	if (c->job.gpus != b->job.gpus)
 		ADD("%d GPUs vs %d", c->job.gpus, b->job.gpus);
-	if (term == 0 && c->job.recompute != b->job.recompute)
+	if ((term < 0 || term == 0) && c->job.recompute != b->job.recompute)
 		ADD("recompute %s vs %s", config_recompute_names[c->job.recompute],
 		    config_recompute_names[b->job.recompute]);
-	if (term == 1 && c->layout.group_size != b->layout.group_size)
+	if ((term < 0 || term == 1) && c->layout.group_size != b->layout.group_size)
 		ADD("all-to-all over %d GPUs vs %d", c->layout.group_size, b->layout.group_size);
-	if (term == 1 && c->job.a2a != b->job.a2a)
+	if ((term < 0 || term == 1) && c->job.a2a != b->job.a2a)
 		ADD("%s all-to-all vs %s", plan_a2a_name(c->job.a2a), plan_a2a_name(b->job.a2a));
-	if (term == 2 && c->job.zero_stage != b->job.zero_stage)
+	if ((term < 0 || term == 2) && c->job.zero_stage != b->job.zero_stage)
 		ADD("ZeRO-%d vs ZeRO-%d", c->job.zero_stage, b->job.zero_stage);
-	if ((term == 1 || term == 2) && c->job.grad_accum != b->job.grad_accum)
+	if (term != 0 && c->job.grad_accum != b->job.grad_accum)
 		ADD("%d micro-steps vs %d", c->job.grad_accum, b->job.grad_accum);
 	if (!used && c->job.micro_batch != b->job.micro_batch)
 		ADD("micro-batch %d vs %d", c->job.micro_batch, b->job.micro_batch);
@@ -435,8 +436,10 @@ void plan_explain(const plan_query *q, const plan_candidate *c, const plan_candi
 		return;
 	}
 	double gap = 1 - c->tokens_per_s / best->tokens_per_s;
-	if (gap < 5e-4)
-		snprintf(buf, len, "ties with #1 (%s)", why[0] ? why : "same step time");
+	if (gap < 5e-4) { /* every setting that differs: no term carries a tie */
+		setting(q, c, best, -1, why, sizeof why);
+		snprintf(buf, len, "ties with #1 (%s)", why[0] ? why : "same settings");
+	}
 	else if (d[worst] <= 0)
 		snprintf(buf, len, "-%.1f%% tokens/s", 100 * gap);
 	else

@@ -123,11 +123,19 @@ static bool resolve_usp(const config_model *m, const config_platform *p, config_
 	}
 	if (R == 0 && U > 0)
 		R = P % U == 0 ? P / U : 0;
-	if (U <= 0 || R <= 0 || U * R != P)
-		return config_fail(err,
-				   "USP needs --ulysses-degree x --ring-degree = %d (the %s), got %d x %d; valid U x R: {%s}",
-				   P, job->strategy == CONFIG_STRATEGY_BASP ? "BASP group size K = sp / micro-batch" : "SP size",
-				   job->ulysses_degree, job->ring_degree, usp_pairs(m, P, dv, sizeof dv));
+	if (U <= 0 || R <= 0 || U * R != P) {
+		/* what was given: a degree left unset is derived, so name only the given ones */
+		char got[96];
+		if (job->ulysses_degree > 0 && job->ring_degree > 0)
+			snprintf(got, sizeof got, "%d x %d", job->ulysses_degree, job->ring_degree);
+		else
+			snprintf(got, sizeof got, "--%s-degree %d alone, which does not divide %d",
+				 job->ulysses_degree > 0 ? "ulysses" : "ring",
+				 job->ulysses_degree > 0 ? job->ulysses_degree : job->ring_degree, P);
+		return config_fail(err, "USP needs --ulysses-degree x --ring-degree = %d (the %s), got %s; valid U x R: {%s}", P,
+				   job->strategy == CONFIG_STRATEGY_BASP ? "BASP group size K = sp / micro-batch" : "SP size", got,
+				   usp_pairs(m, P, dv, sizeof dv));
+	}
 	if (!heads_split(m, U))
 		return config_fail(err,
 				   "model '%s' has %d heads and %d kv heads: --ulysses-degree %d must split them as Ulysses does; valid U x R: {%s}",

@@ -51,7 +51,8 @@ typedef struct walker {
 void engine_simgrid_options_default(engine_simgrid_options *o)
 {
 	*o = (engine_simgrid_options){
-		.ring = ENGINE_SG_RING_AGGREGATED, .symmetry = true, .merge_compute = true, .repeat = true};
+		.ring = ENGINE_SG_RING_AGGREGATED, .symmetry = true, .merge_compute = true, .compute_timer = true,
+		.repeat = true};
 }
 
 /* ------------------------------------------------------------------ actors --- */
@@ -338,8 +339,8 @@ static bool blocks_build(sgx_run *r, config_error *err)
 				computing++;
 			}
 		}
-	r->exclusive = computing <= 1;
-	r->merge = r->opt.merge_compute && r->exclusive;
+	r->exclusive = computing <= 1 && r->opt.compute_timer;
+	r->merge = r->opt.merge_compute && computing <= 1;
 	return true;
 }
 

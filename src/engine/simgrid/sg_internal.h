@@ -112,7 +112,8 @@ struct sgx_run {
 	int n_blocks;
 	bool stream_used[WL_STREAM_COUNT];
 	bool merge;
-	bool exclusive;     /* one stream computes per GPU: compute is a plain wait (executor.c) */
+	bool exclusive;     /* one stream computes per GPU (and opt.compute_timer): compute is a
+			       plain wait (executor.c) */
 	bool counting;      /* only count the flows the collectives would start (no SimGrid) */
 	sgx_group world;
 	sgx_group *sp;      /* n_groups SP groups (NULL entries for groups without actors) */

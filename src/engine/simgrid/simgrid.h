@@ -36,6 +36,8 @@ typedef struct engine_simgrid_options {
 	engine_simgrid_ring_mode ring;
 	bool symmetry;   /* simulate one period of nodes when the system is translation symmetric */
 	bool merge_compute; /* run back-to-back compute ops as one execution */
+	bool compute_timer; /* when one stream computes per GPU, compute waits its time instead of
+			       running a SimGrid execution (the same time: docs/simgrid.md §4) */
 	bool repeat;     /* engine_simgrid_run_opt: simulate identical layers and micro-steps a few
 			    times and extrapolate once the schedule repeats (docs/simgrid.md §5.4) */
 	bool repeat_always; /* with repeat: try the windows even where they move as many flows as
