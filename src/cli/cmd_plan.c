@@ -749,7 +749,7 @@ int cli_cmd_plan(int argc, char **argv)
 		a.prog.unit = a.verify && strcmp(a.verify, "simgrid") == 0 ? "SimGrid runs" : "re-runs";
 		if (show)
 			fprintf(stderr, "plan: searched %ld configurations in the analytic engine; re-running the top %ld on %s "
-					"(%ld runs; Ctrl-C: stop and rank with the re-runs finished)\n", st.searched, k,
+					"(%ld runs); Ctrl-C: stop and rank with the re-runs finished\n", st.searched, k,
 				a.verify, runs);
 		/* After a Ctrl-C the remaining calls start nothing; they mark what has no re-run. */
 		bool ok = verify(&a, &q, tput, k, &err) && (!cost || verify(&a, &q, cost, k, &err));
