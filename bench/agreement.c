@@ -2,7 +2,9 @@
  * and whether any analytic step is shorter than its busiest link's own bytes allow.
  *
  * Grid: llama-3.1-8b, qwen1.5-7b, llama-3.2-3b x seq 8K, 16K, 32K x ZeRO 1, 2, 3 x
- * micro-batch 1, 2, 4, 8 x Ulysses, BASP on a100-2x4-ib400 (216 points). Then a sample of
+ * micro-batch 1, 2, 4, 8 x Ulysses, BASP on a100-2x4-ib400 (216 points), and optimizer
+ * offload (offload_optimizer: cpu) on llama-3.2-3b at 16K, Ulysses, micro-batch 1 x ZeRO 1, 2,
+ * 3 x grad_accum 1, 4 there (6 points, named .../offload/ga<G>). Then a sample of
  * the planner's search space (`spsim plan`, src/plan/search.c) on every shipped platform,
  * and for each of those queries the Kendall tau between the analytic and SimGrid order of
  * the analytic top 10. Each point prints one line:
@@ -209,6 +211,27 @@ int main(int argc, char **argv)
 						run_point(what, &m, &ref, &job, &now, &before);
 					}
 	}
+	/* optimizer offload, with and without gradient accumulation (program.c OFFLOAD_*) */
+	config_model m3;
+	if (!load_model("llama-3.2-3b", &m3))
+		return 1;
+	for (int z = 1; z <= 3; z++)
+		for (int ga = 1; ga <= 4; ga += 3) {
+			config_job job;
+			config_job_defaults(&job);
+			job.strategy = CONFIG_STRATEGY_ULYSSES;
+			job.seq_len = 16384;
+			job.zero_stage = z;
+			job.grad_accum = ga;
+			job.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+			if (!workload_check(&m3, &ref, &job, &err)) {
+				printf("point llama-3.2-3b/offload invalid %s\n", err.msg);
+				continue;
+			}
+			char what[160];
+			snprintf(what, sizeof what, "%s/llama-3.2-3b/16K/zero%d/B1/ulysses/offload/ga%d", ref.name, z, ga);
+			run_point(what, &m3, &ref, &job, &now, &before);
+		}
 	double t_grid = bench_now() - t0;
 
 	/* ---- the planner's space on every shipped platform ---- */

@@ -781,6 +781,18 @@ static engine_result run_job(const config_model *m, const config_platform *p, co
 	return r;
 }
 
+/* The tiny platform on one node of 4 GPUs with a host link of 10 GB/s and 1 us and a host
+ * DRAM of 100 GB/s (the optimizer-offload hand derivations). */
+static config_platform offload_platform(void)
+{
+	config_platform p = tu_platform(1, 4, 1);
+	p.host.bandwidth = 10e9;
+	p.host.latency = 1e-6;
+	p.host.memory = 1e12;
+	p.host.memory_bandwidth = 100e9;
+	return p;
+}
+
 START_TEST(offload_optimizer_step_by_hand)
 {
 	/* ZeRO-1 on one node of W = 4 (tiny platform: HBM 1000 GB/s at efficiency 1), host
@@ -795,11 +807,7 @@ START_TEST(offload_optimizer_step_by_hand)
 	 * stream behind backward: its step grows by at least the CPU step and the copy back
 	 * less the GPU Adam, and by at most that plus every gradient copy. */
 	config_model m = tu_model();
-	config_platform p = tu_platform(1, 4, 1);
-	p.host.bandwidth = 10e9;
-	p.host.latency = 1e-6;
-	p.host.memory = 1e12;
-	p.host.memory_bandwidth = 100e9;
+	config_platform p = offload_platform();
 	const double shard = config_model_params(&m) / 4;
 	const double d2h = 1e-6 + 4 * shard / 10e9, cpu = 28 * shard * 4 / 100e9, h2d = 1e-6 + 2 * shard / 10e9,
 		     gpu = 30 * shard / 1000e9;
@@ -825,6 +833,42 @@ START_TEST(offload_optimizer_step_by_hand)
 	 * embedding's shards add up to psi/4), each copy paying its latency */
 	double copies = cpu_r.breakdown.host_comm - h2d - 4 * shard / 10e9;
 	ck_assert_msg(copies >= 1e-6 - 1e-12 && copies <= 8e-6 + 1e-12, "%g", copies);
+}
+END_TEST
+
+START_TEST(offload_optimizer_under_grad_accum_by_hand)
+{
+	/* Gradient accumulation G = 4, ZeRO overlap off (every op on the main stream, in
+	 * sequence: the step grows by the sum of what offload adds), the platform of
+	 * offload_optimizer_step_by_hand, shard s = psi/4, the tiny model's 2 layers: the
+	 * backward reduces in 4 calls (2 layers, the head, the embedding), whose shards add up
+	 * to s. What DeepSpeed copies to the host per step (program.c OFFLOAD_*):
+	 * - ZeRO-3 keeps the partial sums on the GPU and copies once, at the boundary:
+	 *     + 1e-6 + 4·s/10e9 (one copy), not G·(4·1e-6 + 4·s/10e9) (one per call and
+	 *       micro-step, the over-count this replaces: 3·(4·s/10e9) + 15e-6 more);
+	 * - ZeRO-2 accumulates through the GPU every micro-step: bf16 out on micro-steps 0..G-2,
+	 *   bf16 back on 1..G-1, fp32 out at the boundary, 2·3 + 2·3 + 4 = 16 = 4·G bytes per
+	 *   parameter, issued as 4 bytes in each call of each micro-step:
+	 *     + G·(4·1e-6 + 4·s/10e9);
+	 * both + CPU Adam 28·s·4/100e9 + the copy back 1e-6 + 2·s/10e9 - fused Adam 30·s/1000e9. */
+	config_model m = tu_model();
+	config_platform p = offload_platform();
+	const double s = config_model_params(&m) / 4, G = 4;
+	const double step = 28 * s * 4 / 100e9 + 1e-6 + 2 * s / 10e9 - 30 * s / 1000e9;
+	const double z3 = 1e-6 + 4 * s / 10e9, z2 = G * (4 * 1e-6 + 4 * s / 10e9);
+	for (int z = 2; z <= 3; z++) {
+		config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 4096, z);
+		j.grad_accum = 4;
+		j.zero_overlap = 0;
+		engine_result none = run_job(&m, &p, j);
+		j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+		engine_result cpu_r = run_job(&m, &p, j);
+		double copies = z == 3 ? z3 : z2;
+		ck_assert_msg(fabs(cpu_r.step_time - none.step_time - (copies + step)) <= 1e-9 * none.step_time,
+			      "zero %d: offload adds %.12g s, want %.12g s", z, cpu_r.step_time - none.step_time,
+			      copies + step);
+		ck_assert_close(cpu_r.breakdown.host_comm, copies + 1e-6 + 2 * s / 10e9, 1e-9);
+	}
 }
 END_TEST
 
@@ -1006,6 +1050,7 @@ int main(void)
 	tcase_add_test(tc, zero3_deepspeed_fetch_never_beats_layer_prefetch);
 	tcase_add_test(tc, tokens_per_second_counts_every_replica);
 	tcase_add_test(tc, offload_optimizer_step_by_hand);
+	tcase_add_test(tc, offload_optimizer_under_grad_accum_by_hand);
 	tcase_add_test(tc, analytic_trace_is_valid_json);
 	tcase_add_test(tc, collective_cache_follows_every_platform_field);
 	tcase_add_test(tc, collective_cache_is_per_thread);

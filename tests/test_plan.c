@@ -405,6 +405,9 @@ typedef struct pool_t {
 	long *seen; /* times each task came back */
 	int *pid;   /* the worker that ran it */
 	long crash, hang, n_failed;
+	long sigint;   /* this task's worker dies of SIGINT (a terminal's Ctrl-C); -1: none */
+	long stop_at;  /* the parent's "SIGINT handler" sets *stop when this task is done; -1: never */
+	volatile sig_atomic_t *stop;
 	char why[512];
 	bool isolate_all;
 } pool_t;
@@ -416,6 +419,8 @@ static json_t *pt_eval(void *ctx, long task)
 		abort();
 	if (task == p->hang)
 		sleep(60);
+	if (task == p->sigint)
+		raise(SIGINT); /* the pool put SIGINT back to its default: this ends the worker */
 	return json_pack("{s:I, s:i}", "task", (json_int_t)task, "pid", (int)getpid());
 }
 
@@ -439,6 +444,29 @@ static void pt_done(void *ctx, long task, const json_t *row)
 	ck_assert_int_eq(json_integer_value(json_object_get(row, "task")), task);
 	p->seen[task]++;
 	p->pid[task] = (int)json_integer_value(json_object_get(row, "pid"));
+	if (task == p->stop_at)
+		*p->stop = 1;
+}
+
+/* Runs tasks 0..n-1 with the stop flag; returns how many came back. */
+static long run_pool_stop(pool_t *p, long n, int jobs)
+{
+	long *tasks = malloc((size_t)n * sizeof *tasks);
+	for (long i = 0; i < n; i++)
+		tasks[i] = i;
+	p->seen = calloc((size_t)n, sizeof *p->seen);
+	p->pid = calloc((size_t)n, sizeof *p->pid);
+	plan_pool_ops ops = {.ctx = p, .eval = pt_eval, .isolated = pt_isolated, .failed = pt_failed, .done = pt_done};
+	plan_pool_opts o = {.jobs = jobs, .stop = p->stop};
+	config_error e = {""};
+	ck_assert_msg(plan_pool_run(tasks, n, &o, &ops, &e), "%s", e.msg);
+	long back = 0;
+	for (long i = 0; i < n; i++) {
+		ck_assert_msg(p->seen[i] <= 1, "task %ld came back %ld times", i, p->seen[i]);
+		back += p->seen[i];
+	}
+	free(tasks);
+	return back;
 }
 
 static void run_pool(pool_t *p, long n, int jobs, double timeout)
@@ -460,7 +488,7 @@ static void run_pool(pool_t *p, long n, int jobs, double timeout)
 START_TEST(pool_runs_every_task_once)
 {
 	for (int jobs = 1; jobs <= 3; jobs++) {
-		pool_t p = {.crash = -1, .hang = -1};
+		pool_t p = {.crash = -1, .hang = -1, .sigint = -1, .stop_at = -1};
 		run_pool(&p, 5000, jobs, 0);
 		ck_assert_int_eq(p.n_failed, 0);
 		/* batched workers: far fewer processes than tasks, none of them this one */
@@ -480,7 +508,7 @@ END_TEST
 
 START_TEST(pool_isolated_tasks_get_fresh_processes)
 {
-	pool_t p = {.crash = -1, .hang = -1, .isolate_all = true};
+	pool_t p = {.crash = -1, .hang = -1, .sigint = -1, .stop_at = -1, .isolate_all = true};
 	run_pool(&p, 40, 2, 0);
 	json_t *pids = json_object();
 	for (long i = 0; i < 40; i++) {
@@ -497,14 +525,14 @@ END_TEST
 START_TEST(pool_crash_costs_one_task)
 {
 	/* The crashing task sits mid-batch: it fails, the rest of its batch runs elsewhere. */
-	pool_t p = {.crash = 1234, .hang = -1};
+	pool_t p = {.crash = 1234, .hang = -1, .sigint = -1, .stop_at = -1};
 	run_pool(&p, 5000, 2, 0);
 	ck_assert_int_eq(p.n_failed, 1);
 	ck_assert_int_eq(p.pid[1234], -1);
 	ck_assert_msg(strstr(p.why, "killed by signal 6"), "why: %s", p.why);
 	free(p.seen), free(p.pid);
 	/* and in isolated mode */
-	pool_t q = {.crash = 7, .hang = -1, .isolate_all = true};
+	pool_t q = {.crash = 7, .hang = -1, .sigint = -1, .stop_at = -1, .isolate_all = true};
 	run_pool(&q, 20, 3, 0);
 	ck_assert_int_eq(q.n_failed, 1);
 	ck_assert_int_eq(q.pid[7], -1);
@@ -514,12 +542,58 @@ END_TEST
 
 START_TEST(pool_timeout_costs_one_task)
 {
-	pool_t p = {.crash = -1, .hang = 3};
+	pool_t p = {.crash = -1, .hang = 3, .sigint = -1, .stop_at = -1};
 	run_pool(&p, 50, 2, 0.5);
 	ck_assert_int_eq(p.n_failed, 1);
 	ck_assert_int_eq(p.pid[3], -1);
 	ck_assert_msg(strstr(p.why, "timed out after 0.5 s"), "why: %s", p.why);
 	free(p.seen), free(p.pid);
+}
+END_TEST
+
+START_TEST(pool_stop_hands_out_nothing_more_and_kills_what_runs)
+{
+	/* Isolated tasks, two at a time: task 0 returns at once, task 1 would take 60 s. The
+	 * stop flag is set when task 0 comes back (as the planner's SIGINT handler would): no
+	 * other task starts, task 1 is killed rather than waited for, and none is reported as
+	 * failed. */
+	volatile sig_atomic_t stop = 0;
+	pool_t p = {.crash = -1, .hang = 1, .sigint = -1, .stop_at = 0, .stop = &stop, .isolate_all = true};
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	long back = run_pool_stop(&p, 6, 2);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_int_eq(back, 1);
+	ck_assert_int_eq(p.seen[0], 1);
+	ck_assert_int_eq(p.n_failed, 0);
+	double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	ck_assert_msg(took < 30, "the pool waited %.1f s for a task it should have killed", took);
+	/* a flag already set starts nothing */
+	free(p.seen), free(p.pid);
+	pool_t q = {.crash = -1, .hang = -1, .sigint = -1, .stop_at = -1, .stop = &stop};
+	ck_assert_int_eq(run_pool_stop(&q, 100, 2), 0);
+	free(q.seen), free(q.pid);
+}
+END_TEST
+
+START_TEST(pool_worker_dying_of_sigint_is_an_interrupt)
+{
+	/* One worker at a time, isolated: task 2's worker dies of SIGINT. With a stop flag that
+	 * is the Ctrl-C: the flag is set, task 2 is not a failure, tasks 3.. never start. */
+	volatile sig_atomic_t stop = 0;
+	pool_t p = {.crash = -1, .hang = -1, .sigint = 2, .stop_at = -1, .stop = &stop, .isolate_all = true};
+	ck_assert_int_eq(run_pool_stop(&p, 6, 1), 2);
+	ck_assert(p.seen[0] == 1 && p.seen[1] == 1);
+	ck_assert_int_eq(stop, 1);
+	ck_assert_int_eq(p.n_failed, 0);
+	free(p.seen), free(p.pid);
+	/* Without one (sweep) it is a death like any other: that task fails, the rest run. */
+	pool_t q = {.crash = -1, .hang = -1, .sigint = 2, .stop_at = -1, .isolate_all = true};
+	run_pool(&q, 6, 1, 0);
+	ck_assert_int_eq(q.n_failed, 1);
+	ck_assert_int_eq(q.pid[2], -1);
+	ck_assert_msg(strstr(q.why, "killed by signal 2"), "why: %s", q.why);
+	free(q.seen), free(q.pid);
 }
 END_TEST
 
@@ -1712,6 +1786,78 @@ START_TEST(plan_ctrl_c_ranks_what_was_searched)
 }
 END_TEST
 
+START_TEST(plan_ctrl_c_during_reruns_keeps_the_finished_ones)
+{
+	/* One platform and budget (the search takes a fraction of a second), the top 8 re-run
+	 * on SimGrid one at a time (about 1.5 s each on one core here, 12 s in all): SIGINT 0.5 s
+	 * after it says it is re-running. It stops, prints the ranking with the re-runs that
+	 * finished (any number, under load none) and marks each of the others analytic only, a
+	 * note on stdout and stderr, and exits 130. */
+	if (!engine_find("simgrid")) {
+		fprintf(stderr, "plan_ctrl_c_during_reruns_keeps_the_finished_ones: simgrid engine not built; skipped\n");
+		return;
+	}
+	char out_path[] = "/tmp/spsim-plan-rint-XXXXXX";
+	int fo = mkstemp(out_path);
+	ck_assert_int_ge(fo, 0);
+	int pe[2];
+	ck_assert_int_eq(pipe(pe), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fo, STDOUT_FILENO);
+		dup2(pe[1], STDERR_FILENO);
+		close(pe[0]);
+		char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "64",
+			     "--seq-len", "32K", "--global-batch", "4M", "--top", "8", "-j", "1", "--progress", NULL};
+		execv(a[0], a);
+		_exit(127);
+	}
+	close(pe[1]);
+	char err[1 << 14] = "";
+	size_t used = 0;
+	ssize_t r;
+	bool sent = false;
+	while ((r = read(pe[0], err + used, sizeof err - 1 - used)) > 0) {
+		used += (size_t)r;
+		err[used] = '\0';
+		if (!sent && strstr(err, "re-running the top 8 on simgrid")) {
+			nanosleep(&(struct timespec){.tv_nsec = 500000000}, NULL);
+			ck_assert_int_eq(kill(pid, SIGINT), 0); /* the parent only: it kills its workers */
+			sent = true;
+		}
+		if (used + 1 >= sizeof err)
+			used = 0;
+	}
+	close(pe[0]);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(sent);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d; stderr: %s", status, err);
+	const char *enote = strstr(err, "interrupted during the re-runs after ");
+	ck_assert_msg(enote, "%s", err);
+	close(fo);
+	char *out = slurp(out_path);
+	const char *note = strstr(out, "interrupted: the re-runs on simgrid stopped after ");
+	ck_assert_msg(note, "%.3000s", out);
+	long done = -1, total = 0, verified = -1;
+	ck_assert_int_eq(sscanf(note, "interrupted: the re-runs on simgrid stopped after %ld of %ld runs; %ld results",
+				&done, &total, &verified), 3);
+	ck_assert_int_eq(total, 8);
+	ck_assert_msg(done >= 0 && done < total, "%ld of %ld: %.3000s", done, total, out);
+	ck_assert_int_eq(verified, done); /* none of these runs fails */
+	/* each row is either re-run or marked: the 8 - done unmarked ones are the verified */
+	long marked = 0;
+	for (const char *p = out; (p = strstr(p, "[simgrid: " PLAN_VERIFY_INTERRUPTED "]")) != NULL; p++)
+		marked++;
+	ck_assert_msg(marked == total - done, "%ld marked, %ld finished: %.3000s", marked, done, out);
+	ck_assert_msg(strstr(out, "re-run on simgrid until the interrupt"), "%.3000s", out);
+	free(out);
+	unlink(out_path);
+}
+END_TEST
+
 START_TEST(plan_tie_names_the_settings_that_differ)
 {
 	/* 16 H100s, 32K, 1M tokens: BASP groups of 8 at ZeRO-1 and at ZeRO-3 step within 0.05%
@@ -2399,6 +2545,8 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, pool_isolated_tasks_get_fresh_processes);
 	tcase_add_test(t, pool_crash_costs_one_task);
 	tcase_add_test(t, pool_timeout_costs_one_task);
+	tcase_add_test(t, pool_stop_hands_out_nothing_more_and_kills_what_runs);
+	tcase_add_test(t, pool_worker_dying_of_sigint_is_an_interrupt);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("output");
@@ -2430,6 +2578,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, plan_tie_names_the_settings_that_differ);
 	tcase_add_test(t, planner_search_reports_progress_and_stops_when_asked);
 	tcase_add_test(t, plan_ctrl_c_ranks_what_was_searched);
+	tcase_add_test(t, plan_ctrl_c_during_reruns_keeps_the_finished_ones);
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, planner_top_pick_is_the_exhaustive_best);
 	tcase_add_test(t, planner_finds_basp_where_it_wins);

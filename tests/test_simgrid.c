@@ -863,11 +863,17 @@ START_TEST(engines_agree_with_optimizer_offload)
 	 * reduce-scatters share the links, which the two engines schedule differently (on
 	 * this tiny model 1.3% apart on one node and 6.4% on two, offload or not): there what
 	 * offload adds to the step, and the sums of op times (compute, the CPU step, the host
-	 * copies), agree within 1%. */
+	 * copies), agree within 1%. Each without and with gradient accumulation (G = 4: stage
+	 * 3's copy once at the boundary without overlap, 1/G per micro-step with it; stage 2's
+	 * every micro-step; program.c OFFLOAD_*). With G > 1 and overlap, one micro-step's last
+	 * reductions meet the next one's SP all-to-alls (ZeRO-2 on one node: sp_comm 2% apart),
+	 * so there too the sums and what offload adds are compared, the latter within 1% of
+	 * the step. */
 	int points = 0;
 	for (int z = 1; z <= 3; z++)
 		for (int ov = 0; ov < 2; ov++)
-			for (int nodes = 1; nodes <= 2; nodes++) {
+			for (int n = 0; n < 4; n++) {
+				int nodes = 1 + n % 2, ga = n < 2 ? 1 : 4;
 				grid_point g;
 				g.p = tu_platform(nodes, 4, 1);
 				g.p.host.bandwidth = 2e9;
@@ -877,15 +883,16 @@ START_TEST(engines_agree_with_optimizer_offload)
 				g.m = tu_model();
 				g.job = tu_job(CONFIG_STRATEGY_ULYSSES, 4 * nodes, 4, 2, 4096, z);
 				g.job.zero_overlap = ov;
+				g.job.grad_accum = ga;
 				g.job.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
 				double want[F_N], got[F_N];
 				both_engines(&g, want, got);
 				char what[128];
-				snprintf(what, sizeof what, "zero %d overlap %d nodes %d", z, ov, nodes);
+				snprintf(what, sizeof what, "zero %d overlap %d nodes %d grad_accum %d", z, ov, nodes, ga);
 				ck_assert(want[F_HOST] > 0 && want[F_OPT] > 0);
 				ck_assert(want[F_HOST_EXP] > 0 && want[F_HOST_EXP] <= want[F_HOST] * (1 + 1e-12));
 				points++;
-				if (!(z == 3 && ov)) {
+				if (!(ov && (z == 3 || ga > 1))) {
 					assert_fields_close(got, want, 0.01, what);
 					continue;
 				}
@@ -899,10 +906,14 @@ START_TEST(engines_agree_with_optimizer_offload)
 				double want0[F_N], got0[F_N];
 				both_engines(&h, want0, got0);
 				double da = want[F_STEP] - want0[F_STEP], ds = got[F_STEP] - got0[F_STEP];
-				ck_assert_msg(da > 0 && fabs(ds - da) <= 0.01 * da, "%s: offload adds %.9g s, want %.9g s", what, ds,
-					      da);
+				/* with G > 1 the contended schedules of the two runs differ beyond the
+				 * copies (3.5% of what offload adds on one node before the copies moved,
+				 * 2.8% after): there what offload adds agrees within 1% of the step */
+				double tol = ga > 1 ? 0.01 * want0[F_STEP] : 0.01 * da;
+				ck_assert_msg(da > 0 && fabs(ds - da) <= tol, "%s: offload adds %.9g s, want %.9g s (step %.9g s)",
+					      what, ds, da, want0[F_STEP]);
 			}
-	ck_assert_int_eq(points, 12);
+	ck_assert_int_eq(points, 24);
 }
 END_TEST
 

@@ -32,8 +32,10 @@ static const int job_setting_ids[] = {
 };
 #define N_JOB_SETTINGS ((int)(sizeof job_setting_ids / sizeof job_setting_ids[0]))
 
-/* Set by the first SIGINT of the analytic search: the search stops and the ranking of what it
- * evaluated is printed (exit 130); the handler resets itself, so a second one ends the process. */
+/* Set by the first SIGINT of the analytic search or of the re-runs: the search stops and the
+ * ranking of what it evaluated is printed, without re-runs; the re-runs stop (those in flight
+ * are killed, see src/plan/pool.c) and the ranking is printed with the re-runs that finished
+ * (exit 130 either way). The handler resets itself, so a second one ends the process. */
 static volatile sig_atomic_t plan_stop;
 
 static void on_sigint(int sig)
@@ -93,7 +95,9 @@ static void plan_help(FILE *f)
 	      "                           default)\n"
 	      "  --quiet                  no progress\n"
 	      "Ctrl-C (SIGINT) during the search stops it and prints the ranking of the configurations searched\n"
-	      "so far, without re-runs, and exits 130; a second Ctrl-C ends it at once.\n",
+	      "so far, without re-runs, and exits 130. Ctrl-C during the re-runs starts no more, kills those\n"
+	      "running, and prints the ranking with the re-runs that finished, the rest marked analytic only,\n"
+	      "and exits 130. A second Ctrl-C ends it at once.\n",
 	      f);
 }
 
@@ -687,9 +691,9 @@ int cli_cmd_plan(int argc, char **argv)
 	if (show)
 		fprintf(stderr, "plan: searching on the analytic engine (Ctrl-C: stop and rank what was searched)\n");
 	bool searched = plan_search(&q, &cands, &n, &st, &err);
-	sigaction(SIGINT, &old_int, NULL);
 	plan_progress_end(&a.prog);
 	if (!searched) {
+		sigaction(SIGINT, &old_int, NULL);
 		fprintf(stderr, "spsim plan: %s\n", err.msg);
 		goto out;
 	}
@@ -712,6 +716,8 @@ int cli_cmd_plan(int argc, char **argv)
 	long nm = plan_merge(merged, n);
 	long k = nm < a.top ? nm : a.top;
 	bool verifying = strcmp(a.verify, "none") != 0 && k > 0;
+	long runs = 0, verified = 0; /* re-runs planned; configurations with a re-run result */
+	bool rerun_stopped = false; /* Ctrl-C during the re-runs */
 	/* The heads of both rankings, verified and re-ranked among themselves. */
 	tput = malloc((size_t)(k ? k : 1) * sizeof *tput);
 	if (!tput) {
@@ -738,14 +744,26 @@ int cli_cmd_plan(int argc, char **argv)
 		/* The re-runs are the long phase (SimGrid runs of seconds to minutes each): their
 		 * count, rate and ETA go to stderr on a terminal or with --progress, never into a
 		 * pipe unasked. */
-		long runs = k * a.n_placements * (cost ? 2 : 1);
+		runs = k * a.n_placements * (cost ? 2 : 1);
 		plan_progress_start(&a.prog, stderr, runs, !show);
 		a.prog.unit = a.verify && strcmp(a.verify, "simgrid") == 0 ? "SimGrid runs" : "re-runs";
 		if (show)
 			fprintf(stderr, "plan: searched %ld configurations in the analytic engine; re-running the top %ld on %s "
-					"(%ld runs)\n", st.searched, k, a.verify, runs);
+					"(%ld runs); Ctrl-C: stop and rank with the re-runs finished\n", st.searched, k,
+				a.verify, runs);
+		/* After a Ctrl-C the remaining calls start nothing; they mark what has no re-run. */
 		bool ok = verify(&a, &q, tput, k, &err) && (!cost || verify(&a, &q, cost, k, &err));
+		sigaction(SIGINT, &old_int, NULL);
 		plan_progress_end(&a.prog);
+		rerun_stopped = plan_stop != 0;
+		for (long i = 0; i < k; i++)
+			verified += tput[i].has_verified + (cost && cost[i].has_verified);
+		if (ok && rerun_stopped) {
+			fprintf(stderr, "spsim plan: interrupted during the re-runs after %ld of %ld %s runs; ranking with the "
+					"%ld results they gave, the rest on the analytic engine only\n", a.prog.done, runs,
+				a.verify, verified);
+			rc = CLI_INTERRUPTED;
+		}
 		if (!ok) {
 			fprintf(stderr, "spsim plan: --verify %s: %s\n", a.verify, err.msg);
 			rc = CLI_FAIL;
@@ -781,9 +799,12 @@ int cli_cmd_plan(int argc, char **argv)
 				      "verdict", verdict(&q, tput, k, merged, nm, cands, n, &st, false));
 		if (n == 0 && st.invalid > 0 && st.no_fit == 0)
 			json_object_set_new(j, "rejected_why", json_string(st.invalid_why));
-		if (st.interrupted)
-			json_object_set_new(j, "interrupted", json_pack("{s:I, s:I}", "layouts_searched", (json_int_t)st.layouts,
-									"layouts_total", (json_int_t)st.layouts_total));
+		if (st.interrupted || rerun_stopped)
+			json_object_set_new(j, "interrupted",
+					    json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "phase", st.interrupted ? "search" : "re-runs",
+						      "layouts_searched", (json_int_t)st.layouts, "layouts_total",
+						      (json_int_t)st.layouts_total, "reruns_finished", (json_int_t)a.prog.done * !st.interrupted,
+						      "reruns_total", (json_int_t)runs, "verified", (json_int_t)verified));
 		if (cost)
 			json_object_set_new(j, "cost_ranking", cranking);
 		else
@@ -807,6 +828,10 @@ int cli_cmd_plan(int argc, char **argv)
 	if (st.interrupted)
 		printf("interrupted: the search stopped after %ld of %ld layouts; the ranking covers those only\n",
 		       st.layouts, st.layouts_total);
+	if (rerun_stopped)
+		printf("interrupted: the re-runs on %s stopped after %ld of %ld runs; %ld results re-ranked, the rest "
+		       "ranked on the analytic engine only (marked)\n",
+		       a.verify, a.prog.done, runs, verified);
 	if (n == 0 && st.invalid > 0 && st.no_fit == 0) { /* not memory: the settings given rule every one out */
 		printf("\nno configuration passes the job check; the first rejected: %s\n", st.invalid_why);
 		goto done;
@@ -825,8 +850,8 @@ int cli_cmd_plan(int argc, char **argv)
 		goto done;
 	}
 	if (verifying)
-		printf("ranked by tokens/s: the analytic engine searched, the top %ld were re-run on %s and re-ranked\n\n", k,
-		       a.verify);
+		printf("ranked by tokens/s: the analytic engine searched, the top %ld were re-run on %s%s and re-ranked\n\n", k,
+		       a.verify, rerun_stopped ? " until the interrupt" : "");
 	else
 		printf("ranked by tokens/s on the analytic engine%s\n\n",
 		       a.verify_set ? "" : " (the simgrid engine is not built in: no re-run)");
@@ -838,6 +863,7 @@ int cli_cmd_plan(int argc, char **argv)
 	printf("\n");
 	json_decref(verdict(&q, tput, k, merged, nm, cands, n, &st, true));
 done:
+	sigaction(SIGINT, &old_int, NULL);
 	free(merged);
 	free(tput);
 	free(cost);

@@ -269,7 +269,14 @@ void plan_progress_end(plan_progress *p);
  * isolated go to long-lived workers that take one task after another; isolated tasks get
  * a fresh process each. A row comes back as one JSON line per task over a pipe. A worker
  * that dies or overruns the timeout costs only its task, which is reported through
- * ops->failed; the pool goes on. */
+ * ops->failed; the pool goes on. Workers run with SIGINT at its default action.
+ *
+ * With opts->stop (a flag a SIGINT handler sets), the pool stops at an interrupt: once
+ * *stop is set it hands out no more tasks, kills the workers in flight (SIGKILL) and
+ * returns true; their tasks and those never handed out are reported through neither
+ * ops->done nor ops->failed. A worker that dies of SIGINT (a terminal's Ctrl-C reaches
+ * the whole process group) is taken as that interrupt: *stop is set and its task is not
+ * reported as failed. Without opts->stop such a death fails its task like any other. */
 typedef struct plan_pool_ops {
 	void *ctx;
 	json_t *(*eval)(void *ctx, long task);                      /* in the worker */
@@ -283,6 +290,7 @@ typedef struct plan_pool_opts {
 	int jobs;         /* <= 0: plan_default_jobs() */
 	double timeout_s; /* per task; 0: none */
 	double tick_s;    /* longest wait between tick calls (default 0.2 s) */
+	volatile sig_atomic_t *stop; /* NULL: no interrupt (see above) */
 } plan_pool_opts;
 
 bool plan_pool_run(const long *tasks, long n, const plan_pool_opts *o, const plan_pool_ops *ops,
@@ -358,8 +366,9 @@ typedef struct plan_query {
 	plan_progress *progress; /* started by the caller; the search sets its total (layouts:
 				  * platform x budget x SP degree x micro-batch x strategy) and
 				  * counts them; NULL: none */
-	const volatile sig_atomic_t *stop; /* set (by a SIGINT handler): the search stops before the
-					    * next layout and keeps what it evaluated; NULL: never */
+	volatile sig_atomic_t *stop; /* set (by a SIGINT handler): the search stops before the next
+				      * layout and keeps what it evaluated; the re-runs (plan_verify)
+				      * stop as the worker pool does (opts->stop); NULL: never */
 } plan_query;
 
 typedef struct plan_candidate {
@@ -424,7 +433,11 @@ void plan_rank(plan_candidate *c, long n, plan_rank_by by);
 void plan_explain(const plan_query *q, const plan_candidate *c, const plan_candidate *best, plan_rank_by by,
 		  char *buf, size_t len);
 /* Re-runs the first n candidates on `engine` (each in its own process, jobs at a time),
- * sets verified and tokens_per_s, and leaves re-ranking to the caller. */
+ * sets verified and tokens_per_s, and leaves re-ranking to the caller. When q->stop is set
+ * during the re-runs (or one dies of SIGINT, which sets it), the runs in flight are killed,
+ * no more start, and every candidate left without a result says so in verify_error
+ * (PLAN_VERIFY_INTERRUPTED); true is returned. */
+#define PLAN_VERIFY_INTERRUPTED "interrupted before its re-run finished; analytic only"
 bool plan_verify(const plan_query *q, plan_candidate *c, long n, const char *engine, const engine_options *opt,
 		 int jobs, double timeout_s, config_error *err);
 /* The same, counting each finished re-run in prog (started by the caller over every

@@ -10,7 +10,15 @@
  * task, in order, on its result pipe. Batches keep the pipe round trip (tens of
  * microseconds) from dominating analytic points (a few microseconds each). Closing the
  * command pipe tells a worker to exit. A worker's stderr goes to a third pipe whose tail
- * explains a death: the task it was on fails, the rest of its batch is handed out again. */
+ * explains a death: the task it was on fails, the rest of its batch is handed out again.
+ *
+ * Interrupts: a worker inherits the parent's SIGINT handler with fork, and a handler that
+ * only sets a flag would let a worker run on through Ctrl-C; workers put SIGINT back to its
+ * default action, so the Ctrl-C a terminal sends to the whole process group ends them, and a
+ * worker that died of SIGINT is an interrupt, not a failed task (when the caller asked for
+ * interrupts with opts->stop). On an interrupt the pool kills the runs in flight rather
+ * than waiting for them: a SimGrid run takes seconds to minutes, Ctrl-C asks for the
+ * result now, and from a terminal those runs have received the SIGINT and died anyway. */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +54,10 @@ typedef struct pool {
 	double timeout;
 	long *again; /* tasks to hand out again (a worker died before reaching them) */
 	long n_again;
+	volatile sig_atomic_t *stop; /* set: interrupted (NULL: interrupts are not handled) */
 } pool;
+
+static bool stopped(const pool *P) { return P->stop && *P->stop; }
 
 static double now(void)
 {
@@ -158,6 +169,9 @@ static bool spawn(pool *P, slot *s, long oneshot, config_error *err)
 		return config_fail(err, "cannot fork a worker: %s", strerror(e));
 	}
 	if (pid == 0) {
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+		sigemptyset(&dfl.sa_mask);
+		sigaction(SIGINT, &dfl, NULL); /* Ctrl-C ends a worker (see the top of this file) */
 		/* The other workers' pipes must close here, or their EOFs would never come. */
 		for (int i = 0; i < P->n_slots; i++) {
 			if (&P->slots[i] == s || !P->slots[i].pid)
@@ -247,7 +261,8 @@ static void report_failure(pool *P, long task, const char *why)
 }
 
 /* Ends a worker: kill when asked, reap; the task it was on fails (with why, or the
- * reason it died), the rest of its batch goes back to the queue. */
+ * reason it died), the rest of its batch goes back to the queue. On an interrupt (the pool's
+ * stop flag, or this worker died of SIGINT, which sets it) its tasks are dropped unreported. */
 static void retire(pool *P, slot *s, bool kill_it, const char *why)
 {
 	close_fd(&s->cmd);
@@ -272,7 +287,9 @@ static void retire(pool *P, slot *s, bool kill_it, const char *why)
 	int status = 0;
 	while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (s->n_flight > 0) {
+	if (P->stop && WIFSIGNALED(status) && WTERMSIG(status) == SIGINT)
+		*P->stop = 1;
+	if (s->n_flight > 0 && !stopped(P)) {
 		char reason[768];
 		if (why)
 			snprintf(reason, sizeof reason, "%s", why);
@@ -390,6 +407,7 @@ bool plan_pool_run(const long *tasks, long n, const plan_pool_opts *o, const pla
 		jobs = 1;
 	P.n_slots = jobs;
 	P.timeout = o ? o->timeout_s : 0;
+	P.stop = o ? o->stop : NULL;
 	double tick = o && o->tick_s > 0 ? o->tick_s : 0.2;
 	P.slots = calloc((size_t)jobs, sizeof *P.slots);
 	P.again = malloc((size_t)(n > 0 ? n : 1) * sizeof *P.again);
@@ -412,7 +430,7 @@ bool plan_pool_run(const long *tasks, long n, const plan_pool_opts *o, const pla
 	for (;;) {
 		/* Hand out work while there is room. */
 		long t;
-		while (ok && next_task(&P, tasks, n, &next, &t)) {
+		while (ok && !stopped(&P) && next_task(&P, tasks, n, &next, &t)) {
 			bool iso = ops->isolated && ops->isolated(ops->ctx, t);
 			slot *s = iso ? NULL : idle_worker(&P);
 			if (!s) {
@@ -461,7 +479,7 @@ bool plan_pool_run(const long *tasks, long n, const plan_pool_opts *o, const pla
 			if (s->err >= 0)
 				pfd[nf] = (struct pollfd){.fd = s->err, .events = POLLIN}, who[nf++] = i;
 		}
-		if (!ok || (next >= n && P.n_again == 0 && busy == 0))
+		if (!ok || stopped(&P) || (next >= n && P.n_again == 0 && busy == 0))
 			break;
 		double wait = tick, tnow = now();
 		if (P.timeout > 0)
@@ -503,14 +521,16 @@ bool plan_pool_run(const long *tasks, long n, const plan_pool_opts *o, const pla
 		if (ops->tick)
 			ops->tick(ops->ctx);
 	}
-	/* Long-lived workers exit when their command pipe closes. */
+	/* Long-lived workers exit when their command pipe closes; on an error or an interrupt
+	 * every worker is killed, and the tasks in flight are dropped. */
+	const bool finish = ok && !stopped(&P);
 	for (int i = 0; i < jobs; i++)
 		if (P.slots[i].pid) {
 			slot *s = &P.slots[i];
 			close_fd(&s->cmd);
-			while (ok && s->res >= 0 && read_result(s))
+			while (finish && s->res >= 0 && read_result(s))
 				take_lines(&P, s);
-			retire(&P, s, !ok, NULL);
+			retire(&P, s, !finish, NULL);
 		}
 	sigaction(SIGPIPE, &old, NULL);
 	free(P.slots), free(P.again), free(batch), free(pfd), free(who);

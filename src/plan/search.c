@@ -550,9 +550,13 @@ bool plan_verify_progress(const plan_query *q, plan_candidate *c, long n, const 
 		tasks[i] = i;
 	plan_pool_ops ops = {.ctx = &v, .eval = verify_eval, .isolated = always, .failed = verify_failed,
 			     .done = verify_done, .tick = verify_tick};
-	plan_pool_opts po = {.jobs = jobs, .timeout_s = timeout_s, .tick_s = 0.5};
+	plan_pool_opts po = {.jobs = jobs, .timeout_s = timeout_s, .tick_s = 0.5, .stop = q->stop};
 	bool ok = plan_pool_run(tasks, n, &po, &ops, err);
 	free(tasks);
+	if (ok && q->stop && *q->stop) /* the runs not finished: killed in flight, or never started */
+		for (long i = 0; i < n; i++)
+			if (!c[i].has_verified && !c[i].verify_error[0])
+				snprintf(c[i].verify_error, sizeof c[i].verify_error, "%s", PLAN_VERIFY_INTERRUPTED);
 	return ok;
 }
 

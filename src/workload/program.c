@@ -264,6 +264,21 @@ static void sp_a2a_ring(builder *b, workload_block *blk, const char *pack, const
  *   copy it as each bucket is reduced in backward, on the reduction stream (overlapped
  *   with backward when overlap_comm is on: the stage-3 default); stage 1 reduces at the
  *   accumulation boundary and copies after it.
+ *   Under gradient accumulation (G micro-steps; offload_grad_share below):
+ *   stage 2 accumulates through the GPU every micro-step (stage_1_and_2.py
+ *   copy_grads_in_partition -> async_accumulate_grad_in_cpu_via_gpu): the bf16 partial sum
+ *   comes back (dest_buffer.copy_(accumulated_grads_in_cpu[...]) when micro_step_id > 0),
+ *   the GPU adds it (grad_accum.data.view(-1).add_(dest_buffer): no CPU-side add, no host
+ *   DRAM pass), and the sum goes out again in bf16 except at the boundary, which sends the
+ *   fp32 copy above: 2(G-1) + 2(G-1) + 4 = 4G bytes per parameter per step, the program's
+ *   4 bytes every micro-step. Stage 3 keeps the partial sums on the GPU (stage3.py
+ *   partition_grads: grad_buffer.add_ into __param_id_to_grad_partition) and copies in the
+ *   boundary micro-step's backward only: 4 bytes per step. Without overlap the step's
+ *   stream runs that copy in sequence with everything else, so the program issues it once,
+ *   at the boundary (the optimizer block); with overlap it rides the last backward on the
+ *   reduction stream, which one program for every micro-step cannot single out: each
+ *   micro-step's backward carries 1/G of it (bytes per step exact, hidden alike; G-1 more
+ *   copy latencies, on the hidden stream).
  * - CPU Adam, 28: DeepSpeedCPUAdam (csrc/adam/cpu_adam_impl.cpp, Step_AVX) streams the
  *   fp32 parameter, gradient, m and v in (16) and the parameter, m and v out (12); a
  *   memory-bound pass over the host's DRAM, which every GPU's process of the node runs on
@@ -278,6 +293,21 @@ static void sp_a2a_ring(builder *b, workload_block *blk, const char *pack, const
 #define OFFLOAD_GRAD_BYTES 4.0
 #define CPU_ADAM_BYTES 28.0
 #define OFFLOAD_PARAM_BYTES 2.0
+
+/* The share of a step's gradient copies to the host that one micro-step's backward
+ * issues (OFFLOAD_* above): all of each micro-step's for stage 2, 1/G of the boundary's
+ * for stage 3 with overlap, none for stage 3 without overlap (the optimizer block copies)
+ * or stages 0-1. */
+static double offload_grad_share(const config_job *job, bool overlap)
+{
+	if (job->offload_optimizer != CONFIG_OFFLOAD_OPT_CPU)
+		return 0;
+	if (job->zero_stage == 2 || (job->zero_stage == 3 && job->grad_accum == 1))
+		return 1;
+	if (job->zero_stage == 3 && overlap)
+		return 1.0 / job->grad_accum;
+	return 0;
+}
 
 /* A copy of `bytes` between this GPU and host memory on stream hs (activation offload). */
 static int host_copy(builder *b, workload_block *blk, const char *name, workload_phase ph, workload_stream hs,
@@ -772,9 +802,10 @@ static void grad_reduce(builder *b, workload_block *blk, const char *name2, cons
 	zero_op(b, blk, Z == 2 ? name2 : name3, WL_PHASE_BWD, Z == 2 ? WL_COLL_ALLREDUCE : WL_COLL_REDUCESCATTER, zs,
 		elems * gbytes, chunks_of(elems, b->job->reduce_bucket_elems), blk->n_ops - 1, 0);
 	/* Optimizer offload: the reduced shard follows to the host's fp32 gradient buffer on the
-	 * same stream (offload_grad_d2h below) */
-	if (b->job->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU)
-		host_copy(b, blk, "opt_grad_d2h", WL_PHASE_BWD, zs, OFFLOAD_GRAD_BYTES * elems / b->l->world);
+	 * same stream (offload_grad_share above) */
+	double share = offload_grad_share(b->job, zs != WL_STREAM_MAIN);
+	if (share > 0)
+		host_copy(b, blk, "opt_grad_d2h", WL_PHASE_BWD, zs, share * OFFLOAD_GRAD_BYTES * elems / b->l->world);
 }
 
 /* ---- ZeRO-3 parameter fetch, DeepSpeed style (docs/model.md "ZeRO-3 parameter fetch") ----
@@ -1161,9 +1192,10 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 		double shard = Z >= 1 ? all_params / W : all_params;
 		if (job->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU) {
 			/* ZeRO-Offload (OFFLOAD_* above): stage 1's gradient copy after the
-			 * boundary's all-reduce, the CPU step over the node's shards, the bf16
-			 * parameters back; the step waits for each */
-			if (Z == 1)
+			 * boundary's all-reduce (stage 3's without overlap under accumulation), the
+			 * CPU step over the node's shards, the bf16 parameters back; the step waits
+			 * for each */
+			if (Z == 1 || (Z == 3 && offload_grad_share(job, overlap) == 0))
 				host_copy(&b, blk, "opt_grad_d2h", WL_PHASE_STEP, WL_STREAM_MAIN, OFFLOAD_GRAD_BYTES * shard);
 			int per_node = W < p->gpus_per_node ? W : p->gpus_per_node;
 			op_add(&b, blk, &(workload_op){.name = "cpu_adam", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,

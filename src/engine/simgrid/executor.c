@@ -13,8 +13,10 @@
  * ops inside the run (exact: a GPU host runs one stream's compute, so the run takes the
  * sum of the durations; per-op start and end times are the partial sums). */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -768,7 +770,11 @@ done:
 /* Runs job(ctx, buf) in a child process and copies its `len` bytes of buf back: the
  * simulations behind engine_simgrid.run and the collective timer run this way, so that a
  * process can run any number of them (SimGrid initialises once per process) and SimGrid
- * stopping on an internal error cannot take the caller down. */
+ * stopping on an internal error cannot take the caller down. The child dies with the caller
+ * (PR_SET_PDEATHSIG, prctl(2)): a caller killed for a timeout or an interrupt (the planner's
+ * worker pool, src/plan/pool.c) leaves no simulation running on. A child that died of SIGINT
+ * (a terminal's Ctrl-C reaches the whole process group) is passed on: the caller raises
+ * SIGINT itself, so that whoever waits for it sees an interrupt, not a failed simulation. */
 static bool in_child(void (*job)(void *ctx, void *buf), void *ctx, void *buf, size_t len, config_error *err)
 {
 	int fd[2];
@@ -776,6 +782,7 @@ static bool in_child(void (*job)(void *ctx, void *buf), void *ctx, void *buf, si
 		return config_fail(err, "cannot start the SimGrid simulation: no pipe available");
 	fflush(stdout);
 	fflush(stderr);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(fd[0]);
@@ -784,6 +791,9 @@ static bool in_child(void (*job)(void *ctx, void *buf), void *ctx, void *buf, si
 	}
 	if (pid == 0) {
 		close(fd[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(4); /* the caller died before the line above */
 		job(ctx, buf);
 		const char *p = buf;
 		size_t left = len;
@@ -810,6 +820,8 @@ static bool in_child(void (*job)(void *ctx, void *buf), void *ctx, void *buf, si
 		;
 	if (got == len)
 		return true;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT)
+		raise(SIGINT);
 	if (WIFSIGNALED(status))
 		return config_fail(err,
 				   "the SimGrid simulation died (signal %d); rerun with SPSIM_SIMGRID_LOG=root.thresh:warning to see SimGrid's messages",
