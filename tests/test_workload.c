@@ -124,7 +124,12 @@ START_TEST(job_errors_say_what_to_change)
 	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 8, 8, 1, 64, 1), "4 attention heads, not divisible");
 	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 8, 3, 1, 63, 1), "not a multiple of --sp 3");
 	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 30, 1), "not divisible by the 4 sequence shards");
-	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 16, 4, 1, 64, 1), "larger than platform 'hand'");
+	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 16, 4, 1, 64, 1), "larger than platform 'hand' (2 nodes x 4 GPUs = 8)");
+	config_platform p1 = tu_platform(1, 4, 1); /* one node: no plural */
+	config_job j1 = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 4, 1, 64, 1);
+	config_error e1 = {{0}};
+	ck_assert(!workload_check(&m, &p1, &j1, &e1));
+	ck_assert_msg(strstr(e1.msg, "(1 node x 4 GPUs = 4)"), "%s", e1.msg);
 	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, -1, 4, 1, 64, 1), "--gpus must be a positive");
 	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 0, 64, 1), "--micro-batch must be a positive");
 	check_fails(&m, tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 0, 1), "--seq-len must be a positive");

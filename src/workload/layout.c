@@ -226,8 +226,9 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 		job->gpus = avail;
 	if (job->gpus > avail)
 		return config_fail(err,
-				   "--gpus %d is larger than platform '%s' (%d nodes x %d GPUs = %d); lower --gpus or raise --nodes",
-				   job->gpus, p->name, p->nodes, p->gpus_per_node, avail);
+				   "--gpus %d is larger than platform '%s' (%d node%s x %d GPU%s = %d); lower --gpus or raise --nodes",
+				   job->gpus, p->name, p->nodes, p->nodes == 1 ? "" : "s", p->gpus_per_node,
+				   p->gpus_per_node == 1 ? "" : "s", avail);
 	if (job->sp < 0)
 		return config_fail(err, "--sp must be a positive SP domain size, got %d", job->sp);
 	if (job->sp == 0)
@@ -308,8 +309,8 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 		long chunks = (long)P * (job->cp_split == CONFIG_CP_SPLIT_ZIGZAG ? 2 : 1);
 		if (job->seq_len % chunks != 0)
 			return config_fail(err,
-					   "--seq-len %ld does not split into the %ld chunks of %s ring attention over %d ranks%s; use a multiple of %ld",
-					   job->seq_len, chunks, config_cp_split_names[job->cp_split], P / U,
+					   "--seq-len %ld does not split into the %ld chunks of %s ring attention over %d rank%s%s; use a multiple of %ld",
+					   job->seq_len, chunks, config_cp_split_names[job->cp_split], P / U, P / U == 1 ? "" : "s",
 					   U > 1 ? " with Ulysses inside each" : "", chunks);
 		return true;
 	}
