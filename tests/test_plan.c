@@ -1719,11 +1719,11 @@ START_TEST(planner_search_reports_progress_and_stops_when_asked)
 }
 END_TEST
 
-START_TEST(plan_ctrl_c_ranks_what_was_searched)
+/* Runs `spsim` with args, stdout to a temporary file and stderr read here; once stderr shows
+ * `cue`, waits `delay_ns` and sends SIGINT to the process (the parent only). Returns the
+ * exit status; err receives stderr's tail, *out stdout (to free). */
+static int plan_interrupted(char *const *args, const char *cue, long delay_ns, char *err, size_t err_len, char **out)
 {
-	/* A search of three platforms x sixteen budgets (10,668 layouts, 2.5 s on one loaded
-	 * core here): SIGINT 0.3 s after it says it is searching. It stops, prints the ranking of what it
-	 * evaluated with a note on stdout and stderr, runs no SimGrid re-run, and exits 130. */
 	char out_path[] = "/tmp/spsim-plan-int-XXXXXX";
 	int fo = mkstemp(out_path);
 	ck_assert_int_ge(fo, 0);
@@ -1736,41 +1736,52 @@ START_TEST(plan_ctrl_c_ranks_what_was_searched)
 		dup2(fo, STDOUT_FILENO);
 		dup2(pe[1], STDERR_FILENO);
 		close(pe[0]);
-		char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-a100,dgx-h100,hgx-h200",
-			     "--gpus", "8,16,24,32,48,64,96,128,192,256,384,512,768,1024,2048,4096", "--seq-len", "32K",
-			     "--global-batch", "32M", "--progress", NULL};
-		execv(a[0], a);
+		execv(args[0], args);
 		_exit(127);
 	}
 	close(pe[1]);
-	char err[1 << 14] = "";
+	err[0] = '\0';
 	size_t used = 0;
 	ssize_t r;
 	bool sent = false;
-	while ((r = read(pe[0], err + used, sizeof err - 1 - used)) > 0) {
+	while ((r = read(pe[0], err + used, err_len - 1 - used)) > 0) {
 		used += (size_t)r;
 		err[used] = '\0';
-		if (!sent && strstr(err, "plan: searching")) {
-			/* into the search, not at its edge: a signal right after "plan: searching"
-			 * can land before the first layout under load; the count pass and the first
-			 * layouts take milliseconds, the whole search seconds (more under load or
-			 * sanitizers), and no progress line is due before 2 s in a log */
-			nanosleep(&(struct timespec){.tv_nsec = 300000000}, NULL);
+		if (!sent && strstr(err, cue)) {
+			nanosleep(&(struct timespec){.tv_nsec = delay_ns}, NULL);
 			ck_assert_int_eq(kill(pid, SIGINT), 0);
 			sent = true;
 		}
-		if (used + 1 >= sizeof err)
+		if (used + 1 >= err_len)
 			used = 0; /* keep reading: only the tail matters past here */
 	}
 	close(pe[0]);
 	int status;
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(sent);
+	ck_assert_msg(sent, "'%s' never printed: %s", cue, err);
+	close(fo);
+	*out = slurp(out_path);
+	unlink(out_path);
+	return status;
+}
+
+START_TEST(plan_ctrl_c_ranks_what_was_searched)
+{
+	/* A search of three platforms x sixteen budgets (10,668 layouts, 2.5 s on one loaded
+	 * core here): SIGINT 0.3 s after it says it is searching. It stops, prints the ranking of what it
+	 * evaluated with a note on stdout and stderr, runs no SimGrid re-run, and exits 130.
+	 * Into the search, not at its edge: a signal right after "plan: searching" can land
+	 * before the first layout under load; the count pass and the first layouts take
+	 * milliseconds, the whole search seconds (more under load or sanitizers), and no
+	 * progress line is due before 2 s in a log. */
+	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-a100,dgx-h100,hgx-h200",
+		     "--gpus", "8,16,24,32,48,64,96,128,192,256,384,512,768,1024,2048,4096", "--seq-len", "32K",
+		     "--global-batch", "32M", "--progress", NULL};
+	char err[1 << 14], *out;
+	int status = plan_interrupted(a, "plan: searching", 300000000, err, sizeof err, &out);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d; stderr: %s", status, err);
 	ck_assert_msg(strstr(err, "interrupted after"), "%s", err);
 	ck_assert_msg(!strstr(err, "SimGrid runs"), "re-runs after an interrupt: %s", err);
-	close(fo);
-	char *out = slurp(out_path);
 	const char *note = strstr(out, "interrupted: the search stopped after ");
 	ck_assert_msg(note, "%.2000s", out);
 	long done = 0, total = 0;
@@ -1782,7 +1793,6 @@ START_TEST(plan_ctrl_c_ranks_what_was_searched)
 		      "%.2000s", out);
 	ck_assert_msg(!strstr(out, "try more GPUs"), "%.2000s", out);
 	free(out);
-	unlink(out_path);
 }
 END_TEST
 
@@ -1790,55 +1800,20 @@ START_TEST(plan_ctrl_c_during_reruns_keeps_the_finished_ones)
 {
 	/* One platform and budget (the search takes a fraction of a second), the top 8 re-run
 	 * on SimGrid one at a time (about 1.5 s each on one core here, 12 s in all): SIGINT 0.5 s
-	 * after it says it is re-running. It stops, prints the ranking with the re-runs that
-	 * finished (any number, under load none) and marks each of the others analytic only, a
-	 * note on stdout and stderr, and exits 130. */
+	 * after it says it is re-running, to the parent only (it kills its workers). It stops,
+	 * prints the ranking with the re-runs that finished (any number, under load none) and
+	 * marks each of the others analytic only, a note on stdout and stderr, and exits 130. */
 	if (!engine_find("simgrid")) {
 		fprintf(stderr, "plan_ctrl_c_during_reruns_keeps_the_finished_ones: simgrid engine not built; skipped\n");
 		return;
 	}
-	char out_path[] = "/tmp/spsim-plan-rint-XXXXXX";
-	int fo = mkstemp(out_path);
-	ck_assert_int_ge(fo, 0);
-	int pe[2];
-	ck_assert_int_eq(pipe(pe), 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		dup2(fo, STDOUT_FILENO);
-		dup2(pe[1], STDERR_FILENO);
-		close(pe[0]);
-		char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "64",
-			     "--seq-len", "32K", "--global-batch", "4M", "--top", "8", "-j", "1", "--progress", NULL};
-		execv(a[0], a);
-		_exit(127);
-	}
-	close(pe[1]);
-	char err[1 << 14] = "";
-	size_t used = 0;
-	ssize_t r;
-	bool sent = false;
-	while ((r = read(pe[0], err + used, sizeof err - 1 - used)) > 0) {
-		used += (size_t)r;
-		err[used] = '\0';
-		if (!sent && strstr(err, "re-running the top 8 on simgrid")) {
-			nanosleep(&(struct timespec){.tv_nsec = 500000000}, NULL);
-			ck_assert_int_eq(kill(pid, SIGINT), 0); /* the parent only: it kills its workers */
-			sent = true;
-		}
-		if (used + 1 >= sizeof err)
-			used = 0;
-	}
-	close(pe[0]);
-	int status;
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(sent);
+	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "64",
+		     "--seq-len", "32K", "--global-batch", "4M", "--top", "8", "-j", "1", "--progress", NULL};
+	char err[1 << 14], *out;
+	int status = plan_interrupted(a, "re-running the top 8 on simgrid", 500000000, err, sizeof err, &out);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "status %d; stderr: %s", status, err);
 	const char *enote = strstr(err, "interrupted during the re-runs after ");
 	ck_assert_msg(enote, "%s", err);
-	close(fo);
-	char *out = slurp(out_path);
 	const char *note = strstr(out, "interrupted: the re-runs on simgrid stopped after ");
 	ck_assert_msg(note, "%.3000s", out);
 	long done = -1, total = 0, verified = -1;
@@ -1854,7 +1829,6 @@ START_TEST(plan_ctrl_c_during_reruns_keeps_the_finished_ones)
 	ck_assert_msg(marked == total - done, "%ld marked, %ld finished: %.3000s", marked, done, out);
 	ck_assert_msg(strstr(out, "re-run on simgrid until the interrupt"), "%.3000s", out);
 	free(out);
-	unlink(out_path);
 }
 END_TEST
 
