@@ -296,6 +296,19 @@ bool cli_check_list(const char *cmd, const char *flag, const char *list, char se
 	return true;
 }
 
+/* A flag whose value is one of a job key's two names (the job files' table, names.c), so
+ * the flag and the key take the same spellings. */
+static bool parse_pair(const char *flag, const char *arg, const char *const names[2], int *out)
+{
+	for (int i = 0; i < 2; i++)
+		if (strcmp(arg, names[i]) == 0) {
+			*out = i;
+			return true;
+		}
+	fprintf(stderr, "spsim: %s expects %s or %s, got '%s'\n", flag, names[0], names[1], arg);
+	return false;
+}
+
 static bool copy_arg(char *dst, const char *flag, const char *s)
 {
 	if (!s[0]) {
@@ -313,6 +326,7 @@ static bool copy_arg(char *dst, const char *flag, const char *s)
 int cli_job_option(cli_job_args *a, int id, const char *arg)
 {
 	double d;
+	int n;
 	config_job *j = &a->job;
 	switch (id) {
 	case CLI_OPT_MODEL: return copy_arg(a->model, "--model", arg) ? 1 : -1;
@@ -381,14 +395,9 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		a->set |= SET(S_OFFLOAD);
 		return 1;
 	case CLI_OPT_OFFLOAD_OPTIMIZER:
-		if (strcmp(arg, "none") == 0)
-			j->offload_optimizer = CONFIG_OFFLOAD_OPT_NONE;
-		else if (strcmp(arg, "cpu") == 0)
-			j->offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
-		else {
-			fprintf(stderr, "spsim: --offload-optimizer expects none or cpu, got '%s'\n", arg);
+		if (!parse_pair("--offload-optimizer", arg, config_offload_optimizer_names, &n))
 			return -1;
-		}
+		j->offload_optimizer = (config_offload_optimizer)n;
 		a->set |= SET(S_OFFLOAD_OPT);
 		return 1;
 	case CLI_OPT_TILE_MLP:
@@ -499,25 +508,15 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		return 1;
 	}
 	case CLI_OPT_IMPL:
-		if (strcmp(arg, "hf") == 0)
-			j->impl = CONFIG_IMPL_HF;
-		else if (strcmp(arg, "megatron") == 0)
-			j->impl = CONFIG_IMPL_MEGATRON;
-		else {
-			fprintf(stderr, "spsim: --impl expects hf or megatron, got '%s'\n", arg);
+		if (!parse_pair("--impl", arg, config_impl_names, &n))
 			return -1;
-		}
+		j->impl = (config_impl)n;
 		a->set |= SET(S_IMPL);
 		return 1;
 	case CLI_OPT_ZERO3_PREFETCH:
-		if (strcmp(arg, "deepspeed") == 0)
-			j->zero3_prefetch = CONFIG_ZERO3_PREFETCH_DEEPSPEED;
-		else if (strcmp(arg, "layer") == 0)
-			j->zero3_prefetch = CONFIG_ZERO3_PREFETCH_LAYER;
-		else {
-			fprintf(stderr, "spsim: --zero3-prefetch expects deepspeed or layer, got '%s'\n", arg);
+		if (!parse_pair("--zero3-prefetch", arg, config_zero3_prefetch_names, &n))
 			return -1;
-		}
+		j->zero3_prefetch = (config_zero3_prefetch)n;
 		a->set |= SET(S_Z3P);
 		return 1;
 	case CLI_OPT_MEMORY_RESERVE: {

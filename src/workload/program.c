@@ -1191,11 +1191,11 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	{
 		double shard = Z >= 1 ? all_params / W : all_params;
 		if (job->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU) {
-			/* ZeRO-Offload (OFFLOAD_* above): stage 1's gradient copy after the
-			 * boundary's all-reduce (stage 3's without overlap under accumulation), the
-			 * CPU step over the node's shards, the bf16 parameters back; the step waits
-			 * for each */
-			if (Z == 1 || (Z == 3 && offload_grad_share(job, overlap) == 0))
+			/* ZeRO-Offload (OFFLOAD_* above): the gradient copy here when backward issues
+			 * none of it (stage 1, after the boundary's all-reduce; stage 3 without overlap
+			 * under accumulation), the CPU step over the node's shards, the bf16 parameters
+			 * back; the step waits for each */
+			if (offload_grad_share(job, overlap) == 0)
 				host_copy(&b, blk, "opt_grad_d2h", WL_PHASE_STEP, WL_STREAM_MAIN, OFFLOAD_GRAD_BYTES * shard);
 			int per_node = W < p->gpus_per_node ? W : p->gpus_per_node;
 			op_add(&b, blk, &(workload_op){.name = "cpu_adam", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
