@@ -831,6 +831,15 @@ START_TEST(one_vocabulary_across_commands)
 	ck_assert(strstr(a->out, "16777216"));
 	free(a);
 	free(b);
+	/* -o takes nccl-tests' reduction names only (and "none"), and prints the one given */
+	a = spsim("collective", "allreduce", "--platform", "dgx-h100", "--engine", "analytic", "-b", "1M", "-e", "1M",
+		  "-o", "max", NULL);
+	expect(a, 0, NULL);
+	ck_assert_msg(strstr(a->out, " max "), "%s", a->out);
+	free(a);
+	a = spsim("collective", "allreduce", "--platform", "dgx-h100", "-o", "summ", NULL);
+	expect(a, 2, "-o/--op expects sum, prod, max, min, avg, mulsum or none, got 'summ'");
+	free(a);
 	/* collective --help states the engine that really runs by default: the first built in,
 	 * the same one `run --help` names */
 	a = spsim("collective", "--help", NULL);

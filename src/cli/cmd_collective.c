@@ -69,7 +69,7 @@ static void usage(FILE *f)
 	      "  -g, --ngpus N           GPUs taking part (default: every GPU of the platform)\n"
 	      "  -d, --datatype TYPE     float (default), half, bfloat16, double, int8, ... (sets the count column)\n"
 	      "  -o, --op REDOP          reduction printed in the redop column: sum, prod, max, min, avg, mulsum\n"
-      "                          or none (default: what nccl-tests prints, sum or none; alias --redop)\n"
+	      "                          or none (default: what nccl-tests prints, sum or none; alias --redop)\n"
 	      "Cluster and model:\n"
 	      "  --platform NAME|FILE    cluster: a shipped name (spsim platforms) or a YAML path (required)\n"
 	      "  --nodes N               override the platform's node count\n"
