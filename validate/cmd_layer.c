@@ -52,12 +52,10 @@ static void predict(const vcli_opts *opt, const config_model *m, const validate_
 		return;
 	}
 	if (opt->calibration) {
-		config_calibration cal;
-		if (!config_load_calibration(opt->calibration, &cal, &e) || !config_calibration_check(&cal, &p, &e)) {
+		if (!config_calibrate_platform(opt->calibration, &p, NULL, &e)) {
 			snprintf(pr->why, sizeof pr->why, "%s", e.msg);
 			return;
 		}
-		config_apply_calibration(&p, &cal);
 	}
 	/* The machine measured: its hosts and ranks per host decide which groups cross nodes. */
 	const int rpn = validate_transport_ranks_per_node(t);

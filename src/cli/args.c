@@ -773,12 +773,10 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 	if (a->nodes)
 		a->p.nodes = a->nodes;
 	if (a->calibration[0]) {
-		if (!config_load_calibration(a->calibration, &a->cal, &err) ||
-		    !config_calibration_check(&a->cal, &a->p, &err)) {
+		if (!config_calibrate_platform(a->calibration, &a->p, &a->cal, &err)) {
 			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
 			return false;
 		}
-		config_apply_calibration(&a->p, &a->cal);
 		a->has_cal = true;
 	}
 	if (a->trace) {

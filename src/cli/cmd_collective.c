@@ -255,12 +255,10 @@ static bool load_platform(coll_args *a, config_platform *p)
 	if (a->job.nodes)
 		p->nodes = a->job.nodes;
 	if (a->job.calibration[0]) {
-		if (!config_load_calibration(a->job.calibration, &a->job.cal, &err) ||
-		    !config_calibration_check(&a->job.cal, p, &err)) {
+		if (!config_calibrate_platform(a->job.calibration, p, &a->job.cal, &err)) {
 			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
 			return false;
 		}
-		config_apply_calibration(p, &a->job.cal);
 		a->job.has_cal = true;
 	}
 	if (!config_platform_check(p, &err)) {

@@ -250,12 +250,10 @@ int cli_cmd_platform(int argc, char **argv)
 	if (nodes)
 		p.nodes = (int)nodes;
 	if (cal) {
-		config_calibration c;
-		if (!config_load_calibration(cal, &c, &err) || !config_calibration_check(&c, &p, &err)) {
+		if (!config_calibrate_platform(cal, &p, NULL, &err)) {
 			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
 			return CLI_USAGE;
 		}
-		config_apply_calibration(&p, &c);
 	}
 	if (!config_platform_check(&p, &err)) {
 		fprintf(stderr, "spsim: %s\n", err.msg);

@@ -637,12 +637,10 @@ int cli_cmd_plan(int argc, char **argv)
 			goto out;
 		}
 	if (a.calibration) {
-		config_calibration cal;
-		if (!config_load_calibration(a.calibration, &cal, &err) || !config_calibration_check(&cal, &plats[0], &err)) {
+		if (!config_calibrate_platform(a.calibration, &plats[0], NULL, &err)) {
 			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
 			goto out;
 		}
-		config_apply_calibration(&plats[0], &cal);
 	}
 	if (a.price && !parse_prices(a.price, plats, a.n_platforms, prices))
 		goto out;

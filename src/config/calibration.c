@@ -393,3 +393,13 @@ void config_calibration_attn_points(const config_calibration *c, config_platform
 	if (n > 0)
 		p->n_attn_points = n;
 }
+
+bool config_calibrate_platform(const char *path, config_platform *p, config_calibration *out, config_error *err)
+{
+	config_calibration local;
+	config_calibration *c = out ? out : &local;
+	if (!config_load_calibration(path, c, err) || !config_calibration_check(c, p, err))
+		return false;
+	config_apply_calibration(p, c);
+	return true;
+}

@@ -719,5 +719,9 @@ int config_cal_entry(int algo, int proto);
  * to 1. For an nvlink-mesh the intra bandwidth is per GPU, so pair_bandwidth becomes
  * bandwidth / (gpus_per_node - 1). */
 void config_apply_calibration(config_platform *p, const config_calibration *c);
+/* Loads the calibration file at path, checks it against p and applies it (the three steps
+ * every command with --calibration takes, in that order); the calibration read goes to
+ * *out when out is not NULL. */
+bool config_calibrate_platform(const char *path, config_platform *p, config_calibration *out, config_error *err);
 
 #endif

@@ -64,10 +64,8 @@ bool fidelity_case_platform(const fidelity_case *k, config_platform *p, config_e
 	if (k->nodes > 0)
 		p->nodes = k->nodes;
 	if (k->calibration[0]) { /* as `spsim run --calibration`: after the node count */
-		config_calibration cal;
-		if (!config_load_calibration(k->calibration, &cal, err) || !config_calibration_check(&cal, p, err))
+		if (!config_calibrate_platform(k->calibration, p, NULL, err))
 			return false;
-		config_apply_calibration(p, &cal);
 	}
 	return true;
 }
