@@ -482,13 +482,20 @@ static int region_sizes(log_model *models, int n, bool inter, const nccltests_ca
  * where that is higher (measurements beat a platform file that understates its links).
  * Only against a platform the user gave: the generic one's rates are placeholders.
  * Returns the rate clamped to, 0 when the fit stands. */
+/* A link class's raw rate on p, before efficiencies: intra.bandwidth per GPU, or
+ * inter.nic_bandwidth per NIC. */
+static double link_rate(const config_platform *p, bool inter)
+{
+	return inter ? p->inter.nic_bandwidth : p->intra.bandwidth;
+}
+
 static double clamp_to_link(fit_ctx *c, const nccltests_calib_opts *o, const config_calibration *cal,
 			    nccltests_fit *f, double *unclamped)
 {
 	*unclamped = 0;
 	if (!o->platform)
 		return 0;
-	double rate = c->inter ? o->platform->inter.nic_bandwidth : o->platform->intra.bandwidth;
+	double rate = link_rate(o->platform, c->inter);
 	if (c->inter ? cal->has_inter_bw : cal->has_intra_bw)
 		rate = fmax(rate, c->inter ? cal->inter_bw : cal->intra_bw);
 	if (!(rate > 0) || !(f->bandwidth > rate))
@@ -540,7 +547,7 @@ static bool fit_entry(log_model *models, int n, const nccltests_calib_opts *o, b
 			note(rep, "%s %s: the entry's own links do not fit (%s); the %s stand for it", cname, entry_names[e],
 			     why.msg, stand);
 		double rate = cls->proto_fitted[e] ? clamp_to_link(&c, o, out, f, &cls->proto_unclamped_bw[e]) : 0;
-		bool own = rate > 0 && rate == (inter ? o->platform->inter.nic_bandwidth : o->platform->intra.bandwidth);
+		bool own = rate > 0 && rate == link_rate(o->platform, inter);
 		if (rate > 0)
 			note(rep, "%s %s: the fitted bandwidth, %.4g GB/s, is above the path's link rate (%.4g GB/s per %s, %s%s), "
 				  "which no protocol exceeds: clamped to the rate, the latency refitted under it (%.3g us)",
@@ -748,8 +755,7 @@ bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_
 	 * it: a platform file may understate its links, as a synthetic or mislabelled log may
 	 * overstate them) but never silently; it then bounds the protocols (clamp_to_link). */
 	for (int k = 0; ok && opts->platform && k < 2; k++) {
-		double bw = k ? out->inter_bw : out->intra_bw, rate = k ? opts->platform->inter.nic_bandwidth
-									 : opts->platform->intra.bandwidth;
+		double bw = k ? out->inter_bw : out->intra_bw, rate = link_rate(opts->platform, k);
 		if ((k ? out->has_inter_bw : out->has_intra_bw) && bw > rate)
 			note(rep, "%s: the fitted bandwidth, %.4g GB/s, is above %s's link rate (%.4g GB/s per %s): kept, "
 				  "as no size got worse with it, but the log and the platform disagree",
