@@ -145,6 +145,10 @@ engine_group_shape engine_op_shape(const config_platform *p, const workload_layo
  * field). engine_run_composite applies it to every run. */
 bool engine_result_check(const engine_result *r, config_error *err);
 
+/* One engine run of in->plan whose result is checked (engine_result_check): an engine
+ * never hands back a non-finite one. */
+bool engine_run_checked(const engine_ops *e, const engine_input *in, engine_result *out, config_error *err);
+
 /* Runs a composite (workload_compose) through an engine: each part of a PARALLEL
  * composite on its own, the slowest setting the step; the merged program of a SEQUENTIAL
  * one; the job of a SINGLE one. Fills out (the step) and, when non-NULL, part_out[i] per

@@ -64,8 +64,7 @@ bool engine_result_check(const engine_result *r, config_error *err)
 	return true;
 }
 
-/* One engine run whose result is checked: an engine never hands back a non-finite one. */
-static bool run_checked(const engine_ops *e, const engine_input *in, engine_result *out, config_error *err)
+bool engine_run_checked(const engine_ops *e, const engine_input *in, engine_result *out, config_error *err)
 {
 	return e->run(in, out, err) && engine_result_check(out, err);
 }
@@ -78,7 +77,7 @@ bool engine_run_composite(const engine_ops *e, const config_model *m, const conf
 		const workload_plan *plan = c->kind == WL_COMPOSE_SEQUENTIAL ? &c->merged : &c->parts[0].plan;
 		engine_input in = {.model = m, .platform = p, .job = job, .plan = plan, .opt = opt};
 		*primary = plan;
-		return run_checked(e, &in, out, err);
+		return engine_run_checked(e, &in, out, err);
 	}
 	/* Unequal groups run side by side; the slowest part sets the step. Each part is
 	 * simulated over the whole world with its own group size (an engine sees one group
@@ -90,7 +89,7 @@ bool engine_run_composite(const engine_ops *e, const config_model *m, const conf
 		engine_input in = {.model = m, .platform = p, .job = job, .plan = &c->parts[i].plan, .opt = opt};
 		if (i > 0)
 			in.opt.trace_path = NULL; /* one trace: the first part's */
-		if (!run_checked(e, &in, &tmp[i], err))
+		if (!engine_run_checked(e, &in, &tmp[i], err))
 			return false;
 		if (tmp[i].step_time > tmp[slowest].step_time)
 			slowest = i;

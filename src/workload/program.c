@@ -683,17 +683,13 @@ static void mlp_forward(builder *b, workload_block *blk, const layer_dims *d, wo
 	tile_op(blk, gemm(b, blk, "mlp_down", ph, d->t, d->h, d->ffn), n, 1);
 }
 
-/* GEMM shapes (Megatron's per-token accounting, 2·m·n·k FLOPs): q/k/v fused [t, h] x
- * [h, (a + 2g)·d]; out [t, a·d] x [a·d, h]; gate and up fused [t, h] x [h, 2f]; down
- * [t, f] x [f, h]. */
-static void layer_forward(builder *b, workload_block *blk, const layer_dims *d, workload_phase ph)
+/* The sequence-parallel attention section of a layer's forward, from the rotated q, k, v to
+ * the output the out-projection reads: the SP all-to-alls and the core attention
+ * (Ulysses), the ring's blocks, transfers and corrections (ring attention; USP's
+ * all-to-alls around them), or the all-gathered KV (comm=all_gather). Shared by the layer
+ * block and workload_sp_attention_plan_make. */
+static void sp_attention_forward(builder *b, workload_block *blk, const layer_dims *d, workload_phase ph)
 {
-	const double ad = (double)b->m->heads * b->m->head_dim;
-	const elementwise_bytes e = elementwise_of(b->m, b->job);
-	memop(b, blk, "input_norm", ph, e.norm_fwd * d->th);
-	gemm(b, blk, "qkv_proj", ph, d->t, d->qkv_out, d->h);
-	if (e.rope_fwd > 0)
-		memop(b, blk, "rope", ph, e.rope_fwd * d->tqk);
 	if (b->l->ring > 1) {
 		/* USP: Ulysses over U first (heads a/U, tokens t·U), then the ring over R */
 		sp_a2a_ring(b, blk, "a2a_q_pack", "a2a_q", "a2a_q_unpack", ph, d->q, d->q_run);
@@ -711,10 +707,75 @@ static void layer_forward(builder *b, workload_block *blk, const layer_dims *d, 
 		attn(b, blk, "attn_fwd", ph);
 		sp_a2a(b, blk, "a2a_o_pack", "a2a_o", "a2a_o_unpack", ph, d->o, d->q_run);
 	}
+}
+
+/* GEMM shapes (Megatron's per-token accounting, 2·m·n·k FLOPs): q/k/v fused [t, h] x
+ * [h, (a + 2g)·d]; out [t, a·d] x [a·d, h]; gate and up fused [t, h] x [h, 2f]; down
+ * [t, f] x [f, h]. */
+static void layer_forward(builder *b, workload_block *blk, const layer_dims *d, workload_phase ph)
+{
+	const double ad = (double)b->m->heads * b->m->head_dim;
+	const elementwise_bytes e = elementwise_of(b->m, b->job);
+	memop(b, blk, "input_norm", ph, e.norm_fwd * d->th);
+	gemm(b, blk, "qkv_proj", ph, d->t, d->qkv_out, d->h);
+	if (e.rope_fwd > 0)
+		memop(b, blk, "rope", ph, e.rope_fwd * d->tqk);
+	sp_attention_forward(b, blk, d, ph);
 	gemm(b, blk, "out_proj", ph, d->t, d->h, ad);
 	memop(b, blk, "residual_norm", ph, (e.residual_extra + e.norm_fwd) * d->th); /* add residual, normalise */
 	mlp_forward(b, blk, d, ph);
 	memop(b, blk, "residual_add", ph, 3.0 * d->h_bytes);
+}
+
+/* The sequence-parallel attention section of a layer's backward, from dO (the
+ * out-projection's backward) to dQ, dK, dV in the layout the QKV projection's backward
+ * reads; selective recompute's forward of the core attention included. *dkv: the op whose
+ * end returns the ring's dK, dV to their owner (-1 without a p2p ring); *after_ring: the
+ * index of the first op after the ring, which waits for it (the caller sets that
+ * dependency once the op exists). */
+static void sp_attention_backward(builder *b, workload_block *blk, const layer_dims *d, int *dkv, int *after_ring)
+{
+	const workload_phase ph = WL_PHASE_BWD;
+	if (b->l->ring > 1 && config_job_all_gather(b->job)) {
+		/* selective recompute: the checkpointed attention's forward again, its KV
+		 * gathers included */
+		if (b->job->recompute == CONFIG_RECOMPUTE_SELECTIVE)
+			ag_attention(b, blk, WL_PHASE_RECOMPUTE);
+		ag_attention(b, blk, ph); /* a plain CP group: no all-to-alls around it */
+	} else if (b->l->ring > 1) {
+		sp_a2a_ring(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o, d->q_run);
+		/* selective recompute: the core attention runs again, its ring included (the
+		 * checkpointed function is the whole context-parallel attention) */
+		if (b->job->recompute == CONFIG_RECOMPUTE_SELECTIVE)
+			ring_forward(b, blk, WL_PHASE_RECOMPUTE, blk ? blk->n_ops - 1 : -1);
+		*dkv = ring_backward(b, blk, blk ? blk->n_ops - 1 : -1);
+		*after_ring = blk ? blk->n_ops : -1;
+		/* USP: the gradients back over U; the first op after the ring waits for the
+		 * returned dK, dV (dQ's all-to-all could start earlier: a small
+		 * over-serialisation) */
+		sp_a2a_ring(b, blk, "a2a_dq_pack", "a2a_dq", "a2a_dq_unpack", ph, d->q, d->q_run);
+		sp_a2a_ring(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv, d->kv_run);
+		sp_a2a_ring(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv, d->kv_run);
+	} else {
+		sp_a2a(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o, d->q_run);
+		/* selective recompute: the core attention's forward again, just before its
+		 * backward (Megatron-Core CheckpointFunction.backward re-runs it then); the
+		 * all-to-alls are outside the checkpointed function */
+		if (b->job->recompute == CONFIG_RECOMPUTE_SELECTIVE)
+			attn(b, blk, "attn_fwd", WL_PHASE_RECOMPUTE);
+		attn(b, blk, "attn_bwd", ph);
+		sp_a2a(b, blk, "a2a_dq_pack", "a2a_dq", "a2a_dq_unpack", ph, d->q, d->q_run);
+		sp_a2a(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv, d->kv_run);
+		sp_a2a(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv, d->kv_run);
+	}
+}
+
+/* The first op after the ring (sp_attention_backward's *after_ring), once emitted, waits
+ * for the returned dK, dV (op dkv). */
+static void ring_wait_dkv(workload_block *blk, int dkv, int after_ring)
+{
+	if (blk && after_ring >= 0 && after_ring < blk->n_ops)
+		blk->ops[after_ring].dep = dkv;
 }
 
 static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
@@ -736,43 +797,11 @@ static void layer_backward(builder *b, workload_block *blk, const layer_dims *d)
 	memop(b, blk, "residual_norm_bwd", ph, e.norm_bwd * d->th);
 	gemm(b, blk, "out_proj_bwd", ph, d->t, d->h, ad);
 	int dkv = -1, after_ring = -1;
-	if (b->l->ring > 1 && config_job_all_gather(b->job)) {
-		/* selective recompute: the checkpointed attention's forward again, its KV
-		 * gathers included */
-		if (b->job->recompute == CONFIG_RECOMPUTE_SELECTIVE)
-			ag_attention(b, blk, WL_PHASE_RECOMPUTE);
-		ag_attention(b, blk, ph); /* a plain CP group: no all-to-alls around it */
-	} else if (b->l->ring > 1) {
-		sp_a2a_ring(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o, d->q_run);
-		/* selective recompute: the core attention runs again, its ring included (the
-		 * checkpointed function is the whole context-parallel attention) */
-		if (b->job->recompute == CONFIG_RECOMPUTE_SELECTIVE)
-			ring_forward(b, blk, WL_PHASE_RECOMPUTE, blk ? blk->n_ops - 1 : -1);
-		dkv = ring_backward(b, blk, blk ? blk->n_ops - 1 : -1);
-		after_ring = blk ? blk->n_ops : -1;
-		/* USP: the gradients back over U; the first op after the ring waits for the
-		 * returned dK, dV (dQ's all-to-all could start earlier: a small
-		 * over-serialisation) */
-		sp_a2a_ring(b, blk, "a2a_dq_pack", "a2a_dq", "a2a_dq_unpack", ph, d->q, d->q_run);
-		sp_a2a_ring(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv, d->kv_run);
-		sp_a2a_ring(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv, d->kv_run);
-	} else {
-		sp_a2a(b, blk, "a2a_do_pack", "a2a_do", "a2a_do_unpack", ph, d->o, d->q_run);
-		/* selective recompute: the core attention's forward again, just before its
-		 * backward (Megatron-Core CheckpointFunction.backward re-runs it then); the
-		 * all-to-alls are outside the checkpointed function */
-		if (b->job->recompute == CONFIG_RECOMPUTE_SELECTIVE)
-			attn(b, blk, "attn_fwd", WL_PHASE_RECOMPUTE);
-		attn(b, blk, "attn_bwd", ph);
-		sp_a2a(b, blk, "a2a_dq_pack", "a2a_dq", "a2a_dq_unpack", ph, d->q, d->q_run);
-		sp_a2a(b, blk, "a2a_dk_pack", "a2a_dk", "a2a_dk_unpack", ph, d->kv, d->kv_run);
-		sp_a2a(b, blk, "a2a_dv_pack", "a2a_dv", "a2a_dv_unpack", ph, d->kv, d->kv_run);
-	}
+	sp_attention_backward(b, blk, d, &dkv, &after_ring);
 	if (e.rope_bwd > 0)
 		memop(b, blk, "rope_bwd", ph, e.rope_bwd * d->tqk);
 	gemm(b, blk, "qkv_proj_bwd", ph, d->t, d->qkv_out, d->h);
-	if (blk && after_ring >= 0 && after_ring < blk->n_ops)
-		blk->ops[after_ring].dep = dkv;
+	ring_wait_dkv(blk, dkv, after_ring);
 	memop(b, blk, "input_norm_bwd", ph, e.norm_bwd * d->th);
 }
 
@@ -1034,6 +1063,15 @@ double workload_zero3_gathered_elems(const config_model *m, const config_job *jo
 	return live > back ? live : back;
 }
 
+/* Frees a builder's blocks after a failed build. */
+static bool builder_fail(builder *b, config_error *err)
+{
+	for (int i = 0; i < b->n; i++)
+		ops_give(b->blocks[i].ops, b->blocks[i].cap_ops);
+	free(b->blocks);
+	return config_fail(err, "out of memory building the op program");
+}
+
 bool workload_plan_make(const config_model *m, const config_platform *p, const config_job *job, workload_plan *out,
 			config_error *err)
 {
@@ -1216,12 +1254,8 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 		zero_op(&b, blk, "zero_param_allgather", WL_PHASE_STEP, WL_COLL_ALLGATHER, WL_STREAM_MAIN,
 			all_params * BF16, chunks_of(all_params, job->allgather_bucket_elems), -1, 0);
 
-	if (b.oom) {
-		for (int i = 0; i < b.n; i++)
-			ops_give(b.blocks[i].ops, b.blocks[i].cap_ops);
-		free(b.blocks);
-		return config_fail(err, "out of memory building the op program");
-	}
+	if (b.oom)
+		return builder_fail(&b, err);
 	out->program.micro = b.blocks;
 	out->program.n_micro = n_micro;
 	out->program.step = b.blocks + n_micro;
@@ -1232,6 +1266,32 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	out->model_flops_dense_per_step = workload_model_flops_dense(m, job, l);
 	out->hardware_flops_per_step = workload_program_flops(&out->program);
 	workload_memory_compute(m, p, job, l, &out->memory);
+	return true;
+}
+
+bool workload_sp_attention_plan_make(const config_model *m, const config_platform *p, const config_job *job,
+				     bool backward, workload_plan *out, config_error *err)
+{
+	memset(out, 0, sizeof *out);
+	if (!workload_layout_make(m, job, &out->layout, err))
+		return false;
+	const workload_layout *l = &out->layout;
+	builder b = {.m = m, .job = job, .p = p, .l = l};
+	layer_dims d = dims_of(m, l);
+	workload_block *blk = block_new(&b, "sp_attention", 1, false, -1, 0);
+	sp_attention_forward(&b, blk, &d, WL_PHASE_FWD);
+	if (backward) {
+		int dkv = -1, after_ring = -1;
+		sp_attention_backward(&b, blk, &d, &dkv, &after_ring);
+		ring_wait_dkv(blk, dkv, after_ring);
+	}
+	if (b.oom)
+		return builder_fail(&b, err);
+	out->program.micro = b.blocks;
+	out->program.n_micro = b.n;
+	out->program.step = b.blocks + b.n;
+	out->program.grad_accum = 1;
+	out->hardware_flops_per_step = workload_program_flops(&out->program);
 	return true;
 }
 

@@ -265,6 +265,18 @@ bool workload_plan_make(const config_model *m, const config_platform *p, const c
 bool workload_plan_make_layout(const config_model *m, const config_platform *p, const config_job *job,
 			       const workload_layout *layout, workload_plan *out, config_error *err);
 void workload_plan_finish(workload_plan *plan);
+/* The sequence-parallel attention section of one layer alone, as the layer block emits it
+ * (the same builder functions): from the rotated q, k, v to the attention output, i.e. the
+ * SP all-to-alls and core attention (Ulysses), the ring's blocks, KV transfers on the ring
+ * stream and output corrections (ring attention; USP's all-to-alls around them); with
+ * `backward`, the layer's backward section after it (dO to dQ, dK, dV: the backward ring
+ * and the dK, dV returns). One micro-step block, repeated once, grad_accum 1; no
+ * projections, norms, ZeRO, optimizer or embedding; no memory model (out->memory zero),
+ * model FLOPs 0. The job must have passed workload_check against m and p. What the
+ * fidelity corpus's sp_attention cases time (src/fidelity/predict.c). Free with
+ * workload_plan_finish. */
+bool workload_sp_attention_plan_make(const config_model *m, const config_platform *p, const config_job *job,
+				     bool backward, workload_plan *out, config_error *err);
 /* Largest divisor of n not above x. */
 int workload_divisor_at_most(int n, int x);
 
