@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int n = 0, status = 0;
-	printf("%-40s %-10s %12s %12s %-12s %9s\n", "id", "kind", "predicted", "published", "unit", "err_pct");
+	printf("%-40s %-12s %12s %12s %-12s %9s\n", "id", "kind", "predicted", "published", "unit", "err_pct");
 	for (int i = 0; i < c.n; i++) {
 		const fidelity_case *k = &c.cases[i];
 		double p = 0;
@@ -72,7 +72,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		pred[n] = p, pub[n] = k->published, which[n] = i, n++;
-		printf("%-40s %-10s %12.4g %12.4g %-12s %+9.1f\n", k->id, fidelity_kind_names[k->kind], p, k->published,
+		printf("%-40s %-12s %12.4g %12.4g %-12s %+9.1f\n", k->id, fidelity_kind_names[k->kind], p, k->published,
 		       fidelity_metric_units[k->metric], fidelity_err_pct(p, k->published));
 	}
 	/* Per kind, so that a change to one part of the model shows where it moved. */

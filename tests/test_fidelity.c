@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config/yamltree.h"
+#include "engine/engine.h"
 #include "engine/nccl.h"
 #include "nccltests/nccltests.h"
 #include "testutil.h"
@@ -757,6 +758,197 @@ START_TEST(step_keys_bad_input_has_a_location)
 }
 END_TEST
 
+/* ------------------------------------------------------- sp_attention --- */
+
+/* An sp_attention case in block style: line 7 "- id:", line 11 "sp_attention:", its keys on
+ * lines 12 (strategy, value at column 19) to 21; the published value on line 22 (or 21 when a
+ * key is dropped). */
+#define SP_KEYS_ALL(strategy, gpus, seq, batch, kv, causal, pass, kernel)                                   \
+	"        strategy: " strategy "\n"                                                                     \
+	"        gpus: " gpus "\n"                                                                             \
+	"        seq_len: " seq "\n"                                                                           \
+	"        batch: " batch "\n"                                                                           \
+	"        heads: 32\n"                                                                                  \
+	"        kv_heads: " kv "\n"                                                                           \
+	"        head_dim: 128\n"                                                                              \
+	"        causal: " causal "\n"                                                                         \
+	"        pass: " pass "\n"                                                                             \
+	"        kernel: " kernel "\n"
+#define SP_KEYS(strategy, seq, causal, pass) SP_KEYS_ALL(strategy, "8", seq, "1", "8", causal, pass, "flash-attn-2")
+#define SP_PUB "      published: {value: 1, unit: iter/s}\n"
+#define SP_HEAD(id)                                                                                            \
+	"    - id: " id "\n"                                                                                   \
+	"      kind: sp_attention\n"                                                                           \
+	"      citation: a quoted table row\n"                                                                 \
+	"      platform: dgx-a100\n"                                                                           \
+	"      sp_attention:\n"
+#define SP_CASE(id, strategy, seq, pass)                                                                       \
+	SP_HEAD(id) SP_KEYS(strategy, seq, "true", pass) "      published: {value: 10, unit: iter/s}\n"
+
+/* The ring-flash-attention benchmark's configuration (8 GPUs, 64K tokens, Llama-3.1-8B
+ * attention) loads as sp_attention cases in iter/s, and each prediction is 1 / the time
+ * the engine gives the section's own plan. The naive split's busiest rank computes one
+ * diagonal and R-1 full blocks, (2R-1)/2 full-block equivalents, against the zigzag
+ * split's R half blocks = R/2: (2R-1)/R = 1.875 times the attention FLOPs for R = 8; its
+ * prediction is slower than the zigzag's by at most that (the corrections are alike, the
+ * full blocks run at least as efficiently as the zigzag's halves). */
+START_TEST(sp_attention_cases_load_and_predict_from_the_section)
+{
+	char dir[64], path[128];
+	write_source(dir, sizeof dir, path, sizeof path,
+		     HEAD SP_CASE("naive", "'ring:split=naive'", "65536", "fwd")
+			     SP_CASE("zigzag", "'ring:split=zigzag'", "65536", "fwd")
+				     SP_CASE("zigzag-bwd", "ring", "65536", "fwd+bwd")
+					     SP_CASE("ulysses", "ulysses", "65536", "fwd+bwd"));
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	ck_assert_int_eq(c.n, 4);
+	double pred[4];
+	for (int i = 0; i < 4; i++) {
+		const fidelity_case *k = &c.cases[i];
+		ck_assert(k->kind == FID_SP_ATTENTION && k->metric == FID_ITER_S);
+		ck_assert_msg(fidelity_predict(k, "analytic", &pred[i], &e), "%s: %s", k->id, e.msg);
+		config_platform p;
+		ck_assert(fidelity_case_platform(k, &p, &e));
+		config_model m;
+		fidelity_sp_attention_model(k, &m);
+		config_job job = k->job;
+		ck_assert_msg(workload_check(&m, &p, &job, &e), "%s", e.msg);
+		workload_plan plan;
+		ck_assert_msg(workload_sp_attention_plan_make(&m, &p, &job, k->kern.pass == FID_PASS_FWD_BWD, &plan, &e),
+			      "%s", e.msg);
+		ck_assert_int_eq(plan.program.n_micro, 1);
+		ck_assert_int_eq(plan.program.n_step, 0);
+		engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
+		engine_result r;
+		ck_assert_msg(engine_run_checked(engine_find("analytic"), &in, &r, &e), "%s", e.msg);
+		ck_assert_close(pred[i], 1.0 / r.step_time, 1e-12);
+		workload_plan_finish(&plan);
+	}
+	ck_assert(c.cases[0].job.cp_split == CONFIG_CP_SPLIT_NAIVE && c.cases[1].job.cp_split == CONFIG_CP_SPLIT_ZIGZAG);
+	ck_assert_double_gt(pred[1], pred[0]);
+	ck_assert_double_le(pred[1] / pred[0], 15.0 / 8.0);
+	ck_assert_double_lt(pred[2], pred[1]); /* the backward ring comes on top */
+	fidelity_corpus_free(&c);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(sp_attention_bad_input_has_a_location)
+{
+	/* an unknown split: the strategy parser's sentence at the value */
+	expect_error(HEAD SP_CASE("r1", "'ring:split=diagonal'", "65536", "fwd"), 12, 19,
+		     "split=diagonal, expected split=zigzag or split=naive");
+	/* a strategy that is not one SP group */
+	expect_error(HEAD SP_CASE("r1", "basp", "65536", "fwd"), 12, 19, "expected ring, ulysses or usp");
+	/* 65544 = 8 x 8193 splits over 8 ranks but not into the zigzag's 16 chunks: the job
+	 * check's sentence, at the mapping */
+	expect_error(HEAD SP_CASE("r1", "ring", "65544", "fwd"), 12, 9, "does not split into the 16 chunks of zigzag");
+	/* the naive split needs only 8 chunks: 65544 loads */
+	char dir[64], path[128];
+	write_source(dir, sizeof dir, path, sizeof path, HEAD SP_CASE("r1", "'ring:split=naive'", "65544", "fwd"));
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	fidelity_corpus_free(&c);
+	unlink(path);
+	rmdir(dir);
+	/* a non-causal benchmark: at the value */
+	expect_error(HEAD SP_HEAD("r1") SP_KEYS("ring", "65536", "false", "fwd") SP_PUB,
+		     19, 17, "expected causal: true");
+	/* a pass that is not a whole iteration */
+	expect_error(HEAD SP_CASE("r1", "ring", "65536", "bwd"), 20, 15, "'pass'");
+	/* a missing key: at the mapping */
+	expect_error(HEAD SP_HEAD("r1") "        strategy: ring\n        gpus: 8\n        seq_len: 65536\n        batch: 1\n"
+				"        heads: 32\n        head_dim: 128\n        causal: true\n        pass: fwd\n"
+				"        kernel: flash-attn-2\n" SP_PUB,
+		     12, 9, "missing required key 'kv_heads'");
+	/* kv heads that do not group the query heads: at kv_heads */
+	expect_error(HEAD SP_HEAD("r1") SP_KEYS_ALL("ring", "8", "65536", "1", "5", "true", "fwd", "flash-attn-2") SP_PUB,
+		     17, 19, "'kv_heads' (5) does not divide 'heads' (32)");
+	/* more GPUs than the platform has: the job check's sentence */
+	expect_error(HEAD SP_HEAD("r1") SP_KEYS_ALL("ring", "16", "65536", "1", "8", "true", "fwd", "flash-attn-2") SP_PUB,
+		     12, 9, "--gpus 16 is larger than platform 'dgx-a100'");
+	/* a kernel the GPU cannot run */
+	expect_error(HEAD SP_HEAD("r1") SP_KEYS_ALL("ring", "8", "65536", "1", "8", "true", "fwd", "flash-attn-3") SP_PUB,
+		     12, 9, "flash-attn-3 runs only on hopper GPUs");
+	/* a number out of range */
+	expect_error(HEAD SP_HEAD("r1") SP_KEYS_ALL("ring", "8", "65536", "0", "8", "true", "fwd", "flash-attn-2") SP_PUB,
+		     15, 16, "'batch'");
+	/* a kernel unit for a section */
+	expect_error(HEAD SP_HEAD("r1") SP_KEYS("ring", "65536", "true", "fwd") "      published: {value: 1, unit: TFLOP/s}\n",
+		     22, 35, "unit 'TFLOP/s' does not fit a case of kind 'sp_attention', expected one of: iter/s");
+}
+END_TEST
+
+/* The section's time by hand on the hand platform (100 TFLOP/s of attention, 1000 GB/s of
+ * HBM, 100 GB/s NVLink, every efficiency 1), R = 8 ranks of c = 8192 tokens of one
+ * 65536-token sequence, a = 32 heads, g = 8 kv heads, d = 128:
+ *   zigzag block (every step of rank R-1): 2 c^2 a d = 549,755,813,888 FLOPs = 5.49755813888 ms;
+ *   naive: the diagonal block the same, R-1 full blocks 4 c^2 a d = 10.99511627776 ms each;
+ *   corrections (ring_fix_of, O = c a d = 33,554,432 elements, rows = c a = 262,144):
+ *     cast in 6 O = 201,326,592 B = 0.201326592 ms, each later step 10 O + 12 rows =
+ *     338,690,048 B = 0.338690048 ms, cast out 0.201326592 ms: 2.77348352 ms in all.
+ *   A KV block (c 2 g d bf16 = 33.5 MB, ~0.34 ms on the link) is shorter than any block,
+ *   and block 0 is local: no transfer is exposed, the forward is its main stream:
+ *   zigzag 8 x 5.49755813888 + 2.77348352 = 46.75394863104 ms,
+ *   naive 5.49755813888 + 7 x 10.99511627776 + 2.77348352 = 85.2368556032 ms;
+ *   attention alone: naive / zigzag = (1 + 2·7) / 8 = (2R-1)/R = 1.875.
+ * Backward (zigzag), 2.5x each block's FLOPs: 8 x 13.7438953472 ms; casts 6 (O + 2G) with
+ *   G = c g d = 8,388,608: 301,989,888 B = 0.301989888 ms in and out; per later step dQ
+ *   10 O = 0.33554432 ms and dK, dV over the block's first half 10 x 2G x 1/2 =
+ *   0.08388608 ms: 113.4911553536 ms of main stream; the last dK, dV return (c 2 g d fp32,
+ *   67,108,864 B) is waited for by the final cast: exposed once. */
+static double sp_hand_time(const char *strategy, bool backward, double *last_dkv)
+{
+	config_platform p = tu_platform(1, 8, 1);
+	fidelity_case k;
+	memset(&k, 0, sizeof k);
+	k.kern.heads = 32;
+	k.kern.head_dim = 128;
+	k.kern.seq_len = 65536;
+	k.kv_heads = 8;
+	config_model m;
+	fidelity_sp_attention_model(&k, &m);
+	config_job job = tu_job(CONFIG_STRATEGY_RING, 8, 8, 1, 65536, 0);
+	config_error e = {""};
+	ck_assert_msg(config_strategy_parse(strategy, &job, NULL, &e), "%s", e.msg);
+	ck_assert_msg(workload_check(&m, &p, &job, &e), "%s", e.msg);
+	workload_plan plan;
+	ck_assert_msg(workload_sp_attention_plan_make(&m, &p, &job, backward, &plan, &e), "%s", e.msg);
+	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
+	engine_result r;
+	ck_assert_msg(engine_run_checked(engine_find("analytic"), &in, &r, &e), "%s", e.msg);
+	if (last_dkv) {
+		const workload_block *b = &plan.program.micro[0];
+		const workload_op *dkv = NULL;
+		for (int i = 0; i < b->n_ops; i++)
+			if (strcmp(b->ops[i].name, "ring_dkv") == 0)
+				dkv = &b->ops[i];
+		ck_assert_ptr_nonnull(dkv);
+		ck_assert_double_eq(dkv->bytes, 67108864.0);
+		*last_dkv = engine_collective_time(&p, dkv->coll, dkv->alg, engine_op_shape(&p, &plan.layout, dkv), dkv->bytes);
+	}
+	workload_plan_finish(&plan);
+	return r.step_time;
+}
+
+START_TEST(sp_attention_section_time_by_hand)
+{
+	const double zigzag = sp_hand_time("ring", false, NULL), naive = sp_hand_time("ring:split=naive", false, NULL);
+	ck_assert_close(zigzag, 46.75394863104e-3, 1e-9);
+	ck_assert_close(naive, 85.2368556032e-3, 1e-9);
+	const double fix = 2.77348352e-3;
+	ck_assert_close((naive - fix) / (zigzag - fix), 15.0 / 8.0, 1e-9);
+	double dkv = 0;
+	const double both = sp_hand_time("ring", true, &dkv);
+	ck_assert_double_gt(dkv, 0.0);
+	ck_assert_close(both, 46.75394863104e-3 + 113.4911553536e-3 + dkv, 1e-9);
+}
+END_TEST
+
 static Suite *fidelity_suite(void)
 {
 	Suite *s = suite_create("fidelity");
@@ -789,6 +981,11 @@ static Suite *fidelity_suite(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, step_cases_take_every_job_key);
 	tcase_add_test(t, step_keys_bad_input_has_a_location);
+	suite_add_tcase(s, t);
+	t = tcase_create("sp_attention");
+	tcase_add_test(t, sp_attention_cases_load_and_predict_from_the_section);
+	tcase_add_test(t, sp_attention_bad_input_has_a_location);
+	tcase_add_test(t, sp_attention_section_time_by_hand);
 	suite_add_tcase(s, t);
 	return s;
 }

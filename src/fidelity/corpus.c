@@ -13,9 +13,9 @@
 #include "engine/nccl.h"
 #include "nccltests/nccltests.h"
 
-const char *const fidelity_kind_names[FID_KIND_COUNT] = {"collective", "attention", "gemm", "step"};
-const char *const fidelity_metric_units[FID_METRIC_COUNT] = {"GB/s",         "us",   "TFLOP/s",
-							     "tokens/s/GPU", "MFU%", "MFU-dense%"};
+const char *const fidelity_kind_names[FID_KIND_COUNT] = {"collective", "attention", "gemm", "step", "sp_attention"};
+const char *const fidelity_metric_units[FID_METRIC_COUNT] = {"GB/s", "us", "TFLOP/s", "tokens/s/GPU",
+							     "MFU%", "MFU-dense%", "iter/s"};
 
 static const char *const pass_names[] = {"fwd", "bwd", "fwd+bwd"};
 
@@ -24,9 +24,10 @@ static bool metric_allowed(fidelity_kind k, fidelity_metric m)
 {
 	switch (k) {
 	case FID_COLLECTIVE: return m == FID_BUSBW || m == FID_TIME_US;
-	case FID_ATTENTION:
+	case FID_ATTENTION: return m == FID_TFLOPS || m == FID_ITER_S;
 	case FID_GEMM: return m == FID_TFLOPS;
 	case FID_STEP: return m == FID_TOKENS_GPU || m == FID_MFU_PCT || m == FID_MFU_DENSE_PCT;
+	case FID_SP_ATTENTION: return m == FID_ITER_S;
 	default: return false;
 	}
 }
@@ -157,6 +158,78 @@ static bool read_kernel(const yt_node *m, fidelity_case *k, config_error *err)
 	return true;
 }
 
+void fidelity_sp_attention_model(const fidelity_case *k, config_model *m)
+{
+	memset(m, 0, sizeof *m);
+	snprintf(m->name, sizeof m->name, "%s", "sp_attention");
+	m->layers = 1;
+	m->heads = k->kern.heads;
+	m->kv_heads = k->kv_heads;
+	m->head_dim = k->kern.head_dim;
+	m->hidden = k->kern.heads * k->kern.head_dim;
+	m->ffn = m->hidden; /* unused by the section */
+	m->vocab = 1;       /* unused by the section */
+	m->max_position = (int)(k->kern.seq_len < INT_MAX ? k->kern.seq_len : INT_MAX);
+	m->mlp = CONFIG_MLP_SWIGLU;
+	m->norm = CONFIG_NORM_RMSNORM;
+	m->position = CONFIG_POSITION_ROPE;
+}
+
+/* An sp_attention mapping: the benchmark's attention configuration and the strategy that
+ * spreads it over `gpus` GPUs (one SP group), checked as `spsim run` checks a job (heads
+ * against the group, the sequence against the ring's chunks, the kernel against the GPU). */
+static bool read_sp_attention(const yt_node *m, fidelity_case *k, const config_platform *p, config_error *err)
+{
+	static const char *const keys[] = {"strategy", "gpus",	   "seq_len", "batch", "heads", "kv_heads",
+					   "head_dim", "causal", "pass",    "kernel", NULL};
+	static const char *const passes[] = {"fwd", "fwd+bwd"};
+	fidelity_kernel *kn = &k->kern;
+	char strategy[CONFIG_NAME_MAX];
+	long batch = 0;
+	int pass = 0, fam = 0;
+	if (!yt_check_keys(m, keys, err) || !yt_string(m, "strategy", true, strategy, sizeof strategy, NULL, err) ||
+	    !yt_posint(m, "gpus", true, &k->gpus, NULL, err) ||
+	    !yt_range_long(m, CONFIG_R_SEQ_LEN, true, &kn->seq_len, NULL, err) ||
+	    !yt_int(m, "batch", true, 1, 1048576, &batch, NULL, err) ||
+	    !yt_range_int(m, CONFIG_R_HEADS, true, &kn->heads, NULL, err) ||
+	    !yt_range_int(m, CONFIG_R_KV_HEADS, true, &k->kv_heads, NULL, err) ||
+	    !yt_range_int(m, CONFIG_R_HEAD_DIM, true, &kn->head_dim, NULL, err) ||
+	    !yt_bool(m, "causal", true, &kn->causal, NULL, err) || !yt_enum(m, "pass", true, passes, 2, &pass, NULL, err) ||
+	    !yt_enum(m, "kernel", true, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &fam, NULL, err))
+		return false;
+	kn->kernel = WL_KERNEL_ATTENTION;
+	kn->batch = (int)batch;
+	kn->pass = pass == 0 ? FID_PASS_FWD : FID_PASS_FWD_BWD;
+	snprintf(kn->family, sizeof kn->family, "%s", config_attn_kernel_names[fam]);
+	if (!kn->causal)
+		return yt_fail(err, yt_find(m, "causal"),
+			       "spsim's sequence-parallel attention programs are causal (ring blocks, zigzag split, "
+			       "FLOP counts), expected causal: true");
+	if (kn->heads % k->kv_heads != 0)
+		return yt_fail(err, yt_find(m, "kv_heads"),
+			       "'kv_heads' (%d) does not divide 'heads' (%d), expected grouped-query heads", k->kv_heads,
+			       kn->heads);
+	config_error e2;
+	config_job *job = &k->job;
+	config_job_defaults(job);
+	job->zero_stage = 0; /* the section has no ZeRO collectives */
+	if (!config_strategy_parse(strategy, job, NULL, &e2))
+		return yt_fail(err, yt_find(m, "strategy"), "%s", e2.msg);
+	if (job->strategy == CONFIG_STRATEGY_BASP)
+		return yt_fail(err, yt_find(m, "strategy"),
+			       "basp gives each sequence its own group (a step case times it), expected ring, ulysses or usp "
+			       "over one SP group");
+	job->gpus = job->sp = k->gpus;
+	job->micro_batch = kn->batch;
+	job->seq_len = kn->seq_len;
+	job->attention_kernel = fam;
+	config_model md;
+	fidelity_sp_attention_model(k, &md);
+	if (!workload_check(&md, p, job, &e2))
+		return yt_fail(err, m, "the attention section does not fit platform '%s': %s", p->name, e2.msg);
+	return true;
+}
+
 /* A step mapping: every key of a job file, through the job file's own reader, so a step
  * case takes whatever `spsim run --job` takes; the keys a published run must state are
  * required. Its platform and nodes go to *platform and *nodes (left as they are when
@@ -206,8 +279,8 @@ static bool one_place(const yt_node *cm, const yt_node *m, const char *key, conf
 
 static bool read_case(const char *file, const char *source, const yt_node *cm, fidelity_case *k, config_error *err)
 {
-	static const char *const keys[] = {"id",   "kind", "citation", "platform", "nodes",     "collective",
-					   "attention", "gemm", "step", "published", "note", NULL};
+	static const char *const keys[] = {"id",	"kind",	 "citation",     "platform",  "nodes", "collective",
+					   "attention", "gemm", "step", "sp_attention", "published", "note", NULL};
 	if (cm->kind != YT_MAP)
 		return yt_fail(err, cm, "a case must be a mapping with id, kind, citation, platform, published and its configuration");
 	memset(k, 0, sizeof *k);
@@ -282,6 +355,7 @@ static bool read_case(const char *file, const char *source, const yt_node *cm, f
 	case FID_ATTENTION:
 	case FID_GEMM: return read_kernel(m, k, err);
 	case FID_STEP: return check_step(m, k, &p, err);
+	case FID_SP_ATTENTION: return read_sp_attention(m, k, &p, err);
 	default: return false;
 	}
 }

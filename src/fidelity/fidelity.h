@@ -11,7 +11,7 @@
  *     hardware: 8x A100-SXM4-80GB on NVSwitch
  *     cases:
  *       - id: nd-a100-gemm-4096       # unique over the corpus
- *         kind: gemm                  # collective | attention | gemm | step
+ *         kind: gemm                  # collective | attention | gemm | step | sp_attention
  *         citation: 'table "GEMM CuBLASLt": | 4096 | 4096 | 4096 | 228.0 |'
  *         platform: dgx-a100          # shipped name, or a path relative to this file
  *         nodes: 1                    # optional: overrides the platform's node count
@@ -28,7 +28,9 @@
  *                NCCL_PROTO; NCCL's tuner's choice when absent)}        units GB/s (busbw), us (time)
  *   attention:  {batch, seq_len, heads, head_dim, causal: bool, pass: fwd|bwd|fwd+bwd,
  *                kernel: flash-attn-2|flash-attn-3|cudnn|flash-attn-triton}
- *                                                                       unit TFLOP/s
+ *                                                                       units TFLOP/s, iter/s
+ *                (iter/s: kernel calls per second, 1 / the kernel's time; fwd+bwd one forward
+ *                and one backward call)
  *   gemm:       {m, n, k}                                               unit TFLOP/s
  *   step:       {model, gpus, sp, micro_batch, seq_len, ...}: every key of a job file's
  *                `job:` mapping (config_job_keys, read by config_job_read_fields, so
@@ -39,6 +41,15 @@
  *                SimGrid engine only      units tokens/s/GPU, MFU%, MFU-dense%
  *                (MFU% counts causal attention at half its dense FLOPs, MFU-dense% dense,
  *                as MosaicML, PaLM and Megatron-LM report it)
+ *   sp_attention: {strategy: ring[:split=zigzag|naive][:comm=p2p|all_gather] | ulysses |
+ *                usp[:u=U:r=R], gpus, seq_len (the global sequence), batch, heads, kv_heads,
+ *                head_dim, causal: true, pass: fwd|fwd+bwd, kernel (as attention's)}
+ *                the sequence-parallel attention core of one layer on `gpus` GPUs (one SP
+ *                group): spsim's own op program for that section
+ *                (workload_sp_attention_plan_make: the layer block's all-to-alls, ring blocks,
+ *                KV transfers and corrections, backward ring and dK, dV returns) timed by
+ *                the engine                                          unit iter/s
+ *                (1 / the section's time; the programs model causal attention only)
  *
  * Kernel throughputs use the FLOP counts of the benchmarks they come from: GEMM 2mnk;
  * attention forward 4 b s^2 h d (halved when causal), backward 2.5x forward, forward +
@@ -54,7 +65,14 @@
 
 #define FIDELITY_TEXT_MAX 2048
 
-typedef enum fidelity_kind { FID_COLLECTIVE, FID_ATTENTION, FID_GEMM, FID_STEP, FID_KIND_COUNT } fidelity_kind;
+typedef enum fidelity_kind {
+	FID_COLLECTIVE,
+	FID_ATTENTION,
+	FID_GEMM,
+	FID_STEP,
+	FID_SP_ATTENTION,
+	FID_KIND_COUNT
+} fidelity_kind;
 typedef enum fidelity_metric {
 	FID_BUSBW,      /* GB/s, nccl-tests bus bandwidth */
 	FID_TIME_US,    /* us, nccl-tests time */
@@ -62,6 +80,7 @@ typedef enum fidelity_metric {
 	FID_TOKENS_GPU, /* tokens/s per GPU of a training step */
 	FID_MFU_PCT,    /* model FLOPs utilisation, percent (causal attention halved) */
 	FID_MFU_DENSE_PCT, /* the same with attention counted dense (MosaicML, PaLM, Megatron-LM) */
+	FID_ITER_S,     /* iterations per second of a benchmark loop (attention, sp_attention) */
 	FID_METRIC_COUNT
 } fidelity_metric;
 typedef enum fidelity_pass { FID_PASS_FWD, FID_PASS_BWD, FID_PASS_FWD_BWD } fidelity_pass;
@@ -104,6 +123,10 @@ typedef struct fidelity_case {
 	double size;
 	/* attention, gemm */
 	fidelity_kernel kern;
+	/* sp_attention: kern (batch, seq_len the global sequence, heads, head_dim, causal,
+	 * pass, family), gpus, kv_heads, and job (strategy, gpus, sp, micro-batch, sequence,
+	 * kernel); the model is fidelity_sp_attention_model's */
+	int kv_heads;
 	/* step */
 	char model[CONFIG_PATH_MAX];
 	config_job job;
@@ -133,6 +156,11 @@ bool fidelity_case_platform(const fidelity_case *k, config_platform *p, config_e
 /* spsim's prediction of a case, in the case's unit, with the named engine for steps
  * ("analytic" or "simgrid"). */
 bool fidelity_predict(const fidelity_case *k, const char *engine, double *predicted, config_error *err);
+
+/* The model an sp_attention case's op program is built for: one layer of the case's
+ * heads, kv heads and head dimension (hidden = heads x head_dim); its projection, MLP and
+ * vocabulary sizes are set but unused, the section having none of those ops. */
+void fidelity_sp_attention_model(const fidelity_case *k, config_model *m);
 
 /* Seconds spsim gives one kernel on a platform (today engine_compute_time on a synthetic
  * op); FLOPs by the benchmark convention above in *flops. */

@@ -98,12 +98,19 @@ static bool predict_collective(const fidelity_case *k, const config_platform *p,
 	return true;
 }
 
+/* The named engine (NULL: the analytic one). */
+static bool find_engine(const char *engine, const engine_ops **e, config_error *err)
+{
+	*e = engine_find(engine ? engine : "analytic");
+	return *e ? true : config_fail(err, "unknown engine '%s', expected analytic or simgrid", engine);
+}
+
 static bool predict_step(const fidelity_case *k, const config_platform *p, const char *engine, double *out,
 			 config_error *err)
 {
-	const engine_ops *e = engine_find(engine ? engine : "analytic");
-	if (!e)
-		return config_fail(err, "unknown engine '%s', expected analytic or simgrid", engine);
+	const engine_ops *e;
+	if (!find_engine(engine, &e, err))
+		return false;
 	config_model m;
 	if (!config_load_model(k->model, &m, err))
 		return false;
@@ -127,6 +134,32 @@ static bool predict_step(const fidelity_case *k, const config_platform *p, const
 	return true;
 }
 
+/* An sp_attention case: the section of spsim's own op program for the strategy
+ * (workload_sp_attention_plan_make, the layer block's builders) run by the engine; one
+ * iteration is the section once (fwd) or its forward then its backward (fwd+bwd). */
+static bool predict_sp_attention(const fidelity_case *k, const config_platform *p, const char *engine, double *out,
+				 config_error *err)
+{
+	const engine_ops *e;
+	if (!find_engine(engine, &e, err))
+		return false;
+	config_model m;
+	fidelity_sp_attention_model(k, &m);
+	config_job job = k->job;
+	if (!workload_check(&m, p, &job, err))
+		return false;
+	workload_plan plan;
+	if (!workload_sp_attention_plan_make(&m, p, &job, k->kern.pass == FID_PASS_FWD_BWD, &plan, err))
+		return false;
+	engine_input in = {.model = &m, .platform = p, .job = &job, .plan = &plan};
+	engine_result r;
+	bool ok = engine_run_checked(e, &in, &r, err);
+	workload_plan_finish(&plan);
+	if (ok)
+		*out = 1.0 / r.step_time;
+	return ok;
+}
+
 bool fidelity_predict(const fidelity_case *k, const char *engine, double *predicted, config_error *err)
 {
 	config_platform p;
@@ -137,10 +170,11 @@ bool fidelity_predict(const fidelity_case *k, const char *engine, double *predic
 	case FID_ATTENTION:
 	case FID_GEMM: {
 		double flops, t = fidelity_kernel_time(&p, &k->kern, &flops);
-		*predicted = t > 0 ? flops / t / 1e12 : 0;
+		*predicted = !(t > 0) ? 0 : k->metric == FID_ITER_S ? 1.0 / t : flops / t / 1e12;
 		return true;
 	}
 	case FID_STEP: return predict_step(k, &p, engine, predicted, err);
+	case FID_SP_ATTENTION: return predict_sp_attention(k, &p, engine, predicted, err);
 	default: return config_fail(err, "%s: unknown case kind", k->id);
 	}
 }
