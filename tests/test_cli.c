@@ -1156,6 +1156,8 @@ static long run_progress_total(const char *grad_accum, const char *plain_out)
 		ck_assert_str_eq(o->out, plain_out);
 	const char *end = strstr(o->err, " blocks (100%)");
 	ck_assert_msg(end && strstr(end, "elapsed"), "%s", o->err);
+	/* a run's blocks cannot fail: the line has no failed count */
+	ck_assert_msg(strncmp(end, " blocks (100%), ", 16) == 0 && strncmp(end + 16, "0 failed", 8) != 0, "%s", o->err);
 	const char *p = end;
 	while (p > o->err && p[-1] != '/')
 		p--;
@@ -1203,6 +1205,11 @@ START_TEST(plan_progress_on_request_only)
 	/* a line per run (a handful of long tasks), the last with the elapsed time */
 	ck_assert_msg(strstr(o->err, "progress: 1/3 re-runs (33%), 0 failed") && strstr(o->err, "ETA"), "%s", o->err);
 	ck_assert_msg(strstr(o->err, "progress: 3/3 re-runs (100%), 0 failed") && strstr(o->err, "elapsed"), "%s", o->err);
+	/* the search's layouts cannot fail (an infeasible layout is a finding): no failed count */
+	const char *lay = strstr(o->err, " layouts (100%)");
+	ck_assert_msg(lay, "%s", o->err);
+	const char *eol = strchr(lay, '\n'), *f = strstr(lay, "failed");
+	ck_assert_msg(eol && (!f || f > eol), "%s", o->err);
 	free(o);
 	/* compare: the same, per strategy run */
 	o = spsim("compare", REF, "--seq-len", "4K", "--engine", "analytic", "--progress", NULL);

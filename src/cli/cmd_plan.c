@@ -680,6 +680,7 @@ int cli_cmd_plan(int argc, char **argv)
 	bool show = a.progress == 1 || (a.progress < 0 && isatty(fileno(stderr)));
 	plan_progress_start(&a.prog, stderr, 0, !show);
 	a.prog.unit = "layouts";
+	a.prog.no_failures = true;
 	q.progress = &a.prog;
 	q.stop = &plan_stop;
 	plan_stop = 0;

@@ -51,6 +51,7 @@ static void run_progress_cb(void *ctx, long done, long total)
 	if (!rp->p.f) {
 		plan_progress_start(&rp->p, stderr, total, false);
 		rp->p.unit = "blocks";
+		rp->p.no_failures = true;
 	}
 	plan_progress_update(&rp->p, done, 0);
 	if (done >= total)

@@ -251,6 +251,8 @@ typedef struct plan_progress {
 	FILE *f;
 	const char *unit; /* what is counted ("points", "SimGrid runs"); NULL: points */
 	bool tty, quiet;
+	bool no_failures; /* what is counted cannot fail (a search's layouts, a run's blocks):
+			   * no "N failed" on the line */
 	long total, done, failed;
 	long done_printed; /* done at the last line printed (logs) */
 	double t0, last_print;

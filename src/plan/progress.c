@@ -62,9 +62,11 @@ static void draw(plan_progress *p, bool final)
 			fputc('\n', p->f);
 	} else {
 		const char *unit = p->unit ? p->unit : "points";
-		fprintf(p->f, "progress: %ld/%ld %s (%d%%), %ld failed, %.2g %s/s, %s %s\n", p->done, p->total, unit,
-			pct, p->failed, rate, unit, final ? "elapsed" : "ETA",
-			final ? hms(el, a, sizeof a) : hms(eta, b, sizeof b));
+		char failed[48] = "";
+		if (!p->no_failures)
+			snprintf(failed, sizeof failed, ", %ld failed", p->failed);
+		fprintf(p->f, "progress: %ld/%ld %s (%d%%)%s, %.2g %s/s, %s %s\n", p->done, p->total, unit, pct,
+			failed, rate, unit, final ? "elapsed" : "ETA", final ? hms(el, a, sizeof a) : hms(eta, b, sizeof b));
 	}
 	fflush(p->f);
 	p->last_print = t;
