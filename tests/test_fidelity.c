@@ -191,6 +191,11 @@ START_TEST(bad_files_fail_with_location)
 	expect_error(HEAD "    - id: g1\n      kind: gemm\n      citation: c\n      platform: no-such-box\n"
 			  "      gemm: {m: 1, n: 1, k: 1}\n      published: {value: 1, unit: TFLOP/s}\n",
 		     10, 17, "platform 'no-such-box' does not load");
+	/* attention K/V heads that do not group the query heads: at kv_heads' value */
+	expect_error(HEAD "    - id: a1\n      kind: attention\n      citation: c\n      platform: dgx-a100\n"
+			  "      attention: {batch: 1, seq_len: 2048, heads: 32, kv_heads: 5, head_dim: 128, causal: true, pass: fwd, kernel: flash-attn-2}\n"
+			  "      published: {value: 1, unit: TFLOP/s}\n",
+		     11, 65, "'kv_heads' (5) does not divide 'heads' (32)");
 	/* the same id twice: at the second id */
 	expect_error(HEAD GEMM_CASE("g1") GEMM_CASE("g1"), 13, 11, "case id 'g1' is already used");
 	/* a non-positive published value */
@@ -414,6 +419,21 @@ START_TEST(kernel_flops_and_time_by_hand)
 	t = fidelity_kernel_time(&p, &a, &flops);
 	ck_assert_close(flops, 3.5 * 268435456.0, 1e-15);
 	ck_assert_close(t, 3.5 * 268435456.0 / 100e12, 1e-12); /* compute bound */
+	/* A short memory-bound forward, s=16, h=8, d=64: 4·256·8·64 = 524288 FLOPs (5.2 ns)
+	 * against bf16 Q, K, V, O of 2·16·64 bytes per head each: 4·2048·8 = 65536 bytes,
+	 * 65.5 ns at 1000 GB/s. Grouped-query K/V (kv_heads 2) keep the FLOPs and read K and
+	 * V for 2 heads: 2·2048·(8 + 2) = 40960 bytes; the backward moves twice that. */
+	fidelity_kernel q = {.kernel = WL_KERNEL_ATTENTION, .batch = 1, .seq_len = 16, .heads = 8, .head_dim = 64,
+			     .causal = false, .pass = FID_PASS_FWD};
+	ck_assert_close(fidelity_kernel_time(&p, &q, &flops), 65536.0 / 1e12, 1e-12);
+	ck_assert_close(flops, 524288.0, 1e-15);
+	q.kv_heads = 8; /* as many K/V heads as query heads: the same op */
+	ck_assert_close(fidelity_kernel_time(&p, &q, &flops), 65536.0 / 1e12, 1e-12);
+	q.kv_heads = 2;
+	ck_assert_close(fidelity_kernel_time(&p, &q, &flops), 40960.0 / 1e12, 1e-12);
+	ck_assert_close(flops, 524288.0, 1e-15);
+	q.pass = FID_PASS_BWD;
+	ck_assert_close(fidelity_kernel_time(&p, &q, &flops), 81920.0 / 1e12, 1e-12);
 }
 END_TEST
 

@@ -131,6 +131,15 @@ static bool read_collective(const yt_node *m, fidelity_case *k, const config_pla
 	return true;
 }
 
+/* Grouped-query K/V heads must divide the query heads: at kv_heads. */
+static bool kv_heads_group(const yt_node *m, int heads, int kv_heads, config_error *err)
+{
+	if (heads % kv_heads == 0)
+		return true;
+	return yt_fail(err, yt_find(m, "kv_heads"), "'kv_heads' (%d) does not divide 'heads' (%d), expected grouped-query heads",
+		       kv_heads, heads);
+}
+
 static bool read_kernel(const yt_node *m, fidelity_case *k, config_error *err)
 {
 	fidelity_kernel *kn = &k->kern;
@@ -144,13 +153,19 @@ static bool read_kernel(const yt_node *m, fidelity_case *k, config_error *err)
 		kn->m = (double)mm, kn->n = (double)nn, kn->k = (double)kk;
 		return true;
 	}
-	static const char *const keys[] = {"batch", "seq_len", "heads", "head_dim", "causal", "pass", "kernel", NULL};
+	static const char *const keys[] = {"batch", "seq_len", "heads",  "head_dim",
+					   "causal", "pass",	"kernel", "kv_heads", NULL};
 	int pass = 0, fam = 0;
 	if (!yt_check_keys(m, keys, err) || !yt_posint(m, "batch", true, &kn->batch, NULL, err) ||
 	    !yt_int(m, "seq_len", true, 1, LONG_MAX, &kn->seq_len, NULL, err) ||
 	    !yt_posint(m, "heads", true, &kn->heads, NULL, err) || !yt_posint(m, "head_dim", true, &kn->head_dim, NULL, err) ||
 	    !yt_bool(m, "causal", true, &kn->causal, NULL, err) || !yt_enum(m, "pass", true, pass_names, 3, &pass, NULL, err) ||
 	    !yt_enum(m, "kernel", true, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &fam, NULL, err))
+		return false;
+	kn->kv_heads = kn->heads;
+	if (!yt_posint(m, "kv_heads", false, &kn->kv_heads, NULL, err))
+		return false;
+	if (!kv_heads_group(m, kn->heads, kn->kv_heads, err))
 		return false;
 	kn->kernel = WL_KERNEL_ATTENTION;
 	kn->pass = (fidelity_pass)pass;
@@ -205,10 +220,8 @@ static bool read_sp_attention(const yt_node *m, fidelity_case *k, const config_p
 		return yt_fail(err, yt_find(m, "causal"),
 			       "spsim's sequence-parallel attention programs are causal (ring blocks, zigzag split, "
 			       "FLOP counts), expected causal: true");
-	if (kn->heads % k->kv_heads != 0)
-		return yt_fail(err, yt_find(m, "kv_heads"),
-			       "'kv_heads' (%d) does not divide 'heads' (%d), expected grouped-query heads", k->kv_heads,
-			       kn->heads);
+	if (!kv_heads_group(m, kn->heads, k->kv_heads, err))
+		return false;
 	config_error e2;
 	config_job *job = &k->job;
 	config_job_defaults(job);

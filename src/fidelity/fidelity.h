@@ -27,7 +27,10 @@
  *                spsim's all-to-all; proto LL|LL128|Simple the protocol it forced with
  *                NCCL_PROTO; NCCL's tuner's choice when absent)}        units GB/s (busbw), us (time)
  *   attention:  {batch, seq_len, heads, head_dim, causal: bool, pass: fwd|bwd|fwd+bwd,
- *                kernel: flash-attn-2|flash-attn-3|cudnn|flash-attn-triton}
+ *                kernel: flash-attn-2|flash-attn-3|cudnn|flash-attn-triton,
+ *                kv_heads (optional, grouped-query K/V heads dividing heads; heads when
+ *                absent): the FLOPs and the compute model follow the query heads, the
+ *                K/V heads set the K, V (and dK, dV) bytes of the roofline}
  *                                                                       units TFLOP/s, iter/s
  *                (iter/s: kernel calls per second, 1 / the kernel's time; fwd+bwd one forward
  *                and one backward call)
@@ -96,6 +99,7 @@ typedef struct fidelity_kernel {
 	double m, n, k;
 	/* attention */
 	int batch, heads, head_dim;
+	int kv_heads; /* K/V heads (grouped-query attention); 0: heads */
 	long seq_len;
 	bool causal;
 	fidelity_pass pass;

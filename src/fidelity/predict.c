@@ -26,7 +26,10 @@ static double kernel_bytes(const fidelity_kernel *k)
 {
 	if (k->kernel == WL_KERNEL_GEMM)
 		return 2.0 * (k->m * k->k + k->k * k->n + k->m * k->n);
-	double qkvo = 4.0 * 2.0 * k->batch * (double)k->seq_len * k->heads * k->head_dim;
+	/* Q and O per query head, K and V per K/V head (grouped-query attention reads each
+	 * K/V head once for its group) */
+	int kv = k->kv_heads > 0 ? k->kv_heads : k->heads;
+	double qkvo = 2.0 * 2.0 * k->batch * (double)k->seq_len * (k->heads + kv) * k->head_dim;
 	/* backward also reads dO and writes dQ, dK, dV */
 	return k->pass == FID_PASS_FWD ? qkvo : k->pass == FID_PASS_BWD ? 2.0 * qkvo : 3.0 * qkvo;
 }
@@ -55,7 +58,8 @@ double fidelity_kernel_time(const config_platform *p, const fidelity_kernel *k, 
 	}
 	op.shape.attn.seq = (int)k->seq_len;
 	op.shape.attn.head_dim = k->head_dim;
-	op.shape.attn.heads = op.shape.attn.kv_heads = k->heads;
+	op.shape.attn.heads = k->heads;
+	op.shape.attn.kv_heads = k->kv_heads > 0 ? k->kv_heads : k->heads;
 	op.shape.attn.seqs = k->batch;
 	op.shape.attn.causal = k->causal;
 	for (int i = 0; i < CONFIG_ATTN_KERNELS; i++)
