@@ -196,6 +196,12 @@ START_TEST(bad_files_fail_with_location)
 			  "      attention: {batch: 1, seq_len: 2048, heads: 32, kv_heads: 5, head_dim: 128, causal: true, pass: fwd, kernel: flash-attn-2}\n"
 			  "      published: {value: 1, unit: TFLOP/s}\n",
 		     11, 65, "'kv_heads' (5) does not divide 'heads' (32)");
+	/* cuDNN on A100 has no curve (docs/model.md "Compute"): refused at the kernel's value
+	 * rather than timed at a flat default rate */
+	expect_error(HEAD "    - id: a1\n      kind: attention\n      citation: c\n      platform: dgx-a100\n"
+			  "      attention: {batch: 1, seq_len: 2048, heads: 64, kv_heads: 8, head_dim: 128, causal: true, pass: fwd, kernel: cudnn}\n"
+			  "      published: {value: 1, unit: TFLOP/s}\n",
+		     11, 116, "'kernel' cudnn has no published efficiency curve");
 	/* the same id twice: at the second id */
 	expect_error(HEAD GEMM_CASE("g1") GEMM_CASE("g1"), 13, 11, "case id 'g1' is already used");
 	/* a non-positive published value */

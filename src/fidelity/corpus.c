@@ -140,7 +140,7 @@ static bool kv_heads_group(const yt_node *m, int heads, int kv_heads, config_err
 		       kv_heads, heads);
 }
 
-static bool read_kernel(const yt_node *m, fidelity_case *k, config_error *err)
+static bool read_kernel(const yt_node *m, fidelity_case *k, const config_platform *p, config_error *err)
 {
 	fidelity_kernel *kn = &k->kern;
 	if (k->kind == FID_GEMM) {
@@ -167,6 +167,12 @@ static bool read_kernel(const yt_node *m, fidelity_case *k, config_error *err)
 		return false;
 	if (!kv_heads_group(m, kn->heads, kn->kv_heads, err))
 		return false;
+	/* a family with no curve on this GPU would be timed at a flat default rate: refused as
+	 * a platform's attention_kernel is */
+	const char *why = config_attn_kernel_unusable(p, (config_attn_kernel)fam);
+	if (why)
+		return yt_fail(err, yt_find(m, "kernel"), "'kernel' %s %s on platform '%s' (gpu %s), expected a family it can time",
+			       config_attn_kernel_names[fam], why, p->name, p->gpu.name);
 	kn->kernel = WL_KERNEL_ATTENTION;
 	kn->pass = (fidelity_pass)pass;
 	snprintf(kn->family, sizeof kn->family, "%s", config_attn_kernel_names[fam]);
@@ -366,7 +372,7 @@ static bool read_case(const char *file, const char *source, const yt_node *cm, f
 	switch (k->kind) {
 	case FID_COLLECTIVE: return read_collective(m, k, &p, err);
 	case FID_ATTENTION:
-	case FID_GEMM: return read_kernel(m, k, err);
+	case FID_GEMM: return read_kernel(m, k, &p, err);
 	case FID_STEP: return check_step(m, k, &p, err);
 	case FID_SP_ATTENTION: return read_sp_attention(m, k, &p, err);
 	default: return false;
