@@ -30,7 +30,8 @@
  *                kernel: flash-attn-2|flash-attn-3|cudnn|flash-attn-triton,
  *                kv_heads (optional, grouped-query K/V heads dividing heads; heads when
  *                absent): the FLOPs and the compute model follow the query heads, the
- *                K/V heads set the K, V (and dK, dV) bytes of the roofline}
+ *                K/V heads set the K, V (and dK, dV) bytes of the roofline; a kernel with
+ *                no curve on the platform's GPU is refused, as a platform's attention_kernel is}
  *                                                                       units TFLOP/s, iter/s
  *                (iter/s: kernel calls per second, 1 / the kernel's time; fwd+bwd one forward
  *                and one backward call)
