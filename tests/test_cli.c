@@ -995,6 +995,20 @@ START_TEST(max_seq_takes_lists_and_says_what_blocks)
 	o = spsim("max-seq", REF, "--zero", "1,4", NULL);
 	expect(o, 2, "--zero expects an integer from 0 to 3, got '4'");
 	free(o);
+	/* a value listed twice printed its rows twice: refused, naming it ('1' of "1,11" is not
+	 * '11') */
+	const char *const twice[][3] = {{"--strategy", "ulysses,basp,ulysses", "--strategy lists 'ulysses' twice"},
+					{"--zero", "1,3,1", "--zero lists '1' twice, expected each value once"},
+					{"--recompute", "full,none,full", "--recompute lists 'full' twice"}};
+	for (int t = 0; t < 3; t++) {
+		o = spsim("max-seq", REF, twice[t][0], twice[t][1], NULL);
+		expect(o, 2, twice[t][2]);
+		ck_assert_str_eq(o->out, "");
+		free(o);
+	}
+	o = spsim("max-seq", REF, "--zero", "1,11", NULL);
+	expect(o, 2, "--zero expects an integer from 0 to 3, got '11'");
+	free(o);
 }
 END_TEST
 
