@@ -2053,6 +2053,51 @@ START_TEST(test_cli_compare_calibrates_the_p2p_path)
 }
 END_TEST
 
+/* Under --compare the log sets the ranks, sizes, datatype and reduction: a flag that would
+ * set them was ignored without a word (-g 4 still compared 8 ranks), a second --compare
+ * replaced the first, and -b above -e's 32M default was refused although the log's sizes
+ * (to 1 GiB here) are what -b limits. */
+START_TEST(test_cli_compare_refuses_what_the_log_sets)
+{
+	const char *const refused[][2] = {
+		{"-g 4", "-g does not apply with --compare"},
+		{"--groups 4", "--groups does not apply with --compare"},
+		{"-d half", "-d does not apply with --compare"},
+		{"-f 2", "-f does not apply with --compare"},
+		{"-i 1M", "-i does not apply with --compare"},
+		{"-o max", "-o does not apply with --compare"},
+		{"--compare tests/data/nccltests/a2a-2x8.log", "--compare given twice"},
+		{"-b 64M -e 32M", "-b 67108864 is larger than -e 33554432"},
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		char args[512], *out, *err;
+		snprintf(args, sizeof args,
+			 "collective --compare tests/data/nccltests/all_reduce_perf.1x8.log --platform dgx-a100 --engine "
+			 "analytic %s",
+			 refused[i][0]);
+		ck_assert_int_eq(run_spsim(args, &out, &err), 2);
+		ck_assert_msg(strstr(err, refused[i][1]), "%s: %s", refused[i][0], err);
+		ck_assert_str_eq(out, "");
+		free(out), free(err);
+	}
+	/* -b alone: the log's sizes from 64 MiB to its largest (1 GiB: 5 sizes at factor 2) */
+	char *out, *err;
+	ck_assert_int_eq(run_spsim("collective --compare tests/data/nccltests/all_reduce_perf.1x8.log --platform dgx-a100 "
+				   "--engine analytic -b 64M --format json",
+				   &out, &err),
+			 0);
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "results")), 5);
+	json_decref(j);
+	free(out), free(err);
+	/* predicting, -e's default still bounds -b, and the message says it is the default */
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-a100 --engine analytic -b 64M", &out, &err), 2);
+	ck_assert_msg(strstr(err, "-e's default"), "%s", err);
+	free(out), free(err);
+}
+END_TEST
+
 /* Send/recv inside one node: both engines give the message the communicator's shape
  * (size 8, NCCL's p2p channels read nRanks), so every size prints the same time. With a
  * shape of 2 on the analytic side, 256 KiB took 11.0 us there and 16.0 us on SimGrid. */
@@ -2280,6 +2325,7 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cli, test_cli_calibrate_round_trip);
 	tcase_add_test(cli, test_cli_alg_and_proto);
 	tcase_add_test(cli, test_cli_compare_calibrates_the_p2p_path);
+	tcase_add_test(cli, test_cli_compare_refuses_what_the_log_sets);
 	tcase_add_test(cli, test_cli_sendrecv_engines_agree);
 	suite_add_tcase(s, cli);
 	return s;
