@@ -313,7 +313,7 @@ END_TEST
 START_TEST(collective_size_loops_end)
 {
 	/* -b 1e308 -e 1e308 never ended: 1e308 + 1 MiB == 1e308 */
-	expect_exit(2, "-b expects a size from 0 to 1 TB", "collective alltoall --platform dgx-h100 -b 1e308 -e 1e308");
+	expect_exit(2, "-b: '1e308' is 1e+308 bytes, expected a size from 0 to 1 TB", "collective alltoall --platform dgx-h100 -b 1e308 -e 1e308");
 	expect_exit(2, "give 966367641601 sizes, expected at most 10000",
 		    "collective alltoall --platform dgx-h100 -b 0 -e 900G -i 1");
 }

@@ -2091,6 +2091,15 @@ START_TEST(test_cli_compare_refuses_what_the_log_sets)
 	ck_assert_int_eq(json_array_size(json_object_get(j, "results")), 5);
 	json_decref(j);
 	free(out), free(err);
+	/* a binary suffix above the decimal bound: the message says what '1T' is and why */
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-a100 --engine analytic -b 1T -e 1T", &out, &err), 2);
+	ck_assert_msg(strstr(err, "-b: '1T' is 1099511627776 bytes, expected a size from 0 to 1 TB (1e12 bytes; K, M, G, T "
+				  "are powers of 1024)"),
+		      "%s", err);
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-a100 --engine analytic -b 1e30", &out, &err), 2);
+	ck_assert_msg(strstr(err, "'1e30' is 1e+30 bytes"), "%s", err);
+	free(out), free(err);
 	/* predicting, -e's default still bounds -b, and the message says it is the default */
 	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-a100 --engine analytic -b 64M", &out, &err), 2);
 	ck_assert_msg(strstr(err, "-e's default"), "%s", err);
