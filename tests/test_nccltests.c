@@ -2245,6 +2245,21 @@ START_TEST(test_cli_calibrate_round_trip)
 	ck_assert_int_eq(run_spsim("calibrate", &out, &err), 2);
 	expect_contains(err, "--from-nccl-tests LOG is required");
 	free(out), free(err);
+	/* one log twice, by its name or another: it weighed twice in every fit ("22 points of
+	 * 2 logs" for one 11-size log) */
+	ck_assert_int_eq(run_spsim("calibrate --from-nccl-tests tests/data/nccltests/all_reduce_perf.1x8.log "
+				   "tests/data/nccltests/../nccltests/all_reduce_perf.1x8.log",
+				   &out, &err),
+			 2);
+	expect_contains(err, "are the same file, expected each log once");
+	free(out), free(err);
+	/* an algorithm calibrate does not invert: the message names those it does */
+	ck_assert_int_eq(run_spsim("calibrate --from-nccl-tests tests/data/nccltests/all_reduce_perf.1x8.log --alg tree", &out,
+				   &err),
+			 2);
+	expect_contains(err, "--alg 'tree' is not an algorithm calibrate inverts for allreduce");
+	expect_contains(err, "expected one of ring, hierarchical");
+	free(out), free(err);
 	ck_assert_int_eq(run_spsim("calibrate --help", &out, &err), 0);
 	expect_contains(out, "usage: spsim calibrate --from-nccl-tests LOG");
 	free(out), free(err);
