@@ -500,6 +500,13 @@ START_TEST(test_parse_without_rank_table)
 	ck_assert(nccltests_parse_text("alltoall.log", text, &o, &log, &(config_error){""}));
 	ck_assert_int_eq(log.gpus_per_node, 4);
 	nccltests_log_finish(&log);
+	/* a layout flag that does not divide the 16 ranks names itself ('16 ranks cannot be 0
+	 * nodes of 32 GPUs' before) */
+	o = (nccltests_parse_opts){.gpus_per_node = 32};
+	expect_contains(parse_error("alltoall.log", text, &o),
+			"16 ranks do not fill whole nodes of 32 GPUs (--gpus-per-node 32), expected a divisor of 16");
+	o = (nccltests_parse_opts){.nodes = 3};
+	expect_contains(parse_error("alltoall.log", text, &o), "16 ranks do not split over 3 nodes (--nodes 3)");
 }
 END_TEST
 
