@@ -324,6 +324,14 @@ static bool resolve_alg(const coll_args *a, workload_coll c, workload_alg *alg, 
 	return true;
 }
 
+/* The algorithm a run used, as printed: NCCL's when --alg forced one (tree, nvls: the op
+ * program stays ring's, and 'ring' was printed for a forced tree), else the program's. */
+static const char *alg_label(const nccltests_setup *s)
+{
+	int f = s->platform->nccl.force_algo;
+	return f ? nccl_algo_name((nccl_algo)(f - 1)) : workload_alg_name(s->alg);
+}
+
 /* Times of the collective at each size, from the chosen engine. */
 static bool time_sizes(const coll_args *a, const nccltests_setup *s, const double *sizes, int n, double *times)
 {
@@ -443,7 +451,7 @@ static int predict(coll_args *a)
 		       "placement\n",
 		       p.name, a->job.has_cal ? " calibrated by " : "", a->job.has_cal ? a->job.calibration : "", s.gpus,
 		       nodes, nodes == 1 ? "" : "s", p.gpus_per_node, s.gpus / P, s.gpus / P == 1 ? "" : "s", P,
-		       workload_alg_name(s.alg), placement_name(a, pbuf, sizeof pbuf));
+		       alg_label(&s), placement_name(a, pbuf, sizeof pbuf));
 		printf("# Collective test starting: %s\n", nccltests_test_name(a->coll));
 		printf("# nThread 1 nGpus 1 minBytes %.0f maxBytes %.0f step: %.0f(%s) warmup iters: 0 iters: 1 agg iters: "
 		       "1 validation: 0 graph: 0\n#\n",
@@ -478,7 +486,7 @@ static int predict(coll_args *a)
 				      "engine", a->job.engine, "platform", p.name, "calibration",
 				      a->job.has_cal ? a->job.calibration : NULL, "gpus", s.gpus, "nodes", nodes,
 				      "gpus_per_node", p.gpus_per_node, "group_size", P, "groups", s.gpus / P, "alg",
-				      workload_alg_name(s.alg), "placement", placement_name(a, pbuf, sizeof pbuf), "type",
+				      alg_label(&s), "placement", placement_name(a, pbuf, sizeof pbuf), "type",
 				      a->type, "results", rows, "avg_bus_bw", avg);
 		rows = NULL;
 		report_json_print(stdout, o);
@@ -608,7 +616,7 @@ static int compare(coll_args *a)
 		printf("# spsim collective --compare %s: %s on %d node%s x %d GPUs (%s), platform %s%s%s, %s engine, %s\n",
 		       a->compare, nccltests_test_name(log.coll), log.nodes, log.nodes == 1 ? "" : "s", log.gpus_per_node,
 		       a->in_place ? "in-place" : "out-of-place", p.name, a->job.has_cal ? " calibrated by " : "",
-		       a->job.has_cal ? a->job.calibration : "", a->job.engine, workload_alg_name(s.alg));
+		       a->job.has_cal ? a->job.calibration : "", a->job.engine, alg_label(&s));
 		char lat[64], bw[96];
 		nccltests_fit_text(&k->fit, 0, lat, sizeof lat, bw, sizeof bw);
 		printf("# predicted: the platform as given; calibrated: after fitting %s to this log (%s %s, %s)\n", cls,
@@ -687,7 +695,7 @@ static int compare(coll_args *a)
 				      "s:f, s:f, s:o}",
 				      "log", a->compare, "collective", workload_coll_name(log.coll), "platform", p.name,
 				      "engine", a->job.engine, "ranks", log.ranks, "nodes", log.nodes, "gpus_per_node",
-				      log.gpus_per_node, "alg", workload_alg_name(s.alg), "columns",
+				      log.gpus_per_node, "alg", alg_label(&s), "columns",
 				      a->in_place ? "in-place" : "out-of-place", "fit", "link_class", cls, "latency_us",
 				      k->fit.latency * 1e6, "bandwidth_GBps", k->fit.bandwidth / 1e9, "rms_error_pct",
 				      k->fit.rms_rel * 100, "max_error_pct", k->fit.max_rel * 100, "protocols", protos,
