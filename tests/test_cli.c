@@ -565,6 +565,11 @@ START_TEST(listing_commands)
 	o = spsim("platform", "dgx-h100", "--xml", "extra", NULL);
 	expect(o, 2, "unexpected argument 'extra'");
 	free(o);
+	/* --xml with --format json printed the XML and dropped the json without a word */
+	o = spsim("platform", "dgx-h100", "--xml", "--format", "json", NULL);
+	expect(o, 2, "spsim platform: --xml prints the SimGrid platform, which has no json form; drop --xml or --format");
+	ck_assert_str_eq(o->out, "");
+	free(o);
 	/* its help offers table|json: csv is refused, not answered with the table */
 	o = spsim("platforms", "--format", "csv", NULL);
 	expect(o, 2, "--format expects table or json, got 'csv'");

@@ -241,6 +241,11 @@ int cli_cmd_platform(int argc, char **argv)
 		fprintf(stderr, "spsim platform: a platform NAME or FILE is required\n");
 		return CLI_USAGE;
 	}
+	if (xml && fmt != REPORT_TABLE) { /* the XML was printed and --format json dropped without a word */
+		fprintf(stderr, "spsim platform: --xml prints the SimGrid platform, which has no %s form; drop --xml or "
+				"--format\n", fmt == REPORT_JSON ? "json" : "other");
+		return CLI_USAGE;
+	}
 	config_platform p;
 	config_error err;
 	if (!config_load_platform(name, &p, &err)) {
