@@ -995,6 +995,20 @@ START_TEST(max_seq_takes_lists_and_says_what_blocks)
 	o = spsim("max-seq", REF, "--zero", "1,4", NULL);
 	expect(o, 2, "--zero expects an integer from 0 to 3, got '4'");
 	free(o);
+	/* a value listed twice printed its rows twice: refused, naming it ('1' of "1,11" is not
+	 * '11') */
+	const char *const twice[][3] = {{"--strategy", "ulysses,basp,ulysses", "--strategy lists 'ulysses' twice"},
+					{"--zero", "1,3,1", "--zero lists '1' twice, expected each value once"},
+					{"--recompute", "full,none,full", "--recompute lists 'full' twice"}};
+	for (int t = 0; t < 3; t++) {
+		o = spsim("max-seq", REF, twice[t][0], twice[t][1], NULL);
+		expect(o, 2, twice[t][2]);
+		ck_assert_str_eq(o->out, "");
+		free(o);
+	}
+	o = spsim("max-seq", REF, "--zero", "1,11", NULL);
+	expect(o, 2, "--zero expects an integer from 0 to 3, got '11'");
+	free(o);
 }
 END_TEST
 
@@ -1022,6 +1036,37 @@ START_TEST(plan_says_which_rerun_settings_it_cannot_use)
 	o = spsim("plan", "--help", NULL);
 	expect(o, 0, NULL);
 	ck_assert_msg(strstr(o->out, "\n  --quiet ") && strstr(o->out, "\n  --progress "), "%s", o->out);
+	free(o);
+}
+END_TEST
+
+START_TEST(plan_refuses_a_value_listed_twice)
+{
+	/* a repeated list value searched and printed its layouts twice ("--gpus 8,8": '[same
+	 * layout: ulysses SP 4 B=2, ulysses SP 4 B=2]'; a platform twice: '#2 ties with #1
+	 * (a100-2x4-ib400 vs a100-2x4-ib400)'), and a platform priced twice kept the last price
+	 * without a word: each refused before the search, in one list or across repeated flags */
+	const char *const cases[][3] = {
+		{"--gpus", "8,8", "--gpus lists '8' twice, expected each value once"},
+		{"--platform", "dgx-h100,dgx-h100", "--platform lists 'dgx-h100' twice"},
+		{"--zero", "1,2,1", "--zero lists '1' twice"},
+		{"--recompute", "none,none", "--recompute lists 'none' twice"},
+		{"--strategies", "ulysses,basp,ulysses", "--strategies lists 'ulysses' twice"},
+		{"--a2a", "direct,direct", "--a2a lists 'direct' twice"},
+		{"--gpus", "8", "--gpus lists '8' twice"}, /* the flag repeats the base command's --gpus 8 */
+		{"--price", "dgx-h100=1,dgx-h100=2", "--price prices 'dgx-h100' twice, expected one price per platform"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		cli_out *o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--gpus", "8", "--seq-len", "4K",
+				   "--global-batch", "32K", "--verify", "none", cases[i][0], cases[i][1], NULL);
+		expect(o, 2, cases[i][2]);
+		ck_assert_str_eq(o->out, "");
+		free(o);
+	}
+	/* distinct values still run */
+	cli_out *o = spsim("plan", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--gpus", "8", "--seq-len", "4K",
+			   "--global-batch", "32K", "--verify", "none", "--zero", "1,2", "--price", "dgx-h100=2", NULL);
+	expect(o, 0, NULL);
 	free(o);
 }
 END_TEST
@@ -1777,6 +1822,7 @@ int main(void)
 	tcase_add_test(tc, optimizer_offload_flags);
 	tcase_add_test(tc, max_seq_technique_table);
 	tcase_add_test(tc, plan_says_why_nothing_was_searched);
+	tcase_add_test(tc, plan_refuses_a_value_listed_twice);
 	tcase_add_test(tc, plan_says_which_rerun_settings_it_cannot_use);
 	tcase_add_test(tc, no_speedup_for_what_does_not_fit);
 	tcase_add_test(tc, plan_progress_on_request_only);

@@ -208,6 +208,33 @@ START_TEST(bad_files_fail_with_location)
 	expect_error(HEAD "    - id: g1\n      kind: gemm\n      citation: c\n      platform: dgx-a100\n"
 			  "      gemm: {m: 1, n: 1, k: 1}\n      published: {value: 0, unit: TFLOP/s}\n",
 		     12, 26, "'value' must be a number > 0");
+	/* a published value no measurement can have: its error would print as inf (1e308) or as a
+	 * 300-digit percentage (1e-300); at the value, naming the unit's range */
+	expect_error(HEAD "    - id: g1\n      kind: gemm\n      citation: c\n      platform: dgx-a100\n"
+			  "      gemm: {m: 1, n: 1, k: 1}\n      published: {value: 1e308, unit: TFLOP/s}\n",
+		     12, 26, "'value' 1e+308 is out of range for unit 'TFLOP/s', expected a number from 0.001 to 1e+06");
+	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
+			  "      collective: {op: all_reduce, gpus: 8, size: 1M}\n      published: {value: 1e-300, unit: GB/s}\n",
+		     12, 26, "out of range for unit 'GB/s'");
+	/* a utilisation above the whole peak */
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n      platform: dgx-a100\n"
+			  "      step: {model: llama-3.1-8b, gpus: 8, sp: 1, micro_batch: 1, seq_len: 4096}\n"
+			  "      published: {value: 101, unit: MFU%}\n",
+		     12, 26, "expected a number from 1e-06 to 100");
+	/* attention shapes ranged as a model's and a job's (sp_attention's keys already were):
+	 * an 11-digit sequence, a head size of 1e8 */
+	expect_error(HEAD "    - id: a1\n      kind: attention\n      citation: c\n      platform: dgx-h100\n"
+			  "      attention: {batch: 1, seq_len: 99999999999, heads: 8, head_dim: 128, causal: true, pass: fwd, kernel: flash-attn-2}\n"
+			  "      published: {value: 1, unit: TFLOP/s}\n",
+		     11, 38, "'seq_len' must be a token count from 1 to 4294967296");
+	expect_error(HEAD "    - id: a1\n      kind: attention\n      citation: c\n      platform: dgx-h100\n"
+			  "      attention: {batch: 1, seq_len: 1024, heads: 8, head_dim: 99999999, causal: true, pass: fwd, kernel: flash-attn-2}\n"
+			  "      published: {value: 1, unit: TFLOP/s}\n",
+		     11, 64, "'head_dim' must be an integer from 1 to 8192");
+	/* a GEMM dimension beyond cuBLAS's int m, n, k */
+	expect_error(HEAD "    - id: g1\n      kind: gemm\n      citation: c\n      platform: dgx-a100\n"
+			  "      gemm: {m: 4294967296, n: 1, k: 1}\n      published: {value: 1, unit: TFLOP/s}\n",
+		     11, 17, "'m' must be a positive integer up to 2147483647, got '4294967296'");
 	/* no url nor arxiv: at the source mapping */
 	expect_error("source:\n  id: s\n  title: t\n  hardware: h\n  cases:\n" GEMM_CASE("g1"), 2, 3,
 		     "neither 'url' nor 'arxiv'");

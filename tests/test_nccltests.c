@@ -1862,7 +1862,13 @@ START_TEST(test_setup_errors)
 	config_error e = {""};
 	nccltests_setup s = {.platform = &p, .coll = WL_COLL_ALLREDUCE, .alg = WL_ALG_RING, .gpus = 24, .group_size = 24};
 	ck_assert(!nccltests_setup_check(&s, &e));
-	expect_contains(e.msg, "pass --nodes 3");
+	expect_contains(e.msg, "2 nodes x 8 GPUs = 16; pass --nodes 3");
+	config_platform one;
+	nccltests_generic_platform(&one, 1, 8); /* one node: no plural ("1 nodes" before) */
+	nccltests_setup s1 = {.platform = &one, .coll = WL_COLL_ALLREDUCE, .alg = WL_ALG_RING, .gpus = 9, .group_size = 9};
+	ck_assert(!nccltests_setup_check(&s1, &e));
+	expect_contains(e.msg, "9 GPUs do not fit on");
+	expect_contains(e.msg, ": 1 node x 8 GPUs = 8; pass --nodes 2");
 	s.gpus = 16;
 	s.group_size = 6;
 	ck_assert(!nccltests_setup_check(&s, &e));

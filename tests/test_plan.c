@@ -678,6 +678,42 @@ START_TEST(output_resume_drops_cut_lines_and_rebuilds_csv)
 }
 END_TEST
 
+/* A whole line that is not a row (a hand edit, another tool's output) is the user's data:
+ * resume would rewrite the record without it, so it is refused at its line and the record
+ * stays as it was; only the last line without its newline counts as an interrupted row. */
+START_TEST(output_resume_refuses_a_line_that_is_not_a_row)
+{
+	char dir[64], path[128];
+	tmpdir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/points.jsonl", dir);
+	FILE *f = fopen(path, "w");
+	for (long i = 0; i < 2; i++) {
+		json_t *r = row(i);
+		char *s = json_dumps(r, JSON_COMPACT);
+		fprintf(f, "%s\n", s);
+		free(s);
+		json_decref(r);
+	}
+	fputs("\n{\"index\":9}\n", f); /* a blank line (kept quiet), then an object without 'point' */
+	fclose(f);
+	char *before = slurp(path);
+	config_error e = {""};
+	ck_assert(!plan_output_check(dir, PLAN_OUTPUT_RESUME, &e));
+	char want[192];
+	snprintf(want, sizeof want, "%s:4:1: not a sweep row", path);
+	ck_assert_msg(strstr(e.msg, want) && strstr(e.msg, "--force"), "%s", e.msg);
+	plan_output *o = NULL;
+	ck_assert(!plan_output_open(dir, PLAN_OUTPUT_RESUME, false, &o, &e));
+	char *after = slurp(path);
+	ck_assert_str_eq(before, after);
+	free(before);
+	free(after);
+	/* --force still starts again */
+	ck_assert(plan_output_check(dir, PLAN_OUTPUT_FORCE, &e));
+	rm_tree(dir);
+}
+END_TEST
+
 START_TEST(csv_quotes_and_columns)
 {
 	json_t *r = plan_row_new(7, "model=x;platform=y");
@@ -1371,6 +1407,17 @@ START_TEST(sweep_cli_refuses_existing_output)
 	free(msg);
 	char *a2[] = {(char *)exe(), "sweep", spec, "-o", dir, "--resume", "--force", NULL};
 	ck_assert_int_eq(run_exe(a2, log), 2);
+	/* a record with a line that is not a row: --resume refuses it as a bad option (exit 2) */
+	char rec[128];
+	snprintf(rec, sizeof rec, "%s/points.jsonl", dir);
+	FILE *g = fopen(rec, "a");
+	fputs("garbage{\n", g);
+	fclose(g);
+	char *a4[] = {(char *)exe(), "sweep", spec, "-o", dir, "--resume", "--quiet", NULL};
+	ck_assert_int_eq(run_exe(a4, log), 2);
+	msg = slurp(log);
+	ck_assert_msg(strstr(msg, "points.jsonl:") && strstr(msg, "not a sweep row"), "%.1500s", msg);
+	free(msg);
 	char *a3[] = {(char *)exe(), "sweep", spec, "-o", dir, "--force", "--quiet", NULL};
 	ck_assert_int_eq(run_exe(a3, log), 0);
 	unlink(log);
@@ -2526,6 +2573,7 @@ static Suite *plan_suite(void)
 	t = tcase_create("output");
 	tcase_add_test(t, output_never_overwrites_silently);
 	tcase_add_test(t, output_resume_drops_cut_lines_and_rebuilds_csv);
+	tcase_add_test(t, output_resume_refuses_a_line_that_is_not_a_row);
 	tcase_add_test(t, csv_quotes_and_columns);
 	suite_add_tcase(s, t);
 

@@ -116,6 +116,52 @@ START_TEST(checks_against_the_platform)
 	check_fails(&p, 16, CONFIG_WHATIF_FAIL_NODE, "3", "no longer fits: it needs 16 GPUs, and 3 of 4 nodes remain (12 GPUs)");
 	config_platform one = tu_platform(1, 4, 1);
 	check_fails(&one, 4, CONFIG_WHATIF_DEGRADE, "nic:0:2", "one node");
+	{
+		/* what-ifs on one target multiply, and the product is held to one factor's range
+		 * (1 to 1000): 100 x 10 on rank 0 runs, 100 x 11 does not; NIC 0 of node 0 is hit
+		 * by nic:0 (every NIC) and nic:0.0 (100 x 20 = 2000); nic:0.1 is another NIC (100 x
+		 * 20 on NIC 1, 100 on NIC 0: each within); a --slow-gpu on a slowed node is two
+		 * bounded factors (1000 x 1000 runs). Every node failed: no "--gpus 0" advice. */
+		const struct {
+			config_whatif_kind k[2];
+			const char *t[2];
+			const char *want; /* NULL: accepted */
+		} cases[] = {
+			{{CONFIG_WHATIF_SLOW_GPU, CONFIG_WHATIF_SLOW_GPU}, {"0:100", "0:10"}, NULL},
+			{{CONFIG_WHATIF_SLOW_GPU, CONFIG_WHATIF_SLOW_GPU}, {"0:100", "0:11"},
+			 "--slow-gpu 0:100: the what-ifs on its rank multiply to a factor of 1100, expected at most 1000"},
+			{{CONFIG_WHATIF_SLOW_GPU, CONFIG_WHATIF_SLOW_GPU}, {"0:100", "1:100"}, NULL},
+			{{CONFIG_WHATIF_SLOW_NODE, CONFIG_WHATIF_SLOW_NODE}, {"1:1000", "1:1.5"}, "its node multiply to a factor of 1500"},
+			{{CONFIG_WHATIF_SLOW_GPU, CONFIG_WHATIF_SLOW_NODE}, {"0:1000", "0:1000"}, NULL},
+			{{CONFIG_WHATIF_DEGRADE, CONFIG_WHATIF_DEGRADE}, {"nic:0:100", "nic:0.0:20"}, "its link multiply to a factor of 2000"},
+			{{CONFIG_WHATIF_DEGRADE, CONFIG_WHATIF_DEGRADE}, {"nic:0.0:100", "nic:0.1:20"}, NULL},
+			{{CONFIG_WHATIF_DEGRADE, CONFIG_WHATIF_DEGRADE}, {"nvlink:0.1:100", "nvlink:0.1:20"}, "factor of 2000"},
+			{{CONFIG_WHATIF_FAIL_NODE, CONFIG_WHATIF_FAIL_NODE}, {"0", "1"}, NULL},
+		};
+		for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+			config_whatif w = {0};
+			config_error err = {{0}};
+			for (int i = 0; i < 2; i++)
+				ck_assert_msg(config_whatif_add(&w, cases[c].k[i], cases[c].t[i], &err), "%s", err.msg);
+			bool ok = config_whatif_check(&w, &p, 8, &err);
+			if (!cases[c].want)
+				ck_assert_msg(ok, "%s %s refused: %s", cases[c].t[0], cases[c].t[1], err.msg);
+			else
+				ck_assert_msg(!ok && strstr(err.msg, cases[c].want), "%s %s: '%s' lacks '%s'", cases[c].t[0],
+					      cases[c].t[1], ok ? "(accepted)" : err.msg, cases[c].want);
+		}
+		config_whatif all = {0};
+		config_error err = {{0}};
+		for (int n = 0; n < 4; n++) {
+			char t[8];
+			snprintf(t, sizeof t, "%d", n);
+			ck_assert(config_whatif_add(&all, CONFIG_WHATIF_FAIL_NODE, t, &err));
+		}
+		ck_assert(!config_whatif_check(&all, &p, 8, &err));
+		ck_assert_msg(strstr(err.msg, "every node of") && strstr(err.msg, "failed (4 of 4)") &&
+				      !strstr(err.msg, "--gpus 0"),
+			      "%s", err.msg);
+	}
 	check_fails(&p, 8, CONFIG_WHATIF_BACKGROUND, "1GiB:1ms:2-4", "node 4 does not exist");
 	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
 	p.inter.topology = CONFIG_TOPO_FAT_TREE;

@@ -296,6 +296,23 @@ bool cli_check_list(const char *cmd, const char *flag, const char *list, char se
 	return true;
 }
 
+bool cli_list_once(const char *cmd, const char *flag, const char *list, char sep)
+{
+	for (const char *a = list; *a; a = strchr(a, sep) ? strchr(a, sep) + 1 : a + strlen(a)) {
+		size_t na = strcspn(a, (char[]){sep, '\0'});
+		for (const char *b = a + na; *b; b += 1 + strcspn(b + 1, (char[]){sep, '\0'})) {
+			const char *item = b + 1; /* b sits on a separator */
+			size_t nb = strcspn(item, (char[]){sep, '\0'});
+			if (na == nb && strncmp(a, item, na) == 0) {
+				fprintf(stderr, "spsim %s: %s lists '%.*s' twice, expected each value once\n", cmd, flag, (int)na,
+					a);
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
 /* A flag whose value is one of a job key's two names (the job files' table, names.c), so
  * the flag and the key take the same spellings. */
 static bool parse_pair(const char *flag, const char *arg, const char *const names[2], int *out)

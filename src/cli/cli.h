@@ -119,6 +119,8 @@ void cli_warn_max_position(const config_model *m, long seq_len, const char *cmd)
  * when it is empty, has an empty item ("1,,2", ",4", "4,") or is longer than max_len
  * characters (the buffers it is split in). strtok would skip the empty items silently. */
 bool cli_check_list(const char *cmd, const char *flag, const char *list, char sep, size_t max_len);
+/* False (said) when a checked list names one item twice: "spsim CMD: FLAG lists 'X' twice". */
+bool cli_list_once(const char *cmd, const char *flag, const char *list, char sep);
 
 /* Strict number parsing for flags: prints "--flag expects ..., got 'x'" on failure. */
 bool cli_parse_int(const char *flag, const char *s, long min, long max, long *out);

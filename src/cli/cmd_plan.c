@@ -109,6 +109,9 @@ typedef struct plan_args {
 	int n_budgets;
 	long seq, batch;
 	char *price;
+	/* "\n--flag item\n" for each list item taken so far: a value given twice (in one list or
+	 * in repeated flags) is refused; it would search and print its layouts twice */
+	char seen[16384];
 	int top;
 	unsigned zmask, rmask, amask, vmask;
 	int maxb;
@@ -126,6 +129,23 @@ typedef struct plan_args {
 	config_job base; /* --impl, --memory-reserve over DeepSpeed's defaults */
 } plan_args;
 
+/* False (said) when flag already took item. */
+static bool once(plan_args *a, const char *flag, const char *item)
+{
+	char key[CONFIG_PATH_MAX + 64];
+	int n = snprintf(key, sizeof key, "\n%s %s\n", flag, item);
+	if (n < 0 || n >= (int)sizeof key)
+		return true; /* too long to be anything the item parsers take; they say so */
+	if (strstr(a->seen, key)) {
+		fprintf(stderr, "spsim plan: %s lists '%s' twice, expected each value once\n", flag, item);
+		return false;
+	}
+	size_t used = strlen(a->seen);
+	if (used + (size_t)n < sizeof a->seen) /* past 16 KiB of items, repeats go unnoticed */
+		memcpy(a->seen + used, key, (size_t)n + 1);
+	return true;
+}
+
 /* Splits a comma list in place; calls fn on each item; false on the first failure and on
  * an empty list or item (flag names it). */
 static bool each_item(const char *flag, char *list, bool (*fn)(plan_args *, char *), plan_args *a)
@@ -134,7 +154,7 @@ static bool each_item(const char *flag, char *list, bool (*fn)(plan_args *, char
 		return false;
 	char *save = NULL;
 	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
-		if (!fn(a, t))
+		if (!once(a, flag, t) || !fn(a, t))
 			return false;
 	return true;
 }
@@ -264,6 +284,9 @@ static bool parse_prices(const char *text, const config_platform *p, int n, doub
 					k = i;
 			if (k < 0) {
 				fprintf(stderr, "spsim plan: --price: '%s' is not one of the --platform names\n", t);
+				ok = false;
+			} else if (price[k] > 0) {
+				fprintf(stderr, "spsim plan: --price prices '%s' twice, expected one price per platform\n", t);
 				ok = false;
 			} else {
 				ok = cli_parse_range(CONFIG_R_PRICE, eq + 1, &price[k]);

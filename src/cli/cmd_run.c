@@ -474,7 +474,8 @@ typedef struct maxseq_ctx {
  * buffers maxseq_rows splits it in. */
 static int maxseq_keep(char **slot, const char *flag, const char *arg, size_t max_len)
 {
-	if (!cli_check_list("max-seq", flag, arg, ',', max_len))
+	/* a value twice would print its rows twice */
+	if (!cli_check_list("max-seq", flag, arg, ',', max_len) || !cli_list_once("max-seq", flag, arg, ','))
 		return -1;
 	free(*slot);
 	*slot = strdup(arg);

@@ -261,7 +261,31 @@ bool config_whatif_check(const config_whatif *w, const config_platform *p, int w
 			break;
 		}
 	}
+	/* What-ifs on one GPU or link multiply; the product is held to one factor's range, as 1000^k
+	 * would leave the step's times beyond a double's precision (30 x 1000 printed a step of
+	 * 2e82 years with its all-to-alls at 0.0 us). A --slow-gpu on a slowed node is two
+	 * factors, each bounded (10^6 at most). */
+	const double fmax = config_range_get(CONFIG_R_WHATIF_FACTOR)->hi;
+	for (int i = 0; w && i < w->n; i++) {
+		const config_whatif_item *it = &w->item[i];
+		double f = it->kind == CONFIG_WHATIF_SLOW_GPU	 ? config_whatif_compute_factor(w, it->rank, -1)
+			   : it->kind == CONFIG_WHATIF_SLOW_NODE ? config_whatif_compute_factor(w, -1, it->node)
+			   : it->kind == CONFIG_WHATIF_DEGRADE	 ? config_whatif_link_factor(w, it->link, it->node, it->a, it->b)
+								 : 1;
+		if (f > fmax) {
+			char what[96];
+			config_whatif_format(it, what, sizeof what);
+			return config_fail(err,
+					   "--%s: the what-ifs on its %s multiply to a factor of %g, expected at most %g in all "
+					   "(what-ifs on the same GPU or link multiply)",
+					   what, it->kind == CONFIG_WHATIF_DEGRADE ? "link" : it->kind == CONFIG_WHATIF_SLOW_GPU ? "rank" : "node",
+					   f, fmax);
+		}
+	}
 	int failed = config_whatif_failed_nodes(w, N);
+	if (failed == N)
+		return config_fail(err, "--fail-node: every node of '%s' failed (%d of %d), expected at least one left to run the job",
+				   p->name, failed, N);
 	if (failed > 0 && world > (N - failed) * G)
 		return config_fail(err,
 				   "--fail-node: the job no longer fits: it needs %d GPUs, and %d of %d nodes remain "

@@ -483,10 +483,13 @@ bool yt_int(const yt_node *map, const char *key, bool required, long min, long m
 	long x = 0;
 	if (v->kind != YT_SCALAR || !parse_long(v->value, &x) || x < min || x > max) {
 		char b[256], what[96];
-		if (min == 1 && max >= INT_MAX)
+		/* the bound is named where a value can pass it (99999999999 is positive) */
+		if (min == 1 && max == LONG_MAX)
 			snprintf(what, sizeof what, "a positive integer");
+		else if (min == 1 && max >= INT_MAX)
+			snprintf(what, sizeof what, "a positive integer up to %ld", max);
 		else if (max >= INT_MAX)
-			snprintf(what, sizeof what, "an integer >= %ld", min);
+			snprintf(what, sizeof what, "an integer from %ld to %ld", min, max);
 		else
 			snprintf(what, sizeof what, "an integer from %ld to %ld", min, max);
 		return yt_fail(err, v, "'%s' must be %s, got %s", key, what, got(v, b, sizeof b));

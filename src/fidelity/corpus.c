@@ -19,6 +19,20 @@ const char *const fidelity_metric_units[FID_METRIC_COUNT] = {"GB/s", "us", "TFLO
 
 static const char *const pass_names[] = {"fwd", "bwd", "fwd+bwd"};
 
+/* The range a published value may take in each unit, so that every error the runner prints
+ * (predicted / published - 1, and its geometric mean) stays finite and readable; each bound
+ * is far beyond any measurement yet still a number (a value of 1e308 TFLOP/s or 1e-300 GB/s
+ * is a typo, and its error would print as inf or as a 300-digit percentage). */
+static const double published_range[FID_METRIC_COUNT][2] = {
+	[FID_BUSBW] = {1e-3, 1e6},    /* GB/s: config's link range, 1 MB/s to 1 PB/s (nccl-tests prints 0.01) */
+	[FID_TIME_US] = {1e-6, 1e12}, /* us: 1 ps to 1e6 s (1 TB at 1 MB/s) */
+	[FID_TFLOPS] = {1e-3, 1e6},   /* TFLOP/s: 1 GFLOP/s to 1 EFLOP/s, as measured attention points */
+	[FID_TOKENS_GPU] = {1e-6, 1e12}, /* tokens/s per GPU: 1e12 is 1 EFLOP/s on a 100k-parameter model */
+	[FID_MFU_PCT] = {1e-6, 100},     /* a utilisation: at most the whole peak */
+	[FID_MFU_DENSE_PCT] = {1e-6, 100},
+	[FID_ITER_S] = {1e-6, 1e9}, /* iterations/s: 1 ns per iteration is below one kernel launch */
+};
+
 /* Units each kind may be compared in. */
 static bool metric_allowed(fidelity_kind k, fidelity_metric m)
 {
@@ -146,8 +160,9 @@ static bool read_kernel(const yt_node *m, fidelity_case *k, const config_platfor
 	if (k->kind == FID_GEMM) {
 		static const char *const keys[] = {"m", "n", "k", NULL};
 		long mm = 0, nn = 0, kk = 0;
-		if (!yt_check_keys(m, keys, err) || !yt_int(m, "m", true, 1, LONG_MAX, &mm, NULL, err) ||
-		    !yt_int(m, "n", true, 1, LONG_MAX, &nn, NULL, err) || !yt_int(m, "k", true, 1, LONG_MAX, &kk, NULL, err))
+		/* cuBLAS takes m, n, k as int (cublasGemmEx, cublas_api.h) */
+		if (!yt_check_keys(m, keys, err) || !yt_int(m, "m", true, 1, INT_MAX, &mm, NULL, err) ||
+		    !yt_int(m, "n", true, 1, INT_MAX, &nn, NULL, err) || !yt_int(m, "k", true, 1, INT_MAX, &kk, NULL, err))
 			return false;
 		kn->kernel = WL_KERNEL_GEMM;
 		kn->m = (double)mm, kn->n = (double)nn, kn->k = (double)kk;
@@ -156,14 +171,17 @@ static bool read_kernel(const yt_node *m, fidelity_case *k, const config_platfor
 	static const char *const keys[] = {"batch", "seq_len", "heads",  "head_dim",
 					   "causal", "pass",	"kernel", "kv_heads", NULL};
 	int pass = 0, fam = 0;
-	if (!yt_check_keys(m, keys, err) || !yt_posint(m, "batch", true, &kn->batch, NULL, err) ||
-	    !yt_int(m, "seq_len", true, 1, LONG_MAX, &kn->seq_len, NULL, err) ||
-	    !yt_posint(m, "heads", true, &kn->heads, NULL, err) || !yt_posint(m, "head_dim", true, &kn->head_dim, NULL, err) ||
+	long batch = 0;
+	if (!yt_check_keys(m, keys, err) || !yt_int(m, "batch", true, 1, 1048576, &batch, NULL, err) ||
+	    !yt_range_long(m, CONFIG_R_SEQ_LEN, true, &kn->seq_len, NULL, err) ||
+	    !yt_range_int(m, CONFIG_R_HEADS, true, &kn->heads, NULL, err) ||
+	    !yt_range_int(m, CONFIG_R_HEAD_DIM, true, &kn->head_dim, NULL, err) ||
 	    !yt_bool(m, "causal", true, &kn->causal, NULL, err) || !yt_enum(m, "pass", true, pass_names, 3, &pass, NULL, err) ||
 	    !yt_enum(m, "kernel", true, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &fam, NULL, err))
 		return false;
+	kn->batch = (int)batch;
 	kn->kv_heads = kn->heads;
-	if (!yt_posint(m, "kv_heads", false, &kn->kv_heads, NULL, err))
+	if (!yt_range_int(m, CONFIG_R_KV_HEADS, false, &kn->kv_heads, NULL, err))
 		return false;
 	if (!kv_heads_group(m, kn->heads, kn->kv_heads, err))
 		return false;
@@ -338,6 +356,10 @@ static bool read_case(const char *file, const char *source, const yt_node *cm, f
 			       fidelity_kind_names[k->kind], u);
 	}
 	k->metric = (fidelity_metric)metric;
+	const double *r = published_range[metric];
+	if (k->published < r[0] || k->published > r[1])
+		return yt_fail(err, yt_find(pub, "value"), "'value' %g is out of range for unit '%s', expected a number from %g to %g",
+			       k->published, unit, r[0], r[1]);
 
 	const yt_node *m;
 	if (!kind_map(cm, k->kind, &m, err))

@@ -27,8 +27,8 @@ bool nccltests_setup_check(const nccltests_setup *s, config_error *err)
 	if (s->gpus < 1)
 		return config_fail(err, "-g must be at least 1 GPU");
 	if (s->gpus > total)
-		return config_fail(err, "%d GPUs do not fit on %s: %d nodes x %d GPUs = %d; pass --nodes %d", s->gpus,
-				   p->name, p->nodes, p->gpus_per_node, total,
+		return config_fail(err, "%d GPUs do not fit on %s: %d node%s x %d GPU%s = %d; pass --nodes %d", s->gpus,
+				   p->name, p->nodes, p->nodes == 1 ? "" : "s", p->gpus_per_node, p->gpus_per_node == 1 ? "" : "s", total,
 				   (s->gpus + p->gpus_per_node - 1) / p->gpus_per_node);
 	if (s->group_size < 1 || s->gpus % s->group_size != 0)
 		return config_fail(err, "--groups %d must divide the %d GPUs into whole groups", s->group_size, s->gpus);

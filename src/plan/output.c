@@ -45,13 +45,13 @@ static long file_size(const char *path)
 	return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
-/* Reads the complete, well-formed lines of a record into an array (file order). A missing
- * file is an empty record. *dropped counts lines left out. */
-static bool read_record(const char *path, json_t **rows, long *dropped, config_error *err)
+/* Reads the rows of a record into an array (file order). A missing file is an empty record.
+ * The last line without its newline is a row cut by an interruption and is left out; any
+ * other line that is not a row (a JSON object with a 'point' string; blank lines aside) is
+ * an error at its line: resume rewrites the record, and would lose it without a word. */
+static bool read_record(const char *path, json_t **rows, config_error *err)
 {
 	*rows = json_array();
-	if (dropped)
-		*dropped = 0;
 	FILE *f = fopen(path, "r");
 	if (!f) {
 		if (errno == ENOENT)
@@ -62,21 +62,33 @@ static bool read_record(const char *path, json_t **rows, long *dropped, config_e
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
-	while ((n = getline(&line, &cap, f)) > 0) {
-		json_t *o = NULL;
-		if (line[n - 1] == '\n')
-			o = json_loadb(line, (size_t)n - 1, 0, NULL);
+	long lineno = 0;
+	bool ok = true;
+	while (ok && (n = getline(&line, &cap, f)) > 0) {
+		lineno++;
+		if (line[n - 1] != '\n')
+			break; /* cut short: its point runs again */
+		if (n == 1)
+			continue;
+		json_t *o = json_loadb(line, (size_t)n - 1, 0, NULL);
 		if (o && json_is_object(o) && json_is_string(json_object_get(o, "point")))
 			json_array_append_new(*rows, o);
 		else {
 			json_decref(o);
-			if (dropped && !(n == 1 && line[0] == '\n'))
-				(*dropped)++;
+			ok = config_fail(err,
+					 "%s:%ld:1: not a sweep row, expected one JSON object with a 'point' key per line "
+					 "(as spsim sweep writes them); remove the line, or pass --force to discard the record "
+					 "and start again",
+					 path, lineno);
 		}
 	}
 	free(line);
 	fclose(f);
-	return true;
+	if (!ok) {
+		json_decref(*rows);
+		*rows = NULL;
+	}
+	return ok;
 }
 
 static bool write_line(FILE *f, const json_t *row)
@@ -133,6 +145,12 @@ bool plan_output_check(const char *dir, plan_output_mode mode, config_error *err
 				   "%s already holds sweep output (points.jsonl, points.csv); pass --resume to continue "
 				   "that sweep or --force to discard it and start again",
 				   dir);
+	if (mode == PLAN_OUTPUT_RESUME) { /* a record resume cannot keep whole is found before any point runs */
+		json_t *rows;
+		if (!read_record(j, &rows, err))
+			return false;
+		json_decref(rows);
+	}
 	return true;
 }
 
@@ -153,7 +171,7 @@ bool plan_output_open(const char *dir, plan_output_mode mode, bool retry_failed,
 	json_t *rows = json_array();
 	if (exists && mode == PLAN_OUTPUT_RESUME) {
 		json_decref(rows);
-		if (!read_record(o->jsonl, &rows, NULL, err)) {
+		if (!read_record(o->jsonl, &rows, err)) {
 			json_decref(o->done);
 			free(o);
 			return false;
@@ -229,7 +247,7 @@ bool plan_output_close(plan_output *o, bool sort, config_error *err)
 		ok = config_fail(err, "closing %s: %s", o->csv, strerror(errno));
 	if (ok && sort) {
 		json_t *rows;
-		ok = read_record(o->jsonl, &rows, NULL, err);
+		ok = read_record(o->jsonl, &rows, err);
 		if (ok) {
 			size_t n = json_array_size(rows);
 			json_t **v = malloc((n ? n : 1) * sizeof *v);
@@ -260,5 +278,5 @@ bool plan_rows_load(const char *dir, json_t **rows, config_error *err)
 	snprintf(path, sizeof path, "%s/points.jsonl", dir);
 	if (access(path, F_OK) != 0)
 		return config_fail(err, "%s: no such file, expected the record of a sweep", path);
-	return read_record(path, rows, NULL, err);
+	return read_record(path, rows, err);
 }
