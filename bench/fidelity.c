@@ -29,11 +29,22 @@ static int usage(const char *msg)
 int main(int argc, char **argv)
 {
 	const char *dir = SPSIM_CORPUS_DIR, *engine = "analytic";
+	bool dir_set = false, engine_set = false;
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--corpus") == 0 && i + 1 < argc)
+		bool is_corpus = strcmp(argv[i], "--corpus") == 0, is_engine = strcmp(argv[i], "--engine") == 0;
+		if ((is_corpus || is_engine) && i + 1 == argc)
+			return usage(is_corpus ? "--corpus expects a directory (DIR), got nothing"
+					       : "--engine expects analytic or simgrid, got nothing");
+		/* a second one replaced the first without a word: which corpus or engine ran? */
+		if ((is_corpus && dir_set) || (is_engine && engine_set))
+			return usage(is_corpus ? "--corpus given twice, expected one directory"
+					       : "--engine given twice, expected one engine");
+		if (is_corpus) {
 			dir = argv[++i];
-		else if (strcmp(argv[i], "--engine") == 0 && i + 1 < argc) {
+			dir_set = true;
+		} else if (is_engine) {
 			engine = argv[++i];
+			engine_set = true;
 			if (strcmp(engine, "analytic") != 0 && strcmp(engine, "simgrid") != 0)
 				return usage("--engine must be analytic or simgrid");
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {

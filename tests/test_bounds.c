@@ -308,12 +308,24 @@ START_TEST(long_times_print_with_a_unit)
 }
 END_TEST
 
+START_TEST(large_sizes_print_with_a_unit)
+{
+	char b[64];
+	/* 2^50 B = 1 PiB; 1e29 B / 2^80 = 82718.06 YiB (a 2^32-token, 2^20-sequence job's
+	 * activations: '17925474304.36 TiB' before, past the largest unit) */
+	ck_assert_str_eq(report_bytes(1099511627776.0 * 1024, b, sizeof b), "1.00 PiB");
+	ck_assert_str_eq(report_bytes(1e29, b, sizeof b), "82718.06 YiB");
+	ck_assert_str_eq(report_bytes(1536, b, sizeof b), "1.50 KiB");
+	ck_assert_str_eq(report_bytes(1000, b, sizeof b), "1000 B");
+}
+END_TEST
+
 /* ---------------------------------------------------------- collective --- */
 
 START_TEST(collective_size_loops_end)
 {
 	/* -b 1e308 -e 1e308 never ended: 1e308 + 1 MiB == 1e308 */
-	expect_exit(2, "-b expects a size from 0 to 1 TB", "collective alltoall --platform dgx-h100 -b 1e308 -e 1e308");
+	expect_exit(2, "-b: '1e308' is 1e+308 bytes, expected a size from 0 to 1 TB", "collective alltoall --platform dgx-h100 -b 1e308 -e 1e308");
 	expect_exit(2, "give 966367641601 sizes, expected at most 10000",
 		    "collective alltoall --platform dgx-h100 -b 0 -e 900G -i 1");
 }
@@ -443,6 +455,7 @@ int main(void)
 	tcase_add_test(tc, non_finite_results_are_engine_errors);
 	tcase_add_test(tc, simgrid_deadlock_is_an_error);
 	tcase_add_test(tc, long_times_print_with_a_unit);
+	tcase_add_test(tc, large_sizes_print_with_a_unit);
 	tcase_add_test(tc, collective_size_loops_end);
 	tcase_add_test(tc, yaml_size_and_depth_are_limited);
 	tcase_add_test(tc, duplicate_keys_found_in_large_maps);

@@ -248,6 +248,15 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	o = spsim("run", REF, "--seq-len", "16K", "--memory-reserve", "-1GiB", NULL);
 	expect(o, 2, "--memory-reserve: '-1GiB' must be positive");
 	free(o);
+	/* a reserve beyond any GPU's memory (the platform key's 1e15-byte bound): 1e30GiB
+	 * printed 'peak 976562500000000019418578944.00  of 40.00 GiB'; 909 TiB is within */
+	o = spsim("run", REF, "--seq-len", "16K", "--memory-reserve", "1e30GiB", NULL);
+	expect(o, 2, "--memory-reserve: '1e30GiB' is 1.07374e+39 bytes, expected at most 1e+15 bytes (a GPU's memory range), or 0");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--engine", "analytic", "--memory-reserve", "909TiB", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "reserve 909.00 TiB (declared)"), "%s", o->out);
+	free(o);
 }
 END_TEST
 

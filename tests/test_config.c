@@ -492,6 +492,10 @@ START_TEST(platform_fixtures_ok)
 		ck_assert(config_parse_size_or_zero("2GiB", &z, &ze) && z == 2.0 * 1073741824.0);
 		ck_assert(!config_parse_size_or_zero("-1GB", &z, &ze));
 		ck_assert_ptr_nonnull(strstr(ze.msg, "must be positive"));
+		/* bounded as a GPU's memory (1e15 bytes): 1 PB is the bound, 1e30 GiB above it */
+		ck_assert(config_parse_size_or_zero("1PB", &z, &ze) && z == 1e15);
+		ck_assert(!config_parse_size_or_zero("1e30GiB", &z, &ze));
+		ck_assert_msg(strstr(ze.msg, "expected at most 1e+15 bytes (a GPU's memory range), or 0"), "%s", ze.msg);
 		ck_assert(!config_parse_quantity("0GB", CONFIG_UNIT_SIZE, &z, &ze)); /* sizes elsewhere stay > 0 */
 	}
 	/* nvlink-mesh with 50 GB/s pairs and 4 GPUs: 3 x 50 = 150 GB/s per GPU. */

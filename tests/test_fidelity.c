@@ -382,6 +382,13 @@ START_TEST(runner_exits_two_on_a_malformed_corpus)
 	snprintf(args, sizeof args, "--corpus %s", dir);
 	ck_assert_int_eq(run_runner(args, last, sizeof last), 2);
 	ck_assert_int_eq(run_runner("--engine nonsense", last, sizeof last), 2);
+	/* a flag without its value, and one given twice (the second replaced the first) */
+	ck_assert_int_eq(run_runner("--corpus", last, sizeof last), 2);
+	ck_assert_int_eq(run_runner("--engine analytic --engine simgrid", last, sizeof last), 2);
+	ck_assert_int_eq(run_runner(args, last, sizeof last), 2);
+	char twice[256];
+	snprintf(twice, sizeof twice, "--corpus %s --corpus %s", dir, dir);
+	ck_assert_int_eq(run_runner(twice, last, sizeof last), 2);
 	unlink(path);
 	rmdir(dir);
 }

@@ -500,6 +500,13 @@ START_TEST(test_parse_without_rank_table)
 	ck_assert(nccltests_parse_text("alltoall.log", text, &o, &log, &(config_error){""}));
 	ck_assert_int_eq(log.gpus_per_node, 4);
 	nccltests_log_finish(&log);
+	/* a layout flag that does not divide the 16 ranks names itself ('16 ranks cannot be 0
+	 * nodes of 32 GPUs' before) */
+	o = (nccltests_parse_opts){.gpus_per_node = 32};
+	expect_contains(parse_error("alltoall.log", text, &o),
+			"16 ranks do not fill whole nodes of 32 GPUs (--gpus-per-node 32), expected a divisor of 16");
+	o = (nccltests_parse_opts){.nodes = 3};
+	expect_contains(parse_error("alltoall.log", text, &o), "16 ranks do not split over 3 nodes (--nodes 3)");
 }
 END_TEST
 
@@ -2053,6 +2060,93 @@ START_TEST(test_cli_compare_calibrates_the_p2p_path)
 }
 END_TEST
 
+/* --alg tree forces NCCL's tree under the ring program: the header and JSON named 'ring'
+ * for a run timed as a tree (939.72 us against ring's 570.40 us at 64 MiB on dgx-a100) */
+START_TEST(test_cli_forced_nccl_algorithm_is_named)
+{
+	char *out, *err;
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-a100 --engine analytic -b 64M -e 64M --alg tree "
+				   "--format json",
+				   &out, &err),
+			 0);
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "alg")), "tree");
+	json_decref(j);
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-a100 --engine analytic -b 64M -e 64M --alg tree",
+				   &out, &err),
+			 0);
+	expect_contains(out, "1 group of 8 ranks, tree algorithm");
+	free(out), free(err);
+	/* not forced: the program's own */
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-a100 --engine analytic -b 64M -e 64M", &out, &err),
+			 0);
+	expect_contains(out, "1 group of 8 ranks, ring algorithm");
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective --compare tests/data/nccltests/all_reduce_perf.1x8.log --platform dgx-a100 "
+				   "--engine analytic --alg tree",
+				   &out, &err),
+			 0);
+	expect_contains(out, "analytic engine, tree\n");
+	free(out), free(err);
+}
+END_TEST
+
+/* Under --compare the log sets the ranks, sizes, datatype and reduction: a flag that would
+ * set them was ignored without a word (-g 4 still compared 8 ranks), a second --compare
+ * replaced the first, and -b above -e's 32M default was refused although the log's sizes
+ * (to 1 GiB here) are what -b limits. */
+START_TEST(test_cli_compare_refuses_what_the_log_sets)
+{
+	const char *const refused[][2] = {
+		{"-g 4", "-g does not apply with --compare"},
+		{"--groups 4", "--groups does not apply with --compare"},
+		{"-d half", "-d does not apply with --compare"},
+		{"-f 2", "-f does not apply with --compare"},
+		{"-i 1M", "-i does not apply with --compare"},
+		{"-o max", "-o does not apply with --compare"},
+		{"--compare tests/data/nccltests/a2a-2x8.log", "--compare given twice"},
+		{"-b 64M -e 32M", "-b 67108864 is larger than -e 33554432"},
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		char args[512], *out, *err;
+		snprintf(args, sizeof args,
+			 "collective --compare tests/data/nccltests/all_reduce_perf.1x8.log --platform dgx-a100 --engine "
+			 "analytic %s",
+			 refused[i][0]);
+		ck_assert_int_eq(run_spsim(args, &out, &err), 2);
+		ck_assert_msg(strstr(err, refused[i][1]), "%s: %s", refused[i][0], err);
+		ck_assert_str_eq(out, "");
+		free(out), free(err);
+	}
+	/* -b alone: the log's sizes from 64 MiB to its largest (1 GiB: 5 sizes at factor 2) */
+	char *out, *err;
+	ck_assert_int_eq(run_spsim("collective --compare tests/data/nccltests/all_reduce_perf.1x8.log --platform dgx-a100 "
+				   "--engine analytic -b 64M --format json",
+				   &out, &err),
+			 0);
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "results")), 5);
+	json_decref(j);
+	free(out), free(err);
+	/* a binary suffix above the decimal bound: the message says what '1T' is and why */
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-a100 --engine analytic -b 1T -e 1T", &out, &err), 2);
+	ck_assert_msg(strstr(err, "-b: '1T' is 1099511627776 bytes, expected a size from 0 to 1 TB (1e12 bytes; K, M, G, T "
+				  "are powers of 1024)"),
+		      "%s", err);
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-a100 --engine analytic -b 1e30", &out, &err), 2);
+	ck_assert_msg(strstr(err, "'1e30' is 1e+30 bytes"), "%s", err);
+	free(out), free(err);
+	/* predicting, -e's default still bounds -b, and the message says it is the default */
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-a100 --engine analytic -b 64M", &out, &err), 2);
+	ck_assert_msg(strstr(err, "-e's default"), "%s", err);
+	free(out), free(err);
+}
+END_TEST
+
 /* Send/recv inside one node: both engines give the message the communicator's shape
  * (size 8, NCCL's p2p channels read nRanks), so every size prints the same time. With a
  * shape of 2 on the analytic side, 256 KiB took 11.0 us there and 16.0 us on SimGrid. */
@@ -2191,6 +2285,21 @@ START_TEST(test_cli_calibrate_round_trip)
 	ck_assert_int_eq(run_spsim("calibrate", &out, &err), 2);
 	expect_contains(err, "--from-nccl-tests LOG is required");
 	free(out), free(err);
+	/* one log twice, by its name or another: it weighed twice in every fit ("22 points of
+	 * 2 logs" for one 11-size log) */
+	ck_assert_int_eq(run_spsim("calibrate --from-nccl-tests tests/data/nccltests/all_reduce_perf.1x8.log "
+				   "tests/data/nccltests/../nccltests/all_reduce_perf.1x8.log",
+				   &out, &err),
+			 2);
+	expect_contains(err, "are the same file, expected each log once");
+	free(out), free(err);
+	/* an algorithm calibrate does not invert: the message names those it does */
+	ck_assert_int_eq(run_spsim("calibrate --from-nccl-tests tests/data/nccltests/all_reduce_perf.1x8.log --alg tree", &out,
+				   &err),
+			 2);
+	expect_contains(err, "--alg 'tree' is not an algorithm calibrate inverts for allreduce");
+	expect_contains(err, "expected one of ring, hierarchical");
+	free(out), free(err);
 	ck_assert_int_eq(run_spsim("calibrate --help", &out, &err), 0);
 	expect_contains(out, "usage: spsim calibrate --from-nccl-tests LOG");
 	free(out), free(err);
@@ -2280,6 +2389,8 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cli, test_cli_calibrate_round_trip);
 	tcase_add_test(cli, test_cli_alg_and_proto);
 	tcase_add_test(cli, test_cli_compare_calibrates_the_p2p_path);
+	tcase_add_test(cli, test_cli_compare_refuses_what_the_log_sets);
+	tcase_add_test(cli, test_cli_forced_nccl_algorithm_is_named);
 	tcase_add_test(cli, test_cli_sendrecv_engines_agree);
 	suite_add_tcase(s, cli);
 	return s;

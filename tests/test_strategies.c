@@ -401,6 +401,17 @@ START_TEST(strategy_specs_parse)
 	ck_assert(!config_strategy_parse("ulysses:split=naive", &j, NULL, &err));
 	ck_assert(!config_strategy_parse("ring:split", &j, NULL, &err));
 	ck_assert(!config_strategy_parse("ring:inner=ring", &j, NULL, &err)); /* inner is basp's */
+	/* an option given twice: the last one won without a word (this ran zigzag) */
+	const char *const twice[][2] = {{"ring:split=naive:split=zigzag", "split= given twice, expected each option once"},
+					{"usp:u=2:u=4:r=4", "u= given twice"},
+					{"basp:inner=ring:inner=usp", "inner= given twice"},
+					{"ring:comm=p2p:comm=all_gather", "comm= given twice"},
+					{"ring:sp=4:sp=8", "sp= given twice"}};
+	for (int i = 0; i < 5; i++) {
+		ck_assert_msg(!config_strategy_parse(twice[i][0], &j, &sp, &err), "%s accepted", twice[i][0]);
+		ck_assert_msg(strstr(err.msg, twice[i][1]), "%s: %s", twice[i][0], err.msg);
+	}
+	ck_assert(config_strategy_parse("basp:inner=usp:u=2:r=4", &j, NULL, &err)); /* distinct options still parse */
 }
 END_TEST
 

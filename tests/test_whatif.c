@@ -103,6 +103,26 @@ static void check_fails(const config_platform *p, int world, config_whatif_kind 
 	ck_assert_msg(strstr(err.msg, want), "'%s': message lacks '%s': %s", text, want, err.msg);
 }
 
+/* compare --what-if: an empty item ('+' at an end, '++') was skipped by the tokenizer, so
+ * "slow-gpu=0:2+" ran as "slow-gpu=0:2" and "+" as a column with no what-if at all */
+START_TEST(what_if_spec_refuses_an_empty_item)
+{
+	const char *const bad[] = {"slow-gpu=0:2+", "+slow-gpu=0:2", "slow-gpu=0:2++degrade=nic:0:2", "+"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		config_whatif w = {0};
+		config_error err = {{0}};
+		ck_assert_msg(!config_whatif_parse_spec(&w, bad[i], &err), "'%s' accepted", bad[i]);
+		ck_assert_msg(strstr(err.msg, "has an empty item, expected KIND=VALUE items joined by single '+'"), "%s",
+			      err.msg);
+		ck_assert_int_eq(w.n, 0);
+	}
+	config_whatif w = {0};
+	config_error err = {{0}};
+	ck_assert_msg(config_whatif_parse_spec(&w, "slow-gpu=0:2+degrade=nic:0:2", &err), "%s", err.msg);
+	ck_assert_int_eq(w.n, 2);
+}
+END_TEST
+
 START_TEST(checks_against_the_platform)
 {
 	config_platform p = tu_platform(4, 4, 2);
@@ -752,6 +772,7 @@ int main(void)
 	tcase_add_test(tc, flags_parse_and_print_back);
 	tcase_add_test(tc, bad_flags_name_the_flag_and_the_form);
 	tcase_add_test(tc, checks_against_the_platform);
+	tcase_add_test(tc, what_if_spec_refuses_an_empty_item);
 	tcase_add_test(tc, factors_compose);
 	tcase_add_test(tc, job_file_what_if_key);
 	tcase_add_test(tc, failed_node_replaces_by_the_policy);

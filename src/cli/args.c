@@ -212,7 +212,17 @@ bool cli_parse_double(const char *flag, const char *s, double lo, double hi, dou
 
 bool cli_parse_coll_size(const char *cmd, const char *flag, const char *s, double *out)
 {
-	if (!nccltests_parse_size(s, out) || !config_range_ok(CONFIG_R_COLL_BYTES, *out)) {
+	bool parsed = nccltests_parse_size(s, out);
+	if (parsed && !config_range_ok(CONFIG_R_COLL_BYTES, *out) && *out > 0) {
+		/* the suffixes are binary, the bound decimal: '1T' (2^40) is above 1 TB */
+		char e[160];
+		char got[48];
+		snprintf(got, sizeof got, *out < 1e15 ? "%.0f" : "%g", *out);
+		fprintf(stderr, "spsim %s: %s: '%s' is %s bytes, expected %s (1e12 bytes; K, M, G, T are powers of 1024)\n",
+			cmd, flag, s, got, config_range_expect(CONFIG_R_COLL_BYTES, e, sizeof e));
+		return false;
+	}
+	if (!parsed || !config_range_ok(CONFIG_R_COLL_BYTES, *out)) {
 		char e[160];
 		fprintf(stderr, "spsim %s: %s expects %s in bytes (e.g. 8, 64K, 1M, 8G), got '%s'\n", cmd, flag,
 			config_range_expect(CONFIG_R_COLL_BYTES, e, sizeof e), s);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -163,6 +164,19 @@ static int parse_args(int argc, char **argv, cal_args *a)
 		fprintf(stderr, "spsim calibrate: --from-nccl-tests LOG is required (see spsim calibrate --help)\n");
 		return CLI_USAGE;
 	}
+	/* a log given twice (or under two names) would weigh twice in every fit */
+	for (int i = 1; i < a->n_logs; i++) {
+		struct stat si, sj;
+		if (stat(a->logs[i], &si) != 0)
+			continue; /* the parser says why it cannot be read */
+		for (int j = 0; j < i; j++)
+			if (stat(a->logs[j], &sj) == 0 && si.st_dev == sj.st_dev && si.st_ino == sj.st_ino) {
+				fprintf(stderr, "spsim calibrate: --from-nccl-tests: %s and %s are the same file, expected each "
+						"log once (a log given twice counts twice in the fit)\n",
+					a->logs[j], a->logs[i]);
+				return CLI_USAGE;
+			}
+	}
 	if (a->co.max_bytes > 0 && a->co.min_bytes > a->co.max_bytes) {
 		fprintf(stderr, "spsim calibrate: -b (%.0f bytes) is larger than -e (%.0f bytes), expected -b <= -e\n",
 			a->co.min_bytes, a->co.max_bytes);
@@ -227,8 +241,17 @@ int cli_cmd_calibrate(int argc, char **argv)
 		}
 		const nccltests_log *l = &logs[i];
 		if (a.alg_name && !nccltests_alg_from_name(l->coll, a.alg_name, &a.co.alg)) {
-			fprintf(stderr, "spsim calibrate: --alg '%s' is not an algorithm spsim models for %s\n", a.alg_name,
-				workload_coll_name(l->coll));
+			char names[128] = "";
+			for (int k = 0; k < WL_ALG_COUNT; k++) {
+				workload_alg w;
+				const char *n = workload_alg_name((workload_alg)k);
+				if (nccltests_alg_from_name(l->coll, n, &w))
+					snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", n);
+			}
+			fprintf(stderr,
+				"spsim calibrate: --alg '%s' is not an algorithm calibrate inverts for %s (%s), expected one of %s "
+				"(NCCL's tree and NVLS are the tuner's choice, timed but not inverted)\n",
+				a.alg_name, workload_coll_name(l->coll), l->path, names);
 			goto out;
 		}
 		a.co.alg_set = a.alg_name != NULL;

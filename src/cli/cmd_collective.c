@@ -87,7 +87,8 @@ static void usage(FILE *f)
 	fputs("Against a real log:\n"
 	      "  --compare LOG           predicted vs measured per size of LOG (its collective, ranks and layout),\n"
 	      "                          with % busbw error, before and after calibrating on LOG; -b/-e limit\n"
-	      "                          the sizes compared; the fit uses those >= 1M (or >= -b when given)\n"
+	      "                          the sizes compared; the fit uses those >= 1M (or >= -b when given);\n"
+	      "                          -g, --groups, -d, -f, -i, -o are the log's and refused with it\n"
 	      "  --gpus-per-node N       layout of a LOG without a '# Using devices' rank table\n"
 	      "  --in-place              compare the in-place columns (default out-of-place)\n"
 	      "Output:\n"
@@ -114,6 +115,7 @@ typedef struct coll_args {
 	const char *type;
 	const char *redop;
 	const char *compare;
+	const char *sizing_flag; /* the last of -g, --groups, -d, -f, -i, -o given: the log sets them under --compare */
 	int log_gpn;
 	bool in_place;
 } coll_args;
@@ -148,16 +150,19 @@ static int parse_args(int argc, char **argv, coll_args *a)
 				fprintf(stderr, "spsim collective: -i expects a positive size\n");
 				return CLI_USAGE;
 			}
+			a->sizing_flag = "-i";
 			break;
 		case 'f':
 			if (!cli_parse_range_long(CONFIG_R_COLL_FACTOR, optarg, &v))
 				return CLI_USAGE;
 			a->step_factor = (double)v;
+			a->sizing_flag = "-f";
 			break;
 		case 'g':
 			if (!cli_parse_range_long_as(CONFIG_R_COLL_GROUP, "-g", optarg, &v))
 				return CLI_USAGE;
 			a->gpus = (int)v;
+			a->sizing_flag = "-g";
 			break;
 		case 'd':
 			if (nccltests_type_size(optarg) == 0) {
@@ -166,6 +171,7 @@ static int parse_args(int argc, char **argv, coll_args *a)
 				return CLI_USAGE;
 			}
 			a->type = optarg;
+			a->sizing_flag = "-d";
 			break;
 		case 'o': {
 			/* nccl-tests' -o names (its test_opnames; "none" is the column of a collective
@@ -180,15 +186,24 @@ static int parse_args(int argc, char **argv, coll_args *a)
 				return CLI_USAGE;
 			}
 			a->redop = optarg;
+			a->sizing_flag = "-o";
 			break;
 		}
 		case OPT_GROUPS:
 			if (!cli_parse_range_long(CONFIG_R_COLL_GROUP, optarg, &v))
 				return CLI_USAGE;
 			a->group_size = (int)v;
+			a->sizing_flag = "--groups";
 			break;
 		case OPT_ALG: a->alg_name = optarg; break;
-		case OPT_COMPARE: a->compare = optarg; break;
+		case OPT_COMPARE:
+			if (a->compare) {
+				fprintf(stderr, "spsim collective: --compare given twice ('%s', then '%s'), expected one log\n",
+					a->compare, optarg);
+				return CLI_USAGE;
+			}
+			a->compare = optarg;
+			break;
 		case OPT_GPUS_PER_NODE:
 			if (!cli_parse_range_long(CONFIG_R_GPUS_PER_NODE, optarg, &v))
 				return CLI_USAGE;
@@ -224,6 +239,15 @@ static int parse_args(int argc, char **argv, coll_args *a)
 				"sendrecv, broadcast; see spsim collective --help)\n");
 		return CLI_USAGE;
 	}
+	if (a->compare && a->sizing_flag) {
+		fprintf(stderr, "spsim collective: %s does not apply with --compare: the log gives the ranks, sizes, "
+				"datatype and reduction (-b/-e limit the sizes compared); drop %s\n",
+			a->sizing_flag, a->sizing_flag);
+		return CLI_USAGE;
+	}
+	/* --compare takes the log's sizes: -b alone limits them from below, whatever -e's default */
+	if (a->compare && !a->max_set)
+		a->max_bytes = fmax(a->max_bytes, a->min_bytes);
 	/* The size loop below must end: bounded sizes, each step growing them. */
 	double steps = a->step_factor > 1 ? floor(log(fmax(a->max_bytes, 1) / fmax(a->min_bytes, 1)) / log(a->step_factor))
 					  : floor((a->max_bytes - a->min_bytes) / a->step_bytes);
@@ -233,7 +257,8 @@ static int parse_args(int argc, char **argv, coll_args *a)
 		return CLI_USAGE;
 	}
 	if (a->min_bytes > a->max_bytes) {
-		fprintf(stderr, "spsim collective: -b %.0f is larger than -e %.0f\n", a->min_bytes, a->max_bytes);
+		fprintf(stderr, "spsim collective: -b %.0f is larger than -e %.0f%s\n", a->min_bytes, a->max_bytes,
+			a->max_set ? "" : " (-e's default, as nccl-tests'; give -e too)");
 		return CLI_USAGE;
 	}
 	if (!a->job.platform[0]) {
@@ -297,6 +322,14 @@ static bool resolve_alg(const coll_args *a, workload_coll c, workload_alg *alg, 
 		return false;
 	}
 	return true;
+}
+
+/* The algorithm a run used, as printed: NCCL's when --alg forced one (tree, nvls: the op
+ * program stays ring's, and 'ring' was printed for a forced tree), else the program's. */
+static const char *alg_label(const nccltests_setup *s)
+{
+	int f = s->platform->nccl.force_algo;
+	return f ? nccl_algo_name((nccl_algo)(f - 1)) : workload_alg_name(s->alg);
 }
 
 /* Times of the collective at each size, from the chosen engine. */
@@ -418,7 +451,7 @@ static int predict(coll_args *a)
 		       "placement\n",
 		       p.name, a->job.has_cal ? " calibrated by " : "", a->job.has_cal ? a->job.calibration : "", s.gpus,
 		       nodes, nodes == 1 ? "" : "s", p.gpus_per_node, s.gpus / P, s.gpus / P == 1 ? "" : "s", P,
-		       workload_alg_name(s.alg), placement_name(a, pbuf, sizeof pbuf));
+		       alg_label(&s), placement_name(a, pbuf, sizeof pbuf));
 		printf("# Collective test starting: %s\n", nccltests_test_name(a->coll));
 		printf("# nThread 1 nGpus 1 minBytes %.0f maxBytes %.0f step: %.0f(%s) warmup iters: 0 iters: 1 agg iters: "
 		       "1 validation: 0 graph: 0\n#\n",
@@ -453,7 +486,7 @@ static int predict(coll_args *a)
 				      "engine", a->job.engine, "platform", p.name, "calibration",
 				      a->job.has_cal ? a->job.calibration : NULL, "gpus", s.gpus, "nodes", nodes,
 				      "gpus_per_node", p.gpus_per_node, "group_size", P, "groups", s.gpus / P, "alg",
-				      workload_alg_name(s.alg), "placement", placement_name(a, pbuf, sizeof pbuf), "type",
+				      alg_label(&s), "placement", placement_name(a, pbuf, sizeof pbuf), "type",
 				      a->type, "results", rows, "avg_bus_bw", avg);
 		rows = NULL;
 		report_json_print(stdout, o);
@@ -583,7 +616,7 @@ static int compare(coll_args *a)
 		printf("# spsim collective --compare %s: %s on %d node%s x %d GPUs (%s), platform %s%s%s, %s engine, %s\n",
 		       a->compare, nccltests_test_name(log.coll), log.nodes, log.nodes == 1 ? "" : "s", log.gpus_per_node,
 		       a->in_place ? "in-place" : "out-of-place", p.name, a->job.has_cal ? " calibrated by " : "",
-		       a->job.has_cal ? a->job.calibration : "", a->job.engine, workload_alg_name(s.alg));
+		       a->job.has_cal ? a->job.calibration : "", a->job.engine, alg_label(&s));
 		char lat[64], bw[96];
 		nccltests_fit_text(&k->fit, 0, lat, sizeof lat, bw, sizeof bw);
 		printf("# predicted: the platform as given; calibrated: after fitting %s to this log (%s %s, %s)\n", cls,
@@ -662,7 +695,7 @@ static int compare(coll_args *a)
 				      "s:f, s:f, s:o}",
 				      "log", a->compare, "collective", workload_coll_name(log.coll), "platform", p.name,
 				      "engine", a->job.engine, "ranks", log.ranks, "nodes", log.nodes, "gpus_per_node",
-				      log.gpus_per_node, "alg", workload_alg_name(s.alg), "columns",
+				      log.gpus_per_node, "alg", alg_label(&s), "columns",
 				      a->in_place ? "in-place" : "out-of-place", "fit", "link_class", cls, "latency_us",
 				      k->fit.latency * 1e6, "bandwidth_GBps", k->fit.bandwidth / 1e9, "rms_error_pct",
 				      k->fit.rms_rel * 100, "max_error_pct", k->fit.max_rel * 100, "protocols", protos,

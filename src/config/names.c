@@ -140,6 +140,7 @@ bool config_strategy_parse(const char *spec, config_job *job, int *sp, config_er
 	config_cp_comm comm = CONFIG_CP_COMM_P2P;
 	bool comm_given = false;
 	int n_sp = 0, u = 0, r = 0;
+	unsigned seen = 0;
 	while (colon) {
 		const char *opt = colon + 1;
 		colon = strchr(opt, ':');
@@ -150,6 +151,14 @@ bool config_strategy_parse(const char *spec, config_job *job, int *sp, config_er
 			return config_fail(err, "strategy '%s': option '%s' is not key=value", spec, kv);
 		*eq = '\0';
 		const char *v = eq + 1;
+		/* an option twice: the last one won without a word (ring:split=naive:split=zigzag ran zigzag) */
+		static const char *const keys[] = {"inner", "split", "comm", "u", "r", "sp"};
+		for (unsigned k = 0; k < sizeof keys / sizeof keys[0]; k++)
+			if (strcmp(kv, keys[k]) == 0) {
+				if (seen & (1u << k))
+					return config_fail(err, "strategy '%s': %s= given twice, expected each option once", spec, kv);
+				seen |= 1u << k;
+			}
 		if (strcmp(kv, "inner") == 0 && s == CONFIG_STRATEGY_BASP) {
 			if (!strategy_of(v, &inner) || inner == CONFIG_STRATEGY_BASP)
 				return config_fail(err, "strategy '%s': inner=%s, expected inner=ulysses, inner=ring or inner=usp", spec, v);

@@ -238,8 +238,15 @@ bool config_parse_size_or_zero(const char *text, double *out, config_error *err)
 			return true;
 		}
 	}
-	if (parse_quantity(text, CONFIG_UNIT_SIZE, true, out, err))
-		return true;
+	if (parse_quantity(text, CONFIG_UNIT_SIZE, true, out, err)) {
+		/* a reserve is part of a GPU's memory: bounded as the platform's memory key, so the
+		 * peak printed beside it stays a size (1e30GiB printed a 27-digit peak) */
+		const double hi = config_range_get(CONFIG_R_GPU_MEMORY)->hi;
+		if (*out <= hi)
+			return true;
+		return config_fail(err, "'%s' is %g bytes, expected at most %g bytes (a GPU's memory range), or 0", text, *out,
+				   hi);
+	}
 	if (err) { /* say that 0 is allowed too */
 		size_t n = strlen(err->msg);
 		if (n + 7 < sizeof err->msg)

@@ -379,6 +379,10 @@ bool config_whatif_parse_spec(config_whatif *w, const char *spec, config_error *
 		return config_fail(err, "--what-if '%.200s': expected KIND=VALUE[+KIND=VALUE...] with KIND slow-gpu, "
 					"slow-node, degrade, fail-node or background, e.g. slow-gpu=3:2+degrade=nic:0:2",
 				   spec);
+	size_t n = strlen(spec);
+	if (spec[0] == '+' || spec[n - 1] == '+' || strstr(spec, "++")) /* strtok would skip it: a column without what-if */
+		return config_fail(err, "--what-if '%.200s' has an empty item, expected KIND=VALUE items joined by single '+'",
+				   spec);
 	strcpy(buf, spec);
 	char *save = NULL;
 	for (char *tok = strtok_r(buf, "+", &save); tok; tok = strtok_r(NULL, "+", &save)) {

@@ -597,9 +597,20 @@ static bool resolve_layout(parse_state *st, const nccltests_parse_opts *o, confi
 	if (o->gpus_per_node > 0 || o->nodes > 0) {
 		int gpn = o->gpus_per_node > 0 ? o->gpus_per_node : log->ranks / o->nodes;
 		int nodes = o->nodes > 0 ? o->nodes : log->ranks / o->gpus_per_node;
-		if (gpn <= 0 || nodes <= 0 || gpn * nodes != log->ranks)
+		if (gpn <= 0 || nodes <= 0 || gpn * nodes != log->ranks) {
+			/* the flag given alone names what it does not divide ('8 ranks cannot be 0 nodes of
+			 * 16 GPUs' read before) */
+			if (o->nodes <= 0)
+				return config_fail(err, "%s: %d ranks do not fill whole nodes of %d GPUs (--gpus-per-node %d), "
+						   "expected a divisor of %d; fix --gpus-per-node/--nodes",
+						   st->name, log->ranks, gpn, gpn, log->ranks);
+			if (o->gpus_per_node <= 0)
+				return config_fail(err, "%s: %d ranks do not split over %d nodes (--nodes %d), expected a divisor "
+						   "of %d; fix --gpus-per-node/--nodes",
+						   st->name, log->ranks, o->nodes, o->nodes, log->ranks);
 			return config_fail(err, "%s: %d ranks cannot be %d nodes of %d GPUs; fix --gpus-per-node/--nodes",
 					   st->name, log->ranks, nodes, gpn);
+		}
 		log->gpus_per_node = gpn;
 		log->nodes = nodes;
 	} else if (st->n_ranks == 0) {

@@ -37,9 +37,11 @@ const char *report_time(double s, char *buf, size_t len)
 
 const char *report_bytes(double b, char *buf, size_t len)
 {
-	static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	/* up to YiB: bounded inputs reach ~1e29 bytes (2^32 tokens x 2^20 sequences of a wide
+	 * model), printed '17925474304.36 TiB' before */
+	static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
 	int i = 0;
-	while (b >= 1024.0 && i < 4) {
+	while (b >= 1024.0 && i < 8) {
 		b /= 1024.0;
 		i++;
 	}
