@@ -44,7 +44,10 @@ static void draw(plan_progress *p, bool final)
 	double t = now(), el = t - p->t0;
 	double rate = el > 0 ? p->done / el : 0;
 	double eta = rate > 0 ? (p->total - p->done) / rate : -1;
-	char a[32], b[32];
+	char a[32], b[32], r[32] = "--";
+	/* a rate over less than a tenth of a second is the start-up burst, not a rate */
+	if (el >= 0.1 || final)
+		snprintf(r, sizeof r, "%.2g", rate);
 	int pct = p->total ? (int)(100.0 * p->done / p->total) : 100;
 	if (p->tty) {
 		int fill = p->total ? (int)((double)p->width * p->done / p->total) : p->width;
@@ -52,8 +55,8 @@ static void draw(plan_progress *p, bool final)
 		for (int i = 0; i < p->width; i++)
 			bar[i] = i < fill ? '#' : '.';
 		bar[p->width] = '\0';
-		fprintf(p->f, "\r[%s] %ld/%ld%s%s %3d%%  %.2g/s  %s %s", bar, p->done, p->total, p->unit ? " " : "",
-			p->unit ? p->unit : "", pct, rate, final ? "elapsed" : "ETA",
+		fprintf(p->f, "\r[%s] %ld/%ld%s%s %3d%%  %s/s  %s %s", bar, p->done, p->total, p->unit ? " " : "",
+			p->unit ? p->unit : "", pct, r, final ? "elapsed" : "ETA",
 			final ? hms(el, a, sizeof a) : hms(eta, b, sizeof b));
 		if (p->failed)
 			fprintf(p->f, "  %ld failed", p->failed);
@@ -65,8 +68,8 @@ static void draw(plan_progress *p, bool final)
 		char failed[48] = "";
 		if (!p->no_failures)
 			snprintf(failed, sizeof failed, ", %ld failed", p->failed);
-		fprintf(p->f, "progress: %ld/%ld %s (%d%%)%s, %.2g %s/s, %s %s\n", p->done, p->total, unit, pct,
-			failed, rate, unit, final ? "elapsed" : "ETA", final ? hms(el, a, sizeof a) : hms(eta, b, sizeof b));
+		fprintf(p->f, "progress: %ld/%ld %s (%d%%)%s, %s %s/s, %s %s\n", p->done, p->total, unit, pct,
+			failed, r, unit, final ? "elapsed" : "ETA", final ? hms(el, a, sizeof a) : hms(eta, b, sizeof b));
 	}
 	fflush(p->f);
 	p->last_print = t;
