@@ -969,7 +969,7 @@ static double sp_hand_time(const char *strategy, bool backward, double *last_dkv
 	k.kern.heads = 32;
 	k.kern.head_dim = 128;
 	k.kern.seq_len = 65536;
-	k.kv_heads = 8;
+	k.kern.kv_heads = 8;
 	config_model m;
 	fidelity_sp_attention_model(&k, &m);
 	config_job job = tu_job(CONFIG_STRATEGY_RING, 8, 8, 1, 65536, 0);

@@ -166,6 +166,15 @@ static engine_result direct(const config_model *m, const config_platform *p, con
 	return r;
 }
 
+/* A test that needs the SimGrid engine says so and passes where it is not built. */
+static bool simgrid_missing(const char *test)
+{
+	if (engine_find("simgrid"))
+		return false;
+	fprintf(stderr, "%s: simgrid engine not built; skipped\n", test);
+	return true;
+}
+
 /* ---------------------------------------------------------------- specs --- */
 
 START_TEST(spec_axes_and_defaults)
@@ -1101,10 +1110,8 @@ END_TEST
  * invalid points, with the engine's own sentence. */
 START_TEST(sweep_whatif_and_placement_reach_simgrid)
 {
-	if (!engine_find("simgrid")) {
-		fprintf(stderr, "sweep_whatif_and_placement_reach_simgrid: simgrid engine not built; skipped\n");
+	if (simgrid_missing(__func__))
 		return;
-	}
 	char dir[64], spec[256], job[256];
 	tmpdir(dir, sizeof dir);
 	/* SP groups of 4: inside a node placed contiguously, across both nodes strided */
@@ -1380,10 +1387,8 @@ START_TEST(sweep_runs_simgrid_points_in_their_own_processes)
 	/* SimGrid can be initialised once per process: two simgrid points in one process
 	 * would fail. Every simgrid point here must come back ok, and, with nothing running
 	 * concurrently (engines.yaml), agree with the analytic engine. */
-	if (!engine_find("simgrid")) {
-		fprintf(stderr, "sweep_runs_simgrid_points_in_their_own_processes: simgrid engine not built; skipped\n");
+	if (simgrid_missing(__func__))
 		return;
-	}
 	plan_spec s;
 	load_spec("engines.yaml", &s);
 	char dir[64];
@@ -1877,10 +1882,8 @@ START_TEST(plan_ctrl_c_during_reruns_keeps_the_finished_ones)
 	 * after it says it is re-running, to the parent only (it kills its workers). It stops,
 	 * prints the ranking with the re-runs that finished (any number, under load none) and
 	 * marks each of the others analytic only, a note on stdout and stderr, and exits 130. */
-	if (!engine_find("simgrid")) {
-		fprintf(stderr, "plan_ctrl_c_during_reruns_keeps_the_finished_ones: simgrid engine not built; skipped\n");
+	if (simgrid_missing(__func__))
 		return;
-	}
 	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "64",
 		     "--seq-len", "32K", "--global-batch", "4M", "--top", "8", "-j", "1", "--progress", NULL};
 	char err[1 << 14], *out;

@@ -154,6 +154,32 @@ static bool kv_heads_group(const yt_node *m, int heads, int kv_heads, config_err
 		       kv_heads, heads);
 }
 
+/* The attention shape an attention or sp_attention mapping shares: batch, seq_len, heads,
+ * kv_heads (required or heads when absent; it must divide heads), head_dim, causal and the
+ * kernel family (its index in *fam). */
+static bool read_attention_shape(const yt_node *m, fidelity_kernel *kn, bool kv_required, int *fam,
+				 config_error *err)
+{
+	long batch = 0;
+	kn->kv_heads = 0;
+	if (!yt_int(m, "batch", true, 1, 1048576, &batch, NULL, err) ||
+	    !yt_range_long(m, CONFIG_R_SEQ_LEN, true, &kn->seq_len, NULL, err) ||
+	    !yt_range_int(m, CONFIG_R_HEADS, true, &kn->heads, NULL, err) ||
+	    !yt_range_int(m, CONFIG_R_KV_HEADS, kv_required, &kn->kv_heads, NULL, err) ||
+	    !yt_range_int(m, CONFIG_R_HEAD_DIM, true, &kn->head_dim, NULL, err) ||
+	    !yt_bool(m, "causal", true, &kn->causal, NULL, err) ||
+	    !yt_enum(m, "kernel", true, config_attn_kernel_names, CONFIG_ATTN_KERNELS, fam, NULL, err))
+		return false;
+	if (kn->kv_heads == 0)
+		kn->kv_heads = kn->heads;
+	if (!kv_heads_group(m, kn->heads, kn->kv_heads, err))
+		return false;
+	kn->kernel = WL_KERNEL_ATTENTION;
+	kn->batch = (int)batch;
+	snprintf(kn->family, sizeof kn->family, "%s", config_attn_kernel_names[*fam]);
+	return true;
+}
+
 static bool read_kernel(const yt_node *m, fidelity_case *k, const config_platform *p, config_error *err)
 {
 	fidelity_kernel *kn = &k->kern;
@@ -171,19 +197,8 @@ static bool read_kernel(const yt_node *m, fidelity_case *k, const config_platfor
 	static const char *const keys[] = {"batch", "seq_len", "heads",  "head_dim",
 					   "causal", "pass",	"kernel", "kv_heads", NULL};
 	int pass = 0, fam = 0;
-	long batch = 0;
-	if (!yt_check_keys(m, keys, err) || !yt_int(m, "batch", true, 1, 1048576, &batch, NULL, err) ||
-	    !yt_range_long(m, CONFIG_R_SEQ_LEN, true, &kn->seq_len, NULL, err) ||
-	    !yt_range_int(m, CONFIG_R_HEADS, true, &kn->heads, NULL, err) ||
-	    !yt_range_int(m, CONFIG_R_HEAD_DIM, true, &kn->head_dim, NULL, err) ||
-	    !yt_bool(m, "causal", true, &kn->causal, NULL, err) || !yt_enum(m, "pass", true, pass_names, 3, &pass, NULL, err) ||
-	    !yt_enum(m, "kernel", true, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &fam, NULL, err))
-		return false;
-	kn->batch = (int)batch;
-	kn->kv_heads = kn->heads;
-	if (!yt_range_int(m, CONFIG_R_KV_HEADS, false, &kn->kv_heads, NULL, err))
-		return false;
-	if (!kv_heads_group(m, kn->heads, kn->kv_heads, err))
+	if (!yt_check_keys(m, keys, err) || !read_attention_shape(m, kn, false, &fam, err) ||
+	    !yt_enum(m, "pass", true, pass_names, 3, &pass, NULL, err))
 		return false;
 	/* a family with no curve on this GPU would be timed at a flat default rate: refused as
 	 * a platform's attention_kernel is */
@@ -191,9 +206,7 @@ static bool read_kernel(const yt_node *m, fidelity_case *k, const config_platfor
 	if (why)
 		return yt_fail(err, yt_find(m, "kernel"), "'kernel' %s %s on platform '%s' (gpu %s), expected a family it can time",
 			       config_attn_kernel_names[fam], why, p->name, p->gpu.name);
-	kn->kernel = WL_KERNEL_ATTENTION;
 	kn->pass = (fidelity_pass)pass;
-	snprintf(kn->family, sizeof kn->family, "%s", config_attn_kernel_names[fam]);
 	return true;
 }
 
@@ -203,7 +216,7 @@ void fidelity_sp_attention_model(const fidelity_case *k, config_model *m)
 	snprintf(m->name, sizeof m->name, "%s", "sp_attention");
 	m->layers = 1;
 	m->heads = k->kern.heads;
-	m->kv_heads = k->kv_heads;
+	m->kv_heads = k->kern.kv_heads;
 	m->head_dim = k->kern.head_dim;
 	m->hidden = k->kern.heads * k->kern.head_dim;
 	m->ffn = m->hidden; /* unused by the section */
@@ -224,28 +237,16 @@ static bool read_sp_attention(const yt_node *m, fidelity_case *k, const config_p
 	static const char *const passes[] = {"fwd", "fwd+bwd"};
 	fidelity_kernel *kn = &k->kern;
 	char strategy[CONFIG_NAME_MAX];
-	long batch = 0;
 	int pass = 0, fam = 0;
 	if (!yt_check_keys(m, keys, err) || !yt_string(m, "strategy", true, strategy, sizeof strategy, NULL, err) ||
-	    !yt_posint(m, "gpus", true, &k->gpus, NULL, err) ||
-	    !yt_range_long(m, CONFIG_R_SEQ_LEN, true, &kn->seq_len, NULL, err) ||
-	    !yt_int(m, "batch", true, 1, 1048576, &batch, NULL, err) ||
-	    !yt_range_int(m, CONFIG_R_HEADS, true, &kn->heads, NULL, err) ||
-	    !yt_range_int(m, CONFIG_R_KV_HEADS, true, &k->kv_heads, NULL, err) ||
-	    !yt_range_int(m, CONFIG_R_HEAD_DIM, true, &kn->head_dim, NULL, err) ||
-	    !yt_bool(m, "causal", true, &kn->causal, NULL, err) || !yt_enum(m, "pass", true, passes, 2, &pass, NULL, err) ||
-	    !yt_enum(m, "kernel", true, config_attn_kernel_names, CONFIG_ATTN_KERNELS, &fam, NULL, err))
+	    !yt_posint(m, "gpus", true, &k->gpus, NULL, err) || !read_attention_shape(m, kn, true, &fam, err) ||
+	    !yt_enum(m, "pass", true, passes, 2, &pass, NULL, err))
 		return false;
-	kn->kernel = WL_KERNEL_ATTENTION;
-	kn->batch = (int)batch;
 	kn->pass = pass == 0 ? FID_PASS_FWD : FID_PASS_FWD_BWD;
-	snprintf(kn->family, sizeof kn->family, "%s", config_attn_kernel_names[fam]);
 	if (!kn->causal)
 		return yt_fail(err, yt_find(m, "causal"),
 			       "spsim's sequence-parallel attention programs are causal (ring blocks, zigzag split, "
 			       "FLOP counts), expected causal: true");
-	if (!kv_heads_group(m, kn->heads, k->kv_heads, err))
-		return false;
 	config_error e2;
 	config_job *job = &k->job;
 	config_job_defaults(job);

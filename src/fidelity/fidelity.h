@@ -128,10 +128,9 @@ typedef struct fidelity_case {
 	double size;
 	/* attention, gemm */
 	fidelity_kernel kern;
-	/* sp_attention: kern (batch, seq_len the global sequence, heads, head_dim, causal,
-	 * pass, family), gpus, kv_heads, and job (strategy, gpus, sp, micro-batch, sequence,
+	/* sp_attention: kern (batch, seq_len the global sequence, heads, kv_heads, head_dim,
+	 * causal, pass, family), gpus, and job (strategy, gpus, sp, micro-batch, sequence,
 	 * kernel); the model is fidelity_sp_attention_model's */
-	int kv_heads;
 	/* step */
 	char model[CONFIG_PATH_MAX];
 	config_job job;
