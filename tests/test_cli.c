@@ -890,10 +890,10 @@ START_TEST(one_vocabulary_across_commands)
 	free(a);
 	/* the layout flags name themselves (the range table's row had no flag: '(null)') */
 	a = spsim("calibrate", "--from-nccl-tests", "x.log", "--gpus-per-node", "0", NULL);
-	expect(a, 2, "spsim: --gpus-per-node expects an integer from 1 to 1024, got '0'");
+	expect(a, 2, "spsim calibrate: --gpus-per-node expects an integer from 1 to 1024, got '0'");
 	free(a);
 	a = spsim("collective", "--gpus-per-node", "2000", NULL);
-	expect(a, 2, "spsim: --gpus-per-node expects an integer from 1 to 1024, got '2000'");
+	expect(a, 2, "spsim collective: --gpus-per-node expects an integer from 1 to 1024, got '2000'");
 	free(a);
 }
 END_TEST

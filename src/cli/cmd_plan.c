@@ -651,17 +651,17 @@ int cli_cmd_plan(int argc, char **argv)
 	config_platform plats[MAX_PLATFORMS];
 	double prices[MAX_PLATFORMS] = {0};
 	if (!config_load_model(a.model, &m, &err)) {
-		fprintf(stderr, "spsim: --model: %s\n", err.msg);
+		cli_errorf("--model: %s\n", err.msg);
 		goto out;
 	}
 	for (int i = 0; i < a.n_platforms; i++)
 		if (!config_load_platform(a.platforms[i], &plats[i], &err)) {
-			fprintf(stderr, "spsim: --platform: %s\n", err.msg);
+			cli_errorf("--platform: %s\n", err.msg);
 			goto out;
 		}
 	if (a.calibration) {
 		if (!config_calibrate_platform(a.calibration, &plats[0], NULL, &err)) {
-			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
+			cli_errorf("--calibration: %s\n", err.msg);
 			goto out;
 		}
 	}

@@ -101,7 +101,7 @@ static int parse(int argc, char **argv, cli_job_args *a, const struct option *ex
 {
 	struct option *opts = cli_options_concat(extra);
 	if (!opts) {
-		fprintf(stderr, "spsim: out of memory\n");
+		cli_errorf("out of memory\n");
 		return CLI_FAIL;
 	}
 	int c, rc = -1;
