@@ -242,6 +242,16 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--reduce-bucket", "1", NULL);
 	expect(o, 0, NULL);
 	free(o);
+	/* buckets count elements: DeepSpeed writes them in exponent form (5e8), never as a fraction */
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "2", "--reduce-bucket", "1.5", NULL);
+	expect(o, 2, "spsim run: --reduce-bucket expects a whole number from 1 to 1e+15 (e.g. 5e8), got '1.5'");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--prefetch-bucket", "2.5e0", NULL);
+	expect(o, 2, "spsim run: --prefetch-bucket expects a whole number from 1 to 1e+15 (e.g. 5e8), got '2.5e0'");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "2", "--reduce-bucket", "5e8", NULL);
+	expect(o, 0, NULL);
+	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--memory-reserve", "2", NULL);
 	expect(o, 2, "--memory-reserve: '2' has no unit, expected a size such as 40GiB or 512MiB, or 0");
 	free(o);
