@@ -242,6 +242,18 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--reduce-bucket", "1", NULL);
 	expect(o, 0, NULL);
 	free(o);
+	/* --progress then --quiet (or the reverse) would leave the last one in force in silence */
+	const char *cmds[] = {"run", "compare", "plan"};
+	for (int i = 0; i < 3; i++) {
+		char want[128];
+		snprintf(want, sizeof want, "spsim %s: --progress and --quiet contradict each other", cmds[i]);
+		o = spsim(cmds[i], REF, "--seq-len", "16K", "--quiet", "--progress", NULL);
+		expect(o, 2, want);
+		free(o);
+	}
+	o = spsim("run", REF, "--seq-len", "16K", "--quiet", "--quiet", NULL); /* repeated, not contradicted */
+	expect(o, 0, NULL);
+	free(o);
 	/* buckets count elements: DeepSpeed writes them in exponent form (5e8), never as a fraction */
 	o = spsim("run", REF, "--seq-len", "16K", "--zero", "2", "--reduce-bucket", "1.5", NULL);
 	expect(o, 2, "spsim run: --reduce-bucket expects a whole number from 1 to 1e+15 (e.g. 5e8), got '1.5'");

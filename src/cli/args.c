@@ -81,6 +81,17 @@ void cli_errorf(const char *fmt, ...)
 	va_end(ap);
 }
 
+bool cli_progress_flag(int *mode, bool progress)
+{
+	int want = progress ? 1 : 0;
+	if (*mode >= 0 && *mode != want) {
+		cli_errorf("--progress and --quiet contradict each other, expected one of them\n");
+		return false;
+	}
+	*mode = want;
+	return true;
+}
+
 int cli_getopt_refused(int c, char **argv)
 {
 	if (c == ':')

@@ -93,7 +93,7 @@ static void plan_help(FILE *f)
 	      "  --progress               progress of the search and of the re-runs on stderr (count, rate, ETA)\n"
 	      "                           even when stderr is not a terminal (on a terminal it is shown by\n"
 	      "                           default)\n"
-	      "  --quiet                  no progress\n"
+	      "  --quiet                  no progress (not with --progress)\n"
 	      "Ctrl-C (SIGINT) during the search stops it and prints the ranking of the configurations searched\n"
 	      "so far, without re-runs, and exits 130. Ctrl-C during the re-runs starts no more, kills those\n"
 	      "running, and prints the ranking with the re-runs that finished, the rest marked analytic only,\n"
@@ -575,8 +575,8 @@ int cli_cmd_plan(int argc, char **argv)
 				fprintf(stderr, "spsim plan: --format expects table or json, got '%s'\n", optarg);
 			break;
 		case OPT_HELP: plan_help(stdout); rc = CLI_OK; goto out;
-		case OPT_PROGRESS: a.progress = 1; break;
-		case OPT_QUIET: a.progress = 0; break;
+		case OPT_PROGRESS:
+		case OPT_QUIET: ok = cli_progress_flag(&a.progress, c == OPT_PROGRESS); break;
 		case ':': cli_getopt_refused(c, argv); goto out;
 		default:
 			if (c >= OPT_JOB_SETTING && c < OPT_JOB_SETTING + N_JOB_SETTINGS) {
