@@ -58,6 +58,14 @@ START_TEST(flags_parse_and_print_back)
 		config_whatif_format(&w.item[0], buf, sizeof buf);
 		ck_assert_str_eq(buf, ok[i].out);
 	}
+	/* messages quote the user's spelling, not the normalised one */
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		config_whatif w = parse1(ok[i].k, ok[i].in);
+		char buf[96], want[96];
+		config_whatif_label(&w.item[0], buf, sizeof buf);
+		snprintf(want, sizeof want, "%s %s", config_whatif_flags[ok[i].k], ok[i].in);
+		ck_assert_str_eq(buf, want);
+	}
 	config_whatif w = parse1(CONFIG_WHATIF_DEGRADE, "nic:1.3:4");
 	ck_assert_int_eq(w.item[0].link, CONFIG_LINK_NIC);
 	ck_assert_int_eq(w.item[0].node, 1);
@@ -80,11 +88,15 @@ START_TEST(bad_flags_name_the_flag_and_the_form)
 	parse_fails(CONFIG_WHATIF_DEGRADE, "nic:0:nan", "--degrade");
 	parse_fails(CONFIG_WHATIF_FAIL_NODE, "1:2", "--fail-node '1:2': expected NODE");
 	parse_fails(CONFIG_WHATIF_FAIL_NODE, "", "--fail-node");
-	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100ms:4", "--background '1GiB:100ms:4': expected SIZE:PERIOD:NODES");
-	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100ms:4-4", "--background"); /* a ring of one node */
-	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100:4-5", "--background");   /* period without unit */
-	parse_fails(CONFIG_WHATIF_BACKGROUND, "1Gbps:1ms:4-5", "--background");
-	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:1ms", "--background");
+	/* background: the message names the part that is wrong */
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100ms:4", "--background '1GiB:100ms:4': nodes '4' must be A-B");
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100ms:4-4", "nodes '4-4' must be A-B"); /* a ring of one node */
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100ms:7-4", "with A < B");
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100:4-5", "'period'");   /* period without unit */
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:0ms:4-5", "'period' must be a time from 1 us");
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1Gbps:1ms:4-5", "'size'");
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:1ms", "--background '1GiB:1ms': expected SIZE:PERIOD:NODES");
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:1ms:4-5:6", "expected SIZE:PERIOD:NODES");
 	config_whatif w = {0};
 	config_error err;
 	for (int i = 0; i < CONFIG_MAX_WHATIF; i++)
@@ -182,7 +194,7 @@ START_TEST(checks_against_the_platform)
 				      !strstr(err.msg, "--gpus 0"),
 			      "%s", err.msg);
 	}
-	check_fails(&p, 8, CONFIG_WHATIF_BACKGROUND, "1GiB:1ms:2-4", "node 4 does not exist");
+	check_fails(&p, 8, CONFIG_WHATIF_BACKGROUND, "1GiB:1ms:2-4", "--background 1GiB:1ms:2-4: node 4 does not exist");
 	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
 	p.inter.topology = CONFIG_TOPO_FAT_TREE;
 	p.inter.nodes_per_leaf = 2;

@@ -892,7 +892,7 @@ int cli_cmd_max_seq(int argc, char **argv)
 	for (int i = 0; i < a.whatif.n; i++)
 		if (a.whatif.item[i].kind != CONFIG_WHATIF_FAIL_NODE) {
 			char what[96];
-			config_whatif_format(&a.whatif.item[i], what, sizeof what);
+			config_whatif_label(&a.whatif.item[i], what, sizeof what);
 			fprintf(stderr, "spsim max-seq: --%s changes step time, not memory per GPU, which max-seq "
 					"searches; drop it\n", what);
 			goto out;

@@ -47,7 +47,7 @@ bool engine_whatif_supported(const char *engine, const engine_options *opt, conf
 	if (!engine_whatif_active(opt) || strcmp(engine, "simgrid") == 0)
 		return true;
 	char what[96];
-	config_whatif_format(&opt->whatif->item[0], what, sizeof what);
+	config_whatif_label(&opt->whatif->item[0], what, sizeof what);
 	return config_fail(err,
 			   "the %s engine cannot run --%s (nor any what-if): it times one rank per class and assumes "
 			   "every rank of a class alike; use --engine simgrid, which simulates the whole cluster",
