@@ -4,6 +4,8 @@
 #include "fidelity/fidelity.h"
 
 #include <check.h>
+#include <fnmatch.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -372,6 +374,62 @@ START_TEST(runner_reports_and_exits_zero)
 		      "last line '%s'", last);
 	ck_assert_int_ge(n, 30);
 	ck_assert(g >= 0 && m >= 0);
+}
+END_TEST
+
+/* --kind and --case select cases; the counts come from the loader itself (an independent
+ * count of the same corpus), and the JSON carries the same rows and summary as the text. */
+START_TEST(runner_selects_by_kind_and_id_and_speaks_json)
+{
+	char dir[CONFIG_PATH_MAX], args[CONFIG_PATH_MAX + 96], last[1024];
+	corpus_dir(dir, sizeof dir);
+	fidelity_corpus c = {0};
+	config_error e;
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	int gemm = 0, nd = 0, nd_gemm = 0;
+	for (int i = 0; i < c.n; i++) {
+		bool is_gemm = c.cases[i].kind == FID_GEMM, is_nd = fnmatch("nd-*", c.cases[i].id, 0) == 0;
+		gemm += is_gemm, nd += is_nd, nd_gemm += is_gemm && is_nd;
+	}
+	ck_assert(gemm > 0 && nd > nd_gemm && nd_gemm > 0);
+	int n = -1;
+	snprintf(args, sizeof args, "--corpus %s --kind gemm", dir);
+	ck_assert_int_eq(run_runner(args, last, sizeof last), 0);
+	ck_assert(sscanf(last, "cases %d", &n) == 1);
+	ck_assert_int_eq(n, gemm);
+	snprintf(args, sizeof args, "--corpus %s --case 'nd-*'", dir);
+	ck_assert_int_eq(run_runner(args, last, sizeof last), 0);
+	ck_assert(sscanf(last, "cases %d", &n) == 1);
+	ck_assert_int_eq(n, nd);
+	snprintf(args, sizeof args, "--corpus %s --case 'nd-*' --kind gemm,step", dir);
+	ck_assert_int_eq(run_runner(args, last, sizeof last), 0);
+	ck_assert(sscanf(last, "cases %d", &n) == 1);
+	ck_assert_int_ge(n, nd_gemm);
+	/* JSON: the whole output is one object; its summary counts its rows */
+	char exe[CONFIG_PATH_MAX], cmd[2 * CONFIG_PATH_MAX + 64];
+	runner_path(exe, sizeof exe);
+	snprintf(cmd, sizeof cmd, "%s --corpus %s --kind gemm --format json 2>/dev/null", exe, dir);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	json_error_t je;
+	json_t *o = json_loadf(p, 0, &je);
+	ck_assert_int_eq(pclose(p), 0);
+	ck_assert_msg(o, "not JSON: %s", je.text);
+	json_t *rows = json_object_get(o, "cases");
+	ck_assert_int_eq((int)json_array_size(rows), gemm);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(o, "summary"), "cases")), gemm);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(rows, 0), "kind")), "gemm");
+	ck_assert_int_eq((int)json_array_size(json_object_get(o, "kinds")), 1);
+	json_decref(o);
+	/* a selection of nothing, an unknown or repeated kind, a flag twice: exit 2 */
+	snprintf(args, sizeof args, "--corpus %s --case 'no-such-case-*'", dir);
+	ck_assert_int_eq(run_runner(args, last, sizeof last), 2);
+	ck_assert_int_eq(run_runner("--kind colective", last, sizeof last), 2);
+	ck_assert_int_eq(run_runner("--kind gemm,gemm", last, sizeof last), 2);
+	ck_assert_int_eq(run_runner("--kind gemm --kind step", last, sizeof last), 2);
+	ck_assert_int_eq(run_runner("--format xml", last, sizeof last), 2);
+	ck_assert_int_eq(run_runner("--case ''", last, sizeof last), 2);
+	fidelity_corpus_free(&c);
 }
 END_TEST
 
@@ -1029,6 +1087,7 @@ static Suite *fidelity_suite(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, runner_reports_and_exits_zero);
 	tcase_add_test(t, runner_exits_two_on_a_malformed_corpus);
+	tcase_add_test(t, runner_selects_by_kind_and_id_and_speaks_json);
 	suite_add_tcase(s, t);
 	t = tcase_create("arithmetic");
 	tcase_add_test(t, signed_error_percent);
