@@ -726,7 +726,7 @@ static const key_sample samples[] = {
 	{"cp_split", {{"strategy", "ring"}, {"sp", "8"}, {"cp_split", "naive"}}, false},
 	{"ulysses_degree", {{"strategy", "usp"}, {"sp", "8"}, {"ulysses_degree", "4"}, {"ring_degree", "2"}}, false},
 	{"ring_degree", {{"strategy", "usp"}, {"sp", "8"}, {"ring_degree", "4"}}, false},
-	{"what_if", {{"what_if", "{slow_gpu: [\"3:2\"]}"}}, false},
+	{"what_if", {{"nodes", "2"}, {"what_if", "{degrade: [\"nic:0:2\"]}"}}, false},
 	{"cp_comm_type", {{"sp", "8"}, {"cp_comm_type", "p2p"}}, false},
 	{"offload_activations", {{"recompute", "full"}, {"offload_activations", "true"}}, false},
 	{"tile_mlp", {{"tile_mlp", "2"}}, false},
@@ -826,8 +826,8 @@ START_TEST(step_cases_take_every_job_key)
 		rmdir(dir);
 		ck_assert_msg(same_step(&k, &j), "key '%s': the step case reads %s differently from a job file", smp->key, map);
 		ck_assert_msg(smp->same_as_default || !same_step(&k, &base), "key '%s' changed nothing in the step case", smp->key);
-		/* and the case is predictable the way its key says: what-ifs need the SimGrid
-		 * engine, everything else runs on the analytic one */
+		/* and the case is predictable the way its key says: a degraded link needs the
+		 * SimGrid engine, everything else runs on the analytic one */
 		double p = 0;
 		bool ok = fidelity_predict(&k, "analytic", &p, &e);
 		if (strcmp(smp->key, "what_if") == 0)

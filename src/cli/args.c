@@ -191,7 +191,8 @@ void cli_job_help(FILE *f)
 	fputs("  --format table|json|csv  output format (default table)\n"
 	      "  --trace FILE             write a Chrome/Perfetto trace of the step (open in ui.perfetto.dev)\n"
 	      "  --placement contiguous|strided|random:SEED   rank placement (simgrid engine)\n"
-	      "What-ifs (simgrid engine, whole cluster; repeatable; job file key what_if: docs/simgrid.md):\n"
+	      "What-ifs (simgrid engine, whole cluster; the analytic engine runs --slow-gpu and --slow-node as\n"
+	      "every rank at the slowest one's pace; repeatable; job file key what_if: docs/simgrid.md):\n"
 	      "  --slow-gpu RANK:FACTOR   world rank RANK computes FACTOR (1 to 1000) times slower\n"
 	      "  --slow-node NODE:FACTOR  every GPU of node NODE computes FACTOR times slower\n"
 	      "  --degrade LINK:FACTOR    a link's bandwidth divided by FACTOR: nic:NODE[.I], nvlink:NODE.GPU\n"
@@ -916,5 +917,5 @@ report_run cli_sim_report(const cli_job_args *a, const config_job *job, const cl
 {
 	return (report_run){.label = label, .model = &a->m, .platform = &a->p, .job = job, .plan = s->plan,
 			    .result = &s->res, .calibration = a->has_cal ? a->calibration : NULL, .composite = &s->comp,
-			    .part_results = s->parts};
+			    .part_results = s->parts, .whatif = a->opt.whatif};
 }

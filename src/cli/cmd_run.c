@@ -402,6 +402,7 @@ int cli_cmd_compare(int argc, char **argv)
 		done++;
 		plan_progress_update(&prog, done, 0);
 		runs[i] = cli_sim_report(&a, &jobs[i], &sims[i], labels[i]);
+		runs[i].whatif = ai.opt.whatif; /* the column's own (wi[i] outlives the loop) */
 	}
 	if (rc == CLI_OK)
 		plan_progress_end(&prog);
