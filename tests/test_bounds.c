@@ -129,8 +129,11 @@ END_TEST
  * flag, the job YAML and the sweep spec cannot drift apart). */
 static void flag_reads_row(config_range_id id, const char *flag, const char *cmd)
 {
-	char expect[160], want[256];
-	snprintf(want, sizeof want, "spsim: %s expects %s, got", flag, config_range_expect(id, expect, sizeof expect));
+	char expect[160], want[256], name[32];
+	/* the message names the command the flag was given to: "spsim plan: --top expects ..." */
+	snprintf(name, sizeof name, "%.*s", (int)strcspn(cmd, " "), cmd);
+	snprintf(want, sizeof want, "spsim %s: %s expects %s, got", name, flag,
+		 config_range_expect(id, expect, sizeof expect));
 	expect_exit(2, want, "%s", cmd);
 }
 

@@ -242,6 +242,28 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--reduce-bucket", "1", NULL);
 	expect(o, 0, NULL);
 	free(o);
+	/* --progress then --quiet (or the reverse) would leave the last one in force in silence */
+	const char *cmds[] = {"run", "compare", "plan"};
+	for (int i = 0; i < 3; i++) {
+		char want[128];
+		snprintf(want, sizeof want, "spsim %s: --progress and --quiet contradict each other", cmds[i]);
+		o = spsim(cmds[i], REF, "--seq-len", "16K", "--quiet", "--progress", NULL);
+		expect(o, 2, want);
+		free(o);
+	}
+	o = spsim("run", REF, "--seq-len", "16K", "--quiet", "--quiet", NULL); /* repeated, not contradicted */
+	expect(o, 0, NULL);
+	free(o);
+	/* buckets count elements: DeepSpeed writes them in exponent form (5e8), never as a fraction */
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "2", "--reduce-bucket", "1.5", NULL);
+	expect(o, 2, "spsim run: --reduce-bucket expects a whole number from 1 to 1e+15 (e.g. 5e8), got '1.5'");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--prefetch-bucket", "2.5e0", NULL);
+	expect(o, 2, "spsim run: --prefetch-bucket expects a whole number from 1 to 1e+15 (e.g. 5e8), got '2.5e0'");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "2", "--reduce-bucket", "5e8", NULL);
+	expect(o, 0, NULL);
+	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--memory-reserve", "2", NULL);
 	expect(o, 2, "--memory-reserve: '2' has no unit, expected a size such as 40GiB or 512MiB, or 0");
 	free(o);
@@ -890,10 +912,10 @@ START_TEST(one_vocabulary_across_commands)
 	free(a);
 	/* the layout flags name themselves (the range table's row had no flag: '(null)') */
 	a = spsim("calibrate", "--from-nccl-tests", "x.log", "--gpus-per-node", "0", NULL);
-	expect(a, 2, "spsim: --gpus-per-node expects an integer from 1 to 1024, got '0'");
+	expect(a, 2, "spsim calibrate: --gpus-per-node expects an integer from 1 to 1024, got '0'");
 	free(a);
 	a = spsim("collective", "--gpus-per-node", "2000", NULL);
-	expect(a, 2, "spsim: --gpus-per-node expects an integer from 1 to 1024, got '2000'");
+	expect(a, 2, "spsim collective: --gpus-per-node expects an integer from 1 to 1024, got '2000'");
 	free(a);
 }
 END_TEST

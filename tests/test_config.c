@@ -1176,6 +1176,9 @@ START_TEST(job_errors)
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
 		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
 		     "attention_kernel, impl, zero3_prefetch, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, cp_comm_type, offload_activations, tile_mlp, tile_logits, offload_optimizer");
+	/* 2.5e8 is a whole count in exponent form (DeepSpeed's own spelling) and is taken; 0.5 is not whole */
+	expect_error(JOB, "job_bad_bucket.yaml",
+		     "4:21: 'allgather_bucket' must be a whole number from 1 to 1e+15 (e.g. 5e8), got '0.5'");
 	expect_error(JOB, "job_bad_inner.yaml", "3:15: 'basp_inner' must be one of: ulysses, ring, usp, got 'tree'");
 	expect_error(JOB, "job_bad_zero3_prefetch.yaml", "3:19: 'zero3_prefetch' must be one of: deepspeed, layer, got 'fsdp'");
 	expect_error(JOB, "job_bad_split.yaml", "3:13: 'cp_split' must be one of: zigzag, naive, got 'spiral'");

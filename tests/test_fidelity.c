@@ -4,6 +4,8 @@
 #include "fidelity/fidelity.h"
 
 #include <check.h>
+#include <fnmatch.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -375,6 +377,62 @@ START_TEST(runner_reports_and_exits_zero)
 }
 END_TEST
 
+/* --kind and --case select cases; the counts come from the loader itself (an independent
+ * count of the same corpus), and the JSON carries the same rows and summary as the text. */
+START_TEST(runner_selects_by_kind_and_id_and_speaks_json)
+{
+	char dir[CONFIG_PATH_MAX], args[CONFIG_PATH_MAX + 96], last[1024];
+	corpus_dir(dir, sizeof dir);
+	fidelity_corpus c = {0};
+	config_error e;
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	int gemm = 0, nd = 0, nd_gemm = 0;
+	for (int i = 0; i < c.n; i++) {
+		bool is_gemm = c.cases[i].kind == FID_GEMM, is_nd = fnmatch("nd-*", c.cases[i].id, 0) == 0;
+		gemm += is_gemm, nd += is_nd, nd_gemm += is_gemm && is_nd;
+	}
+	ck_assert(gemm > 0 && nd > nd_gemm && nd_gemm > 0);
+	int n = -1;
+	snprintf(args, sizeof args, "--corpus %s --kind gemm", dir);
+	ck_assert_int_eq(run_runner(args, last, sizeof last), 0);
+	ck_assert(sscanf(last, "cases %d", &n) == 1);
+	ck_assert_int_eq(n, gemm);
+	snprintf(args, sizeof args, "--corpus %s --case 'nd-*'", dir);
+	ck_assert_int_eq(run_runner(args, last, sizeof last), 0);
+	ck_assert(sscanf(last, "cases %d", &n) == 1);
+	ck_assert_int_eq(n, nd);
+	snprintf(args, sizeof args, "--corpus %s --case 'nd-*' --kind gemm,step", dir);
+	ck_assert_int_eq(run_runner(args, last, sizeof last), 0);
+	ck_assert(sscanf(last, "cases %d", &n) == 1);
+	ck_assert_int_ge(n, nd_gemm);
+	/* JSON: the whole output is one object; its summary counts its rows */
+	char exe[CONFIG_PATH_MAX], cmd[2 * CONFIG_PATH_MAX + 64];
+	runner_path(exe, sizeof exe);
+	snprintf(cmd, sizeof cmd, "%s --corpus %s --kind gemm --format json 2>/dev/null", exe, dir);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	json_error_t je;
+	json_t *o = json_loadf(p, 0, &je);
+	ck_assert_int_eq(pclose(p), 0);
+	ck_assert_msg(o, "not JSON: %s", je.text);
+	json_t *rows = json_object_get(o, "cases");
+	ck_assert_int_eq((int)json_array_size(rows), gemm);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(o, "summary"), "cases")), gemm);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(rows, 0), "kind")), "gemm");
+	ck_assert_int_eq((int)json_array_size(json_object_get(o, "kinds")), 1);
+	json_decref(o);
+	/* a selection of nothing, an unknown or repeated kind, a flag twice: exit 2 */
+	snprintf(args, sizeof args, "--corpus %s --case 'no-such-case-*'", dir);
+	ck_assert_int_eq(run_runner(args, last, sizeof last), 2);
+	ck_assert_int_eq(run_runner("--kind colective", last, sizeof last), 2);
+	ck_assert_int_eq(run_runner("--kind gemm,gemm", last, sizeof last), 2);
+	ck_assert_int_eq(run_runner("--kind gemm --kind step", last, sizeof last), 2);
+	ck_assert_int_eq(run_runner("--format xml", last, sizeof last), 2);
+	ck_assert_int_eq(run_runner("--case ''", last, sizeof last), 2);
+	fidelity_corpus_free(&c);
+}
+END_TEST
+
 START_TEST(runner_exits_two_on_a_malformed_corpus)
 {
 	char dir[64], path[128], args[128], last[1024];
@@ -700,7 +758,7 @@ static const key_sample samples[] = {
 	{"cp_split", {{"strategy", "ring"}, {"sp", "8"}, {"cp_split", "naive"}}, false},
 	{"ulysses_degree", {{"strategy", "usp"}, {"sp", "8"}, {"ulysses_degree", "4"}, {"ring_degree", "2"}}, false},
 	{"ring_degree", {{"strategy", "usp"}, {"sp", "8"}, {"ring_degree", "4"}}, false},
-	{"what_if", {{"what_if", "{slow_gpu: [\"3:2\"]}"}}, false},
+	{"what_if", {{"nodes", "2"}, {"what_if", "{degrade: [\"nic:0:2\"]}"}}, false},
 	{"cp_comm_type", {{"sp", "8"}, {"cp_comm_type", "p2p"}}, false},
 	{"offload_activations", {{"recompute", "full"}, {"offload_activations", "true"}}, false},
 	{"tile_mlp", {{"tile_mlp", "2"}}, false},
@@ -800,8 +858,8 @@ START_TEST(step_cases_take_every_job_key)
 		rmdir(dir);
 		ck_assert_msg(same_step(&k, &j), "key '%s': the step case reads %s differently from a job file", smp->key, map);
 		ck_assert_msg(smp->same_as_default || !same_step(&k, &base), "key '%s' changed nothing in the step case", smp->key);
-		/* and the case is predictable the way its key says: what-ifs need the SimGrid
-		 * engine, everything else runs on the analytic one */
+		/* and the case is predictable the way its key says: a degraded link needs the
+		 * SimGrid engine, everything else runs on the analytic one */
 		double p = 0;
 		bool ok = fidelity_predict(&k, "analytic", &p, &e);
 		if (strcmp(smp->key, "what_if") == 0)
@@ -1061,6 +1119,7 @@ static Suite *fidelity_suite(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, runner_reports_and_exits_zero);
 	tcase_add_test(t, runner_exits_two_on_a_malformed_corpus);
+	tcase_add_test(t, runner_selects_by_kind_and_id_and_speaks_json);
 	suite_add_tcase(s, t);
 	t = tcase_create("arithmetic");
 	tcase_add_test(t, signed_error_percent);

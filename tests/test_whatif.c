@@ -58,6 +58,14 @@ START_TEST(flags_parse_and_print_back)
 		config_whatif_format(&w.item[0], buf, sizeof buf);
 		ck_assert_str_eq(buf, ok[i].out);
 	}
+	/* messages quote the user's spelling, not the normalised one */
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		config_whatif w = parse1(ok[i].k, ok[i].in);
+		char buf[96], want[96];
+		config_whatif_label(&w.item[0], buf, sizeof buf);
+		snprintf(want, sizeof want, "%s %s", config_whatif_flags[ok[i].k], ok[i].in);
+		ck_assert_str_eq(buf, want);
+	}
 	config_whatif w = parse1(CONFIG_WHATIF_DEGRADE, "nic:1.3:4");
 	ck_assert_int_eq(w.item[0].link, CONFIG_LINK_NIC);
 	ck_assert_int_eq(w.item[0].node, 1);
@@ -80,11 +88,15 @@ START_TEST(bad_flags_name_the_flag_and_the_form)
 	parse_fails(CONFIG_WHATIF_DEGRADE, "nic:0:nan", "--degrade");
 	parse_fails(CONFIG_WHATIF_FAIL_NODE, "1:2", "--fail-node '1:2': expected NODE");
 	parse_fails(CONFIG_WHATIF_FAIL_NODE, "", "--fail-node");
-	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100ms:4", "--background '1GiB:100ms:4': expected SIZE:PERIOD:NODES");
-	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100ms:4-4", "--background"); /* a ring of one node */
-	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100:4-5", "--background");   /* period without unit */
-	parse_fails(CONFIG_WHATIF_BACKGROUND, "1Gbps:1ms:4-5", "--background");
-	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:1ms", "--background");
+	/* background: the message names the part that is wrong */
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100ms:4", "--background '1GiB:100ms:4': nodes '4' must be A-B");
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100ms:4-4", "nodes '4-4' must be A-B"); /* a ring of one node */
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100ms:7-4", "with A < B");
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:100:4-5", "'period'");   /* period without unit */
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:0ms:4-5", "'period' must be a time from 1 us");
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1Gbps:1ms:4-5", "'size'");
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:1ms", "--background '1GiB:1ms': expected SIZE:PERIOD:NODES");
+	parse_fails(CONFIG_WHATIF_BACKGROUND, "1GiB:1ms:4-5:6", "expected SIZE:PERIOD:NODES");
 	config_whatif w = {0};
 	config_error err;
 	for (int i = 0; i < CONFIG_MAX_WHATIF; i++)
@@ -182,7 +194,7 @@ START_TEST(checks_against_the_platform)
 				      !strstr(err.msg, "--gpus 0"),
 			      "%s", err.msg);
 	}
-	check_fails(&p, 8, CONFIG_WHATIF_BACKGROUND, "1GiB:1ms:2-4", "node 4 does not exist");
+	check_fails(&p, 8, CONFIG_WHATIF_BACKGROUND, "1GiB:1ms:2-4", "--background 1GiB:1ms:2-4: node 4 does not exist");
 	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
 	p.inter.topology = CONFIG_TOPO_FAT_TREE;
 	p.inter.nodes_per_leaf = 2;
@@ -381,7 +393,18 @@ START_TEST(failed_node_replaces_by_the_policy)
 }
 END_TEST
 
-START_TEST(analytic_engine_refuses_what_ifs)
+static double analytic_step(engine_input *in, const config_whatif *w)
+{
+	in->opt.whatif = w;
+	engine_result r;
+	config_error err;
+	ck_assert_msg(engine_find("analytic")->run(in, &r, &err), "%s", err.msg);
+	return r.step_time;
+}
+
+/* The analytic engine runs the compute what-ifs as every rank at the slowest rank's pace
+ * and refuses the others. */
+START_TEST(analytic_engine_runs_compute_what_ifs_at_the_slowest_pace)
 {
 	config_platform p = tu_platform(2, 4, 1);
 	config_model m = tu_model();
@@ -390,15 +413,44 @@ START_TEST(analytic_engine_refuses_what_ifs)
 	ck_assert(workload_check(&m, &p, &job, &err));
 	workload_plan plan;
 	ck_assert_msg(workload_plan_make(&m, &p, &job, &plan, &err), "%s", err.msg);
-	config_whatif w = parse1(CONFIG_WHATIF_SLOW_NODE, "0:1");
-	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan, .opt = {.whatif = &w}};
+	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
+	config_whatif none = {0}; /* an empty list is no what-if */
+	const double base = analytic_step(&in, &none);
+	/* rank 5 is on node 1 (4 GPUs per node): a slow GPU there, the whole node slow, and a
+	 * slower GPU elsewhere beside a milder node all pace at 1.5 */
+	config_whatif gpu = parse1(CONFIG_WHATIF_SLOW_GPU, "5:1.5"), node = parse1(CONFIG_WHATIF_SLOW_NODE, "1:1.5");
+	config_whatif mixed = parse1(CONFIG_WHATIF_SLOW_GPU, "0:1.5");
+	ck_assert(config_whatif_add(&mixed, CONFIG_WHATIF_SLOW_NODE, "1:1.2", &err));
+	const double slow = analytic_step(&in, &gpu);
+	ck_assert_double_gt(slow, base * 1.1);
+	ck_assert_double_eq(analytic_step(&in, &node), slow);
+	ck_assert_double_eq(analytic_step(&in, &mixed), slow);
+	/* factors on one rank multiply: 1.5 x 1.2 = 1.8 is slower still */
+	config_whatif both = parse1(CONFIG_WHATIF_SLOW_GPU, "5:1.5");
+	ck_assert(config_whatif_add(&both, CONFIG_WHATIF_SLOW_NODE, "1:1.2", &err));
+	ck_assert_double_gt(analytic_step(&in, &both), slow);
+	/* a factor of 1 changes nothing */
+	config_whatif one = parse1(CONFIG_WHATIF_SLOW_NODE, "0:1");
+	ck_assert_double_eq(analytic_step(&in, &one), base);
+	/* links, failed nodes and neighbours break the one schedule: refused, naming the flag */
+	config_whatif deg = parse1(CONFIG_WHATIF_DEGRADE, "nic:0:2");
+	in.opt.whatif = &deg;
 	engine_result r;
 	ck_assert(!engine_find("analytic")->run(&in, &r, &err));
-	ck_assert_msg(strstr(err.msg, "cannot run --slow-node 0:1") && strstr(err.msg, "--engine simgrid"), "%s",
+	ck_assert_msg(strstr(err.msg, "cannot run --degrade nic:0:2") && strstr(err.msg, "--engine simgrid"), "%s",
 		      err.msg);
-	config_whatif none = {0};
-	in.opt.whatif = &none; /* an empty list is no what-if */
-	ck_assert_msg(engine_find("analytic")->run(&in, &r, &err), "%s", err.msg);
+	workload_plan_finish(&plan);
+
+	/* Hand derivation: one GPU, nothing to communicate, every op a GPU kernel in sequence
+	 * on the main stream: a pace of 2 doubles the step exactly. */
+	config_platform p1 = tu_platform(1, 1, 1);
+	config_job j1 = tu_job(CONFIG_STRATEGY_ULYSSES, 1, 1, 1, 4096, 0);
+	ck_assert_msg(workload_check(&m, &p1, &j1, &err) && workload_plan_make(&m, &p1, &j1, &plan, &err), "%s",
+		      err.msg);
+	engine_input in1 = {.model = &m, .platform = &p1, .job = &j1, .plan = &plan};
+	const double b1 = analytic_step(&in1, &none);
+	config_whatif twice = parse1(CONFIG_WHATIF_SLOW_GPU, "0:2");
+	ck_assert_double_eq_tol(analytic_step(&in1, &twice), 2 * b1, 1e-12 * b1);
 	workload_plan_finish(&plan);
 }
 END_TEST
@@ -410,8 +462,8 @@ typedef struct sim_out {
 	double step, compute, sp_comm, zero_comm, fwd, bwd;
 } sim_out;
 
-/* One SimGrid run (engine_simgrid.run forks a process per simulation). */
-static sim_out run_sg(const config_platform *p, const config_job *job0, const config_whatif *w)
+/* One run on an engine (engine_simgrid.run forks a process per simulation). */
+static sim_out run_on(const char *engine, const config_platform *p, const config_job *job0, const config_whatif *w)
 {
 	config_model m = tu_model();
 	config_job job = *job0;
@@ -422,10 +474,21 @@ static sim_out run_sg(const config_platform *p, const config_job *job0, const co
 	engine_input in = {.model = &m, .platform = p, .job = &job, .plan = &plan,
 			   .opt = {.placement = ENGINE_PLACE_CONTIGUOUS, .whatif = w}};
 	engine_result r;
-	ck_assert_msg(engine_find("simgrid")->run(&in, &r, &err), "%s", err.msg);
+	ck_assert_msg(engine_find(engine)->run(&in, &r, &err), "%s", err.msg);
 	workload_plan_finish(&plan);
 	return (sim_out){r.step_time, r.breakdown.compute, r.breakdown.sp_comm, r.breakdown.zero_comm, r.fwd_time,
 			 r.bwd_time};
+}
+
+static sim_out run_sg(const config_platform *p, const config_job *job, const config_whatif *w)
+{
+	return run_on("simgrid", p, job, w);
+}
+
+/* The same job on the analytic engine (every rank at the slowest one's pace). */
+static sim_out run_an(const config_platform *p, const config_job *job, const config_whatif *w)
+{
+	return run_on("analytic", p, job, w);
 }
 
 static void assert_same(sim_out a, sim_out b, const char *what)
@@ -461,6 +524,20 @@ START_TEST(slow_gpu_adds_its_extra_compute_to_the_step)
 	w = parse1(CONFIG_WHATIF_SLOW_NODE, "1:3");
 	sim_out node = run_sg(&p, &job, &w);
 	ck_assert_close(node.step, base.step + 2 * base.compute, 1e-9);
+	/* The analytic engine runs every rank at rank 5's pace: with nothing overlapped the
+	 * same critical path, step(1) + 2 x compute(1) of its own baseline, and within the
+	 * engines' 5% agreement (bench/agreement) of SimGrid's step. */
+	sim_out an = run_an(&p, &job, NULL);
+	w = parse1(CONFIG_WHATIF_SLOW_GPU, "5:3");
+	sim_out an_slow = run_an(&p, &job, &w);
+	ck_assert_close(an_slow.step, an.step + 2 * an.compute, 1e-9);
+	ck_assert_msg(fabs(an_slow.step / slow.step - 1) < 0.05, "analytic %.9g, simgrid %.9g", an_slow.step, slow.step);
+	/* One NIC per node: the other group's reductions may finish before rank 5 arrives and
+	 * leave it the NIC, so SimGrid's step is at most the analytic one here */
+	config_platform p1 = tu_platform(2, 4, 1);
+	sim_out sg1 = run_sg(&p1, &job, &w), an1 = run_an(&p1, &job, &w);
+	ck_assert_msg(an1.step >= sg1.step * (1 - 1e-9) && an1.step < sg1.step * 1.05, "analytic %.9g, simgrid %.9g",
+		      an1.step, sg1.step);
 }
 END_TEST
 
@@ -683,9 +760,9 @@ START_TEST(cli_refuses_bad_what_ifs_with_exit_2)
 {
 	char err[4096];
 #define JOB "run", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--nodes", "2", "--seq-len", "4K", "--sp", "8"
-	const char *a1[] = {JOB, "--engine", "analytic", "--slow-gpu", "3:2", NULL};
+	const char *a1[] = {JOB, "--engine", "analytic", "--degrade", "nic:0:2", NULL};
 	ck_assert_int_eq(spsim_rc(err, sizeof err, a1), 2);
-	ck_assert_msg(strstr(err, "analytic engine cannot run --slow-gpu 3:2"), "%s", err);
+	ck_assert_msg(strstr(err, "analytic engine cannot run --degrade nic:0:2"), "%s", err);
 	const char *a2[] = {JOB, "--slow-gpu", "3", NULL};
 	ck_assert_int_eq(spsim_rc(err, sizeof err, a2), 2);
 	ck_assert_msg(strstr(err, "--slow-gpu '3': expected RANK:FACTOR"), "%s", err);
@@ -777,7 +854,7 @@ int main(void)
 	tcase_add_test(tc, job_file_what_if_key);
 	tcase_add_test(tc, failed_node_replaces_by_the_policy);
 	tcase_add_test(tc, node_groups_load_and_fail_at_their_line);
-	tcase_add_test(tc, analytic_engine_refuses_what_ifs);
+	tcase_add_test(tc, analytic_engine_runs_compute_what_ifs_at_the_slowest_pace);
 #if SPSIM_HAVE_SIMGRID
 	tcase_add_test(tc, slow_gpu_adds_its_extra_compute_to_the_step);
 	tcase_add_test(tc, degraded_nic_changes_only_collectives_that_cross_it);

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -60,6 +61,36 @@ const struct option cli_job_options[] = {
 	{"background", required_argument, NULL, CLI_OPT_BACKGROUND},
 	{NULL, 0, NULL, 0},
 };
+
+static const char *cli_command;
+
+void cli_set_command(const char *name)
+{
+	cli_command = name;
+}
+
+void cli_errorf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (cli_command)
+		fprintf(stderr, "spsim %s: ", cli_command);
+	else
+		fputs("spsim: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+bool cli_progress_flag(int *mode, bool progress)
+{
+	int want = progress ? 1 : 0;
+	if (*mode >= 0 && *mode != want) {
+		cli_errorf("--progress and --quiet contradict each other, expected one of them\n");
+		return false;
+	}
+	*mode = want;
+	return true;
+}
 
 int cli_getopt_refused(int c, char **argv)
 {
@@ -160,7 +191,8 @@ void cli_job_help(FILE *f)
 	fputs("  --format table|json|csv  output format (default table)\n"
 	      "  --trace FILE             write a Chrome/Perfetto trace of the step (open in ui.perfetto.dev)\n"
 	      "  --placement contiguous|strided|random:SEED   rank placement (simgrid engine)\n"
-	      "What-ifs (simgrid engine, whole cluster; repeatable; job file key what_if: docs/simgrid.md):\n"
+	      "What-ifs (simgrid engine, whole cluster; the analytic engine runs --slow-gpu and --slow-node as\n"
+	      "every rank at the slowest one's pace; repeatable; job file key what_if: docs/simgrid.md):\n"
 	      "  --slow-gpu RANK:FACTOR   world rank RANK computes FACTOR (1 to 1000) times slower\n"
 	      "  --slow-node NODE:FACTOR  every GPU of node NODE computes FACTOR times slower\n"
 	      "  --degrade LINK:FACTOR    a link's bandwidth divided by FACTOR: nic:NODE[.I], nvlink:NODE.GPU\n"
@@ -188,9 +220,9 @@ bool cli_parse_int(const char *flag, const char *s, long min, long max, long *ou
 	long v = strtol(s, &end, 10);
 	if (errno || end == s || *end || v < min || v > max) {
 		if (max == LONG_MAX)
-			fprintf(stderr, "spsim: %s expects an integer >= %ld, got '%s'\n", flag, min, s);
+			cli_errorf("%s expects an integer >= %ld, got '%s'\n", flag, min, s);
 		else
-			fprintf(stderr, "spsim: %s expects an integer from %ld to %ld, got '%s'\n", flag, min, max, s);
+			cli_errorf("%s expects an integer from %ld to %ld, got '%s'\n", flag, min, max, s);
 		return false;
 	}
 	*out = v;
@@ -203,7 +235,7 @@ bool cli_parse_double(const char *flag, const char *s, double lo, double hi, dou
 	errno = 0;
 	double v = strtod(s, &end);
 	if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
-		fprintf(stderr, "spsim: %s expects a number from %g to %g, got '%s'\n", flag, lo, hi, s);
+		cli_errorf("%s expects a number from %g to %g, got '%s'\n", flag, lo, hi, s);
 		return false;
 	}
 	*out = v;
@@ -239,7 +271,7 @@ bool cli_parse_range_as(config_range_id id, const char *flag, const char *arg, d
 		flag = r->flag;
 	if (!config_range_parse(id, flag, arg, out, &err)) {
 		char e[160];
-		fprintf(stderr, "spsim: %s expects %s, got '%s'\n", flag, config_range_expect(id, e, sizeof e), arg);
+		cli_errorf("%s expects %s, got '%s'\n", flag, config_range_expect(id, e, sizeof e), arg);
 		return false;
 	}
 	return true;
@@ -280,7 +312,7 @@ static bool parse_tristate(const char *flag, const char *s, int *out)
 	else if (strcmp(s, "default") == 0)
 		*out = -1;
 	else {
-		fprintf(stderr, "spsim: %s expects on, off or default, got '%s'\n", flag, s);
+		cli_errorf("%s expects on, off or default, got '%s'\n", flag, s);
 		return false;
 	}
 	return true;
@@ -332,18 +364,18 @@ static bool parse_pair(const char *flag, const char *arg, const char *const name
 			*out = i;
 			return true;
 		}
-	fprintf(stderr, "spsim: %s expects %s or %s, got '%s'\n", flag, names[0], names[1], arg);
+	cli_errorf("%s expects %s or %s, got '%s'\n", flag, names[0], names[1], arg);
 	return false;
 }
 
 static bool copy_arg(char *dst, const char *flag, const char *s)
 {
 	if (!s[0]) {
-		fprintf(stderr, "spsim: %s expects a name or a file path, got an empty value\n", flag);
+		cli_errorf("%s expects a name or a file path, got an empty value\n", flag);
 		return false;
 	}
 	if (strlen(s) >= CONFIG_PATH_MAX) {
-		fprintf(stderr, "spsim: %s: value too long (at most %d characters)\n", flag, CONFIG_PATH_MAX - 1);
+		cli_errorf("%s: value too long (at most %d characters)\n", flag, CONFIG_PATH_MAX - 1);
 		return false;
 	}
 	strcpy(dst, s);
@@ -398,7 +430,7 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 	{
 		config_error e;
 		if (!config_strategy_parse(arg, j, NULL, &e)) {
-			fprintf(stderr, "spsim: --strategy: %s\n", e.msg);
+			cli_errorf("--strategy: %s\n", e.msg);
 			return -1;
 		}
 		a->set |= SET(S_STRATEGY);
@@ -412,7 +444,7 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		else if (strcmp(arg, "selective") == 0)
 			j->recompute = CONFIG_RECOMPUTE_SELECTIVE;
 		else {
-			fprintf(stderr, "spsim: --recompute expects none, selective or full, got '%s'\n", arg);
+			cli_errorf("--recompute expects none, selective or full, got '%s'\n", arg);
 			return -1;
 		}
 		a->set |= SET(S_RECOMPUTE);
@@ -439,7 +471,7 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		return 1;
 	case CLI_OPT_DTYPE:
 		if (strcmp(arg, "bf16") != 0) {
-			fprintf(stderr, "spsim: --dtype expects bf16 (the only precision modelled), got '%s'\n", arg);
+			cli_errorf("--dtype expects bf16 (the only precision modelled), got '%s'\n", arg);
 			return -1;
 		}
 		j->dtype = CONFIG_DTYPE_BF16;
@@ -488,7 +520,7 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 	case CLI_OPT_CP_COMM_TYPE:
 		a->cp_comm_type = config_cp_comm_type_parse(arg);
 		if (a->cp_comm_type < 0) {
-			fprintf(stderr, "spsim: --cp-comm-type expects p2p, all_gather, a2a or a2a+p2p, got '%s'\n", arg);
+			cli_errorf("--cp-comm-type expects p2p, all_gather, a2a or a2a+p2p, got '%s'\n", arg);
 			return -1;
 		}
 		a->set |= SET(S_CPCOMM);
@@ -501,7 +533,7 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		else if (strcmp(arg, "hierarchical") == 0)
 			j->a2a = CONFIG_A2A_HIERARCHICAL;
 		else {
-			fprintf(stderr, "spsim: --a2a expects direct, pairwise or hierarchical, got '%s'\n", arg);
+			cli_errorf("--a2a expects direct, pairwise or hierarchical, got '%s'\n", arg);
 			return -1;
 		}
 		a->set |= SET(S_A2A);
@@ -514,7 +546,7 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		else if (strcmp(arg, "extra-step") == 0)
 			j->basp_uneven = CONFIG_BASP_UNEVEN_EXTRA_STEP;
 		else {
-			fprintf(stderr, "spsim: --basp-uneven expects error, unequal or extra-step, got '%s'\n", arg);
+			cli_errorf("--basp-uneven expects error, unequal or extra-step, got '%s'\n", arg);
 			return -1;
 		}
 		a->set |= SET(S_UNEVEN);
@@ -525,7 +557,7 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 			if (strcmp(arg, config_attn_kernel_names[i]) == 0)
 				k = i;
 		if (k < 0) {
-			fprintf(stderr, "spsim: --attention-kernel expects flash-attn-2, flash-attn-3, cudnn or flash-attn-triton, "
+			cli_errorf("--attention-kernel expects flash-attn-2, flash-attn-3, cudnn or flash-attn-triton, "
 				"got '%s'\n",
 				arg);
 			return -1;
@@ -549,7 +581,7 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 	case CLI_OPT_MEMORY_RESERVE: {
 		config_error err;
 		if (!config_parse_size_or_zero(arg, &d, &err)) {
-			fprintf(stderr, "spsim: --memory-reserve: %s\n", err.msg);
+			cli_errorf("--memory-reserve: %s\n", err.msg);
 			return -1;
 		}
 		j->memory_reserve = d;
@@ -559,7 +591,7 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 	}
 	case CLI_OPT_ENGINE:
 		if (!engine_find(arg)) {
-			fprintf(stderr, "spsim: --engine expects one of:");
+			cli_errorf("--engine expects one of:");
 			for (int i = 0; engine_registry[i]; i++)
 				fprintf(stderr, " %s", engine_registry[i]->name);
 			fprintf(stderr, "; got '%s'\n", arg);
@@ -570,7 +602,7 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		return 1;
 	case CLI_OPT_FORMAT:
 		if (!report_format_parse(arg, &a->format)) {
-			fprintf(stderr, "spsim: --format expects table, json or csv, got '%s'\n", arg);
+			cli_errorf("--format expects table, json or csv, got '%s'\n", arg);
 			return -1;
 		}
 		return 1;
@@ -582,7 +614,7 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 	case CLI_OPT_BACKGROUND: {
 		config_error err;
 		if (!config_whatif_add(&a->whatif, (config_whatif_kind)(id - CLI_OPT_SLOW_GPU), arg, &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			cli_errorf("%s\n", err.msg);
 			return -1;
 		}
 		return 1;
@@ -590,7 +622,7 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 	case CLI_OPT_PLACEMENT: {
 		config_error err;
 		if (!engine_placement_parse(arg, &a->opt, &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			cli_errorf("%s\n", err.msg);
 			return -1;
 		}
 		return 1;
@@ -604,21 +636,21 @@ bool cli_check_output_file(const char *flag, const char *path)
 	struct stat st;
 	char dir[CONFIG_PATH_MAX];
 	if (!path[0]) {
-		fprintf(stderr, "spsim: %s expects a file name, got an empty value\n", flag);
+		cli_errorf("%s expects a file name, got an empty value\n", flag);
 		return false;
 	}
 	config_dir_of(path, dir, sizeof dir);
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "spsim: %s %s is a directory, expected a file name\n", flag, path);
+		cli_errorf("%s %s is a directory, expected a file name\n", flag, path);
 		return false;
 	}
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "spsim: %s %s: the folder %s does not exist, expected a file in an existing folder\n",
+		cli_errorf("%s %s: the folder %s does not exist, expected a file in an existing folder\n",
 			flag, path, dir);
 		return false;
 	}
 	if (access(dir, W_OK | X_OK) != 0 || (access(path, F_OK) == 0 && access(path, W_OK) != 0)) {
-		fprintf(stderr, "spsim: %s %s: not writable, expected a file this user may write\n", flag, path);
+		cli_errorf("%s %s: not writable, expected a file this user may write\n", flag, path);
 		return false;
 	}
 	return true;
@@ -628,17 +660,17 @@ bool cli_check_output_dir(const char *flag, const char *path, bool make_parents)
 {
 	struct stat st;
 	if (!path[0]) {
-		fprintf(stderr, "spsim: %s expects a folder name, got an empty value\n", flag);
+		cli_errorf("%s expects a folder name, got an empty value\n", flag);
 		return false;
 	}
 	if (stat(path, &st) == 0) {
 		if (!S_ISDIR(st.st_mode)) {
-			fprintf(stderr, "spsim: %s %s exists and is not a folder, expected a folder to write in\n", flag,
+			cli_errorf("%s %s exists and is not a folder, expected a folder to write in\n", flag,
 				path);
 			return false;
 		}
 		if (access(path, W_OK | X_OK) != 0) {
-			fprintf(stderr, "spsim: %s %s: not writable, expected a folder this user may write\n", flag, path);
+			cli_errorf("%s %s: not writable, expected a folder this user may write\n", flag, path);
 			return false;
 		}
 		return true;
@@ -654,20 +686,20 @@ bool cli_check_output_dir(const char *flag, const char *path, bool make_parents)
 		config_dir_of(dir, up, sizeof up);
 		bool exists = stat(up, &st) == 0;
 		if (exists && !S_ISDIR(st.st_mode)) {
-			fprintf(stderr, "spsim: %s %s: %s is not a folder, expected a path a folder can be created at\n", flag,
+			cli_errorf("%s %s: %s is not a folder, expected a path a folder can be created at\n", flag,
 				path, up);
 			return false;
 		}
 		if (exists) {
 			if (access(up, W_OK | X_OK) != 0) {
-				fprintf(stderr, "spsim: %s %s: %s is not writable, expected a folder this user may write\n",
+				cli_errorf("%s %s: %s is not writable, expected a folder this user may write\n",
 					flag, path, up);
 				return false;
 			}
 			return true;
 		}
 		if (!make_parents || strcmp(up, dir) == 0) {
-			fprintf(stderr, "spsim: %s %s: the folder %s does not exist, expected a folder in an existing one\n",
+			cli_errorf("%s %s: the folder %s does not exist, expected a folder in an existing one\n",
 				flag, path, up);
 			return false;
 		}
@@ -683,7 +715,7 @@ bool cli_check_not_input(const char *flag, const char *path, const char *const *
 	for (int i = 0; i < n; i++)
 		if (inputs[i] && inputs[i][0] && stat(inputs[i], &in) == 0 && in.st_dev == out.st_dev &&
 		    in.st_ino == out.st_ino) {
-			fprintf(stderr, "spsim: %s %s is the input file %s, which writing would destroy; expected another "
+			cli_errorf("%s %s is the input file %s, which writing would destroy; expected another "
 					"file name\n", flag, path, inputs[i]);
 			return false;
 		}
@@ -715,7 +747,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		int nodes = 0;
 		if (!config_load_job(a->job_file, &fromfile, model, platform, cal, &nodes, &err) ||
 		    !config_load_whatif(a->job_file, &a->whatif, &err)) {
-			fprintf(stderr, "spsim: --job: %s\n", err.msg);
+			cli_errorf("--job: %s\n", err.msg);
 			return false;
 		}
 		/* flags given on the command line win over the file */
@@ -785,11 +817,11 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		return false;
 	}
 	if (!config_load_model(a->model, &a->m, &err)) {
-		fprintf(stderr, "spsim: --model: %s\n", err.msg);
+		cli_errorf("--model: %s\n", err.msg);
 		return false;
 	}
 	if (!config_load_platform(a->platform, &a->p, &err)) {
-		fprintf(stderr, "spsim: --platform: %s\n", err.msg);
+		cli_errorf("--platform: %s\n", err.msg);
 		return false;
 	}
 	if (a->nodes && a->p.n_node_groups > 0 && a->nodes != a->p.nodes) {
@@ -801,7 +833,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		a->p.nodes = a->nodes;
 	if (a->calibration[0]) {
 		if (!config_calibrate_platform(a->calibration, &a->p, &a->cal, &err)) {
-			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
+			cli_errorf("--calibration: %s\n", err.msg);
 			return false;
 		}
 		a->has_cal = true;
@@ -867,12 +899,12 @@ bool cli_simulate(const cli_job_args *a, const config_job *job, cli_sim *out)
 	config_error err;
 	memset(out, 0, sizeof *out);
 	if (!workload_compose(&a->m, &a->p, job, &out->comp, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+		cli_errorf("%s\n", err.msg);
 		return false;
 	}
 	const engine_ops *e = engine_find(a->engine);
 	if (!engine_run_composite(e, &a->m, &a->p, job, &out->comp, a->opt, &out->res, out->parts, &out->plan, &err)) {
-		fprintf(stderr, "spsim: %s engine: %s\n", e->name, err.msg);
+		cli_errorf("%s engine: %s\n", e->name, err.msg);
 		workload_compose_finish(&out->comp);
 		return false;
 	}
@@ -885,5 +917,5 @@ report_run cli_sim_report(const cli_job_args *a, const config_job *job, const cl
 {
 	return (report_run){.label = label, .model = &a->m, .platform = &a->p, .job = job, .plan = s->plan,
 			    .result = &s->res, .calibration = a->has_cal ? a->calibration : NULL, .composite = &s->comp,
-			    .part_results = s->parts};
+			    .part_results = s->parts, .whatif = a->opt.whatif};
 }

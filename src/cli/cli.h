@@ -154,6 +154,14 @@ report_run cli_sim_report(const cli_job_args *a, const config_job *job, const cl
 
 /* getopt_long returned ':' (a value missing) or '?' (an unknown option) for argv, whose
  * argv[0] is the command: prints the sentence and returns CLI_USAGE. */
+/* The command being run ("run", "plan", ...), set once by the dispatcher, so that errors
+ * raised by the shared parsers name it: "spsim plan: --gpus expects ..." (NULL: "spsim: "). */
+void cli_set_command(const char *name);
+/* An error line on stderr prefixed "spsim CMD: " (the command set above). */
+void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* --progress (progress true) or --quiet: *mode becomes 1 or 0 from -1 (neither given yet);
+ * both given is refused with a message (the second would undo the first in silence). */
+bool cli_progress_flag(int *mode, bool progress);
 int cli_getopt_refused(int c, char **argv);
 
 /* Fills out the option table: cli_job_options followed by extra (NULL-terminated). */

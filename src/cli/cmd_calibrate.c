@@ -224,7 +224,7 @@ int cli_cmd_calibrate(int argc, char **argv)
 	rc = CLI_USAGE;
 	if (a.platform[0]) {
 		if (!config_load_platform(a.platform, &p, &err)) {
-			fprintf(stderr, "spsim: --platform: %s\n", err.msg);
+			cli_errorf("--platform: %s\n", err.msg);
 			goto out;
 		}
 		a.co.platform = &p;
@@ -236,7 +236,7 @@ int cli_cmd_calibrate(int argc, char **argv)
 	}
 	for (int i = 0; i < a.n_logs; i++) {
 		if (!nccltests_parse_file(a.logs[i], &a.po, &logs[i], &err)) {
-			fprintf(stderr, "spsim: --from-nccl-tests: %s\n", err.msg);
+			cli_errorf("--from-nccl-tests: %s\n", err.msg);
 			goto out;
 		}
 		const nccltests_log *l = &logs[i];

@@ -274,20 +274,20 @@ static bool load_platform(coll_args *a, config_platform *p)
 {
 	config_error err;
 	if (!config_load_platform(a->job.platform, p, &err)) {
-		fprintf(stderr, "spsim: --platform: %s\n", err.msg);
+		cli_errorf("--platform: %s\n", err.msg);
 		return false;
 	}
 	if (a->job.nodes)
 		p->nodes = a->job.nodes;
 	if (a->job.calibration[0]) {
 		if (!config_calibrate_platform(a->job.calibration, p, &a->job.cal, &err)) {
-			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
+			cli_errorf("--calibration: %s\n", err.msg);
 			return false;
 		}
 		a->job.has_cal = true;
 	}
 	if (!config_platform_check(p, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+		cli_errorf("%s\n", err.msg);
 		return false;
 	}
 	return true;
@@ -541,7 +541,7 @@ static int compare(coll_args *a)
 	nccltests_parse_opts po = {.coll_set = a->coll_set, .coll = a->coll, .gpus_per_node = a->log_gpn};
 	nccltests_log log;
 	if (!nccltests_parse_file(a->compare, &po, &log, &err)) {
-		fprintf(stderr, "spsim: --compare: %s\n", err.msg);
+		cli_errorf("--compare: %s\n", err.msg);
 		return CLI_USAGE;
 	}
 	int rc = CLI_USAGE;

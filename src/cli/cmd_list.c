@@ -109,7 +109,7 @@ static bool model_row(const char *name, report_format fmt, json_t *arr)
 	config_model m;
 	config_error err;
 	if (!config_load_model(name, &m, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+		cli_errorf("%s\n", err.msg);
 		return false;
 	}
 	double params = config_model_params(&m);
@@ -183,7 +183,7 @@ static bool platform_row(const char *name, report_format fmt, json_t *arr)
 	config_platform p;
 	config_error err;
 	if (!config_load_platform(name, &p, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+		cli_errorf("%s\n", err.msg);
 		return false;
 	}
 	if (fmt == REPORT_JSON)
@@ -249,25 +249,25 @@ int cli_cmd_platform(int argc, char **argv)
 	config_platform p;
 	config_error err;
 	if (!config_load_platform(name, &p, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+		cli_errorf("%s\n", err.msg);
 		return CLI_USAGE;
 	}
 	if (nodes)
 		p.nodes = (int)nodes;
 	if (cal) {
 		if (!config_calibrate_platform(cal, &p, NULL, &err)) {
-			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
+			cli_errorf("--calibration: %s\n", err.msg);
 			return CLI_USAGE;
 		}
 	}
 	if (!config_platform_check(&p, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+		cli_errorf("%s\n", err.msg);
 		return CLI_USAGE;
 	}
 	if (xml) {
 #if HAVE_XML
 		if (!engine_simgrid_platform_xml(&p, stdout, &err)) {
-			fprintf(stderr, "spsim: %s\n", err.msg);
+			cli_errorf("%s\n", err.msg);
 			return CLI_FAIL;
 		}
 		return CLI_OK;

@@ -93,7 +93,7 @@ static void plan_help(FILE *f)
 	      "  --progress               progress of the search and of the re-runs on stderr (count, rate, ETA)\n"
 	      "                           even when stderr is not a terminal (on a terminal it is shown by\n"
 	      "                           default)\n"
-	      "  --quiet                  no progress\n"
+	      "  --quiet                  no progress (not with --progress)\n"
 	      "Ctrl-C (SIGINT) during the search stops it and prints the ranking of the configurations searched\n"
 	      "so far, without re-runs, and exits 130. Ctrl-C during the re-runs starts no more, kills those\n"
 	      "running, and prints the ranking with the re-runs that finished, the rest marked analytic only,\n"
@@ -575,8 +575,8 @@ int cli_cmd_plan(int argc, char **argv)
 				fprintf(stderr, "spsim plan: --format expects table or json, got '%s'\n", optarg);
 			break;
 		case OPT_HELP: plan_help(stdout); rc = CLI_OK; goto out;
-		case OPT_PROGRESS: a.progress = 1; break;
-		case OPT_QUIET: a.progress = 0; break;
+		case OPT_PROGRESS:
+		case OPT_QUIET: ok = cli_progress_flag(&a.progress, c == OPT_PROGRESS); break;
 		case ':': cli_getopt_refused(c, argv); goto out;
 		default:
 			if (c >= OPT_JOB_SETTING && c < OPT_JOB_SETTING + N_JOB_SETTINGS) {
@@ -651,17 +651,17 @@ int cli_cmd_plan(int argc, char **argv)
 	config_platform plats[MAX_PLATFORMS];
 	double prices[MAX_PLATFORMS] = {0};
 	if (!config_load_model(a.model, &m, &err)) {
-		fprintf(stderr, "spsim: --model: %s\n", err.msg);
+		cli_errorf("--model: %s\n", err.msg);
 		goto out;
 	}
 	for (int i = 0; i < a.n_platforms; i++)
 		if (!config_load_platform(a.platforms[i], &plats[i], &err)) {
-			fprintf(stderr, "spsim: --platform: %s\n", err.msg);
+			cli_errorf("--platform: %s\n", err.msg);
 			goto out;
 		}
 	if (a.calibration) {
 		if (!config_calibrate_platform(a.calibration, &plats[0], NULL, &err)) {
-			fprintf(stderr, "spsim: --calibration: %s\n", err.msg);
+			cli_errorf("--calibration: %s\n", err.msg);
 			goto out;
 		}
 	}

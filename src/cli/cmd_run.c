@@ -17,7 +17,7 @@ static void run_help(FILE *f)
 	      "Simulates one training step and reports step time, its breakdown and memory per GPU.\n\n"
 	      "  --progress               a SimGrid run's blocks simulated, rate and ETA on stderr even when it\n"
 	      "                           is not a terminal (on a terminal a bar once a run passes 1 s)\n"
-	      "  --quiet                  no progress\n",
+	      "  --quiet                  no progress (not with --progress)\n",
 	      f);
 	cli_job_help(f);
 }
@@ -62,8 +62,7 @@ static int run_opt(void *ctx, int id, const char *arg)
 {
 	(void)arg;
 	if (id == OPT_PROGRESS || id == OPT_QUIET) {
-		((run_progress *)ctx)->mode = id == OPT_PROGRESS;
-		return 1;
+		return cli_progress_flag(&((run_progress *)ctx)->mode, id == OPT_PROGRESS) ? 1 : -1;
 	}
 	return 0;
 }
@@ -101,7 +100,7 @@ static int parse(int argc, char **argv, cli_job_args *a, const struct option *ex
 {
 	struct option *opts = cli_options_concat(extra);
 	if (!opts) {
-		fprintf(stderr, "spsim: out of memory\n");
+		cli_errorf("out of memory\n");
 		return CLI_FAIL;
 	}
 	int c, rc = -1;
@@ -196,8 +195,7 @@ static int compare_opt(void *ctx, int id, const char *arg)
 		return 1;
 	}
 	if (id == OPT_PROGRESS || id == OPT_QUIET) {
-		c->progress = id == OPT_PROGRESS;
-		return 1;
+		return cli_progress_flag(&c->progress, id == OPT_PROGRESS) ? 1 : -1;
 	}
 	if (id == OPT_STRATEGIES) {
 		if (!cli_check_list("compare", "--strategies", arg, ',', 4096))
@@ -227,7 +225,7 @@ static void compare_help(FILE *f)
 	      "  --plot DIR               figures (SVG, PNG; gnuplot) of the comparison and, from the analytic\n"
 	      "                           engine, of speedup and memory around it (docs/planning.md)\n"
 	      "  --progress               runs done, rate and ETA on stderr even when it is not a terminal (on a\n"
-	      "                           terminal they are shown for the simgrid engine; --quiet: never)\n\n",
+	      "                           terminal they are shown for the simgrid engine; --quiet: never; not both)\n\n",
 	      f);
 	cli_job_help(f);
 }
@@ -404,6 +402,7 @@ int cli_cmd_compare(int argc, char **argv)
 		done++;
 		plan_progress_update(&prog, done, 0);
 		runs[i] = cli_sim_report(&a, &jobs[i], &sims[i], labels[i]);
+		runs[i].whatif = ai.opt.whatif; /* the column's own (wi[i] outlives the loop) */
 	}
 	if (rc == CLI_OK)
 		plan_progress_end(&prog);
@@ -894,7 +893,7 @@ int cli_cmd_max_seq(int argc, char **argv)
 	for (int i = 0; i < a.whatif.n; i++)
 		if (a.whatif.item[i].kind != CONFIG_WHATIF_FAIL_NODE) {
 			char what[96];
-			config_whatif_format(&a.whatif.item[i], what, sizeof what);
+			config_whatif_label(&a.whatif.item[i], what, sizeof what);
 			fprintf(stderr, "spsim max-seq: --%s changes step time, not memory per GPU, which max-seq "
 					"searches; drop it\n", what);
 			goto out;

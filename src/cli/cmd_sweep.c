@@ -154,7 +154,7 @@ int cli_cmd_sweep(int argc, char **argv)
 	}
 	plan_spec spec;
 	if (!plan_spec_load(spec_path, &spec, &err)) {
-		fprintf(stderr, "spsim: %s\n", err.msg);
+		cli_errorf("%s\n", err.msg);
 		return CLI_USAGE;
 	}
 	if (dry) {

@@ -31,9 +31,11 @@ int main(int argc, char **argv)
 		return CLI_OK;
 	}
 	for (int i = 0; cli_commands[i].name; i++)
-		if (strcmp(argv[1], cli_commands[i].name) == 0)
+		if (strcmp(argv[1], cli_commands[i].name) == 0) {
+			cli_set_command(cli_commands[i].name);
 			return cli_commands[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "spsim: unknown command '%s'\n\n", argv[1]);
+		}
+	cli_errorf("unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
 	return CLI_USAGE;
 }

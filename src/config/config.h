@@ -674,6 +674,7 @@ typedef struct config_whatif_item {
 	double factor;         /* slow_*, degrade; 1 for fail_node */
 	int last;              /* background: nodes node..last */
 	double bytes, period;  /* background: all-reduce size (B) and period (s) */
+	char text[48];         /* as the user wrote it (messages quote it); "" when built in code */
 } config_whatif_item;
 typedef struct config_whatif {
 	int n;
@@ -688,6 +689,10 @@ extern const char *const config_whatif_flags[CONFIG_WHATIF_KINDS];
 bool config_whatif_add(config_whatif *w, config_whatif_kind kind, const char *text, config_error *err);
 /* Writes a what-if back in the flag syntax ("degrade nic:0.1:2"). */
 void config_whatif_format(const config_whatif_item *it, char *buf, size_t len);
+/* The what-if for a message: its flag and the text as the user wrote it ("background
+ * 1GiB:100ms:4-9", not "1073741824B:0.1s:4-9"); config_whatif_format's when no text was kept
+ * (built in code, or longer than the field). */
+void config_whatif_label(const config_whatif_item *it, char *buf, size_t len);
 /* Checks every what-if against the platform and a job of `world` ranks (0: every GPU):
  * ranks, nodes, NICs, GPUs, leaves and links exist, and the job still fits once the
  * failed nodes are gone. */

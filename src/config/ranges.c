@@ -15,7 +15,10 @@ static const config_range table[CONFIG_R_COUNT] = {
 
 const config_range *config_range_get(config_range_id id) { return &table[id]; }
 
-static bool whole(config_range_type t) { return t == CONFIG_RANGE_INT || t == CONFIG_RANGE_TOKENS; }
+static bool whole(config_range_type t)
+{
+	return t == CONFIG_RANGE_INT || t == CONFIG_RANGE_TOKENS || t == CONFIG_RANGE_COUNT;
+}
 
 /* Inline: every configuration of a sweep checks its model, platform and job through here.
  * A finite v is whole when v == floor(v): at or above 2^53 every double is, below it the
@@ -41,6 +44,7 @@ const char *config_range_expect(config_range_id id, char *buf, size_t len)
 		snprintf(buf, len, "a token count from %.0f to %.0f (K and M suffixes: 16K = 16384)", r->lo, r->hi);
 		break;
 	case CONFIG_RANGE_NUMBER: snprintf(buf, len, "a number from %g to %g", r->lo, r->hi); break;
+	case CONFIG_RANGE_COUNT: snprintf(buf, len, "a whole number from %g to %g (e.g. 5e8)", r->lo, r->hi); break;
 	default: {
 		config_unit_kind k = (config_unit_kind)r->type;
 		char lo[32], hi[32];
@@ -105,7 +109,8 @@ bool config_range_parse(config_range_id id, const char *key, const char *text, d
 		}
 		break;
 	}
-	case CONFIG_RANGE_NUMBER: parsed = plain_number(text, false, &v); break;
+	case CONFIG_RANGE_NUMBER:
+	case CONFIG_RANGE_COUNT: parsed = plain_number(text, false, &v); break;
 	default: {
 		/* A quantity; a bare 0 where the range holds 0 (e.g. no per-call overhead). */
 		config_error qe;

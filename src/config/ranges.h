@@ -12,7 +12,7 @@
  *     X(ID, "yaml_key", "--flag" or NULL, TYPE, lo, hi)
  * (lo, hi may be one of the shared CONFIG_RANGE_* pairs below.)
  * TYPE is INT (integer), TOKENS (integer with K/M suffixes, 16K = 16384), NUMBER (a plain
- * decimal number) or a unit kind BANDWIDTH, TIME, SIZE, FLOPS (a number with a unit, see
+ * decimal number), COUNT (a whole number, exponent form allowed: 5e8) or a unit kind BANDWIDTH, TIME, SIZE, FLOPS (a number with a unit, see
  * config_parse_quantity). Bounds are inclusive. Then read it with yt_range_* (YAML),
  * cli_parse_range (flags) or config_range_parse (anything else). */
 #ifndef SPSIM_CONFIG_RANGES_H
@@ -98,9 +98,9 @@
 	 * to 100 TB/s, far above any CPU socket's DRAM (2x 12-channel DDR5-6400: 1.2 TB/s) */          \
 	X(HOST_MEMORY_BW, "memory_bandwidth", NULL, BANDWIDTH, 1e10, 1e14)                                 \
 	/* DeepSpeed buckets (default 5e8 elements): 1e15 elements is 2 PB of bf16 */                    \
-	X(REDUCE_BUCKET, "reduce_bucket", "--reduce-bucket", NUMBER, 1, 1e15)                              \
-	X(ALLGATHER_BUCKET, "allgather_bucket", "--allgather-bucket", NUMBER, 1, 1e15)                     \
-	X(PREFETCH_BUCKET, "prefetch_bucket", "--prefetch-bucket", NUMBER, 1, 1e15)                        \
+	X(REDUCE_BUCKET, "reduce_bucket", "--reduce-bucket", COUNT, 1, 1e15)                               \
+	X(ALLGATHER_BUCKET, "allgather_bucket", "--allgather-bucket", COUNT, 1, 1e15)                      \
+	X(PREFETCH_BUCKET, "prefetch_bucket", "--prefetch-bucket", COUNT, 1, 1e15)                         \
 	/* collective sizes (spsim collective -b/-e/-i, nccl-tests logs): 1 TB per rank is 5x a         \
 	 * B200's memory */                                                                              \
 	X(COLL_BYTES, "size", "-b/-e/-i", SIZE, 0, 1e12)                                                   \
@@ -148,6 +148,9 @@ typedef enum config_range_type {
 	CONFIG_RANGE_INT = 100,
 	CONFIG_RANGE_TOKENS,
 	CONFIG_RANGE_NUMBER,
+	/* A whole number written as a decimal integer or in exponent form (5e8), as DeepSpeed's
+	 * configuration writes bucket sizes in elements; 1.5 is refused. */
+	CONFIG_RANGE_COUNT,
 } config_range_type;
 
 typedef struct config_range {

@@ -60,24 +60,26 @@ static bool read_factor(const char *s, double *out)
 	return config_range_parse(CONFIG_R_WHATIF_FACTOR, NULL, s, out, &e);
 }
 
-/* "SIZE:PERIOD:A-B" */
-static bool parse_background(const char *text, config_whatif_item *it)
+/* "SIZE:PERIOD:A-B". On failure err says which part is wrong and what it must be. */
+static bool parse_background(const char *text, config_whatif_item *it, config_error *err)
 {
+	const char *flag = config_whatif_flags[CONFIG_WHATIF_BACKGROUND];
 	char buf[128];
-	if (strlen(text) >= sizeof buf)
-		return false;
-	strcpy(buf, text);
-	char *c1 = strchr(buf, ':');
+	char *c1 = strlen(text) < sizeof buf ? strchr(strcpy(buf, text), ':') : NULL;
 	char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-	if (!c2)
-		return false;
+	if (!c2 || strchr(c2 + 1, ':'))
+		return config_fail(err, "--%s '%.200s': expected %s", flag, text, expected[CONFIG_WHATIF_BACKGROUND]);
 	*c1 = *c2 = '\0';
 	config_error e;
-	const char *s = c2 + 1;
 	if (!config_range_parse(CONFIG_R_BACKGROUND_SIZE, NULL, buf, &it->bytes, &e) ||
-	    !config_range_parse(CONFIG_R_BACKGROUND_PERIOD, NULL, c1 + 1, &it->period, &e) || !read_index(&s, &it->node) ||
-	    *s++ != '-' || !read_index(&s, &it->last) || *s || it->last <= it->node)
-		return false;
+	    !config_range_parse(CONFIG_R_BACKGROUND_PERIOD, NULL, c1 + 1, &it->period, &e))
+		return config_fail(err, "--%s '%.200s': %s (SIZE:PERIOD:NODES, e.g. 1GiB:100ms:4-7)", flag, text, e.msg);
+	const char *s = c2 + 1;
+	if (!read_index(&s, &it->node) || *s++ != '-' || !read_index(&s, &it->last) || *s || it->last <= it->node)
+		return config_fail(err,
+				   "--%s '%.200s': nodes '%s' must be A-B, the first and last node of the ring with "
+				   "A < B (a ring needs two nodes), e.g. 4-7",
+				   flag, text, c2 + 1);
 	return true;
 }
 
@@ -138,12 +140,18 @@ bool config_whatif_add(config_whatif *w, config_whatif_kind kind, const char *te
 		break;
 	case CONFIG_WHATIF_DEGRADE: ok = parse_link(&s, &it) && *s == ':' && read_factor(s + 1, &it.factor); break;
 	case CONFIG_WHATIF_FAIL_NODE: ok = read_index(&s, &it.node) && *s == '\0'; break;
-	case CONFIG_WHATIF_BACKGROUND: ok = parse_background(text, &it); break;
+	case CONFIG_WHATIF_BACKGROUND:
+		if (!parse_background(text, &it, err))
+			return false;
+		ok = true;
+		break;
 	default: ok = false;
 	}
 	char buf[256];
 	if (!ok)
 		return config_fail(err, "--%s '%.200s': expected %s", flag, text, expect_text(kind, buf, sizeof buf));
+	if (strlen(text) < sizeof it.text)
+		strcpy(it.text, text);
 	w->item[w->n++] = it;
 	return true;
 }
@@ -176,6 +184,14 @@ void config_whatif_format(const config_whatif_item *it, char *buf, size_t len)
 	snprintf(buf, len, "%s %s:%.15g", flag, link, it->factor);
 }
 
+void config_whatif_label(const config_whatif_item *it, char *buf, size_t len)
+{
+	if (it->text[0])
+		snprintf(buf, len, "%s %s", config_whatif_flags[it->kind], it->text);
+	else
+		config_whatif_format(it, buf, len);
+}
+
 bool config_whatif_node_failed(const config_whatif *w, int node)
 {
 	for (int i = 0; w && i < w->n; i++)
@@ -205,7 +221,7 @@ bool config_whatif_check(const config_whatif *w, const config_platform *p, int w
 	for (int i = 0; w && i < w->n; i++) {
 		const config_whatif_item *it = &w->item[i];
 		char what[96];
-		config_whatif_format(it, what, sizeof what);
+		config_whatif_label(it, what, sizeof what);
 		switch (it->kind) {
 		case CONFIG_WHATIF_SLOW_GPU:
 			if (it->rank >= world)
@@ -274,7 +290,7 @@ bool config_whatif_check(const config_whatif *w, const config_platform *p, int w
 								 : 1;
 		if (f > fmax) {
 			char what[96];
-			config_whatif_format(it, what, sizeof what);
+			config_whatif_label(it, what, sizeof what);
 			return config_fail(err,
 					   "--%s: the what-ifs on its %s multiply to a factor of %g, expected at most %g in all "
 					   "(what-ifs on the same GPU or link multiply)",

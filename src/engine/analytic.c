@@ -178,6 +178,18 @@ static bool analytic_run(const engine_input *in, engine_result *out, config_erro
 	double **dur;
 	if (!engine_analytic_durations(in->platform, in->plan, &dur, err))
 		return false;
+	/* --slow-gpu / --slow-node: every rank at the slowest one's pace. Each SP group meets at
+	 * every layer's collectives and every data-parallel collective holds every replica, so
+	 * no rank gets past a collective before the slowest arrives: its GPU's kernels set the
+	 * schedule (host-side copies and CPU work are not the GPU's, as in the SimGrid engine). */
+	const double pace = engine_whatif_pace(&in->opt, in->platform, in->plan->layout.world);
+	const workload_program *prog = &in->plan->program;
+	for (int b = 0; pace > 1 && b < prog->n_micro + prog->n_step; b++) {
+		const workload_block *blk = b < prog->n_micro ? &prog->micro[b] : &prog->step[b - prog->n_micro];
+		for (int j = 0; j < blk->n_ops; j++)
+			if (blk->ops[j].kind == WL_OP_COMPUTE && !workload_kernel_on_host(blk->ops[j].kernel))
+				dur[b][j] *= pace;
+	}
 	/* Link loads only where two streams carry communication: otherwise nothing shares. */
 	engine_op_load **load = NULL;
 	if (engine_schedule_streams_share(&in->plan->program) &&

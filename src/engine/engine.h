@@ -58,7 +58,8 @@ typedef struct engine_options {
 	engine_placement_kind placement;
 	unsigned long placement_seed;
 	/* Asymmetric what-ifs (slow GPUs, degraded links, failed nodes), NULL or empty for
-	 * none; only the SimGrid engine runs them (engine_whatif_unsupported). */
+	 * none; the SimGrid engine runs them all, the analytic engine the compute ones
+	 * (engine_whatif_supported). */
 	const config_whatif *whatif;
 	/* Progress of a long run, NULL for none: the SimGrid engine calls it from the
 	 * simulation (which may run in a child process) after each block of the program that
@@ -87,10 +88,15 @@ bool engine_whatif_placement(const config_platform *p, int world, const engine_o
 double engine_placed_gpu_memory(const config_platform *p, int world, const engine_options *opt);
 /* Whether opt carries any what-if. */
 bool engine_whatif_active(const engine_options *opt);
-/* False, saying why, when `engine` cannot run opt's what-ifs: every what-if breaks the
- * symmetry the analytic engine's closed form assumes (all ranks of a class alike), so
- * only the SimGrid engine runs them. */
+/* False, saying why, when `engine` cannot run opt's what-ifs. The SimGrid engine runs them
+ * all. The analytic engine, which times one schedule for every rank, runs the compute
+ * what-ifs (--slow-gpu, --slow-node) as every rank at the slowest rank's pace
+ * (engine_whatif_pace; docs/simgrid.md "What-ifs" says when that is exact and when it is
+ * an upper bound) and refuses the others. */
 bool engine_whatif_supported(const char *engine, const engine_options *opt, config_error *err);
+/* The factor by which the slowest of ranks 0..world-1 computes, placed contiguously on p
+ * (rank r on node r / gpus_per_node): 1 without compute what-ifs. */
+double engine_whatif_pace(const engine_options *opt, const config_platform *p, int world);
 /* False, saying why, when the engine cannot place ranks as opt asks (the analytic engine
  * models contiguous placement only). */
 bool engine_placement_supported(const char *engine, const engine_options *opt, config_error *err);

@@ -46,12 +46,36 @@ bool engine_whatif_supported(const char *engine, const engine_options *opt, conf
 {
 	if (!engine_whatif_active(opt) || strcmp(engine, "simgrid") == 0)
 		return true;
-	char what[96];
-	config_whatif_format(&opt->whatif->item[0], what, sizeof what);
-	return config_fail(err,
-			   "the %s engine cannot run --%s (nor any what-if): it times one rank per class and assumes "
-			   "every rank of a class alike; use --engine simgrid, which simulates the whole cluster",
-			   engine, what);
+	/* The analytic engine runs the compute what-ifs at the slowest rank's pace
+	 * (engine_whatif_pace); a link or a node taken away breaks the one schedule it times. */
+	for (int i = 0; i < opt->whatif->n; i++) {
+		const config_whatif_item *it = &opt->whatif->item[i];
+		if (it->kind == CONFIG_WHATIF_SLOW_GPU || it->kind == CONFIG_WHATIF_SLOW_NODE)
+			continue;
+		char what[96];
+		config_whatif_label(it, what, sizeof what);
+		return config_fail(err,
+				   "the %s engine cannot run --%s: it times one schedule for every rank, which a degraded "
+				   "link, a failed node or a neighbour's traffic breaks (it runs --slow-gpu and --slow-node, "
+				   "every rank at the slowest one's pace); use --engine simgrid, which simulates the whole "
+				   "cluster",
+				   engine, what);
+	}
+	return true;
+}
+
+double engine_whatif_pace(const engine_options *opt, const config_platform *p, int world)
+{
+	double f = 1;
+	if (!engine_whatif_active(opt))
+		return f;
+	/* contiguous placement (the analytic engine's only one): rank r on node r / G */
+	for (int r = 0; r < world; r++) {
+		double fr = config_whatif_compute_factor(opt->whatif, r, r / p->gpus_per_node);
+		if (fr > f)
+			f = fr;
+	}
+	return f;
 }
 
 bool engine_placement_supported(const char *engine, const engine_options *opt, config_error *err)

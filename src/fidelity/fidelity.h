@@ -42,7 +42,8 @@
  *                model, gpus, sp, micro_batch and seq_len required; paths relative to
  *                this file; platform and nodes either here or at the case level, not
  *                both; calibration applied to the platform; what_if runs under the
- *                SimGrid engine only      units tokens/s/GPU, MFU%, MFU-dense%, Megatron-TFLOP/s
+ *                SimGrid engine (the analytic one runs slow_gpu and slow_node only)
+ *                                         units tokens/s/GPU, MFU%, MFU-dense%, Megatron-TFLOP/s
  *                (MFU% counts causal attention at half its dense FLOPs, MFU-dense% dense,
  *                as MosaicML, PaLM and Megatron-LM report it; Megatron-TFLOP/s is the
  *                TFLOP/s per GPU that Megatron-DeepSpeed prints, megatron/utils.py
@@ -141,7 +142,7 @@ typedef struct fidelity_case {
 	char model[CONFIG_PATH_MAX];
 	config_job job;
 	char calibration[CONFIG_PATH_MAX]; /* "" for none; applied to the platform */
-	config_whatif whatif;              /* the step's what_if: (SimGrid engine only) */
+	config_whatif whatif;              /* the step's what_if: (engine_whatif_supported) */
 } fidelity_case;
 
 typedef struct fidelity_corpus {

@@ -79,6 +79,14 @@ json_t *report_run_json(const report_run *r)
 		json_object_set_new(o, "label", json_string(r->label));
 	if (r->calibration)
 		json_object_set_new(o, "calibration", json_string(r->calibration));
+	/* the what-ifs as written (flag and value, e.g. "slow-gpu 3:2"); [] for none */
+	json_t *wi = json_array();
+	for (int i = 0; r->whatif && i < r->whatif->n; i++) {
+		char what[96];
+		config_whatif_label(&r->whatif->item[i], what, sizeof what);
+		json_array_append_new(wi, json_string(what));
+	}
+	json_object_set_new(o, "what_if", wi);
 	json_object_set_new(
 		o, "job",
 		json_pack("{s:s, s:i, s:i, s:i, s:i, s:I, s:i, s:s, s:i, s:i, s:i, s:I, s:i, s:i, s:b}", "strategy",
@@ -194,6 +202,18 @@ static void job_line(FILE *f, const report_run *r)
 	if (j->zero_stage == 3 && j->zero3_prefetch != CONFIG_ZERO3_PREFETCH_DEEPSPEED)
 		fprintf(f, ", ZeRO-3 prefetch %s", config_zero3_prefetch_names[j->zero3_prefetch]);
 	fputc('\n', f);
+	if (r->whatif && r->whatif->n > 0) {
+		fputs("what-if: ", f);
+		for (int i = 0; i < r->whatif->n; i++) {
+			char what[96];
+			config_whatif_label(&r->whatif->item[i], what, sizeof what);
+			fprintf(f, "%s--%s", i ? ", " : "", what);
+		}
+		/* the analytic engine runs only the compute ones, so (engine_whatif_supported) */
+		if (strcmp(r->result->engine, "analytic") == 0)
+			fputs(" (analytic: every rank at the slowest one's pace)", f);
+		fputc('\n', f);
+	}
 }
 
 void report_run_table(FILE *f, const report_run *r)

@@ -21,6 +21,8 @@ typedef struct report_run {
 	/* BASP with N % B != 0: the parts and (unequal groups) their results; may be NULL */
 	const workload_composite *composite;
 	const engine_result *part_results;
+	/* the run's what-ifs (--slow-gpu, --degrade, ...), NULL or empty for none */
+	const config_whatif *whatif;
 } report_run;
 
 bool report_format_parse(const char *s, report_format *out);
