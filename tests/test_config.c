@@ -330,6 +330,35 @@ START_TEST(model_params_layernorm_fixture)
 }
 END_TEST
 
+START_TEST(model_params_learned_positions)
+{
+	/* A learned position table is max_position x hidden weights (GPT-2's wpe, Megatron's
+	 * --max-position-embeddings table, MPT's learned positions); RoPE and ALiBi have none.
+	 * model_ok.yaml (202,624 with RoPE, max_position 4096): learned adds 4096 * 64 =
+	 * 262,144 -> 464,768; ALiBi adds nothing. */
+	char path[CONFIG_PATH_MAX];
+	fixture(path, sizeof path, "model_ok.yaml");
+	config_model m = load_model(path);
+	ck_assert_double_eq(config_model_position_params(&m), 0.0);
+	m.position = CONFIG_POSITION_ALIBI;
+	ck_assert_double_eq(config_model_params(&m), 202624.0);
+	m.position = CONFIG_POSITION_LEARNED;
+	ck_assert_double_eq(config_model_position_params(&m), 262144.0);
+	ck_assert_double_eq(config_model_params(&m), 464768.0);
+	/* MPT-7B as bench/corpus/models/mpt-7b.yaml enters it (L 32, h 4096, a = g = 32, d 128,
+	 * ffn 10923, V 50368 tied, QKV biases, LayerNorm, 65536 learned positions): per layer
+	 * q 16,777,216 + k,v 33,554,432 + o 16,777,216 + biases 12,288 + MLP 134,221,824 +
+	 * norms 16,384 = 201,359,360; x 32 = 6,443,499,520; + embedding 206,307,328 + positions
+	 * 268,435,456 + final norm 8,192 = 6,918,250,496, where llm-foundry's benchmark table
+	 * prints NumParams 6918905856 for its 65536-token run (0.01% apart; without the
+	 * positions it would be 3.9% short). */
+	config_model mpt = {.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 32, .head_dim = 128, .ffn = 10923,
+			    .vocab = 50368, .tied_embeddings = true, .qkv_bias = true, .norm = CONFIG_NORM_LAYERNORM,
+			    .max_position = 65536, .position = CONFIG_POSITION_LEARNED};
+	ck_assert_double_eq(config_model_params(&mpt), 6918250496.0);
+}
+END_TEST
+
 START_TEST(model_defaults_fixture)
 {
 	/* Omitted keys take Hugging Face's defaults: kv_heads = heads (4), head_dim = h/a = 16;
@@ -1354,6 +1383,7 @@ static Suite *config_suite(void)
 	tcase_add_test(t, model_params_llama_3_2_1b);
 	tcase_add_test(t, model_params_qwen_biases);
 	tcase_add_test(t, model_params_layernorm_fixture);
+	tcase_add_test(t, model_params_learned_positions);
 	tcase_add_test(t, model_defaults_fixture);
 	tcase_add_test(t, model_errors);
 	tcase_add_test(t, model_missing_file);

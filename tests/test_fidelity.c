@@ -654,6 +654,38 @@ START_TEST(step_attention_kernel_and_mfu_conventions)
 }
 END_TEST
 
+/* Megatron-TFLOP/s is the step's tokens/s per GPU times the FLOPs per token that
+ * Megatron-DeepSpeed's throughput_calculator counts, 24 f L h^2 (1 + s/(6h) + V/(16 L h)),
+ * f = 3 without recomputation and 4 with it. Llama-3.1-8B (L 32, h 4096, V 128256) at
+ * s = 4096: 24·32·4096² = 12,884,901,888; 1 + 4096/24576 + 128256/2,097,152 =
+ * 1.2278238932...; per token 3 × 12,884,901,888 × 1.2278238932 = 47,461,171,200 (f = 3)
+ * and 63,281,561,600 (f = 4). The unit belongs to steps only. */
+START_TEST(step_megatron_tflops_by_hand)
+{
+	char dir[64], path[128];
+	write_source(dir, sizeof dir, path, sizeof path,
+		     HEAD STEP_CASE("tok", "", "tokens/s/GPU") STEP_CASE("mt", "", "Megatron-TFLOP/s")
+			     STEP_CASE("tokr", ", recompute: full", "tokens/s/GPU")
+				     STEP_CASE("mtr", ", recompute: full", "Megatron-TFLOP/s"));
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	ck_assert_int_eq(c.n, 4);
+	ck_assert(c.cases[1].metric == FID_MEGATRON_TFLOPS);
+	double v[4];
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(fidelity_predict(&c.cases[i], "analytic", &v[i], &e), "%s", e.msg);
+	ck_assert_close(v[1] / v[0], 47461171200.0 / 1e12, 1e-12);
+	ck_assert_close(v[3] / v[2], 63281561600.0 / 1e12, 1e-12);
+	fidelity_corpus_free(&c);
+	unlink(path);
+	rmdir(dir);
+	expect_error(HEAD "    - id: g1\n      kind: gemm\n      citation: c\n      platform: dgx-a100\n"
+			  "      gemm: {m: 1, n: 1, k: 1}\n      published: {value: 1, unit: Megatron-TFLOP/s}\n",
+		     12, 35, "expected one of: TFLOP/s");
+}
+END_TEST
+
 /* ------------------------------------------------------- step job keys --- */
 
 /* The job fields two readings must agree on: every table setting plus the keys read
@@ -1095,6 +1127,7 @@ static Suite *fidelity_suite(void)
 	tcase_add_test(t, kernel_flops_and_time_by_hand);
 	tcase_add_test(t, kernel_prediction_is_flops_over_time);
 	tcase_add_test(t, step_attention_kernel_and_mfu_conventions);
+	tcase_add_test(t, step_megatron_tflops_by_hand);
 	suite_add_tcase(s, t);
 	t = tcase_create("step_keys");
 	tcase_set_timeout(t, 120);

@@ -200,6 +200,36 @@ START_TEST(attention_triton_computes_the_masked_half)
 }
 END_TEST
 
+START_TEST(attention_triton_pads_the_head_dim)
+{
+	/* flash_attn_triton.py runs a head dim d as BLOCK_HEADDIM = max(next_power_of_2(d), 16)
+	 * columns, the ones past d loaded as zeros and multiplied all the same: d = 96 and 80
+	 * take the time of 128 and d = 40 that of 64. The op counts d, so per counted FLOP the
+	 * rate is the padded dim's times 96/128 = 0.75, 80/128 = 0.625 and 40/64 = 0.625, on
+	 * both GPUs, both directions, with and without the mask. Heads and sequences are held,
+	 * so the waves are the same. A power of two is unchanged: at 64 the Triton rate is
+	 * FlashAttention-2's dense one, as at 128 (attention_triton_computes_the_masked_half). */
+	const char *names[] = {"a100-2x4-ib400", "dgx-h100"};
+	const int hd[] = {96, 80, 40};
+	const int padded[] = {128, 128, 64};
+	for (int n = 0; n < 2; n++) {
+		config_platform p = shipped(names[n]);
+		for (int bwd = 0; bwd < 2; bwd++)
+			for (int causal = 0; causal < 2; causal++)
+				for (int i = 0; i < 3; i++) {
+					engine_attn_shape s = bench_shape(CONFIG_ATTN_TRITON, 8192, bwd, causal);
+					engine_attn_shape full = s;
+					s.head_dim = hd[i];
+					full.head_dim = padded[i];
+					ck_assert_close(tflops(&p, s) / tflops(&p, full), (double)hd[i] / padded[i], 1e-12);
+				}
+		engine_attn_shape t = bench_shape(CONFIG_ATTN_TRITON, 8192, 0, 0), f = bench_shape(CONFIG_ATTN_FA2, 8192, 0, 0);
+		t.head_dim = f.head_dim = 64;
+		ck_assert_close(tflops(&p, t), tflops(&p, f), 1e-12);
+	}
+}
+END_TEST
+
 START_TEST(attention_wave_quantization_by_hand)
 {
 	/* 132 SMs. One 128-token query tile per sequence and head: 132 blocks fill one wave,
@@ -670,6 +700,7 @@ int main(void)
 	tcase_add_test(tc, attention_monotone_in_length_where_the_source_is);
 	tcase_add_test(tc, attention_backward_slower_than_forward);
 	tcase_add_test(tc, attention_triton_computes_the_masked_half);
+	tcase_add_test(tc, attention_triton_pads_the_head_dim);
 	tcase_add_test(tc, attention_wave_quantization_by_hand);
 	tcase_add_test(tc, attention_scalar_override_and_kernel_choice);
 	tcase_add_test(tc, attention_points_interpolate_log_linearly);

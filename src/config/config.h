@@ -77,8 +77,13 @@ typedef struct config_model {
 
 /* Every dimension against the range table (config/ranges.h). */
 bool config_model_check(const config_model *m, config_error *err);
-/* Total parameter count (embeddings, attention, MLP, norms, biases, untied head). */
+/* Total parameter count (embeddings, a learned position table, attention, MLP, norms,
+ * biases, untied head). */
 double config_model_params(const config_model *m);
+/* The learned position table's parameters: max_position x hidden for position learned
+ * (a trained embedding, as GPT-2's wpe, Megatron's --max-position-embeddings table and
+ * MPT's learned positions are), 0 for RoPE and ALiBi, which have no weights. */
+double config_model_position_params(const config_model *m);
 /* Parameters of one transformer layer. */
 double config_model_layer_params(const config_model *m);
 

@@ -21,11 +21,17 @@ double config_model_layer_params(const config_model *m)
 	return q + kv + o + bias + mlp + 2.0 * norm_params(m);
 }
 
+double config_model_position_params(const config_model *m)
+{
+	return m->position == CONFIG_POSITION_LEARNED ? (double)m->max_position * m->hidden : 0.0;
+}
+
 double config_model_params(const config_model *m)
 {
 	double emb = (double)m->vocab * m->hidden;
 	double head = m->tied_embeddings ? 0.0 : emb;
-	return emb + head + m->layers * config_model_layer_params(m) + norm_params(m);
+	return emb + config_model_position_params(m) + head + m->layers * config_model_layer_params(m) +
+	       norm_params(m);
 }
 
 static const char *const model_keys[] = {

@@ -403,8 +403,24 @@ double engine_attention_rate(const config_platform *p, const engine_attn_shape *
 	if (!config_attn_kernel_has_curve(s->kernel, p->gpu.arch))
 		return 0;
 	double T = (s->seq > 1 ? s->seq : 1.0) / TILE;
+	/* The Triton kernel runs a head dimension d as BLOCK_HEADDIM = max(next_power_of_2(d),
+	 * 16) columns: flash_attn_triton.py (Dao-AILab/flash-attention, _flash_attn_forward and
+	 * _flash_attn_backward) sets that block and its kernels load Q, K, V, dO with the
+	 * columns past d masked to zero ("mask=offs_d[None, :] < headdim, other=0.0") and take
+	 * tl.dot over all BLOCK_HEADDIM of them, so d = 96 does the tensor-core work of 128.
+	 * Its time is that of the padded head dim; the op's FLOPs count d, so the rate per
+	 * counted FLOP is the padded one's times d / BLOCK_HEADDIM. */
+	int hd = s->head_dim;
+	double useful = 1.0;
+	if (s->kernel == CONFIG_ATTN_TRITON && hd > 0) {
+		int block = 16;
+		while (block < hd)
+			block *= 2;
+		useful = (double)hd / block;
+		hd = block;
+	}
 	/* head dims between the published 64, 128 and 256: linear in log2(d), held outside */
-	double hl = s->head_dim == 128 ? 7.0 : s->head_dim == 64 ? 6.0 : log2(fmax(s->head_dim, 1));
+	double hl = hd == 128 ? 7.0 : hd == 64 ? 6.0 : log2(fmax(hd, 1));
 	hl = fmin(fmax(hl, 6.0), 8.0);
 	int h0 = (int)floor(hl);
 	if (h0 >= 8)
@@ -414,7 +430,7 @@ double engine_attention_rate(const config_platform *p, const engine_attn_shape *
 		   (f > 0 ? f * curve_rate_hl(s->kernel, p->gpu.arch, h0 + 1, s->bwd, s->causal, T) : 0);
 	if (s->kernel == CONFIG_ATTN_TRITON && s->causal)
 		r *= TRITON_CAUSAL_SHARE; /* the masked half is computed too */
-	return r * wave;
+	return r * useful * wave;
 }
 
 double engine_attention_eff(const config_platform *p, const engine_attn_shape *s)

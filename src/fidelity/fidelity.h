@@ -43,9 +43,14 @@
  *                this file; platform and nodes either here or at the case level, not
  *                both; calibration applied to the platform; what_if runs under the
  *                SimGrid engine (the analytic one runs slow_gpu and slow_node only)
- *                                         units tokens/s/GPU, MFU%, MFU-dense%
+ *                                         units tokens/s/GPU, MFU%, MFU-dense%, Megatron-TFLOP/s
  *                (MFU% counts causal attention at half its dense FLOPs, MFU-dense% dense,
- *                as MosaicML, PaLM and Megatron-LM report it)
+ *                as MosaicML, PaLM and Megatron-LM report it; Megatron-TFLOP/s is the
+ *                TFLOP/s per GPU that Megatron-DeepSpeed prints, megatron/utils.py
+ *                throughput_calculator: 24 f B s L h^2 (1 + s/(6h) + V/(16 L h)) per
+ *                iteration over its time and the world size, f = 4 with activation
+ *                recomputation and 3 without (Narayanan et al., arXiv 2104.04473, eq. 3),
+ *                i.e. the step's tokens/s per GPU times 24 f L h^2 (1 + s/(6h) + V/(16 L h)))
  *   sp_attention: {strategy: ring[:split=zigzag|naive][:comm=p2p|all_gather] | ulysses |
  *                usp[:u=U:r=R], gpus, seq_len (the global sequence), batch, heads, kv_heads,
  *                head_dim, causal: true, pass: fwd|fwd+bwd, kernel (as attention's)}
@@ -85,6 +90,7 @@ typedef enum fidelity_metric {
 	FID_TOKENS_GPU, /* tokens/s per GPU of a training step */
 	FID_MFU_PCT,    /* model FLOPs utilisation, percent (causal attention halved) */
 	FID_MFU_DENSE_PCT, /* the same with attention counted dense (MosaicML, PaLM, Megatron-LM) */
+	FID_MEGATRON_TFLOPS, /* TFLOP/s per GPU of a step as Megatron-DeepSpeed's throughput_calculator counts */
 	FID_ITER_S,     /* iterations per second of a benchmark loop (attention, sp_attention) */
 	FID_METRIC_COUNT
 } fidelity_metric;
@@ -170,6 +176,11 @@ void fidelity_sp_attention_model(const fidelity_case *k, config_model *m);
 /* Seconds spsim gives one kernel on a platform (today engine_compute_time on a synthetic
  * op); FLOPs by the benchmark convention above in *flops. */
 double fidelity_kernel_time(const config_platform *p, const fidelity_kernel *k, double *flops);
+
+/* FLOPs per token of a training step as Megatron-DeepSpeed's throughput_calculator counts
+ * them for the TFLOP/s it prints (the Megatron-TFLOP/s unit): 24 f L h^2 (1 + s/(6h) +
+ * V/(16 L h)), f = 4 with recomputation, 3 without. */
+double fidelity_megatron_flops_per_token(const config_model *m, const config_job *job);
 
 /* Signed error of a prediction, percent: 100 (predicted - published) / published. */
 double fidelity_err_pct(double predicted, double published);

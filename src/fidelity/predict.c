@@ -109,6 +109,18 @@ static bool find_engine(const char *engine, const engine_ops **e, config_error *
 	return *e ? true : config_fail(err, "unknown engine '%s', expected analytic or simgrid", engine);
 }
 
+/* FLOPs per token of a step as Megatron-DeepSpeed counts them for its printed TFLOP/s
+ * (megatron/utils.py throughput_calculator: flops_per_iteration = 24 · f · B · s · L · h²
+ * · (1 + s/(6h) + V/(16·L·h)) with B·s the iteration's tokens, f = 4 when activations are
+ * checkpointed (checkpoint_activations, or recompute_granularity selective) and 3
+ * otherwise; V the padded vocabulary; Narayanan et al., arXiv 2104.04473, eq. 3). */
+double fidelity_megatron_flops_per_token(const config_model *m, const config_job *job)
+{
+	double h = m->hidden, L = m->layers, s = (double)job->seq_len, V = m->vocab;
+	double f = job->recompute == CONFIG_RECOMPUTE_NONE ? 3.0 : 4.0;
+	return 24.0 * f * L * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * L * h));
+}
+
 static bool predict_step(const fidelity_case *k, const config_platform *p, const char *engine, double *out,
 			 config_error *err)
 {
@@ -132,9 +144,11 @@ static bool predict_step(const fidelity_case *k, const config_platform *p, const
 	workload_compose_finish(&comp);
 	if (!ok)
 		return false;
-	*out = k->metric == FID_MFU_PCT	      ? 100.0 * r.mfu
-	       : k->metric == FID_MFU_DENSE_PCT ? 100.0 * r.mfu_dense
-						: r.tokens_per_s / job.gpus;
+	double tokens_gpu = r.tokens_per_s / job.gpus;
+	*out = k->metric == FID_MFU_PCT		? 100.0 * r.mfu
+	       : k->metric == FID_MFU_DENSE_PCT	? 100.0 * r.mfu_dense
+	       : k->metric == FID_MEGATRON_TFLOPS ? tokens_gpu * fidelity_megatron_flops_per_token(&m, &job) / 1e12
+						: tokens_gpu;
 	return true;
 }
 

@@ -1097,8 +1097,8 @@ bool workload_plan_make_layout(const config_model *m, const config_platform *p, 
 	const double gbytes = workload_grad_comm_bytes(job, l);
 	const double layer_params = config_model_layer_params(m);
 	const double all_params = config_model_params(m);
-	const double embed_params = (double)m->vocab * m->hidden;
-	const double head_params = m->tied_embeddings ? 0.0 : embed_params;
+	const double embed_params = (double)m->vocab * m->hidden + config_model_position_params(m);
+	const double head_params = m->tied_embeddings ? 0.0 : (double)m->vocab * m->hidden;
 	/* Stage 3 keeps parameters under 1e5 elements unpartitioned ([DS-zero-config]); the
 	 * norms are, the embedding and head are not. */
 	const double outer_params = all_params - L * layer_params; /* embeddings, head, final norm */
