@@ -432,13 +432,21 @@ START_TEST(analytic_engine_runs_compute_what_ifs_at_the_slowest_pace)
 	/* a factor of 1 changes nothing */
 	config_whatif one = parse1(CONFIG_WHATIF_SLOW_NODE, "0:1");
 	ck_assert_double_eq(analytic_step(&in, &one), base);
-	/* links, failed nodes and neighbours break the one schedule: refused, naming the flag */
-	config_whatif deg = parse1(CONFIG_WHATIF_DEGRADE, "nic:0:2");
-	in.opt.whatif = &deg;
-	engine_result r;
-	ck_assert(!engine_find("analytic")->run(&in, &r, &err));
-	ck_assert_msg(strstr(err.msg, "cannot run --degrade nic:0:2") && strstr(err.msg, "--engine simgrid"), "%s",
-		      err.msg);
+	/* a leaf uplink, a failed node and a neighbour break the one schedule: refused, naming
+	 * the flag */
+	const struct {
+		config_whatif_kind k;
+		const char *text, *label;
+	} refused[] = {{CONFIG_WHATIF_DEGRADE, "leaf:0:2", "--degrade leaf:0:2"},
+		       {CONFIG_WHATIF_FAIL_NODE, "1", "--fail-node 1"},
+		       {CONFIG_WHATIF_BACKGROUND, "1GiB:1ms:0-1", "--background 1GiB:1ms:0-1"}};
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		config_whatif x = parse1(refused[i].k, refused[i].text);
+		in.opt.whatif = &x;
+		engine_result r;
+		ck_assert(!engine_find("analytic")->run(&in, &r, &err));
+		ck_assert_msg(strstr(err.msg, refused[i].label) && strstr(err.msg, "--engine simgrid"), "%s", err.msg);
+	}
 	workload_plan_finish(&plan);
 
 	/* Hand derivation: one GPU, nothing to communicate, every op a GPU kernel in sequence
@@ -451,6 +459,71 @@ START_TEST(analytic_engine_runs_compute_what_ifs_at_the_slowest_pace)
 	const double b1 = analytic_step(&in1, &none);
 	config_whatif twice = parse1(CONFIG_WHATIF_SLOW_GPU, "0:2");
 	ck_assert_double_eq_tol(analytic_step(&in1, &twice), 2 * b1, 1e-12 * b1);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+/* --degrade of a NIC or a GPU port on the analytic engine: every link of its kind at the
+ * slowest one's rate, NCCL's choices kept on the declared links. */
+START_TEST(analytic_engine_degrades_every_link_of_a_kind_alike)
+{
+	config_platform p = tu_platform(3, 4, 4);
+	config_model m = tu_model();
+	/* Ulysses SP 4 inside each node, data parallelism over nodes 0 and 1 (node 2 unused) */
+	config_job job = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 4, 1, 4096, 1);
+	job.zero_overlap = 0;
+	config_error err;
+	ck_assert(workload_check(&m, &p, &job, &err));
+	workload_plan plan;
+	ck_assert_msg(workload_plan_make(&m, &p, &job, &plan, &err), "%s", err.msg);
+	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
+	const double base = analytic_step(&in, NULL);
+	/* one NIC of node 1, every NIC of node 1, every NIC of node 0: the same step */
+	config_whatif one = parse1(CONFIG_WHATIF_DEGRADE, "nic:1.2:4"), node1 = parse1(CONFIG_WHATIF_DEGRADE, "nic:1:4"),
+		      node0 = parse1(CONFIG_WHATIF_DEGRADE, "nic:0:4");
+	const double nic = analytic_step(&in, &one);
+	ck_assert_double_gt(nic, base);
+	ck_assert_double_eq(analytic_step(&in, &node1), nic);
+	ck_assert_double_eq(analytic_step(&in, &node0), nic);
+	/* a NIC of node 2, outside the job, changes nothing */
+	config_whatif unused = parse1(CONFIG_WHATIF_DEGRADE, "nic:2:4");
+	ck_assert_double_eq(analytic_step(&in, &unused), base);
+	/* two what-ifs on one NIC multiply (2 x 2 = nic:...:4); on two NICs the slower rules */
+	config_whatif twice = parse1(CONFIG_WHATIF_DEGRADE, "nic:1.2:2");
+	ck_assert(config_whatif_add(&twice, CONFIG_WHATIF_DEGRADE, "nic:1.2:2", &err));
+	ck_assert_double_eq(analytic_step(&in, &twice), nic);
+	config_whatif two = parse1(CONFIG_WHATIF_DEGRADE, "nic:1.2:4");
+	ck_assert(config_whatif_add(&two, CONFIG_WHATIF_DEGRADE, "nic:0.1:2", &err));
+	ck_assert_double_eq(analytic_step(&in, &two), nic);
+	/* Every NIC at a quarter rate with NCCL's view kept: the data-parallel reductions are
+	 * 4 times the wire time they had; the SP all-to-alls stay inside the nodes. Against the
+	 * platform declared that slow (NCCL's view moved with it) the step is the same wherever
+	 * NCCL's choice does not move, as here (ring, Simple, at these sizes). */
+	config_platform slow = p;
+	slow.inter.nic_bandwidth /= 4;
+	engine_input in_slow = in;
+	in_slow.platform = &slow;
+	ck_assert_double_eq_tol(analytic_step(&in_slow, NULL), nic, 1e-12 * nic);
+	/* a GPU's port: the all-to-alls inside the nodes slow, every rank at that pace */
+	config_whatif port = parse1(CONFIG_WHATIF_DEGRADE, "nvlink:0.3:2");
+	const double nv = analytic_step(&in, &port);
+	ck_assert_double_gt(nv, base);
+	/* here NCCL's choice moves: a platform declared with half-rate ports (NCCL sees them)
+	 * differs, and the same platform with NCCL's view of the declared ports is the step */
+	config_platform slow_nv = p;
+	slow_nv.intra.bandwidth /= 2;
+	slow_nv.intra.pair_bandwidth /= 2;
+	in_slow.platform = &slow_nv;
+	ck_assert_double_ne(analytic_step(&in_slow, NULL), nv);
+	slow_nv.nccl.tuner.set = true;
+	slow_nv.nccl.tuner.intra_bw = p.intra.bandwidth;
+	slow_nv.nccl.tuner.pair_bw = p.intra.pair_bandwidth;
+	slow_nv.nccl.tuner.intra_lat = p.intra.latency;
+	slow_nv.nccl.tuner.eff_intra = p.eff.intra_link;
+	slow_nv.nccl.tuner.nic_bw = p.inter.nic_bandwidth;
+	slow_nv.nccl.tuner.inter_lat = p.inter.latency;
+	slow_nv.nccl.tuner.eff_inter = p.eff.inter_link;
+	ck_assert_double_eq_tol(analytic_step(&in_slow, NULL), nv, 1e-12 * nv);
 	workload_plan_finish(&plan);
 }
 END_TEST
@@ -557,6 +630,9 @@ START_TEST(degraded_nic_changes_only_collectives_that_cross_it)
 	ck_assert_close(nic.sp_comm, base.sp_comm, 1e-9);
 	ck_assert_msg(nic.zero_comm > 1.5 * base.zero_comm, "zero comm %.9g vs %.9g", nic.zero_comm, base.zero_comm);
 	ck_assert(nic.step > base.step);
+	/* the analytic engine, every NIC at the degraded one's rate, within the engines' 5% */
+	sim_out an = run_an(&p, &job, &w);
+	ck_assert_msg(fabs(an.step / nic.step - 1) < 0.05, "analytic %.9g, simgrid %.9g", an.step, nic.step);
 	w = parse1(CONFIG_WHATIF_DEGRADE, "nic:2:4");
 	assert_same(run_sg(&p, &job, &w), base, "unused NIC");
 	/* a degraded NVLink port slows the SP all-to-alls of node 1 (they cross it), which
@@ -565,6 +641,8 @@ START_TEST(degraded_nic_changes_only_collectives_that_cross_it)
 	sim_out port = run_sg(&p, &job, &w);
 	ck_assert_close(port.compute, base.compute, 1e-9);
 	ck_assert(port.step > base.step);
+	an = run_an(&p, &job, &w);
+	ck_assert_msg(fabs(an.step / port.step - 1) < 0.05, "analytic %.9g, simgrid %.9g", an.step, port.step);
 }
 END_TEST
 
@@ -760,9 +838,9 @@ START_TEST(cli_refuses_bad_what_ifs_with_exit_2)
 {
 	char err[4096];
 #define JOB "run", "--model", "llama-3.2-1b", "--platform", "dgx-h100", "--nodes", "2", "--seq-len", "4K", "--sp", "8"
-	const char *a1[] = {JOB, "--engine", "analytic", "--degrade", "nic:0:2", NULL};
+	const char *a1[] = {JOB, "--engine", "analytic", "--background", "1GiB:1ms:0-1", NULL};
 	ck_assert_int_eq(spsim_rc(err, sizeof err, a1), 2);
-	ck_assert_msg(strstr(err, "analytic engine cannot run --degrade nic:0:2"), "%s", err);
+	ck_assert_msg(strstr(err, "analytic engine cannot run --background 1GiB:1ms:0-1"), "%s", err);
 	const char *a2[] = {JOB, "--slow-gpu", "3", NULL};
 	ck_assert_int_eq(spsim_rc(err, sizeof err, a2), 2);
 	ck_assert_msg(strstr(err, "--slow-gpu '3': expected RANK:FACTOR"), "%s", err);
@@ -855,6 +933,7 @@ int main(void)
 	tcase_add_test(tc, failed_node_replaces_by_the_policy);
 	tcase_add_test(tc, node_groups_load_and_fail_at_their_line);
 	tcase_add_test(tc, analytic_engine_runs_compute_what_ifs_at_the_slowest_pace);
+	tcase_add_test(tc, analytic_engine_degrades_every_link_of_a_kind_alike);
 #if SPSIM_HAVE_SIMGRID
 	tcase_add_test(tc, slow_gpu_adds_its_extra_compute_to_the_step);
 	tcase_add_test(tc, degraded_nic_changes_only_collectives_that_cross_it);

@@ -175,9 +175,23 @@ static bool analytic_run(const engine_input *in, engine_result *out, config_erro
 				   in->platform->name);
 	if (!engine_placement_supported("analytic", &in->opt, err))
 		return false;
+	/* --degrade of a NIC or a GPU port: every rank at the slowest link's pace, as for a slow
+	 * GPU below (in the SimGrid engine one NIC or port slowed gives the same step as every
+	 * one of its kind slowed alike: docs/simgrid.md "What-ifs") */
+	config_platform *degraded = NULL;
+	const config_platform *plat = in->platform;
+	if (engine_whatif_active(&in->opt)) {
+		degraded = malloc(sizeof *degraded);
+		if (!degraded)
+			return config_fail(err, "out of memory");
+		if (engine_whatif_degraded(&in->opt, in->platform, in->plan->layout.world, degraded))
+			plat = degraded;
+	}
 	double **dur;
-	if (!engine_analytic_durations(in->platform, in->plan, &dur, err))
+	if (!engine_analytic_durations(plat, in->plan, &dur, err)) {
+		free(degraded);
 		return false;
+	}
 	/* --slow-gpu / --slow-node: every rank at the slowest one's pace. Each SP group meets at
 	 * every layer's collectives and every data-parallel collective holds every replica, so
 	 * no rank gets past a collective before the slowest arrives: its GPU's kernels set the
@@ -192,9 +206,9 @@ static bool analytic_run(const engine_input *in, engine_result *out, config_erro
 	}
 	/* Link loads only where two streams carry communication: otherwise nothing shares. */
 	engine_op_load **load = NULL;
-	if (engine_schedule_streams_share(&in->plan->program) &&
-	    !engine_analytic_loads(in->platform, in->plan, &load, err)) {
+	if (engine_schedule_streams_share(&in->plan->program) && !engine_analytic_loads(plat, in->plan, &load, err)) {
 		engine_durations_free(dur, in->plan->program.n_micro + in->plan->program.n_step);
+		free(degraded);
 		return false;
 	}
 	bool ok;
@@ -204,6 +218,7 @@ static bool analytic_run(const engine_input *in, engine_result *out, config_erro
 	else
 		ok = engine_schedule_run_shared(&in->plan->program, dur, load, out, NULL, NULL, err);
 	free(load);
+	free(degraded);
 	engine_durations_free(dur, in->plan->program.n_micro + in->plan->program.n_step);
 	if (ok)
 		engine_result_finish(in, out);

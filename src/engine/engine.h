@@ -91,9 +91,15 @@ bool engine_whatif_active(const engine_options *opt);
 /* False, saying why, when `engine` cannot run opt's what-ifs. The SimGrid engine runs them
  * all. The analytic engine, which times one schedule for every rank, runs the compute
  * what-ifs (--slow-gpu, --slow-node) as every rank at the slowest rank's pace
- * (engine_whatif_pace; docs/simgrid.md "What-ifs" says when that is exact and when it is
- * an upper bound) and refuses the others. */
+ * (engine_whatif_pace) and a degraded NIC or GPU port as every link of its kind degraded
+ * alike (engine_whatif_degraded); docs/simgrid.md "What-ifs" says when that is exact and
+ * when it is an upper bound. It refuses the others. */
 bool engine_whatif_supported(const char *engine, const engine_options *opt, config_error *err);
+/* The analytic engine's platform under opt's --degrade what-ifs on the job's first
+ * ceil(world / G) nodes: every NIC at the rate of the slowest NIC degraded, every GPU port
+ * (and mesh pair) at the slowest degraded port's, NCCL's view of the links (its choices)
+ * kept as declared. False (out untouched) when no such what-if applies. */
+bool engine_whatif_degraded(const engine_options *opt, const config_platform *p, int world, config_platform *out);
 /* The factor by which the slowest of ranks 0..world-1 computes, placed contiguously on p
  * (rank r on node r / gpus_per_node): 1 without compute what-ifs. */
 double engine_whatif_pace(const engine_options *opt, const config_platform *p, int world);

@@ -50,17 +50,53 @@ bool engine_whatif_supported(const char *engine, const engine_options *opt, conf
 	 * (engine_whatif_pace); a link or a node taken away breaks the one schedule it times. */
 	for (int i = 0; i < opt->whatif->n; i++) {
 		const config_whatif_item *it = &opt->whatif->item[i];
-		if (it->kind == CONFIG_WHATIF_SLOW_GPU || it->kind == CONFIG_WHATIF_SLOW_NODE)
+		if (it->kind == CONFIG_WHATIF_SLOW_GPU || it->kind == CONFIG_WHATIF_SLOW_NODE ||
+		    (it->kind == CONFIG_WHATIF_DEGRADE && it->link != CONFIG_LINK_LEAF && it->b < 0))
 			continue;
 		char what[96];
 		config_whatif_label(it, what, sizeof what);
 		return config_fail(err,
-				   "the %s engine cannot run --%s: it times one schedule for every rank, which a degraded "
-				   "link, a failed node or a neighbour's traffic breaks (it runs --slow-gpu and --slow-node, "
-				   "every rank at the slowest one's pace); use --engine simgrid, which simulates the whole "
-				   "cluster",
+				   "the %s engine cannot run --%s: it times one schedule for every rank, which a mesh pair "
+				   "link, a leaf uplink, a failed node or a neighbour's traffic breaks (it runs --slow-gpu, "
+				   "--slow-node and --degrade of a NIC or a GPU's port, every rank at the slowest one's "
+				   "pace); use --engine simgrid, which simulates the whole cluster",
 				   engine, what);
 	}
+	return true;
+}
+
+bool engine_whatif_degraded(const engine_options *opt, const config_platform *p, int world, config_platform *out)
+{
+	double nic = 1, port = 1;
+	const int G = p->gpus_per_node, nodes = (world + G - 1) / G;
+	for (int i = 0; engine_whatif_active(opt) && i < opt->whatif->n; i++) {
+		const config_whatif_item *it = &opt->whatif->item[i];
+		if (it->kind != CONFIG_WHATIF_DEGRADE || it->node >= nodes) /* a node outside the job: unused */
+			continue;
+		/* the slowest of the job's links of that kind (factors on one link multiply) */
+		for (int k = 0; it->link == CONFIG_LINK_NIC && k < config_platform_nics_of(p, it->node); k++)
+			nic = fmax(nic, config_whatif_link_factor(opt->whatif, CONFIG_LINK_NIC, it->node, k, -1));
+		for (int g = 0; it->link == CONFIG_LINK_NVLINK && g < G; g++)
+			port = fmax(port, config_whatif_link_factor(opt->whatif, CONFIG_LINK_NVLINK, it->node, g, -1));
+	}
+	if (nic == 1 && port == 1)
+		return false;
+	*out = *p;
+	/* NCCL chose its algorithms, protocols and channels on the links as declared (a link
+	 * that slows after NCCL sized its plan, as in the SimGrid engine): keep that view */
+	if (!out->nccl.tuner.set) {
+		out->nccl.tuner.set = true;
+		out->nccl.tuner.intra_bw = p->intra.bandwidth;
+		out->nccl.tuner.pair_bw = p->intra.pair_bandwidth;
+		out->nccl.tuner.intra_lat = p->intra.latency;
+		out->nccl.tuner.eff_intra = p->eff.intra_link;
+		out->nccl.tuner.nic_bw = p->inter.nic_bandwidth;
+		out->nccl.tuner.inter_lat = p->inter.latency;
+		out->nccl.tuner.eff_inter = p->eff.inter_link;
+	}
+	out->inter.nic_bandwidth /= nic;
+	out->intra.bandwidth /= port;
+	out->intra.pair_bandwidth /= port;
 	return true;
 }
 

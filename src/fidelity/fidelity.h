@@ -42,7 +42,7 @@
  *                model, gpus, sp, micro_batch and seq_len required; paths relative to
  *                this file; platform and nodes either here or at the case level, not
  *                both; calibration applied to the platform; what_if runs under the
- *                SimGrid engine (the analytic one runs slow_gpu and slow_node only)
+ *                SimGrid engine (the analytic one: slow_gpu, slow_node, NIC/port degrade)
  *                                         units tokens/s/GPU, MFU%, MFU-dense%, Megatron-TFLOP/s
  *                (MFU% counts causal attention at half its dense FLOPs, MFU-dense% dense,
  *                as MosaicML, PaLM and Megatron-LM report it; Megatron-TFLOP/s is the
