@@ -96,6 +96,16 @@ START_TEST(shipped_corpus_covers_kinds_collectives_and_gpus)
 	}
 	for (int i = 0; i < FID_KIND_COUNT; i++)
 		ck_assert_msg(kinds[i] > 0, "no case of kind %s", fidelity_kind_names[i]);
+	/* memory per GPU: cases exist, and `--case '*-mem'` selects exactly them (README's row) */
+	int memory = 0;
+	for (int i = 0; i < c.n; i++) {
+		const fidelity_case *k = &c.cases[i];
+		bool mem_id = fnmatch("*-mem", k->id, 0) == 0;
+		ck_assert_msg(mem_id == fidelity_metric_is_memory(k->metric), "%s: a memory case's id ends in -mem, no other's",
+			      k->id);
+		memory += mem_id;
+	}
+	ck_assert_int_gt(memory, 0);
 	ck_assert_int_gt(colls[WL_COLL_ALLREDUCE], 0);
 	ck_assert_int_gt(colls[WL_COLL_ALLGATHER], 0);
 	ck_assert_int_gt(colls[WL_COLL_REDUCESCATTER], 0);
@@ -1075,8 +1085,9 @@ static const char tiny_model[] = "model:\n  name: tiny\n  layers: 2\n  hidden: 6
 				 "  head_dim: 16\n  ffn: 128\n  vocab: 256\n  tied_embeddings: false\n  qkv_bias: false\n"
 				 "  mlp: swiglu\n  norm: rmsnorm\n  max_position: 1024\n";
 
-/* Loads one step case of the tiny model in `unit` with step keys `keys` and predicts it. */
-static double tiny_memory(const char *unit, const char *keys)
+/* Loads one step case of the tiny model in `unit` with step keys `keys` and predicts it
+ * with `engine`. */
+static double tiny_memory_on(const char *engine, const char *unit, const char *keys)
 {
 	char dir[64], path[128], sub[96], model[160], text[2048];
 	snprintf(text, sizeof text,
@@ -1100,13 +1111,18 @@ static double tiny_memory(const char *unit, const char *keys)
 	ck_assert(fidelity_metric_is_memory(c.cases[0].metric));
 	ck_assert_str_eq(fidelity_metric_units[c.cases[0].metric], unit);
 	double gib = 0;
-	ck_assert_msg(fidelity_predict(&c.cases[0], "analytic", &gib, &e), "%s", e.msg);
+	ck_assert_msg(fidelity_predict(&c.cases[0], engine, &gib, &e), "%s", e.msg);
 	fidelity_corpus_free(&c);
 	unlink(model);
 	rmdir(sub);
 	unlink(path);
 	rmdir(dir);
 	return gib;
+}
+
+static double tiny_memory(const char *unit, const char *keys)
+{
+	return tiny_memory_on("analytic", unit, keys);
 }
 
 /* The tiny model, one GPU, 64 tokens, full recompute, hf, no ZeRO (t = 64):
@@ -1133,6 +1149,11 @@ START_TEST(memory_units_by_hand)
 	ck_assert_double_eq_tol(allocated * gib, 35846912.0, 1e-3);
 	ck_assert_double_eq_tol(reserved * gib, 35914764.8, 1e-3);
 	ck_assert_double_eq_tol(device * gib, 572785676.8, 1e-3);
+	/* memory is the plan's, not the engine's: the discrete-event engine (when built) gives
+	 * the same */
+	if (engine_find("simgrid"))
+		ck_assert_double_eq_tol(tiny_memory_on("simgrid", "GiB-reserved", ", recompute: full") * gib, 35914764.8,
+					1e-3);
 	/* a declared reserve (2 GiB) has no parts: all of it lies outside the allocator, so
 	 * allocated = reserved = peak - 2 GiB and device = peak; the peak loses the derived
 	 * reserve and gains the declared one: 1840128 + 222976 + 229376 + 2 GiB */
