@@ -2278,6 +2278,31 @@ START_TEST(test_cli_calibrate_round_trip)
 	assert_close(json_real_value(json_object_get(json_object_get(j, "fit"), "bandwidth_GBps")), 217.2, 0.01);
 	json_decref(j);
 	free(out), free(err);
+	/* a published multi-node log (NVIDIA/nccl-tests #309: 4 nodes of 8 H100, 32 ranks, 8 B to
+	 * 16 GiB): the layout comes from its rank table (Pids on four hosts, eight each), and the
+	 * largest size is the ring's plateau on dgx-h100, derived by hand: 8 NICs x 400 Gb/s =
+	 * 50 GB/s each x 0.94 = 376 GB/s of ring bus bandwidth per GPU; 16 GiB x 2(P-1)/P =
+	 * 17179869184 x 62/32 bytes at 376 GB/s = 88.53 ms, plus NCCL's ring/Simple latency
+	 * (8.4 + 54 x 3.4 + 8 x 14 us = 304 us, x 1.4 for the ring's plateau = 425.6 us) and
+	 * dgx-h100's 6 us launch = 88.959 ms, i.e. busbw 17179869184 x 62/32 / 88.959 ms =
+	 * 374.2 GB/s against the log's 365.84 (+2.3%) */
+	ck_assert_int_eq(run_spsim("collective --compare tests/data/nccltests/nccl-tests-issue-309.all_reduce_perf.4x8.log "
+				   "--platform dgx-h100 --engine analytic --format json",
+				   &out, &err),
+			 0);
+	j = json_loads(out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "ranks")), 32);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "nodes")), 4);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "gpus_per_node")), 8);
+	json_t *rows309 = json_object_get(j, "results");
+	ck_assert_int_eq((int)json_array_size(rows309), 32); /* 8 B .. 16 GiB, factor 2 */
+	json_t *last = json_array_get(rows309, 31);
+	assert_close(json_real_value(json_object_get(json_object_get(last, "measured"), "bus_bw")), 365.84, 1e-3);
+	assert_close(json_real_value(json_object_get(json_object_get(last, "predicted"), "time")), 88958.2, 1e-3);
+	assert_close(json_real_value(json_object_get(json_object_get(last, "predicted"), "bus_bw")), 374.2, 1e-3);
+	json_decref(j);
+	free(out), free(err);
 	/* a malformed log is refused with its line */
 	ck_assert_int_eq(run_spsim("calibrate --from-nccl-tests tests/data/nccltests/bad_row.log", &out, &err), 2);
 	expect_contains(err, "bad_row.log:23:8: size '4096B' is not a byte count");
