@@ -150,9 +150,10 @@ bool fidelity_metric_is_memory(fidelity_metric metric)
 double fidelity_memory_measure(const workload_memory *mem, fidelity_metric metric)
 {
 	const workload_reserve *r = &mem->reserve_of;
-	/* outside PyTorch's caching allocator: the driver's context, NCCL's own cudaMalloc'd
-	 * buffers, and the fragmentation (inside the allocator's segments, outside tensors);
-	 * the cuBLAS workspace is an allocator block (CublasHandlePool.cpp getNewWorkspace) */
+	/* not handed to tensors by PyTorch's caching allocator: the driver's context and NCCL's
+	 * own cudaMalloc'd buffers (outside the allocator) and the fragmentation (inside its
+	 * segments, unusable); the cuBLAS workspace is an allocator block (CublasHandlePool.cpp
+	 * getNewWorkspace) */
 	double outside = r->declared ? r->total : r->context + r->nccl + r->fragmentation;
 	double allocated = mem->peak - outside;
 	switch (metric) {
