@@ -96,6 +96,16 @@ START_TEST(shipped_corpus_covers_kinds_collectives_and_gpus)
 	}
 	for (int i = 0; i < FID_KIND_COUNT; i++)
 		ck_assert_msg(kinds[i] > 0, "no case of kind %s", fidelity_kind_names[i]);
+	/* memory per GPU: cases exist, and `--case '*-mem'` selects exactly them (README's row) */
+	int memory = 0;
+	for (int i = 0; i < c.n; i++) {
+		const fidelity_case *k = &c.cases[i];
+		bool mem_id = fnmatch("*-mem", k->id, 0) == 0;
+		ck_assert_msg(mem_id == fidelity_metric_is_memory(k->metric), "%s: a memory case's id ends in -mem, no other's",
+			      k->id);
+		memory += mem_id;
+	}
+	ck_assert_int_gt(memory, 0);
 	ck_assert_int_gt(colls[WL_COLL_ALLREDUCE], 0);
 	ck_assert_int_gt(colls[WL_COLL_ALLGATHER], 0);
 	ck_assert_int_gt(colls[WL_COLL_REDUCESCATTER], 0);
@@ -758,7 +768,7 @@ static const key_sample samples[] = {
 	{"cp_split", {{"strategy", "ring"}, {"sp", "8"}, {"cp_split", "naive"}}, false},
 	{"ulysses_degree", {{"strategy", "usp"}, {"sp", "8"}, {"ulysses_degree", "4"}, {"ring_degree", "2"}}, false},
 	{"ring_degree", {{"strategy", "usp"}, {"sp", "8"}, {"ring_degree", "4"}}, false},
-	{"what_if", {{"nodes", "2"}, {"what_if", "{degrade: [\"nic:0:2\"]}"}}, false},
+	{"what_if", {{"nodes", "2"}, {"what_if", "{background: [\"1GiB:100ms:0-1\"]}"}}, false},
 	{"cp_comm_type", {{"sp", "8"}, {"cp_comm_type", "p2p"}}, false},
 	{"offload_activations", {{"recompute", "full"}, {"offload_activations", "true"}}, false},
 	{"tile_mlp", {{"tile_mlp", "2"}}, false},
@@ -858,8 +868,8 @@ START_TEST(step_cases_take_every_job_key)
 		rmdir(dir);
 		ck_assert_msg(same_step(&k, &j), "key '%s': the step case reads %s differently from a job file", smp->key, map);
 		ck_assert_msg(smp->same_as_default || !same_step(&k, &base), "key '%s' changed nothing in the step case", smp->key);
-		/* and the case is predictable the way its key says: a degraded link needs the
-		 * SimGrid engine, everything else runs on the analytic one */
+		/* and the case is predictable the way its key says: a neighbour's traffic needs
+		 * the SimGrid engine, everything else runs on the analytic one */
 		double p = 0;
 		bool ok = fidelity_predict(&k, "analytic", &p, &e);
 		if (strcmp(smp->key, "what_if") == 0)
@@ -1099,6 +1109,154 @@ START_TEST(sp_attention_section_time_by_hand)
 }
 END_TEST
 
+/* ------------------------------------------------------ memory per GPU --- */
+
+/* A two-layer model small enough to add its memory up by hand (docs/model.md "Memory per
+ * GPU"): h 64, 4 heads of 16 (K/V heads 4), ffn 128, vocabulary 256, untied. */
+static const char tiny_model[] = "model:\n  name: tiny\n  layers: 2\n  hidden: 64\n  heads: 4\n  kv_heads: 4\n"
+				 "  head_dim: 16\n  ffn: 128\n  vocab: 256\n  tied_embeddings: false\n  qkv_bias: false\n"
+				 "  mlp: swiglu\n  norm: rmsnorm\n  max_position: 1024\n";
+
+/* Loads one step case of the tiny model in `unit` with step keys `keys` and predicts it
+ * with `engine`. */
+static double tiny_memory_on(const char *engine, const char *unit, const char *keys)
+{
+	char dir[64], path[128], sub[96], model[160], text[2048];
+	snprintf(text, sizeof text,
+		 HEAD "    - id: m1\n      kind: step\n      citation: c\n      platform: dgx-a100\n"
+		      "      step: {model: models/tiny.yaml, gpus: 1, sp: 1, micro_batch: 1, seq_len: 64%s}\n"
+		      "      published: {value: 0.03, unit: %s}\n",
+		 keys, unit);
+	write_source(dir, sizeof dir, path, sizeof path, text);
+	/* in a subdirectory, which the corpus loader does not read as sources */
+	snprintf(sub, sizeof sub, "%s/models", dir);
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	snprintf(model, sizeof model, "%s/tiny.yaml", sub);
+	FILE *f = fopen(model, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(tiny_model, f);
+	fclose(f);
+	fidelity_corpus c = {0};
+	config_error e = {""};
+	ck_assert_msg(fidelity_load_dir(dir, &c, &e), "%s", e.msg);
+	ck_assert_int_eq(c.n, 1);
+	ck_assert(fidelity_metric_is_memory(c.cases[0].metric));
+	ck_assert_str_eq(fidelity_metric_units[c.cases[0].metric], unit);
+	double gib = 0;
+	ck_assert_msg(fidelity_predict(&c.cases[0], engine, &gib, &e), "%s", e.msg);
+	fidelity_corpus_free(&c);
+	unlink(model);
+	rmdir(sub);
+	unlink(path);
+	rmdir(dir);
+	return gib;
+}
+
+static double tiny_memory(const char *unit, const char *keys)
+{
+	return tiny_memory_on("analytic", unit, keys);
+}
+
+/* The tiny model, one GPU, 64 tokens, full recompute, hf, no ZeRO (t = 64):
+ *   parameters psi = embedding 256*64 + head 256*64 + 2 layers * (q 64*64 + k, v 2*64*64
+ *     + o 64*64 + MLP 3*64*128 + norms 2*64 = 41088) + final norm 64 = 115008
+ *   model states 2 + 2 + 12 bytes per parameter = 16 * 115008 = 1840128
+ *   activations: each layer keeps its input 2*t*h = 8192; the layer rebuilt in backward
+ *     keeps everything: 2*t*(3*64 + 2*4*16 + 4*128) = 106496, log-sum-exp 4*t*4 = 1024,
+ *     two hf RMSNorms 2*(8*t*h + 4*t) = 66048: 173568; plus the final norm 33024:
+ *     2*8192 + 173568 + 33024 = 222976
+ *   logits (hf) 14*t*V = 229376; no buffers (one GPU, no SP, no ZeRO)
+ *   reserve: context 512 MiB, cuBLAS 32 MiB, NCCL 0 (one GPU), fragmentation (full
+ *     recompute) 0.15 * (222976 + 229376) = 67852.8
+ * GiB-allocated = states + activations + logits + cuBLAS workspace (an allocator block)
+ *              = 1840128 + 222976 + 229376 + 33554432 = 35846912
+ * GiB-reserved  = allocated + fragmentation = 35914764.8
+ * GiB-device    = reserved + context 536870912 = 572785676.8 */
+START_TEST(memory_units_by_hand)
+{
+	const double gib = 1024.0 * 1024.0 * 1024.0;
+	const double allocated = tiny_memory("GiB-allocated", ", recompute: full");
+	const double reserved = tiny_memory("GiB-reserved", ", recompute: full");
+	const double device = tiny_memory("GiB-device", ", recompute: full");
+	ck_assert_double_eq_tol(allocated * gib, 35846912.0, 1e-3);
+	ck_assert_double_eq_tol(reserved * gib, 35914764.8, 1e-3);
+	ck_assert_double_eq_tol(device * gib, 572785676.8, 1e-3);
+	/* memory is the plan's, not the engine's: the discrete-event engine (when built) gives
+	 * the same */
+	if (engine_find("simgrid"))
+		ck_assert_double_eq_tol(tiny_memory_on("simgrid", "GiB-reserved", ", recompute: full") * gib, 35914764.8,
+					1e-3);
+	/* a declared reserve (2 GiB) has no parts: all of it lies outside the allocator, so
+	 * allocated = reserved = peak - 2 GiB and device = peak; the peak loses the derived
+	 * reserve and gains the declared one: 1840128 + 222976 + 229376 + 2 GiB */
+	const double states_act_logits = 1840128.0 + 222976.0 + 229376.0;
+	ck_assert_double_eq_tol(tiny_memory("GiB-allocated", ", recompute: full, memory_reserve: 2GiB") * gib,
+				states_act_logits, 1e-3);
+	ck_assert_double_eq_tol(tiny_memory("GiB-reserved", ", recompute: full, memory_reserve: 2GiB") * gib,
+				states_act_logits, 1e-3);
+	ck_assert_double_eq_tol(tiny_memory("GiB-device", ", recompute: full, memory_reserve: 2GiB") * gib,
+				states_act_logits + 2.0 * gib, 1e-3);
+}
+END_TEST
+
+/* The three measures of one job nest: allocated <= reserved <= device, strictly when the
+ * job has fragmentation (ZeRO-3) and NCCL buffers (8 GPUs, a ring); and
+ * fidelity_memory_measure splits workload_memory as fidelity.h says. */
+START_TEST(memory_units_nest_on_one_job)
+{
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert_msg(config_load_model("llama-3.2-1b", &m, &e) && config_load_platform("dgx-h100", &p, &e), "%s", e.msg);
+	config_job job;
+	config_job_defaults(&job);
+	ck_assert_msg(config_strategy_parse("ring", &job, NULL, &e), "%s", e.msg);
+	job.gpus = 8, job.sp = 4, job.micro_batch = 1, job.seq_len = 32768, job.zero_stage = 3;
+	ck_assert_msg(workload_check(&m, &p, &job, &e), "%s", e.msg);
+	workload_plan plan;
+	ck_assert_msg(workload_plan_make(&m, &p, &job, &plan, &e), "%s", e.msg);
+	const workload_memory *mem = &plan.memory;
+	const workload_reserve *r = &mem->reserve_of;
+	ck_assert(r->nccl > 0 && r->fragmentation > 0 && r->context > 0);
+	double a = fidelity_memory_measure(mem, FID_GIB_ALLOCATED), rs = fidelity_memory_measure(mem, FID_GIB_RESERVED),
+	       d = fidelity_memory_measure(mem, FID_GIB_DEVICE);
+	ck_assert(a < rs && rs < d);
+	ck_assert_double_eq_tol(d, mem->peak, 1e-6);
+	ck_assert_double_eq_tol(rs - a, r->fragmentation, 1e-6);
+	ck_assert_double_eq_tol(d - rs, r->context + r->nccl, 1e-6);
+	/* the cuBLAS workspace stays in what the allocator handed out */
+	ck_assert_double_eq_tol(a, mem->params + mem->grads + mem->optimizer + mem->activations + mem->logits +
+					   mem->buffers + r->cublas,
+				1e-3);
+	ck_assert_double_eq(fidelity_memory_measure(mem, FID_TOKENS_GPU), 0);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+START_TEST(memory_units_bad_input_has_a_location)
+{
+	/* an unknown memory unit on a step: at the unit, naming the memory units */
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n      platform: dgx-a100\n"
+			  "      step: {model: llama-3.1-8b, gpus: 8, sp: 1, micro_batch: 1, seq_len: 4096}\n"
+			  "      published: {value: 1, unit: GiB}\n",
+		     12, 35, "unit 'GiB' does not fit a case of kind 'step', expected one of: tokens/s/GPU, MFU%, MFU-dense%, "
+			     "Megatron-TFLOP/s, GiB-allocated, GiB-reserved, GiB-device");
+	/* memory is a step's measure, not a kernel's */
+	expect_error(HEAD "    - id: g1\n      kind: gemm\n      citation: c\n      platform: dgx-a100\n"
+			  "      gemm: {m: 1, n: 1, k: 1}\n      published: {value: 1, unit: GiB-device}\n",
+		     12, 35, "unit 'GiB-device' does not fit a case of kind 'gemm', expected one of: TFLOP/s");
+	/* a value no GPU holds (1e7 GiB) or a typo's 1e-9: at the value, naming the range */
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n      platform: dgx-a100\n"
+			  "      step: {model: llama-3.1-8b, gpus: 8, sp: 1, micro_batch: 1, seq_len: 4096}\n"
+			  "      published: {value: 1e7, unit: GiB-reserved}\n",
+		     12, 26, "'value' 1e+07 is out of range for unit 'GiB-reserved', expected a number from 1e-06 to 1e+06");
+	expect_error(HEAD "    - id: s1\n      kind: step\n      citation: c\n      platform: dgx-a100\n"
+			  "      step: {model: llama-3.1-8b, gpus: 8, sp: 1, micro_batch: 1, seq_len: 4096}\n"
+			  "      published: {value: 1e-9, unit: GiB-allocated}\n",
+		     12, 26, "out of range for unit 'GiB-allocated'");
+}
+END_TEST
+
 static Suite *fidelity_suite(void)
 {
 	Suite *s = suite_create("fidelity");
@@ -1138,6 +1296,11 @@ static Suite *fidelity_suite(void)
 	tcase_add_test(t, sp_attention_cases_load_and_predict_from_the_section);
 	tcase_add_test(t, sp_attention_bad_input_has_a_location);
 	tcase_add_test(t, sp_attention_section_time_by_hand);
+	suite_add_tcase(s, t);
+	t = tcase_create("memory");
+	tcase_add_test(t, memory_units_by_hand);
+	tcase_add_test(t, memory_units_nest_on_one_job);
+	tcase_add_test(t, memory_units_bad_input_has_a_location);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -295,6 +295,20 @@ bool config_calibration_check(const config_calibration *c, const config_platform
 			   c->path[0] ? c->path : "calibration", c->gpu, p->name, p->gpu.name, c->gpu);
 }
 
+void config_platform_keep_tuner_view(config_platform *p)
+{
+	if (p->nccl.tuner.set) /* a first calibration or what-if already took it */
+		return;
+	p->nccl.tuner.set = true;
+	p->nccl.tuner.intra_bw = p->intra.bandwidth;
+	p->nccl.tuner.pair_bw = p->intra.pair_bandwidth;
+	p->nccl.tuner.intra_lat = p->intra.latency;
+	p->nccl.tuner.eff_intra = p->eff.intra_link;
+	p->nccl.tuner.nic_bw = p->inter.nic_bandwidth;
+	p->nccl.tuner.inter_lat = p->inter.latency;
+	p->nccl.tuner.eff_inter = p->eff.inter_link;
+}
+
 void config_apply_calibration(config_platform *p, const config_calibration *c)
 {
 	/* Fitted latencies are intercepts that already contain NCCL's per-call cost, so a
@@ -305,16 +319,7 @@ void config_apply_calibration(config_platform *p, const config_calibration *c)
 		p->coll_overhead = 0;
 	if (c->links_only)
 		p->nccl.links_only = true;
-	if (!p->nccl.tuner.set) { /* NCCL's view of the links: what the platform declares */
-		p->nccl.tuner.set = true;
-		p->nccl.tuner.intra_bw = p->intra.bandwidth;
-		p->nccl.tuner.pair_bw = p->intra.pair_bandwidth;
-		p->nccl.tuner.intra_lat = p->intra.latency;
-		p->nccl.tuner.eff_intra = p->eff.intra_link;
-		p->nccl.tuner.nic_bw = p->inter.nic_bandwidth;
-		p->nccl.tuner.inter_lat = p->inter.latency;
-		p->nccl.tuner.eff_inter = p->eff.inter_link;
-	}
+	config_platform_keep_tuner_view(p);
 	for (int k = 0; k < 2; k++)
 		for (int i = 0; i < CONFIG_CAL_ENTRIES; i++) {
 			if (c->proto[k][i].has_latency)

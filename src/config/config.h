@@ -724,6 +724,10 @@ extern const char *const config_proto_keys[CONFIG_CAL_ENTRIES];
  * NVLS/LL128, p2p). */
 int config_cal_entry(int algo, int proto);
 
+/* Snapshots the platform's links as NCCL's own view (nccl.tuner), unless one was taken:
+ * what NCCL's tuner and graph search choose on when spsim then changes the links (a
+ * calibration, a degraded-link what-if), since NCCL sees the hardware as declared. */
+void config_platform_keep_tuner_view(config_platform *p);
 /* Applies a calibration on top of a platform: latencies and compute efficiencies
  * replace; a bandwidth replaces the link bandwidth and sets that link class's efficiency
  * to 1. For an nvlink-mesh the intra bandwidth is per GPU, so pair_bandwidth becomes

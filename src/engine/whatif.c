@@ -84,16 +84,7 @@ bool engine_whatif_degraded(const engine_options *opt, const config_platform *p,
 	*out = *p;
 	/* NCCL chose its algorithms, protocols and channels on the links as declared (a link
 	 * that slows after NCCL sized its plan, as in the SimGrid engine): keep that view */
-	if (!out->nccl.tuner.set) {
-		out->nccl.tuner.set = true;
-		out->nccl.tuner.intra_bw = p->intra.bandwidth;
-		out->nccl.tuner.pair_bw = p->intra.pair_bandwidth;
-		out->nccl.tuner.intra_lat = p->intra.latency;
-		out->nccl.tuner.eff_intra = p->eff.intra_link;
-		out->nccl.tuner.nic_bw = p->inter.nic_bandwidth;
-		out->nccl.tuner.inter_lat = p->inter.latency;
-		out->nccl.tuner.eff_inter = p->eff.inter_link;
-	}
+	config_platform_keep_tuner_view(out);
 	out->inter.nic_bandwidth /= nic;
 	out->intra.bandwidth /= port;
 	out->intra.pair_bandwidth /= port;

@@ -16,7 +16,7 @@
 const char *const fidelity_kind_names[FID_KIND_COUNT] = {"collective", "attention", "gemm", "step", "sp_attention"};
 const char *const fidelity_metric_units[FID_METRIC_COUNT] = {"GB/s", "us", "TFLOP/s", "tokens/s/GPU",
 							     "MFU%", "MFU-dense%", "Megatron-TFLOP/s",
-							     "iter/s"};
+							     "iter/s", "GiB-allocated", "GiB-reserved", "GiB-device"};
 
 static const char *const pass_names[] = {"fwd", "bwd", "fwd+bwd"};
 
@@ -33,6 +33,10 @@ static const double published_range[FID_METRIC_COUNT][2] = {
 	[FID_MFU_DENSE_PCT] = {1e-6, 100},
 	[FID_MEGATRON_TFLOPS] = {1e-3, 1e6}, /* TFLOP/s per GPU: as a kernel's */
 	[FID_ITER_S] = {1e-6, 1e9}, /* iterations/s: 1 ns per iteration is below one kernel launch */
+	/* GiB per GPU: 1 KiB to 1 PiB, far beyond any GPU's memory either way */
+	[FID_GIB_ALLOCATED] = {1e-6, 1e6},
+	[FID_GIB_RESERVED] = {1e-6, 1e6},
+	[FID_GIB_DEVICE] = {1e-6, 1e6},
 };
 
 /* Units each kind may be compared in. */
@@ -43,7 +47,8 @@ static bool metric_allowed(fidelity_kind k, fidelity_metric m)
 	case FID_ATTENTION: return m == FID_TFLOPS || m == FID_ITER_S;
 	case FID_GEMM: return m == FID_TFLOPS;
 	case FID_STEP:
-		return m == FID_TOKENS_GPU || m == FID_MFU_PCT || m == FID_MFU_DENSE_PCT || m == FID_MEGATRON_TFLOPS;
+		return m == FID_TOKENS_GPU || m == FID_MFU_PCT || m == FID_MFU_DENSE_PCT || m == FID_MEGATRON_TFLOPS ||
+		       fidelity_metric_is_memory(m);
 	case FID_SP_ATTENTION: return m == FID_ITER_S;
 	default: return false;
 	}

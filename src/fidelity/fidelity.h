@@ -43,7 +43,8 @@
  *                this file; platform and nodes either here or at the case level, not
  *                both; calibration applied to the platform; what_if runs under the
  *                SimGrid engine (the analytic one: slow_gpu, slow_node, NIC/port degrade)
- *                                         units tokens/s/GPU, MFU%, MFU-dense%, Megatron-TFLOP/s
+ *                                         units tokens/s/GPU, MFU%, MFU-dense%, Megatron-TFLOP/s,
+ *                                               GiB-allocated, GiB-reserved, GiB-device
  *                (MFU% counts causal attention at half its dense FLOPs, MFU-dense% dense,
  *                as MosaicML, PaLM and Megatron-LM report it; Megatron-TFLOP/s is the
  *                TFLOP/s per GPU that Megatron-DeepSpeed prints, megatron/utils.py
@@ -51,6 +52,30 @@
  *                iteration over its time and the world size, f = 4 with activation
  *                recomputation and 3 without (Narayanan et al., arXiv 2104.04473, eq. 3),
  *                i.e. the step's tokens/s per GPU times 24 f L h^2 (1 + s/(6h) + V/(16 L h)))
+ *                Memory per GPU, GiB (2^30 bytes), the part of spsim's memory (`spsim run`'s
+ *                memory_bytes, docs/model.md "Memory per GPU") that the measuring tool sees
+ *                (fidelity_memory_measure):
+ *                  GiB-allocated  torch.cuda.max_memory_allocated (DeepSpeed's "Max_MA"):
+ *                                 the peak of the bytes PyTorch's caching allocator handed
+ *                                 to tensors = spsim's peak less the CUDA context, the NCCL
+ *                                 buffers and the fragmentation. The cuBLAS workspace stays
+ *                                 in: PyTorch takes it from the caching allocator
+ *                                 (aten/src/ATen/cuda/CublasHandlePool.cpp, getNewWorkspace:
+ *                                 CUDACachingAllocator::get()->allocate, kept as an at::DataPtr
+ *                                 in cublas_handle_stream_to_workspace), so it counts in
+ *                                 memory_allocated; the context is the driver's and NCCL
+ *                                 cudaMalloc's its buffers itself (src/init.cc), both outside
+ *                                 the allocator.
+ *                  GiB-reserved   torch.cuda.max_memory_reserved (DeepSpeed's "Max_CA"):
+ *                                 the segments the allocator holds from cudaMalloc, i.e. the
+ *                                 allocated bytes plus the split, unusable remainders of its
+ *                                 blocks = allocated + spsim's fragmentation.
+ *                  GiB-device     nvidia-smi's / NVML's used memory of the GPU: spsim's whole
+ *                                 peak (context, NCCL and fragmentation included).
+ *                With a declared memory_reserve (job or platform, which has no parts) the
+ *                whole declared figure is taken as outside the allocator, as its definition
+ *                (the device's used memory less memory_allocated) has it: allocated =
+ *                reserved = peak - memory_reserve.
  *   sp_attention: {strategy: ring[:split=zigzag|naive][:comm=p2p|all_gather] | ulysses |
  *                usp[:u=U:r=R], gpus, seq_len (the global sequence), batch, heads, kv_heads,
  *                head_dim, causal: true, pass: fwd|fwd+bwd, kernel (as attention's)}
@@ -92,6 +117,9 @@ typedef enum fidelity_metric {
 	FID_MFU_DENSE_PCT, /* the same with attention counted dense (MosaicML, PaLM, Megatron-LM) */
 	FID_MEGATRON_TFLOPS, /* TFLOP/s per GPU of a step as Megatron-DeepSpeed's throughput_calculator counts */
 	FID_ITER_S,     /* iterations per second of a benchmark loop (attention, sp_attention) */
+	FID_GIB_ALLOCATED, /* GiB per GPU, torch.cuda.max_memory_allocated of a step */
+	FID_GIB_RESERVED,  /* GiB per GPU, torch.cuda.max_memory_reserved of a step */
+	FID_GIB_DEVICE,    /* GiB per GPU, nvidia-smi / NVML used memory during a step */
 	FID_METRIC_COUNT
 } fidelity_metric;
 typedef enum fidelity_pass { FID_PASS_FWD, FID_PASS_BWD, FID_PASS_FWD_BWD } fidelity_pass;
@@ -181,6 +209,12 @@ double fidelity_kernel_time(const config_platform *p, const fidelity_kernel *k, 
  * them for the TFLOP/s it prints (the Megatron-TFLOP/s unit): 24 f L h^2 (1 + s/(6h) +
  * V/(16 L h)), f = 4 with recomputation, 3 without. */
 double fidelity_megatron_flops_per_token(const config_model *m, const config_job *job);
+/* The bytes of spsim's memory per GPU that a memory unit's tool sees (the mapping above):
+ * GiB-allocated peak - context - NCCL - fragmentation (the declared reserve when one is);
+ * GiB-reserved that + fragmentation; GiB-device the peak. 0 for a unit that is not memory. */
+double fidelity_memory_measure(const workload_memory *mem, fidelity_metric metric);
+/* Whether a unit is one of the memory units. */
+bool fidelity_metric_is_memory(fidelity_metric metric);
 
 /* Signed error of a prediction, percent: 100 (predicted - published) / published. */
 double fidelity_err_pct(double predicted, double published);

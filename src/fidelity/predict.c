@@ -10,6 +10,8 @@
 #include "engine/engine.h"
 #include "nccltests/nccltests.h"
 
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
 /* FLOPs as the published kernel benchmarks count them (see fidelity.h). */
 static double kernel_flops(const fidelity_kernel *k)
 {
@@ -141,15 +143,39 @@ static bool predict_step(const fidelity_case *k, const config_platform *p, const
 	engine_result r;
 	const workload_plan *primary;
 	bool ok = engine_run_composite(e, &m, p, &job, &comp, opt, &r, NULL, &primary, err);
+	if (ok && fidelity_metric_is_memory(k->metric)) /* read before the plans are freed */
+		*out = fidelity_memory_measure(workload_composite_memory(&comp, primary), k->metric) / GIB;
 	workload_compose_finish(&comp);
-	if (!ok)
-		return false;
+	if (!ok || fidelity_metric_is_memory(k->metric))
+		return ok;
 	double tokens_gpu = r.tokens_per_s / job.gpus;
 	*out = k->metric == FID_MFU_PCT		? 100.0 * r.mfu
 	       : k->metric == FID_MFU_DENSE_PCT	? 100.0 * r.mfu_dense
 	       : k->metric == FID_MEGATRON_TFLOPS ? tokens_gpu * fidelity_megatron_flops_per_token(&m, &job) / 1e12
 						: tokens_gpu;
 	return true;
+}
+
+bool fidelity_metric_is_memory(fidelity_metric metric)
+{
+	return metric == FID_GIB_ALLOCATED || metric == FID_GIB_RESERVED || metric == FID_GIB_DEVICE;
+}
+
+double fidelity_memory_measure(const workload_memory *mem, fidelity_metric metric)
+{
+	const workload_reserve *r = &mem->reserve_of;
+	/* not handed to tensors by PyTorch's caching allocator: the driver's context and NCCL's
+	 * own cudaMalloc'd buffers (outside the allocator) and the fragmentation (inside its
+	 * segments, unusable); the cuBLAS workspace is an allocator block (CublasHandlePool.cpp
+	 * getNewWorkspace) */
+	double outside = r->declared ? r->total : r->context + r->nccl + r->fragmentation;
+	double allocated = mem->peak - outside;
+	switch (metric) {
+	case FID_GIB_ALLOCATED: return allocated;
+	case FID_GIB_RESERVED: return allocated + (r->declared ? 0.0 : r->fragmentation);
+	case FID_GIB_DEVICE: return mem->peak;
+	default: return 0;
+	}
 }
 
 /* An sp_attention case: the section of spsim's own op program for the strategy

@@ -49,16 +49,10 @@ const char *report_bytes(double b, char *buf, size_t len)
 	return buf;
 }
 
-/* Memory per GPU of a run: for unequal BASP groups, the part with the highest peak (the
- * GPUs that must fit), not necessarily the slowest part whose time is reported. */
+/* Memory per GPU of a run (workload_composite_memory). */
 static const workload_memory *run_memory(const report_run *r)
 {
-	const workload_memory *m = &r->plan->memory;
-	if (r->composite && r->composite->kind == WL_COMPOSE_PARALLEL)
-		for (int i = 0; i < r->composite->n_parts; i++)
-			if (r->composite->parts[i].plan.memory.peak > m->peak)
-				m = &r->composite->parts[i].plan.memory;
-	return m;
+	return workload_composite_memory(r->composite, r->plan);
 }
 
 

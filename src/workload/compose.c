@@ -169,3 +169,13 @@ void workload_compose_finish(workload_composite *c)
 		workload_plan_finish(&c->merged);
 	memset(c, 0, sizeof *c);
 }
+
+const workload_memory *workload_composite_memory(const workload_composite *c, const workload_plan *primary)
+{
+	const workload_memory *m = &primary->memory;
+	if (c && c->kind == WL_COMPOSE_PARALLEL)
+		for (int i = 0; i < c->n_parts; i++)
+			if (c->parts[i].plan.memory.peak > m->peak)
+				m = &c->parts[i].plan.memory;
+	return m;
+}

@@ -249,6 +249,10 @@ long workload_padded_seq_len(long seq_len, int group_size);
 bool workload_compose(const config_model *m, const config_platform *p, const config_job *job,
 		      workload_composite *out, config_error *err);
 void workload_compose_finish(workload_composite *c);
+/* Memory per GPU of a run whose result is `primary`'s (engine_run_composite): for unequal
+ * BASP groups (PARALLEL), the part with the highest peak (the GPUs that must fit), not
+ * necessarily the slowest part whose time is reported; primary's otherwise. c may be NULL. */
+const workload_memory *workload_composite_memory(const workload_composite *c, const workload_plan *primary);
 
 /* Validates the job against model and platform and fills job defaults (gpus, sp). On
  * failure writes a sentence that says what to change. */
