@@ -1952,8 +1952,9 @@ START_TEST(test_cli_collective_prints_nccl_tests)
 	json_decref(j);
 	free(out), free(err);
 	ck_assert_int_eq(run_spsim("collective sendrecv --platform dgx-a100 -b 1M -e 1M --format csv", &out, &err), 0);
-	ck_assert(strncmp(out, "size,count,type,redop,root,time_us,algbw_GBps,busbw_GBps\n1048576,262144,float,sum,-1,",
-			  83) == 0);
+	const char *head = "size,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,nccl_algorithm,nccl_protocol,"
+			   "nccl_channels\n1048576,262144,float,sum,-1,";
+	ck_assert_msg(strncmp(out, head, strlen(head)) == 0, "%s", out);
 	free(out), free(err);
 }
 END_TEST
@@ -2062,6 +2063,52 @@ END_TEST
 
 /* --alg tree forces NCCL's tree under the ring program: the header and JSON named 'ring'
  * for a run timed as a tree (939.72 us against ring's 570.40 us at 64 MiB on dgx-a100) */
+/* JSON and CSV rows name what NCCL runs at each size, as the model chose it. By hand, on
+ * one dgx-h100 node: 64 KiB all-reduce is ring/LL on 2 channels (enqueue.cc's channel
+ * tuning drops channels while nBytes < nc x 512 threads x 64 B, ring/LL's 8 B per thread
+ * times 8 ranks: 65536 B is below 3 x 32768, not below 2 x), 4 MiB is
+ * NVLS/Simple on its 16 channels; across two nodes NVLS becomes NVLS-tree; an all-to-all
+ * is p2p, LL at 1 KiB (128 B per peer, under the 16 KiB threshold) and Simple at 64 MiB, on
+ * the communicator's pow2Up(18) = 32 p2p channels. */
+START_TEST(test_cli_rows_name_nccl_choice)
+{
+	char *out, *err;
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-h100 --engine analytic -b 64K -e 4M -f 64 "
+				   "--format json",
+				   &out, &err),
+			 0);
+	json_t *j = json_loads(out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	json_t *rows = json_object_get(j, "results");
+	ck_assert_int_eq((int)json_array_size(rows), 2);
+	const char *want[2][2] = {{"ring", "LL"}, {"nvls", "Simple"}};
+	const int want_ch[2] = {2, 16};
+	for (int i = 0; i < 2; i++) {
+		json_t *n = json_object_get(json_array_get(rows, i), "nccl");
+		ck_assert_str_eq(json_string_value(json_object_get(n, "algorithm")), want[i][0]);
+		ck_assert_str_eq(json_string_value(json_object_get(n, "protocol")), want[i][1]);
+		ck_assert_int_eq(json_integer_value(json_object_get(n, "channels")), want_ch[i]);
+		ck_assert(json_real_value(json_object_get(n, "latency_us")) > 0);
+	}
+	json_decref(j);
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-h100 --nodes 2 --engine analytic -b 4M -e 4M "
+				   "--format csv",
+				   &out, &err),
+			 0);
+	expect_contains(out, "busbw_GBps,nccl_algorithm,nccl_protocol,nccl_channels\n");
+	expect_contains(out, ",nvls_tree,Simple,16\n");
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective alltoall --platform dgx-h100 --engine analytic -b 1K -e 64M -f 65536 "
+				   "--format csv",
+				   &out, &err),
+			 0);
+	expect_contains(out, ",p2p,LL,32\n");
+	expect_contains(out, ",p2p,Simple,32\n");
+	free(out), free(err);
+}
+END_TEST
+
 START_TEST(test_cli_forced_nccl_algorithm_is_named)
 {
 	char *out, *err;
@@ -2416,6 +2463,7 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cli, test_cli_compare_calibrates_the_p2p_path);
 	tcase_add_test(cli, test_cli_compare_refuses_what_the_log_sets);
 	tcase_add_test(cli, test_cli_forced_nccl_algorithm_is_named);
+	tcase_add_test(cli, test_cli_rows_name_nccl_choice);
 	tcase_add_test(cli, test_cli_sendrecv_engines_agree);
 	suite_add_tcase(s, cli);
 	return s;

@@ -461,21 +461,31 @@ static int predict(coll_args *a)
 		printf("#\n");
 		nccltests_print_table_header(stdout);
 	} else if (a->job.format == REPORT_CSV) {
-		printf("size,count,type,redop,root,time_us,algbw_GBps,busbw_GBps\n");
+		printf("size,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,nccl_algorithm,nccl_protocol,"
+		       "nccl_channels\n");
 	}
 	for (int i = 0; i < n; i++) {
 		nccltests_result r;
 		nccltests_result_make(a->coll, P, ts, sizes[i], times[i], &r);
 		sum += r.busbw;
+		/* what NCCL runs at this size, as the model chose it (NCCL_DEBUG_SUBSYS=TUNING's
+		 * view), for JSON and CSV; the table keeps nccl-tests' own columns */
+		nccltests_choice ch = {"?", "?", 0, 0};
+		config_error cerr;
+		if (a->job.format != REPORT_TABLE && !nccltests_predict_choice(&s, sizes[i], &ch, &cerr))
+			ch = (nccltests_choice){"?", "?", 0, 0};
 		if (a->job.format == REPORT_TABLE)
 			nccltests_print_row(stdout, &r, a->type, redop, root);
 		else if (a->job.format == REPORT_CSV)
-			printf("%.0f,%.0f,%s,%s,%d,%.6g,%.6g,%.6g\n", r.size, r.count, a->type, redop, root, r.time_us,
-			       r.algbw, r.busbw);
+			printf("%.0f,%.0f,%s,%s,%d,%.6g,%.6g,%.6g,%s,%s,%d\n", r.size, r.count, a->type, redop, root,
+			       r.time_us, r.algbw, r.busbw, ch.algorithm, ch.protocol, ch.channels);
 		else
-			json_array_append_new(rows, json_pack("{s:f, s:f, s:s, s:s, s:i, s:f, s:f, s:f}", "size", r.size,
-							      "count", r.count, "type", a->type, "redop", redop, "root",
-							      root, "time", r.time_us, "alg_bw", r.algbw, "bus_bw", r.busbw));
+			json_array_append_new(rows, json_pack("{s:f, s:f, s:s, s:s, s:i, s:f, s:f, s:f, s:{s:s, s:s, s:i, s:f}}",
+							      "size", r.size, "count", r.count, "type", a->type, "redop",
+							      redop, "root", root, "time", r.time_us, "alg_bw", r.algbw,
+							      "bus_bw", r.busbw, "nccl", "algorithm", ch.algorithm,
+							      "protocol", ch.protocol, "channels", ch.channels,
+							      "latency_us", ch.latency * 1e6));
 	}
 	double avg = n ? sum / n : 0;
 	if (a->job.format == REPORT_TABLE) {

@@ -349,9 +349,13 @@ double nccl_model_time(const config_platform *p, workload_coll c, engine_group_s
 static const int max_threads[NCCL_PROTO_COUNT] = {512, 640, 512};
 static const double thread_threshold[NCCL_PROTO_COUNT] = {8, 8, 64};
 
+static int p2p_channels(const config_platform *p);
+
 int nccl_launch_channels(const config_platform *p, nccl_algo a, nccl_proto pr, int ranks, double bytes)
 {
 	int nc = nccl_channels(p);
+	if (a == NCCL_ALGO_P2P) /* the communicator's p2p channels, shared out among the peers */
+		return p2p_channels(p);
 	if (a == NCCL_ALGO_NVLS) /* "NVLS should not need more than 16 channels": no tuning */
 		return nvls_channels;
 	if (a != NCCL_ALGO_RING && a != NCCL_ALGO_TREE)

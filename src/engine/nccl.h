@@ -73,7 +73,8 @@ bool nccl_force_check(const config_platform *p, workload_coll c, int force_algo,
 int nccl_channels(const config_platform *p);
 
 /* Channels NCCL launches for one call of `bytes` with the chosen pair on `ranks` ranks
- * (enqueue.cc's channel tuning: fewer channels for small messages; NVLS always 16). */
+ * (enqueue.cc's channel tuning: fewer channels for small messages; NVLS always 16; p2p:
+ * the communicator's p2p channels, which its peers share). */
 int nccl_launch_channels(const config_platform *p, nccl_algo a, nccl_proto pr, int ranks, double bytes);
 
 /* NCCL's predicted time (s) of a ring-family pair, its own model: latency + bytes / algbw,

@@ -240,6 +240,16 @@ engine_group_shape nccltests_group_shape(const nccltests_setup *s, const int *no
 bool nccltests_shapes(const nccltests_setup *s, engine_group_shape **shapes, int *n, config_error *err);
 /* Analytic time (seconds) of one collective of `bytes` per rank: the slowest group. */
 bool nccltests_predict_time(const nccltests_setup *s, double bytes, double *time_s, config_error *err);
+/* What NCCL runs for that call in the slowest group, as spsim's model chooses it: the
+ * algorithm ("ring", "tree", "nvls", "nvls_tree" for NVLS across nodes, "p2p"), the
+ * protocol ("LL", "LL128", "Simple"), the channels launched (p2p: the communicator's p2p
+ * channels) and NCCL's latency of the pair (s; p2p: the per-message terms). */
+typedef struct nccltests_choice {
+	const char *algorithm, *protocol;
+	int channels;
+	double latency;
+} nccltests_choice;
+bool nccltests_predict_choice(const nccltests_setup *s, double bytes, nccltests_choice *out, config_error *err);
 
 /* ---------------------------------------------------------------- output ---- */
 /* nccl-tests' number format for a column of `width`: 2 decimals while they fit, then 1,

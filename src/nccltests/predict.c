@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "nccltests/nccltests.h"
+#include "engine/nccl.h"
 
 static int nodes_used(const nccltests_setup *s)
 {
@@ -204,6 +205,32 @@ bool nccltests_shapes(const nccltests_setup *s, engine_group_shape **out, int *n
 	}
 	*out = shapes;
 	*n_out = n;
+	return true;
+}
+
+bool nccltests_predict_choice(const nccltests_setup *s, double bytes, nccltests_choice *out, config_error *err)
+{
+	engine_group_shape *shapes;
+	int n;
+	if (!nccltests_shapes(s, &shapes, &n, err))
+		return false;
+	int slowest = 0;
+	double t = -1;
+	for (int i = 0; i < n; i++) {
+		double ti = engine_collective_time(s->platform, s->coll, s->alg, shapes[i], bytes);
+		if (ti > t)
+			t = ti, slowest = i;
+	}
+	const engine_group_shape g = shapes[slowest];
+	free(shapes);
+	nccl_cost k = nccl_cost_of(s->platform, s->coll, s->alg, g, bytes);
+	const bool across = g.size > g.per_node;
+	*out = (nccltests_choice){
+		.algorithm = k.algo == NCCL_ALGO_NVLS && across ? "nvls_tree" : nccl_algo_name(k.algo),
+		.protocol = nccl_proto_name(k.proto),
+		.channels = nccl_launch_channels(s->platform, k.algo, k.proto, g.size, bytes),
+		.latency = k.latency,
+	};
 	return true;
 }
 
