@@ -208,21 +208,30 @@ bool nccltests_shapes(const nccltests_setup *s, engine_group_shape **out, int *n
 	return true;
 }
 
-bool nccltests_predict_choice(const nccltests_setup *s, double bytes, nccltests_choice *out, config_error *err)
+/* The slowest group's shape and time for one call of `bytes`. */
+static bool slowest_group(const nccltests_setup *s, double bytes, engine_group_shape *g, double *t, config_error *err)
 {
 	engine_group_shape *shapes;
 	int n;
 	if (!nccltests_shapes(s, &shapes, &n, err))
 		return false;
-	int slowest = 0;
-	double t = -1;
+	*t = 0;
+	*g = shapes[0];
 	for (int i = 0; i < n; i++) {
 		double ti = engine_collective_time(s->platform, s->coll, s->alg, shapes[i], bytes);
-		if (ti > t)
-			t = ti, slowest = i;
+		if (ti > *t)
+			*t = ti, *g = shapes[i];
 	}
-	const engine_group_shape g = shapes[slowest];
 	free(shapes);
+	return true;
+}
+
+bool nccltests_predict_choice(const nccltests_setup *s, double bytes, nccltests_choice *out, config_error *err)
+{
+	engine_group_shape g;
+	double t;
+	if (!slowest_group(s, bytes, &g, &t, err))
+		return false;
 	nccl_cost k = nccl_cost_of(s->platform, s->coll, s->alg, g, bytes);
 	const bool across = g.size > g.per_node;
 	*out = (nccltests_choice){
@@ -236,14 +245,6 @@ bool nccltests_predict_choice(const nccltests_setup *s, double bytes, nccltests_
 
 bool nccltests_predict_time(const nccltests_setup *s, double bytes, double *time_s, config_error *err)
 {
-	engine_group_shape *shapes;
-	int n;
-	if (!nccltests_shapes(s, &shapes, &n, err))
-		return false;
-	double t = 0;
-	for (int i = 0; i < n; i++)
-		t = fmax(t, engine_collective_time(s->platform, s->coll, s->alg, shapes[i], bytes));
-	free(shapes);
-	*time_s = t;
-	return true;
+	engine_group_shape g;
+	return slowest_group(s, bytes, &g, time_s, err);
 }
