@@ -432,13 +432,11 @@ START_TEST(analytic_engine_runs_compute_what_ifs_at_the_slowest_pace)
 	/* a factor of 1 changes nothing */
 	config_whatif one = parse1(CONFIG_WHATIF_SLOW_NODE, "0:1");
 	ck_assert_double_eq(analytic_step(&in, &one), base);
-	/* a leaf uplink, a failed node and a neighbour break the one schedule: refused, naming
-	 * the flag */
+	/* a leaf uplink and a neighbour break the one schedule: refused, naming the flag */
 	const struct {
 		config_whatif_kind k;
 		const char *text, *label;
 	} refused[] = {{CONFIG_WHATIF_DEGRADE, "leaf:0:2", "--degrade leaf:0:2"},
-		       {CONFIG_WHATIF_FAIL_NODE, "1", "--fail-node 1"},
 		       {CONFIG_WHATIF_BACKGROUND, "1GiB:1ms:0-1", "--background 1GiB:1ms:0-1"}};
 	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
 		config_whatif x = parse1(refused[i].k, refused[i].text);
@@ -524,6 +522,51 @@ START_TEST(analytic_engine_degrades_every_link_of_a_kind_alike)
 	slow_nv.nccl.tuner.inter_lat = p.inter.latency;
 	slow_nv.nccl.tuner.eff_inter = p.eff.inter_link;
 	ck_assert_double_eq_tol(analytic_step(&in_slow, NULL), nv, 1e-12 * nv);
+	workload_plan_finish(&plan);
+}
+END_TEST
+
+/* --fail-node on the analytic engine: the job re-placed contiguously on the remaining
+ * identical nodes behind one switch runs the same step; a slow node that failed slows
+ * nothing, one the job moved onto paces every rank; on a fat-tree of several leaves the
+ * re-placed job may straddle a leaf, which the closed form does not see: refused. */
+START_TEST(analytic_engine_re_places_around_a_failed_node)
+{
+	config_platform p = tu_platform(3, 4, 4);
+	config_model m = tu_model();
+	config_job job = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 4, 1, 4096, 1);
+	config_error err;
+	ck_assert(workload_check(&m, &p, &job, &err));
+	workload_plan plan;
+	ck_assert_msg(workload_plan_make(&m, &p, &job, &plan, &err), "%s", err.msg);
+	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
+	const double base = analytic_step(&in, NULL);
+	config_whatif fail0 = parse1(CONFIG_WHATIF_FAIL_NODE, "0");
+	ck_assert_double_eq(analytic_step(&in, &fail0), base);
+	/* the job now on nodes 1 and 2: node 0 slowed changes nothing, node 2 slowed paces it */
+	config_whatif dead_slow = parse1(CONFIG_WHATIF_FAIL_NODE, "0");
+	ck_assert(config_whatif_add(&dead_slow, CONFIG_WHATIF_SLOW_NODE, "0:2", &err));
+	ck_assert_double_eq(analytic_step(&in, &dead_slow), base);
+	config_whatif moved = parse1(CONFIG_WHATIF_FAIL_NODE, "0");
+	ck_assert(config_whatif_add(&moved, CONFIG_WHATIF_SLOW_NODE, "2:2", &err));
+	config_whatif slow1 = parse1(CONFIG_WHATIF_SLOW_NODE, "1:2");
+	ck_assert_double_eq(analytic_step(&in, &moved), analytic_step(&in, &slow1));
+	ck_assert_double_gt(analytic_step(&in, &moved), base);
+	/* without the failure node 2 holds none of the job: slowing it changes nothing */
+	config_whatif idle = parse1(CONFIG_WHATIF_SLOW_NODE, "2:2");
+	ck_assert_double_eq(analytic_step(&in, &idle), base);
+	/* a NIC of node 2 matters once the job moved there */
+	config_whatif nic2 = parse1(CONFIG_WHATIF_FAIL_NODE, "0");
+	ck_assert(config_whatif_add(&nic2, CONFIG_WHATIF_DEGRADE, "nic:2:4", &err));
+	ck_assert_double_gt(analytic_step(&in, &nic2), base);
+	/* a fat-tree of two leaves of 2 nodes: refused */
+	p.inter.topology = CONFIG_TOPO_FAT_TREE;
+	p.inter.nodes_per_leaf = 2;
+	in.opt.whatif = &fail0;
+	engine_result r;
+	ck_assert(!engine_find("analytic")->run(&in, &r, &err));
+	ck_assert_msg(strstr(err.msg, "cannot run --fail-node 0 on 'hand'") && strstr(err.msg, "--engine simgrid"), "%s",
+		      err.msg);
 	workload_plan_finish(&plan);
 }
 END_TEST
@@ -934,6 +977,7 @@ int main(void)
 	tcase_add_test(tc, node_groups_load_and_fail_at_their_line);
 	tcase_add_test(tc, analytic_engine_runs_compute_what_ifs_at_the_slowest_pace);
 	tcase_add_test(tc, analytic_engine_degrades_every_link_of_a_kind_alike);
+	tcase_add_test(tc, analytic_engine_re_places_around_a_failed_node);
 #if SPSIM_HAVE_SIMGRID
 	tcase_add_test(tc, slow_gpu_adds_its_extra_compute_to_the_step);
 	tcase_add_test(tc, degraded_nic_changes_only_collectives_that_cross_it);

@@ -173,7 +173,7 @@ static bool analytic_run(const engine_input *in, engine_result *out, config_erro
 		return config_fail(err, "the analytic engine times one kind of node; platform '%s' mixes node groups "
 					"of different GPUs or NIC counts: use --engine simgrid",
 				   in->platform->name);
-	if (!engine_placement_supported("analytic", &in->opt, err))
+	if (!engine_placement_supported("analytic", &in->opt, err) || !engine_whatif_fail_check(&in->opt, in->platform, err))
 		return false;
 	/* --degrade of a NIC or a GPU port: every rank at the slowest link's pace, as for a slow
 	 * GPU below (in the SimGrid engine one NIC or port slowed gives the same step as every

@@ -92,14 +92,20 @@ bool engine_whatif_active(const engine_options *opt);
  * all. The analytic engine, which times one schedule for every rank, runs the compute
  * what-ifs (--slow-gpu, --slow-node) as every rank at the slowest rank's pace
  * (engine_whatif_pace) and a degraded NIC or GPU port as every link of its kind degraded
- * alike (engine_whatif_degraded); docs/simgrid.md "What-ifs" says when that is exact and
- * when it is an upper bound. It refuses the others. */
+ * alike (engine_whatif_degraded), and a failed node as the job re-placed on the rest
+ * (engine_whatif_fail_check); docs/simgrid.md "What-ifs" says when that is exact and when
+ * it is an upper bound. It refuses the others. */
 bool engine_whatif_supported(const char *engine, const engine_options *opt, config_error *err);
-/* The analytic engine's platform under opt's --degrade what-ifs on the job's first
- * ceil(world / G) nodes: every NIC at the rate of the slowest NIC degraded, every GPU port
+/* The analytic engine's platform under opt's --degrade what-ifs on the nodes the job's
+ * world ranks occupy (around failed nodes): every NIC at the rate of the slowest NIC degraded, every GPU port
  * (and mesh pair) at the slowest degraded port's, NCCL's view of the links (its choices)
  * kept as declared. False (out untouched) when no such what-if applies. */
 bool engine_whatif_degraded(const engine_options *opt, const config_platform *p, int world, config_platform *out);
+/* False, saying why, when the analytic engine cannot run opt's --fail-node on p: re-placed
+ * contiguously on the remaining nodes, the job runs the same schedule on identical nodes
+ * behind the same switches, except on a fat-tree of several leaves, where it may straddle
+ * another leaf boundary. */
+bool engine_whatif_fail_check(const engine_options *opt, const config_platform *p, config_error *err);
 /* The factor by which the slowest of ranks 0..world-1 computes, placed contiguously on p
  * (rank r on node r / gpus_per_node): 1 without compute what-ifs. */
 double engine_whatif_pace(const engine_options *opt, const config_platform *p, int world);

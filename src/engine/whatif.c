@@ -53,25 +53,67 @@ bool engine_whatif_supported(const char *engine, const engine_options *opt, conf
 		if (it->kind == CONFIG_WHATIF_SLOW_GPU || it->kind == CONFIG_WHATIF_SLOW_NODE ||
 		    (it->kind == CONFIG_WHATIF_DEGRADE && it->link != CONFIG_LINK_LEAF && it->b < 0))
 			continue;
+		/* a failed node: the job re-placed on the rest (engine_whatif_fail_check says where
+		 * the closed form holds) */
+		if (it->kind == CONFIG_WHATIF_FAIL_NODE)
+			continue;
 		char what[96];
 		config_whatif_label(it, what, sizeof what);
 		return config_fail(err,
 				   "the %s engine cannot run --%s: it times one schedule for every rank, which a mesh pair "
-				   "link, a leaf uplink, a failed node or a neighbour's traffic breaks (it runs --slow-gpu, "
-				   "--slow-node and --degrade of a NIC or a GPU's port, every rank at the slowest one's "
-				   "pace); use --engine simgrid, which simulates the whole cluster",
+				   "link, a leaf uplink, a failed node on a fat-tree of several leaves or a neighbour's "
+				   "traffic breaks (it runs --slow-gpu, --slow-node, --degrade of a NIC or a GPU's port, "
+				   "every rank at the slowest one's pace, and --fail-node elsewhere); use --engine simgrid, "
+				   "which simulates the whole cluster",
 				   engine, what);
 	}
 	return true;
 }
 
+bool engine_whatif_fail_check(const engine_options *opt, const config_platform *p, config_error *err)
+{
+	const bool leaves = p->inter.topology == CONFIG_TOPO_FAT_TREE && p->inter.nodes_per_leaf > 0 &&
+			    p->nodes > p->inter.nodes_per_leaf;
+	for (int i = 0; leaves && engine_whatif_active(opt) && i < opt->whatif->n; i++)
+		if (opt->whatif->item[i].kind == CONFIG_WHATIF_FAIL_NODE)
+			return config_fail(err,
+					   "the analytic engine cannot run --fail-node %d on '%s': re-placed around it, the "
+					   "job may straddle another of its fat-tree leaves (%d nodes each), which the closed "
+					   "form, placed from node 0, does not see; use --engine simgrid",
+					   opt->whatif->item[i].node, p->name, p->inter.nodes_per_leaf);
+	return true;
+}
+
+/* The node of each of the job's ranks, re-placed around failed nodes (contiguous: the
+ * analytic engine's placement); NULL when out of memory or the job does not fit (checked
+ * before), the caller then takes rank r on node r / G. */
+static int *rank_nodes(const engine_options *opt, const config_platform *p, int world)
+{
+	int *gpu = malloc((size_t)world * sizeof *gpu);
+	engine_options o = *opt;
+	o.placement = ENGINE_PLACE_CONTIGUOUS;
+	if (gpu && !engine_whatif_placement(p, world, &o, gpu, &(config_error){""})) {
+		free(gpu);
+		return NULL;
+	}
+	for (int r = 0; gpu && r < world; r++)
+		gpu[r] /= p->gpus_per_node;
+	return gpu;
+}
+
 bool engine_whatif_degraded(const engine_options *opt, const config_platform *p, int world, config_platform *out)
 {
 	double nic = 1, port = 1;
-	const int G = p->gpus_per_node, nodes = (world + G - 1) / G;
+	const int G = p->gpus_per_node;
+	int *node = engine_whatif_active(opt) ? rank_nodes(opt, p, world) : NULL;
 	for (int i = 0; engine_whatif_active(opt) && i < opt->whatif->n; i++) {
 		const config_whatif_item *it = &opt->whatif->item[i];
-		if (it->kind != CONFIG_WHATIF_DEGRADE || it->node >= nodes) /* a node outside the job: unused */
+		if (it->kind != CONFIG_WHATIF_DEGRADE)
+			continue;
+		bool used = false; /* a node outside the job (or failed) carries none of its traffic */
+		for (int r = 0; r < world && !used; r++)
+			used = (node ? node[r] : r / G) == it->node;
+		if (!used)
 			continue;
 		/* the slowest of the job's links of that kind (factors on one link multiply) */
 		for (int k = 0; it->link == CONFIG_LINK_NIC && k < config_platform_nics_of(p, it->node); k++)
@@ -79,6 +121,7 @@ bool engine_whatif_degraded(const engine_options *opt, const config_platform *p,
 		for (int g = 0; it->link == CONFIG_LINK_NVLINK && g < G; g++)
 			port = fmax(port, config_whatif_link_factor(opt->whatif, CONFIG_LINK_NVLINK, it->node, g, -1));
 	}
+	free(node);
 	if (nic == 1 && port == 1)
 		return false;
 	*out = *p;
@@ -96,12 +139,14 @@ double engine_whatif_pace(const engine_options *opt, const config_platform *p, i
 	double f = 1;
 	if (!engine_whatif_active(opt))
 		return f;
-	/* contiguous placement (the analytic engine's only one): rank r on node r / G */
+	/* contiguous placement (the analytic engine's only one) around any failed node */
+	int *node = rank_nodes(opt, p, world);
 	for (int r = 0; r < world; r++) {
-		double fr = config_whatif_compute_factor(opt->whatif, r, r / p->gpus_per_node);
+		double fr = config_whatif_compute_factor(opt->whatif, r, node ? node[r] : r / p->gpus_per_node);
 		if (fr > f)
 			f = fr;
 	}
+	free(node);
 	return f;
 }
 

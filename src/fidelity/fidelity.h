@@ -42,7 +42,8 @@
  *                model, gpus, sp, micro_batch and seq_len required; paths relative to
  *                this file; platform and nodes either here or at the case level, not
  *                both; calibration applied to the platform; what_if runs under the
- *                SimGrid engine (the analytic one: slow_gpu, slow_node, NIC/port degrade)
+ *                SimGrid engine (the analytic one: slow_gpu, slow_node, NIC/port degrade,
+ *                fail_node)
  *                                         units tokens/s/GPU, MFU%, MFU-dense%, Megatron-TFLOP/s,
  *                                               GiB-allocated, GiB-reserved, GiB-device
  *                (MFU% counts causal attention at half its dense FLOPs, MFU-dense% dense,
