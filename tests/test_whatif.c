@@ -402,18 +402,39 @@ static double analytic_step(engine_input *in, const config_whatif *w)
 	return r.step_time;
 }
 
+/* Ulysses SP 4 over 8 GPUs of a hand platform of `nodes` x 4 GPUs with `nics` NICs each,
+ * planned for the analytic engine; zero_overlap -1 keeps the default. `in` points into *f. */
+typedef struct an_fixture {
+	config_platform p;
+	config_model m;
+	config_job job;
+	workload_plan plan;
+	engine_input in;
+} an_fixture;
+
+static void an_fixture_init(an_fixture *f, int nodes, int nics, int zero_overlap)
+{
+	f->p = tu_platform(nodes, 4, nics);
+	f->m = tu_model();
+	f->job = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 4, 1, 4096, 1);
+	if (zero_overlap >= 0)
+		f->job.zero_overlap = zero_overlap;
+	config_error err;
+	ck_assert(workload_check(&f->m, &f->p, &f->job, &err));
+	ck_assert_msg(workload_plan_make(&f->m, &f->p, &f->job, &f->plan, &err), "%s", err.msg);
+	f->in = (engine_input){.model = &f->m, .platform = &f->p, .job = &f->job, .plan = &f->plan};
+}
+
 /* The analytic engine runs the compute what-ifs as every rank at the slowest rank's pace
  * and refuses the others. */
 START_TEST(analytic_engine_runs_compute_what_ifs_at_the_slowest_pace)
 {
-	config_platform p = tu_platform(2, 4, 1);
-	config_model m = tu_model();
-	config_job job = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 4, 1, 4096, 1);
+	static an_fixture f;
+	an_fixture_init(&f, 2, 1, -1);
+	engine_input in = f.in;
+	config_model m = f.m;
+	workload_plan plan = f.plan;
 	config_error err;
-	ck_assert(workload_check(&m, &p, &job, &err));
-	workload_plan plan;
-	ck_assert_msg(workload_plan_make(&m, &p, &job, &plan, &err), "%s", err.msg);
-	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
 	config_whatif none = {0}; /* an empty list is no what-if */
 	const double base = analytic_step(&in, &none);
 	/* rank 5 is on node 1 (4 GPUs per node): a slow GPU there, the whole node slow, and a
@@ -465,16 +486,12 @@ END_TEST
  * slowest one's rate, NCCL's choices kept on the declared links. */
 START_TEST(analytic_engine_degrades_every_link_of_a_kind_alike)
 {
-	config_platform p = tu_platform(3, 4, 4);
-	config_model m = tu_model();
 	/* Ulysses SP 4 inside each node, data parallelism over nodes 0 and 1 (node 2 unused) */
-	config_job job = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 4, 1, 4096, 1);
-	job.zero_overlap = 0;
+	static an_fixture f;
+	an_fixture_init(&f, 3, 4, 0);
+	engine_input in = f.in;
+	const config_platform p = f.p;
 	config_error err;
-	ck_assert(workload_check(&m, &p, &job, &err));
-	workload_plan plan;
-	ck_assert_msg(workload_plan_make(&m, &p, &job, &plan, &err), "%s", err.msg);
-	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
 	const double base = analytic_step(&in, NULL);
 	/* one NIC of node 1, every NIC of node 1, every NIC of node 0: the same step */
 	config_whatif one = parse1(CONFIG_WHATIF_DEGRADE, "nic:1.2:4"), node1 = parse1(CONFIG_WHATIF_DEGRADE, "nic:1:4"),
@@ -522,7 +539,7 @@ START_TEST(analytic_engine_degrades_every_link_of_a_kind_alike)
 	slow_nv.nccl.tuner.inter_lat = p.inter.latency;
 	slow_nv.nccl.tuner.eff_inter = p.eff.inter_link;
 	ck_assert_double_eq_tol(analytic_step(&in_slow, NULL), nv, 1e-12 * nv);
-	workload_plan_finish(&plan);
+	workload_plan_finish(&f.plan);
 }
 END_TEST
 
@@ -532,14 +549,12 @@ END_TEST
  * re-placed job may straddle a leaf, which the closed form does not see: refused. */
 START_TEST(analytic_engine_re_places_around_a_failed_node)
 {
-	config_platform p = tu_platform(3, 4, 4);
-	config_model m = tu_model();
-	config_job job = tu_job(CONFIG_STRATEGY_ULYSSES, 8, 4, 1, 4096, 1);
+	static an_fixture f;
+	an_fixture_init(&f, 3, 4, -1);
+	engine_input in = f.in;
+	config_platform *pp = &f.p;
+	workload_plan plan = f.plan;
 	config_error err;
-	ck_assert(workload_check(&m, &p, &job, &err));
-	workload_plan plan;
-	ck_assert_msg(workload_plan_make(&m, &p, &job, &plan, &err), "%s", err.msg);
-	engine_input in = {.model = &m, .platform = &p, .job = &job, .plan = &plan};
 	const double base = analytic_step(&in, NULL);
 	config_whatif fail0 = parse1(CONFIG_WHATIF_FAIL_NODE, "0");
 	ck_assert_double_eq(analytic_step(&in, &fail0), base);
@@ -560,8 +575,8 @@ START_TEST(analytic_engine_re_places_around_a_failed_node)
 	ck_assert(config_whatif_add(&nic2, CONFIG_WHATIF_DEGRADE, "nic:2:4", &err));
 	ck_assert_double_gt(analytic_step(&in, &nic2), base);
 	/* a fat-tree of two leaves of 2 nodes: refused */
-	p.inter.topology = CONFIG_TOPO_FAT_TREE;
-	p.inter.nodes_per_leaf = 2;
+	pp->inter.topology = CONFIG_TOPO_FAT_TREE;
+	pp->inter.nodes_per_leaf = 2;
 	in.opt.whatif = &fail0;
 	engine_result r;
 	ck_assert(!engine_find("analytic")->run(&in, &r, &err));
