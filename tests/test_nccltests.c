@@ -2106,6 +2106,35 @@ START_TEST(test_cli_rows_name_nccl_choice)
 	expect_contains(out, ",p2p,LL,32\n");
 	expect_contains(out, ",p2p,Simple,32\n");
 	free(out), free(err);
+	/* the pairs the tuner compared: tree and ring with LL, LL128 and Simple, NVLS(-tree) with
+	 * Simple only (NCCL runs NVLS on Simple alone): 7, fastest first, the first the choice */
+	ck_assert_int_eq(run_spsim("collective allreduce --platform dgx-h100 --nodes 4 --engine analytic -b 32M -e 32M "
+				   "--format json",
+				   &out, &err),
+			 0);
+	j = json_loads(out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	json_t *n = json_object_get(json_array_get(json_object_get(j, "results"), 0), "nccl");
+	json_t *cand = json_object_get(n, "candidates");
+	ck_assert_int_eq((int)json_array_size(cand), 7);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cand, 0), "algorithm")),
+			 json_string_value(json_object_get(n, "algorithm")));
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cand, 0), "protocol")),
+			 json_string_value(json_object_get(n, "protocol")));
+	for (size_t i = 1; i < json_array_size(cand); i++)
+		ck_assert(json_real_value(json_object_get(json_array_get(cand, i - 1), "model_time_us")) <=
+			  json_real_value(json_object_get(json_array_get(cand, i), "model_time_us")));
+	json_decref(j);
+	free(out), free(err);
+	/* all-to-all is p2p, not a tuned choice: no candidates */
+	ck_assert_int_eq(run_spsim("collective alltoall --platform dgx-h100 --engine analytic -b 1M -e 1M --format json",
+				   &out, &err),
+			 0);
+	j = json_loads(out, 0, NULL);
+	n = json_object_get(json_array_get(json_object_get(j, "results"), 0), "nccl");
+	ck_assert_int_eq((int)json_array_size(json_object_get(n, "candidates")), 0);
+	json_decref(j);
+	free(out), free(err);
 }
 END_TEST
 

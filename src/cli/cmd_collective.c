@@ -470,22 +470,31 @@ static int predict(coll_args *a)
 		sum += r.busbw;
 		/* what NCCL runs at this size, as the model chose it (NCCL_DEBUG_SUBSYS=TUNING's
 		 * view), for JSON and CSV; the table keeps nccl-tests' own columns */
-		nccltests_choice ch = {"?", "?", 0, 0};
+		nccltests_choice ch = {.algorithm = "?", .protocol = "?"};
 		config_error cerr;
 		if (a->job.format != REPORT_TABLE && !nccltests_predict_choice(&s, sizes[i], &ch, &cerr))
-			ch = (nccltests_choice){"?", "?", 0, 0};
+			ch = (nccltests_choice){.algorithm = "?", .protocol = "?"};
 		if (a->job.format == REPORT_TABLE)
 			nccltests_print_row(stdout, &r, a->type, redop, root);
 		else if (a->job.format == REPORT_CSV)
 			printf("%.0f,%.0f,%s,%s,%d,%.6g,%.6g,%.6g,%s,%s,%d\n", r.size, r.count, a->type, redop, root,
 			       r.time_us, r.algbw, r.busbw, ch.algorithm, ch.protocol, ch.channels);
-		else
-			json_array_append_new(rows, json_pack("{s:f, s:f, s:s, s:s, s:i, s:f, s:f, s:f, s:{s:s, s:s, s:i, s:f}}",
+		else {
+			/* the pairs NCCL's tuner compared, with its own model time, fastest first */
+			json_t *cand = json_array();
+			for (int c = 0; c < ch.n_candidates; c++)
+				json_array_append_new(cand, json_pack("{s:s, s:s, s:f}", "algorithm",
+								      ch.candidates[c].algorithm, "protocol",
+								      ch.candidates[c].protocol, "model_time_us",
+								      ch.candidates[c].model_time * 1e6));
+			json_array_append_new(rows, json_pack("{s:f, s:f, s:s, s:s, s:i, s:f, s:f, s:f, "
+							      "s:{s:s, s:s, s:i, s:f, s:o}}",
 							      "size", r.size, "count", r.count, "type", a->type, "redop",
 							      redop, "root", root, "time", r.time_us, "alg_bw", r.algbw,
 							      "bus_bw", r.busbw, "nccl", "algorithm", ch.algorithm,
 							      "protocol", ch.protocol, "channels", ch.channels,
-							      "latency_us", ch.latency * 1e6));
+							      "latency_us", ch.latency * 1e6, "candidates", cand));
+		}
 	}
 	double avg = n ? sum / n : 0;
 	if (a->job.format == REPORT_TABLE) {

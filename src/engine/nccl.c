@@ -502,6 +502,27 @@ static int nvls_stages(int nodes, int heads, double bytes, double *loop)
  * model on NCCL's view of the links (tuner_platform), and the time of the chosen pair on
  * the platform as calibrated: its links, and the chosen protocol's own calibrated
  * latency and bandwidth where the calibration has them. */
+int nccl_tuner_times(const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
+		     double time[NCCL_ALGO_P2P][NCCL_PROTO_COUNT])
+{
+	int n = 0;
+	for (int a = 0; a < NCCL_ALGO_P2P; a++)
+		for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++)
+			time[a][pr] = -1;
+	if (!ring_family(c) || bytes <= 0 || s.size <= 1 || p->nccl.links_only)
+		return 0;
+	config_platform tbuf;
+	const config_platform *tp = tuner_platform(p, &tbuf);
+	model_ctx m;
+	ctx_init(&m, tp, c, s, bytes, engine_ring_busbw(tp, s));
+	for (int a = 0; a < NCCL_ALGO_P2P; a++)
+		for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++) {
+			time[a][pr] = pair_time(&m, (nccl_algo)a, (nccl_proto)pr, NULL, NULL);
+			n += time[a][pr] >= 0;
+		}
+	return n;
+}
+
 static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
 			   nccl_cost k)
 {

@@ -77,6 +77,13 @@ int nccl_channels(const config_platform *p);
  * the communicator's p2p channels, which its peers share). */
 int nccl_launch_channels(const config_platform *p, nccl_algo a, nccl_proto pr, int ranks, double bytes);
 
+/* NCCL's own model time (s) of every (algorithm, protocol) pair of a ring-family call on
+ * NCCL's view of the links (what its tuner compares; the pair it picks is the smallest, the
+ * first of equal ones, unless forced), < 0 for a pair it cannot run; returns how many it can
+ * run (0 for a call outside the ring family). */
+int nccl_tuner_times(const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
+		     double time[NCCL_ALGO_P2P][NCCL_PROTO_COUNT]);
+
 /* NCCL's predicted time (s) of a ring-family pair, its own model: latency + bytes / algbw,
  * with busbw_ring the physical ring bus bandwidth (bytes/s); < 0 when the pair is
  * disabled. Exposed for the tests of the crossovers. */

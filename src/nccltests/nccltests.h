@@ -248,6 +248,13 @@ typedef struct nccltests_choice {
 	const char *algorithm, *protocol;
 	int channels;
 	double latency;
+	/* the (algorithm, protocol) pairs NCCL's tuner compared, fastest first by its own model
+	 * time (s); none outside the ring family */
+	struct {
+		const char *algorithm, *protocol;
+		double model_time;
+	} candidates[9];
+	int n_candidates;
 } nccltests_choice;
 bool nccltests_predict_choice(const nccltests_setup *s, double bytes, nccltests_choice *out, config_error *err);
 

@@ -226,6 +226,12 @@ static bool slowest_group(const nccltests_setup *s, double bytes, engine_group_s
 	return true;
 }
 
+/* NCCL's algorithm name, NVLS across nodes being its NVLS-tree. */
+static const char *algo_label(nccl_algo a, bool across)
+{
+	return a == NCCL_ALGO_NVLS && across ? "nvls_tree" : nccl_algo_name(a);
+}
+
 bool nccltests_predict_choice(const nccltests_setup *s, double bytes, nccltests_choice *out, config_error *err)
 {
 	engine_group_shape g;
@@ -235,11 +241,27 @@ bool nccltests_predict_choice(const nccltests_setup *s, double bytes, nccltests_
 	nccl_cost k = nccl_cost_of(s->platform, s->coll, s->alg, g, bytes);
 	const bool across = g.size > g.per_node;
 	*out = (nccltests_choice){
-		.algorithm = k.algo == NCCL_ALGO_NVLS && across ? "nvls_tree" : nccl_algo_name(k.algo),
+		.algorithm = algo_label(k.algo, across),
 		.protocol = nccl_proto_name(k.proto),
 		.channels = nccl_launch_channels(s->platform, k.algo, k.proto, g.size, bytes),
 		.latency = k.latency,
 	};
+	double mt[NCCL_ALGO_P2P][NCCL_PROTO_COUNT];
+	if (s->alg != WL_ALG_RING || nccl_tuner_times(s->platform, s->coll, g, bytes, mt) == 0)
+		return true;
+	for (int a = 0; a < NCCL_ALGO_P2P; a++) /* insertion by model time: NCCL's order breaks ties */
+		for (int p = 0; p < NCCL_PROTO_COUNT; p++) {
+			if (mt[a][p] < 0)
+				continue;
+			int i = out->n_candidates++;
+			while (i > 0 && out->candidates[i - 1].model_time > mt[a][p]) {
+				out->candidates[i] = out->candidates[i - 1];
+				i--;
+			}
+			out->candidates[i].algorithm = algo_label((nccl_algo)a, across);
+			out->candidates[i].protocol = nccl_proto_name((nccl_proto)p);
+			out->candidates[i].model_time = mt[a][p];
+		}
 	return true;
 }
 
