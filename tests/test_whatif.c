@@ -920,6 +920,42 @@ START_TEST(cli_refuses_bad_what_ifs_with_exit_2)
 END_TEST
 
 #if SPSIM_HAVE_SIMGRID
+/* run says which what-ifs it ran: a line under the job in the table (with how the analytic
+ * engine took them) and a "what_if" list in JSON, the user's spelling, [] for none. */
+START_TEST(run_reports_its_what_ifs)
+{
+	char cmd[1024], out[8192];
+	const char *base = "--model llama-3.2-1b --platform dgx-h100 --nodes 2 --gpus 8 --seq-len 4K --sp 8 "
+			   "--engine analytic";
+	snprintf(cmd, sizeof cmd, "'%s' run %s --fail-node 1 --slow-gpu 3:2 2>&1", getenv("SPSIM_EXE"), base);
+	FILE *f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	size_t n = fread(out, 1, sizeof out - 1, f);
+	out[n] = '\0';
+	ck_assert_int_eq(pclose(f), 0);
+	ck_assert_msg(strstr(out, "what-if: --fail-node 1, --slow-gpu 3:2 (analytic: every rank at the slowest GPU's "
+				  "or link's pace, the job re-placed on the remaining nodes)\n"),
+		      "%s", out);
+	snprintf(cmd, sizeof cmd, "'%s' run %s --slow-node 0:1.5 --format json 2>/dev/null", getenv("SPSIM_EXE"), base);
+	f = popen(cmd, "r");
+	json_error_t je;
+	json_t *j = json_loadf(f, 0, &je);
+	ck_assert_int_eq(pclose(f), 0);
+	ck_assert_msg(j, "%s", je.text);
+	json_t *w = json_object_get(j, "what_if");
+	ck_assert_int_eq((int)json_array_size(w), 1);
+	ck_assert_str_eq(json_string_value(json_array_get(w, 0)), "slow-node 0:1.5");
+	json_decref(j);
+	snprintf(cmd, sizeof cmd, "'%s' run %s --format json 2>/dev/null", getenv("SPSIM_EXE"), base);
+	f = popen(cmd, "r");
+	j = json_loadf(f, 0, &je);
+	ck_assert_int_eq(pclose(f), 0);
+	ck_assert_msg(j, "%s", je.text);
+	ck_assert(json_is_array(json_object_get(j, "what_if")) && json_array_size(json_object_get(j, "what_if")) == 0);
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(compare_shows_each_what_if_beside_the_baseline)
 {
 	/* llama-3.2-1b on one 8-GPU dgx-h100 node of two, SP 8: a column for the baseline
@@ -1005,6 +1041,7 @@ int main(void)
 	tcase_add_test(tc, cli_refuses_bad_what_ifs_with_exit_2);
 #if SPSIM_HAVE_SIMGRID
 	tcase_add_test(tc, compare_shows_each_what_if_beside_the_baseline);
+	tcase_add_test(tc, run_reports_its_what_ifs);
 #endif
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);

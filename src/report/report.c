@@ -203,9 +203,16 @@ static void job_line(FILE *f, const report_run *r)
 			config_whatif_label(&r->whatif->item[i], what, sizeof what);
 			fprintf(f, "%s--%s", i ? ", " : "", what);
 		}
-		/* the analytic engine runs only the compute ones, so (engine_whatif_supported) */
-		if (strcmp(r->result->engine, "analytic") == 0)
-			fputs(" (analytic: every rank at the slowest one's pace)", f);
+		/* how the analytic engine runs the ones it takes (engine_whatif_supported) */
+		if (strcmp(r->result->engine, "analytic") == 0) {
+			bool pace = false, moved = false;
+			for (int i = 0; i < r->whatif->n; i++) {
+				moved |= r->whatif->item[i].kind == CONFIG_WHATIF_FAIL_NODE;
+				pace |= r->whatif->item[i].kind != CONFIG_WHATIF_FAIL_NODE;
+			}
+			fprintf(f, " (analytic: %s%s%s)", pace ? "every rank at the slowest GPU's or link's pace" : "",
+				pace && moved ? ", " : "", moved ? "the job re-placed on the remaining nodes" : "");
+		}
 		fputc('\n', f);
 	}
 }
