@@ -46,8 +46,10 @@ bool engine_whatif_supported(const char *engine, const engine_options *opt, conf
 {
 	if (!engine_whatif_active(opt) || strcmp(engine, "simgrid") == 0)
 		return true;
-	/* The analytic engine runs the compute what-ifs at the slowest rank's pace
-	 * (engine_whatif_pace); a link or a node taken away breaks the one schedule it times. */
+	/* The analytic engine times one schedule for every rank: it runs a slow GPU or node
+	 * (engine_whatif_pace) and a degraded NIC or GPU port (engine_whatif_degraded) at the
+	 * slowest one's pace and a failed node as the job re-placed (engine_whatif_fail_check);
+	 * a mesh pair, a leaf uplink or a neighbour's traffic breaks that schedule. */
 	for (int i = 0; i < opt->whatif->n; i++) {
 		const config_whatif_item *it = &opt->whatif->item[i];
 		if (it->kind == CONFIG_WHATIF_SLOW_GPU || it->kind == CONFIG_WHATIF_SLOW_NODE ||
@@ -105,15 +107,17 @@ bool engine_whatif_degraded(const engine_options *opt, const config_platform *p,
 {
 	double nic = 1, port = 1;
 	const int G = p->gpus_per_node;
-	int *node = engine_whatif_active(opt) ? rank_nodes(opt, p, world) : NULL;
-	for (int i = 0; engine_whatif_active(opt) && i < opt->whatif->n; i++) {
+	if (!engine_whatif_active(opt))
+		return false;
+	/* the nodes the job occupies: one outside it (or failed) carries none of its traffic */
+	int *node = rank_nodes(opt, p, world);
+	bool *used = calloc((size_t)p->nodes, sizeof *used);
+	for (int r = 0; used && r < world; r++)
+		used[node ? node[r] : r / G] = true;
+	free(node);
+	for (int i = 0; i < opt->whatif->n; i++) {
 		const config_whatif_item *it = &opt->whatif->item[i];
-		if (it->kind != CONFIG_WHATIF_DEGRADE)
-			continue;
-		bool used = false; /* a node outside the job (or failed) carries none of its traffic */
-		for (int r = 0; r < world && !used; r++)
-			used = (node ? node[r] : r / G) == it->node;
-		if (!used)
+		if (it->kind != CONFIG_WHATIF_DEGRADE || it->node >= p->nodes || (used && !used[it->node]))
 			continue;
 		/* the slowest of the job's links of that kind (factors on one link multiply) */
 		for (int k = 0; it->link == CONFIG_LINK_NIC && k < config_platform_nics_of(p, it->node); k++)
@@ -121,7 +125,7 @@ bool engine_whatif_degraded(const engine_options *opt, const config_platform *p,
 		for (int g = 0; it->link == CONFIG_LINK_NVLINK && g < G; g++)
 			port = fmax(port, config_whatif_link_factor(opt->whatif, CONFIG_LINK_NVLINK, it->node, g, -1));
 	}
-	free(node);
+	free(used);
 	if (nic == 1 && port == 1)
 		return false;
 	*out = *p;
