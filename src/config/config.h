@@ -153,6 +153,10 @@ typedef struct config_node_group {
 	config_gpu gpu;
 } config_node_group;
 
+/* NCCL releases whose tuner constants engine/nccl.c implements (platform nccl.version). */
+enum { CONFIG_NCCL_2_19, CONFIG_NCCL_2_28, CONFIG_NCCL_RELEASES };
+extern const char *const config_nccl_release_names[CONFIG_NCCL_RELEASES];
+
 typedef struct config_platform {
 	char name[CONFIG_NAME_MAX];
 	char path[CONFIG_PATH_MAX];
@@ -221,6 +225,9 @@ typedef struct config_platform {
 		int compute_capability; /* 70, 80, 90 or 100; gpu.arch's when not given (0 reads as 80) */
 		int channels;           /* ring channels; derived (engine/nccl.c) when 0 */
 		bool nvls;              /* NVLS all-reduce / all-gather / reduce-scatter available */
+		/* the NCCL release whose tuning.cc tables the model uses (`version:`, "2.19" or
+		 * "2.28"; engine/nccl.c): CONFIG_NCCL_2_19 when not given */
+		int release;
 		bool links_only;        /* a calibration's `collectives: links`: no NCCL terms */
 		/* Forced choices (spsim collective --alg tree|nvls, --proto): 1 + nccl_algo /
 		 * nccl_proto (engine/nccl.h), 0 = NCCL's own choice; never read from a file. */

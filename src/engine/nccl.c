@@ -46,6 +46,23 @@ static const int nvls_channels = 16;
 /* tuning.cc hwLat[NET][NVLS_TREE][Simple]: 14 us per network hop of NVLS-tree (the
  * NVLS row of hw_lat holds NVLS's own 18). */
 static const double nvls_tree_net_lat_us = 14.0;
+/* The same tables in NCCL 2.28.3 (github.com/NVIDIA/nccl, tag v2.28.3, src/graph/tuning.cc:
+ * ncclTunerConstantsDefaults, nvlsEfficiency, ncclTopoTuneModel), where they differ from
+ * 2.19's: tree/Simple baseLat 8.4 us (2.19: 0) and hwLat 4.0 on NVLink and PCI (2.19: 28),
+ * NVLS hwLat on NVLink 25 (2.19: 23, the NVLS-tree row holds the same 25), llMaxBws'
+ * Hopper one-node entry 141 GB/s (2.19: 87.7; the multi-node entries are the CPU rows,
+ * unchanged for Intel). */
+static const double base_lat_2_28[3][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}};
+static const double hw_lat_2_28[3][3][3] = {
+	{{.6, 1.25, 4.0}, {.6, 1.9, 3.4}, {0, 0, 25}},
+	{{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}},
+	{{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}},
+};
+static const double ll_max_bw_2_28[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}};
+/* 2.28.3 tuning.cc: nvlsEfficiency (Hopper 0.85) and perChMaxNVLSTreeBws (GB/s; rows
+ * Volta, Ampere, Hopper; columns 1, 2, > 2 nodes). */
+static const double nvls_efficiency_2_28 = 0.85;
+static const double per_ch_nvls_tree_2_28[3][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}};
 /* NCCL_MAX_P2P_NCHANNELS default (MAXCHANNELS, src/include/device.h). */
 static const int p2p_max_channels = 32;
 
@@ -203,6 +220,8 @@ typedef struct model_ctx {
 	const config_platform *p;
 	workload_coll c;
 	int P, ppn, nodes, ci, ni, li, nsteps, ninter, cc, hwi;
+	bool r228; /* nccl.version "2.28": NCCL 2.28.3's tables and formulas */
+	const double (*base_lat)[3], (*hw_lat)[3][3], (*ll_max_bw)[3];
 	double nch, bytes, busbw;
 	/* per protocol, the link latency over NCCL's ring step of that protocol (hwLat): a
 	 * protocol's calibrated hop latency where the platform has one, else the class's
@@ -217,6 +236,23 @@ typedef struct model_ctx {
 	double busbw_tree;  /* the bus bandwidth NCCL's trees start from (see ctx_init) */
 	double busbw_intra; /* one node's ring bus bandwidth (the group's ranks on it) */
 } model_ctx;
+
+/* The tables and the ring's network steps of one tuner release (nccl.version). */
+static void ctx_release(model_ctx *m, bool r228)
+{
+	m->r228 = r228;
+	m->base_lat = r228 ? base_lat_2_28 : base_lat;
+	m->hw_lat = r228 ? hw_lat_2_28 : hw_lat;
+	m->ll_max_bw = r228 ? ll_max_bw_2_28 : ll_max_bw;
+	/* the ring's network steps: 2.19 charges 2n for all-reduce; 2.28.3 (ncclTopoTuneModel,
+	 * "nInterSteps = ... coll == ncclFuncAllReduce ? 2*(nNodes-1) : nNodes-1") 2(n-1) */
+	int n_ar = r228 ? 2 * (m->nodes - 1) : 2 * m->nodes;
+	m->ninter = m->c == WL_COLL_ALLREDUCE	 ? (m->nodes > 1 ? n_ar : 0)
+		    : m->c == WL_COLL_BROADCAST ? m->nodes
+						: m->nodes - 1;
+	if (m->ninter > m->nsteps)
+		m->ninter = m->nsteps;
+}
 
 static void ctx_init(model_ctx *m, const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
 		     double busbw_ring)
@@ -247,11 +283,7 @@ static void ctx_init(model_ctx *m, const config_platform *p, workload_coll c, en
 	}
 	m->busbw_tree = m->nodes == 2 ? fmin(m->busbw_intra, 2.0 * busbw_ring) : busbw_ring;
 	m->nsteps = c == WL_COLL_ALLREDUCE ? 2 * (m->P - 1) : c == WL_COLL_BROADCAST ? m->P : m->P - 1;
-	m->ninter = c == WL_COLL_ALLREDUCE	  ? (m->nodes > 1 ? 2 * m->nodes : 0)
-		    : c == WL_COLL_BROADCAST ? m->nodes
-					     : m->nodes - 1;
-	if (m->ninter > m->nsteps)
-		m->ninter = m->nsteps;
+	ctx_release(m, p->nccl.release == CONFIG_NCCL_2_28);
 	m->hwi = p->intra.fabric == CONFIG_FABRIC_PCIE ? HW_PCI : HW_NVLINK;
 	/* Latencies: NCCL's hwLat, rescaled so that the ring/Simple step equals the platform's
 	 * (calibrated) link latency; the other pairs keep NCCL's ratios to it. */
@@ -278,16 +310,28 @@ static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *
 		bus = a == NCCL_ALGO_TREE ? m->busbw_tree : a == NCCL_ALGO_NVLS ? fmin(m->busbw_intra, bus) : bus;
 	} else {
 	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL)
-		bus = fmin(ll_max_bw[li][ni] * G, bus * ((nodes > 1 || c == WL_COLL_ALLREDUCE) ? 1.0 / 4.0 : 1.0 / 3.0));
-	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL128)
-		bus = fmin(bus * (ppn < 2 ? 0.7 : 0.92), nch * per_ch_ring_ll128[ci][ni] * G);
+		bus = fmin(m->ll_max_bw[li][ni] * G,
+			   bus * (m->r228 ? 0.5 : (nodes > 1 || c == WL_COLL_ALLREDUCE) ? 1.0 / 4.0 : 1.0 / 3.0));
+	if (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL128) /* 2.28.3: 0.92 whatever ppn */
+		bus = fmin(bus * (ppn < 2 && !m->r228 ? 0.7 : 0.92), nch * per_ch_ring_ll128[ci][ni] * G);
 	if (a == NCCL_ALGO_TREE)
 		bus = fmin(m->busbw_tree * .92, nch * per_ch_tree[ci][ni] * G);
 	if (a == NCCL_ALGO_TREE && pr == NCCL_PROTO_LL)
-		bus = fmin(bus / 3.8, ll_max_bw[li][ni] * G);
+		bus = fmin(bus / 3.8, m->ll_max_bw[li][ni] * G);
 	if (a == NCCL_ALGO_TREE && pr == NCCL_PROTO_LL128)
 		bus = fmin(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * per_ch_tree_ll128[ci][ni] * G);
-	if (a == NCCL_ALGO_NVLS) {
+	if (a == NCCL_ALGO_NVLS && m->r228) {
+		/* 2.28.3 ncclTopoTuneModel: intraBw = bwIntra x nvlsEfficiency x (nChannels-1) /
+		 * nChannels, x 2 for all-reduce ("AllReduce pipelines two operations"), else x
+		 * (ppn-1)/ppn; NVLS-tree: min(intraBw, bwInter (x 2 on two nodes),
+		 * perChMaxNVLSTreeBw), per channel. nChannels x bwIntra is the 2.19 branch's
+		 * node NVLS bandwidth, nChannels x bwInter the ring's network bus bandwidth. */
+		bus = fmin(m->busbw_intra, nvls_channels * nvlink_bw(m->cc)) * nvls_efficiency_2_28 *
+		      (nvls_channels - 1) / nvls_channels * (c == WL_COLL_ALLREDUCE ? 2.0 : (ppn - 1.0) / ppn);
+		if (nodes > 1)
+			bus = fmin(fmin(bus, m->busbw * (nodes <= 2 ? 2 : 1)),
+				   nvls_channels * per_ch_nvls_tree_2_28[ci][ni] * G);
+	} else if (a == NCCL_ALGO_NVLS) {
 		/* one node: NVLS at min(busBw, 16 channels x one NVLink). Across nodes NVLS-tree:
 		 * tuning.cc "bw = min(bwIntra, nNodes <= 2 ? bwInter : bwInter/2)": the node's
 		 * NVLS, and the network at the ring's bus bandwidth (halved beyond two nodes,
@@ -297,15 +341,21 @@ static double pair_time(const model_ctx *m, nccl_algo a, nccl_proto pr, double *
 			bus = fmin(bus, nodes <= 2 ? m->busbw : m->busbw / 2);
 	}
 	}
-	double ratio = a == NCCL_ALGO_RING ? (double)P / nsteps : a == NCCL_ALGO_NVLS ? 5.0 / 6.0 : 0.5;
+	/* 2.28.3: NVLS and NVLS-tree all-reduce at nRanks/nsteps like the ring; no ratio for
+	 * NVLS all-gather / reduce-scatter ("if (!(a != NCCL_ALGO_RING && (AllGather ||
+	 * ReduceScatter)))") */
+	double nvls_ratio = !m->r228 ? 5.0 / 6.0 : c == WL_COLL_ALLREDUCE ? (double)P / nsteps : 1.0;
+	double ratio = a == NCCL_ALGO_RING ? (double)P / nsteps : a == NCCL_ALGO_NVLS ? nvls_ratio : 0.5;
 	double bw = bus * ratio;
 
-	double intra = hw_lat[m->hwi][a][pr] * m->lat_intra[pr];
+	double intra = m->hw_lat[m->hwi][a][pr] * m->lat_intra[pr];
 	/* a transport with a cost of its own per message (inter_node.message_latency: TCP, no
 	 * RDMA) pays it on every network hop whatever the protocol: NCCL's hwLat network row
 	 * is InfiniBand's, where LL's and LL128's small messages cost less than Simple's */
-	double inter = fmax(hw_lat[HW_NET][a][pr] * m->lat_inter[pr], m->p->inter.message_latency);
-	double lat = m->lat_cal[pr] ? 0 : base_lat[a][pr] * us;
+	/* 2.28.3: "With ppn=1 latencies are fully exposed, use the Tree network latency" */
+	nccl_algo an = m->r228 && ppn == 1 && a != NCCL_ALGO_NVLS ? NCCL_ALGO_TREE : a;
+	double inter = fmax(m->hw_lat[HW_NET][an][pr] * m->lat_inter[pr], m->p->inter.message_latency);
+	double lat = m->lat_cal[pr] ? 0 : m->base_lat[a][pr] * us;
 	if (a == NCCL_ALGO_RING) {
 		if (c == WL_COLL_BROADCAST) {
 			lat += nsteps * (nodes > 1 ? inter : intra);
@@ -559,6 +609,9 @@ static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_gro
 		ctx_init(&m, &q, c, s, bytes, engine_ring_busbw(&q, s));
 		m.realized = true;
 	}
+	/* the release's tables chose the pair; its time is the kernels' on p, which spsim
+	 * takes from the 2.19 model its measured curves validate (docs/model.md §3) */
+	ctx_release(&m, false);
 	k.latency = 0;
 	if (pair_time(&m, k.algo, k.proto, &k.latency, &bw) < 0)
 		bw = bw_rs;

@@ -86,6 +86,8 @@ bool fidelity_case_platform(const fidelity_case *k, config_platform *p, config_e
 		return false;
 	if (k->nodes > 0)
 		p->nodes = k->nodes;
+	if (k->nccl_release > 0) /* the release the source ran (collective nccl_version) */
+		p->nccl.release = k->nccl_release - 1;
 	if (k->calibration[0]) { /* as `spsim run --calibration`: after the node count */
 		if (!config_calibrate_platform(k->calibration, p, NULL, err))
 			return false;
@@ -107,7 +109,7 @@ static bool kind_map(const yt_node *cm, fidelity_kind kind, const yt_node **out,
 
 static bool read_collective(const yt_node *m, fidelity_case *k, const config_platform *p, config_error *err)
 {
-	static const char *const keys[] = {"op", "gpus", "size", "alg", "proto", NULL};
+	static const char *const keys[] = {"op", "gpus", "size", "alg", "proto", "nccl_version", NULL};
 	char op[CONFIG_NAME_MAX], size[CONFIG_NAME_MAX], alg[CONFIG_NAME_MAX], proto[CONFIG_NAME_MAX];
 	bool has_alg = false, has_proto = false;
 	if (!yt_check_keys(m, keys, err) || !yt_string(m, "op", true, op, sizeof op, NULL, err) ||
@@ -116,6 +118,11 @@ static bool read_collective(const yt_node *m, fidelity_case *k, const config_pla
 	    !yt_string(m, "alg", false, alg, sizeof alg, &has_alg, err) ||
 	    !yt_string(m, "proto", false, proto, sizeof proto, &has_proto, err))
 		return false;
+	int rel = 0;
+	bool has_rel = false;
+	if (!yt_enum(m, "nccl_version", false, config_nccl_release_names, CONFIG_NCCL_RELEASES, &rel, &has_rel, err))
+		return false;
+	k->nccl_release = has_rel ? rel + 1 : 0;
 	if (!nccltests_coll_from_name(op, &k->coll))
 		return yt_fail(err, yt_find(m, "op"),
 			       "unknown collective '%s', expected all_reduce, all_gather, reduce_scatter, alltoall, sendrecv or broadcast",

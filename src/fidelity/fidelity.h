@@ -25,7 +25,11 @@
  *                alg, proto (optional, as `spsim collective --alg/--proto`: alg ring|tree|nvls
  *                the algorithm the run forced with NCCL_ALGO, direct|pairwise|hierarchical
  *                spsim's all-to-all; proto LL|LL128|Simple the protocol it forced with
- *                NCCL_PROTO; NCCL's tuner's choice when absent)}        units GB/s (busbw), us (time)
+ *                NCCL_PROTO; NCCL's tuner's choice when absent),
+ *                nccl_version (optional, "2.19" or "2.28": the tuner tables applied to the
+ *                case's platform, as its nccl.version; only where the source states the
+ *                NCCL release, the nearest earlier table for a release between them)}
+ *                                                                       units GB/s (busbw), us (time)
  *   attention:  {batch, seq_len, heads, head_dim, causal: bool, pass: fwd|bwd|fwd+bwd,
  *                kernel: flash-attn-2|flash-attn-3|cudnn|flash-attn-triton,
  *                kv_heads (optional, grouped-query K/V heads dividing heads; heads when
@@ -160,6 +164,7 @@ typedef struct fidelity_case {
 	workload_alg alg;
 	int force_algo;  /* 1 + nccl_algo the run forced (NCCL_ALGO), 0: NCCL's choice */
 	int force_proto; /* 1 + nccl_proto the run forced (NCCL_PROTO), 0: NCCL's choice */
+	int nccl_release; /* 1 + the NCCL tuner release (nccl_version) set on the platform, 0: the platform's */
 	int gpus;
 	double size;
 	/* attention, gemm */
