@@ -1718,6 +1718,47 @@ START_TEST(test_platform_nccl_keys)
 }
 END_TEST
 
+START_TEST(test_nccl_release_tables)
+{
+	/* nccl.version selects the tuner tables; dgx-h100's link latencies are NCCL's own
+	 * ring/Simple steps (3.4 us NVLink, 14 us network), so every pair's hwLat applies
+	 * unscaled. All-reduce, 2 nodes x 8 GPUs, 1 KiB (below the ring plateau: 1024 /
+	 * (18 channels x 16) < 64). */
+	config_platform p;
+	config_error e = {""};
+	ck_assert_msg(config_load_platform("dgx-h100", &p, &e), "%s", e.msg);
+	ck_assert_int_eq(p.nccl.release, CONFIG_NCCL_2_19); /* the default */
+	engine_group_shape two = {.size = 16, .per_node = 8, .active_per_node = 8};
+	double lat = 0, bw = 0;
+	/* 2.19 tree/Simple (hwLat 28 on NVLink and on the network): baseLat 0 + 2 x
+	 * ((8-1) x 28 + log2(2) x 28) = 448 us */
+	ck_assert(nccl_model_time(&p, WL_COLL_ALLREDUCE, two, 1024, 100e9, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, &lat, NULL) > 0);
+	ck_assert_double_eq_tol(lat, 448e-6, 1e-9);
+	/* 2.19 ring/Simple: 8.4 + (30 - 2x2) x 3.4 + 2x2 x 14 = 152.8 us */
+	nccl_model_time(&p, WL_COLL_ALLREDUCE, two, 1024, 100e9, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &lat, NULL);
+	ck_assert_double_eq_tol(lat, 152.8e-6, 1e-9);
+	/* 2.19 NVLS on one node, busbw 300 GB/s: algbw 300 x 5/6 = 250 GB/s */
+	engine_group_shape one = {.size = 8, .per_node = 8, .active_per_node = 8};
+	nccl_model_time(&p, WL_COLL_ALLREDUCE, one, 1 << 26, 300e9, NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE, NULL, &bw);
+	ck_assert_double_eq_tol(bw, 250e9, 1e3);
+	ck_assert_str_eq(platform_variant("dgx-h100", "    nvls: true\n", "    nvls: true\n    version: \"2.28\"\n", &p), "");
+	ck_assert_int_eq(p.nccl.release, CONFIG_NCCL_2_28);
+	/* 2.28.3 tree/Simple (hwLat 4.0 on NVLink, 14 on the network): baseLat 8.4 +
+	 * 2 x (7 x 4.0 + 14) = 92.4 us */
+	nccl_model_time(&p, WL_COLL_ALLREDUCE, two, 1024, 100e9, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, &lat, NULL);
+	ck_assert_double_eq_tol(lat, 92.4e-6, 1e-9);
+	/* 2.28.3 ring/Simple, network steps 2(n-1) = 2: 8.4 + 28 x 3.4 + 2 x 14 = 131.6 us */
+	nccl_model_time(&p, WL_COLL_ALLREDUCE, two, 1024, 100e9, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, &lat, NULL);
+	ck_assert_double_eq_tol(lat, 131.6e-6, 1e-9);
+	/* 2.28.3 NVLS: 300 x 0.85 x 15/16 x 2 = 478.125 GB/s bus, x 8/14 = 273.214 GB/s */
+	nccl_model_time(&p, WL_COLL_ALLREDUCE, one, 1 << 26, 300e9, NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE, NULL, &bw);
+	ck_assert_double_eq_tol(bw, 478.125e9 * 8 / 14, 1e3);
+	/* anything else is refused at the value */
+	expect_contains(platform_variant("dgx-h100", "    nvls: true\n", "    nvls: true\n    version: 2.24\n", &p),
+			"'version' must be one of: 2.19, 2.28, got");
+}
+END_TEST
+
 START_TEST(test_calibration_collectives_links)
 {
 	/* `collectives: links` (a calibration measured without NCCL, validate's CPU
@@ -2476,6 +2517,7 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cal, test_calibration_pair_entries_yaml);
 	tcase_add_test(cal, test_calibration_yaml_round_trip);
 	tcase_add_test(cal, test_platform_nccl_keys);
+	tcase_add_test(cal, test_nccl_release_tables);
 	tcase_add_test(cal, test_calibration_collectives_links);
 	suite_add_tcase(s, cal);
 	TCase *pred = tcase_create("predict");

@@ -48,7 +48,8 @@ static const int nvls_channels = 16;
 static const double nvls_tree_net_lat_us = 14.0;
 /* The same tables in NCCL 2.28.3 (github.com/NVIDIA/nccl, tag v2.28.3, src/graph/tuning.cc:
  * ncclTunerConstantsDefaults, nvlsEfficiency, ncclTopoTuneModel), where they differ from
- * 2.19's: tree/Simple baseLat 8.4 us (2.19: 0) and hwLat 4.0 on NVLink and PCI (2.19: 28),
+ * 2.19's: tree/Simple baseLat 8.4 us (2.19: 0) and hwLat 4.0 on NVLink and PCI, 14 on
+ * the network (2.19: 28 on all three),
  * NVLS hwLat on NVLink 25 (2.19: 23, the NVLS-tree row holds the same 25), llMaxBws'
  * Hopper one-node entry 141 GB/s (2.19: 87.7; the multi-node entries are the CPU rows,
  * unchanged for Intel). */
