@@ -549,10 +549,21 @@ static int nvls_stages(int nodes, int heads, double bytes, double *loop)
 	return 2 * log2i(nodes) + 3;
 }
 
-/* Ring family, spsim's ring: NCCL's choice among (algorithm, protocol), made by NCCL's
- * model on NCCL's view of the links (tuner_platform), and the time of the chosen pair on
- * the platform as calibrated: its links, and the chosen protocol's own calibrated
- * latency and bandwidth where the calibration has them. */
+/* NCCL's tuner on its own view of the links (tuner_platform): m set up on that view, and
+ * its model time of every (algorithm, protocol) pair in t, < 0 where NCCL cannot run it.
+ * Returns the platform the context was made on. */
+static const config_platform *tuner_table(const config_platform *p, workload_coll c, engine_group_shape s,
+					  double bytes, config_platform *tbuf, model_ctx *m,
+					  double t[NCCL_ALGO_P2P][NCCL_PROTO_COUNT])
+{
+	const config_platform *tp = tuner_platform(p, tbuf);
+	ctx_init(m, tp, c, s, bytes, engine_ring_busbw(tp, s));
+	for (int a = 0; a < NCCL_ALGO_P2P; a++)
+		for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++)
+			t[a][pr] = pair_time(m, (nccl_algo)a, (nccl_proto)pr, NULL, NULL);
+	return tp;
+}
+
 int nccl_tuner_times(const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
 		     double time[NCCL_ALGO_P2P][NCCL_PROTO_COUNT])
 {
@@ -563,24 +574,25 @@ int nccl_tuner_times(const config_platform *p, workload_coll c, engine_group_sha
 	if (!ring_family(c) || bytes <= 0 || s.size <= 1 || p->nccl.links_only)
 		return 0;
 	config_platform tbuf;
-	const config_platform *tp = tuner_platform(p, &tbuf);
 	model_ctx m;
-	ctx_init(&m, tp, c, s, bytes, engine_ring_busbw(tp, s));
+	tuner_table(p, c, s, bytes, &tbuf, &m, time);
 	for (int a = 0; a < NCCL_ALGO_P2P; a++)
-		for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++) {
-			time[a][pr] = pair_time(&m, (nccl_algo)a, (nccl_proto)pr, NULL, NULL);
+		for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++)
 			n += time[a][pr] >= 0;
-		}
 	return n;
 }
 
+/* Ring family, spsim's ring: NCCL's choice among (algorithm, protocol), made by NCCL's
+ * model on NCCL's view of the links (tuner_platform), and the time of the chosen pair on
+ * the platform as calibrated: its links, and the chosen protocol's own calibrated
+ * latency and bandwidth where the calibration has them. */
 static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_group_shape s, double bytes,
 			   nccl_cost k)
 {
 	config_platform tbuf;
-	const config_platform *tp = tuner_platform(p, &tbuf);
 	model_ctx m;
-	ctx_init(&m, tp, c, s, bytes, engine_ring_busbw(tp, s));
+	double t[NCCL_ALGO_P2P][NCCL_PROTO_COUNT];
+	const config_platform *tp = tuner_table(p, c, s, bytes, &tbuf, &m, t);
 	double best = INFINITY;
 	k.algo = NCCL_ALGO_RING;
 	k.proto = NCCL_PROTO_SIMPLE;
@@ -590,9 +602,8 @@ static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_gro
 		for (int pr = 0; pr < NCCL_PROTO_COUNT; pr++) {
 			if (p->nccl.force_proto && p->nccl.force_proto != pr + 1)
 				continue;
-			double t = pair_time(&m, (nccl_algo)a, (nccl_proto)pr, NULL, NULL);
-			if (t >= 0 && t < best) { /* NCCL keeps the first of equal times */
-				best = t;
+			if (t[a][pr] >= 0 && t[a][pr] < best) { /* NCCL keeps the first of equal times */
+				best = t[a][pr];
 				k.algo = (nccl_algo)a;
 				k.proto = (nccl_proto)pr;
 			}
