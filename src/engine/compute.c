@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "engine/compute.h"
+#include "util/intmath.h"
 
 /* ------------------------------------------------------------------ GEMM --- */
 #define KSPLIT_MIN 256 /* documented choice: 4 main-loop steps of a 64-deep K tile per split */
@@ -413,9 +414,7 @@ double engine_attention_rate(const config_platform *p, const engine_attn_shape *
 	int hd = s->head_dim;
 	double useful = 1.0;
 	if (s->kernel == CONFIG_ATTN_TRITON && hd > 0) {
-		int block = 16;
-		while (block < hd)
-			block *= 2;
+		int block = util_pow2_up(hd < 16 ? 16 : hd);
 		useful = (double)hd / block;
 		hd = block;
 	}

@@ -5,6 +5,7 @@
  * bandwidth per generation), src/init.cc (computeBuffSizes: p2p chunk sizes) and
  * src/enqueue.cc (scheduleP2pTasksToPlan: channels per p2p message, LL threshold). */
 #include "engine/nccl.h"
+#include "util/intmath.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -173,14 +174,6 @@ static int log2i(double n)
 	for (unsigned long long v = (unsigned long long)n; v; v >>= 1)
 		l++;
 	return l;
-}
-
-static int pow2_up(int n)
-{
-	int x = 1;
-	while (x < n)
-		x *= 2;
-	return x;
 }
 
 static bool ring_family(workload_coll c)
@@ -649,7 +642,7 @@ static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_gro
  * (src/graph/connect.cc ncclTopoComputeP2pChannels). */
 static int p2p_channels(const config_platform *p)
 {
-	return pow2_up(nccl_channels(p) < p2p_max_channels ? nccl_channels(p) : p2p_max_channels);
+	return util_pow2_up(nccl_channels(p) < p2p_max_channels ? nccl_channels(p) : p2p_max_channels);
 }
 
 /* The per-message terms of a p2p exchange with `peers` peers per GPU, `remote` of them on
@@ -697,7 +690,7 @@ static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int lo
 	double link = nvlink_bw(cc);
 	int p2p_ch = p2p_channels(p);
 	long links = lround(floor(tuner_pair_bw(p) / link)); /* NVLinks NCCL's topology finds */
-	int per_peer_max = pow2_up((int)(2 * (links > 1 ? links : 1)) < p2p_ch ? (int)(2 * (links > 1 ? links : 1)) : p2p_ch);
+	int per_peer_max = util_pow2_up((int)(2 * (links > 1 ? links : 1)) < p2p_ch ? (int)(2 * (links > 1 ? links : 1)) : p2p_ch);
 	int nmin = per_peer_max;
 	while (nmin * s.size > p2p_ch && nmin > 1)
 		nmin /= 2;
