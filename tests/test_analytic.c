@@ -18,6 +18,17 @@ static engine_group_shape shape(int P, int r, int active)
 	return (engine_group_shape){.size = P, .per_node = r, .active_per_node = active};
 }
 
+/* The shipped dgx-h100 on `nodes` nodes, without NCCL's 6 us launch (the NCCL terms alone). */
+static config_platform dgx_h100(int nodes)
+{
+	config_platform p;
+	config_error e;
+	ck_assert_msg(config_load_platform("dgx-h100", &p, &e), "%s", e.msg);
+	p.nodes = nodes;
+	p.coll_overhead = 0;
+	return p;
+}
+
 START_TEST(alltoall_inside_a_node)
 {
 	/* P = 4 on one NVSwitch node, 4 MB buffer: 1 MB to each of 3 peers over the GPU's
@@ -100,15 +111,22 @@ START_TEST(ring_channel_exits_skip_nvlink)
 	p.inter.nic_bandwidth = 100e9;
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6),
 			7 * 7.5e-6 + 36.4e-6, 1e-12);
-	/* one NIC: the whole chunk leaves through it (10 us) and the GPUs forward it all:
-	 * ring bus bandwidth 100 GB/s. NCCL now prefers LL128: 0.92 x 100 = 92 GB/s (under
-	 * 5 channels x 20 GB/s), latency 14 + 6 x 1 (network overhead) + 4.0/14 x 10 us =
-	 * 22.857 us, 8e6 / (92 GB/s x 8/7) = 76.09 us: 98.95 us < Simple's 36.4 + 70 us. */
+	/* (with four NICs NCCL's network channels do not bind: 4 rings at the search's 24 GB/s,
+	 * under 25 so not duplicated, doubled to 8 channels of at most 20 GB/s = 160 GB/s,
+	 * above the ring's 133 GB/s; ring_across_nodes_runs_nccl_network_channels)
+	 * one NIC: the whole chunk leaves through it (10 us) and the GPUs forward it all:
+	 * ring bus bandwidth 100 GB/s. NCCL now prefers LL128 (its model: 0.92 x 100 = 92 GB/s,
+	 * under 5 channels x 20 GB/s), latency 14 + 6 x 1 (network overhead) + 4.0/14 x 10 us =
+	 * 22.857 us, 8e6 / (92 GB/s x 8/7) = 76.09 us: 98.95 us < Simple's 36.4 + 70 us. Its
+	 * network channels: one ring at the search's top speed 48 GB/s (the 100 GB/s port
+	 * allows more), duplicated (compute capability 80) to 2, doubled to 4 channels of at
+	 * most one NVLink, 20 GB/s: the ring runs at 80 of its 100 GB/s, LL128's 76.09 us x
+	 * 100/80 = 95.11 us. */
 	p.inter.nics_per_node = 1;
 	nccl_cost k = nccl_cost_of(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6);
 	ck_assert_int_eq(k.proto, NCCL_PROTO_LL128);
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 4, 4), 8e6),
-			(14 + 6 + 4.0 / 14 * 10) * 1e-6 + 7 * 10e-6 / 0.92, 1e-12);
+			(14 + 6 + 4.0 / 14 * 10) * 1e-6 + 7 * 10e-6 / 0.92 * 100 / 80, 1e-12);
 }
 END_TEST
 
@@ -401,11 +419,7 @@ START_TEST(nvls_tree_pays_its_pipeline_fill)
 	 * 51 + (64 + 4 x 16) MiB / 274.67 GB/s = 51 + 488.66 = 539.66 us (NCCL's model alone
 	 * 295.3 us; the measured run, 472.4 us). 1 MiB: 32 KiB chunks, a loop of 4 MiB larger
 	 * than the call: 51 + 5 x 1 MiB / 274.67 GB/s = 70.09 us. */
-	config_platform p;
-	config_error e;
-	ck_assert(config_load_platform("dgx-h100", &p, &e));
-	p.nodes = 2;
-	p.coll_overhead = 0;
+	config_platform p = dgx_h100(2);
 	engine_group_shape s = shape(16, 8, 8);
 	double MiB = 1048576, bw = 16 * 20.6e9 * 5 / 6;
 	const struct {
@@ -421,6 +435,42 @@ START_TEST(nvls_tree_pays_its_pipeline_fill)
 	}
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, 64 * MiB), 539.66e-6, 1e-5);
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLREDUCE, WL_ALG_RING, s, MiB), 70.09e-6, 1e-4);
+}
+END_TEST
+
+START_TEST(ring_across_nodes_runs_nccl_network_channels)
+{
+	/* Four dgx-h100 nodes (8 H100, eight 400 Gb/s NICs each), all-gather on 32 ranks forced
+	 * to ring/Simple. NCCL's channels across nodes (engine/nccl.c ring_net_channels): one
+	 * ring per NIC at the highest sm90 search speed that both the 50 GB/s port and the
+	 * GPU's NVLink over 8 rings (369 / 8 = 46.1 GB/s) carry, 45 GB/s; not duplicated
+	 * (compute capability 90, under 50 GB/s, more than 4 rings); ncclTopoPostset doubles
+	 * them: 16 channels, as NCCL issue 1453's three-node log lists. Each moves at most one
+	 * NVLink's 20.6 GB/s, so the ring's bus bandwidth is min(NIC bound 8 x 50 x 0.94 = 376,
+	 * 16 x 20.6 = 329.6) = 329.6 GB/s. Latency (NCCL 2.19's model, the platform's steps are
+	 * NCCL's): 8.4 + 28 intra steps x max(3.4, 3 x 1) + 3 network steps x 14 = 145.6 us.
+	 * 16 GiB: 145.6 us + 16 GiB x 31/32 / 329.6 GB/s = 50.61 ms (busbw 329.6 less the
+	 * latency's share). */
+	config_platform p = dgx_h100(4);
+	p.nccl.force_proto = NCCL_PROTO_SIMPLE + 1;
+	engine_group_shape s = shape(32, 8, 8);
+	double B = 16.0 * 1073741824;
+	double t8 = engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, B);
+	ck_assert_close(t8, 145.6e-6 + B * 31 / 32 / 329.6e9, 1e-9);
+	/* four NICs per node: 4 rings at 48 GB/s, duplicated (4 rings only) to 8 at 24 GB/s,
+	 * doubled: 16 again (NCCL issue 1357's two-node log, 16 channels on four NICs). The
+	 * channels' 329.6 GB/s is above the four NICs' 4 x 50 x 0.94 = 188: the NICs bound the
+	 * ring, as without the channel term */
+	p.inter.nics_per_node = 4;
+	double t4 = engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, B);
+	ck_assert_close(t4, 145.6e-6 + B * 31 / 32 / 188e9, 1e-9);
+	ck_assert(t8 < t4); /* more NICs never slow the ring */
+	/* one node: no network channels; the NVSwitch ring at 450 x 0.82 = 369 GB/s, 18
+	 * channels of 20.6 (370.8) do not bind */
+	p.nodes = 1;
+	p.inter.nics_per_node = 8;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, shape(8, 8, 8), B),
+			(8.4 + 7 * 3.4) * 1e-6 + B * 7 / 8 / 369e9, 1e-9);
 }
 END_TEST
 
@@ -1029,6 +1079,7 @@ int main(void)
 	tcase_add_test(tc, nccl_a100_mid_sizes_switch_from_ll128_to_simple);
 	tcase_add_test(tc, nccl_launches_fewer_channels_for_small_messages);
 	tcase_add_test(tc, nvls_mid_sizes_pay_the_pipeline_fill);
+	tcase_add_test(tc, ring_across_nodes_runs_nccl_network_channels);
 	tcase_add_test(tc, two_node_all_reduce_takes_the_tree);
 	tcase_add_test(tc, nvls_tree_across_nodes);
 	tcase_add_test(tc, nvls_tree_pays_its_pipeline_fill);

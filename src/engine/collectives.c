@@ -207,11 +207,13 @@ static double alltoall_pairwise(const config_platform *p, engine_group_shape s, 
 
 /* One ring step's wire time: the chunk crosses every hop at once; the slowest hop sets
  * the pace. */
-static double ring_step_bw(const config_platform *p, engine_group_shape s, double chunk)
+/* scale: NCCL's wire multipliers per link class, [0] on the NVLink legs and [1] on the
+ * network ones (the SimGrid engine's flows take them the same way). */
+static double ring_step_scaled(const config_platform *p, engine_group_shape s, double chunk, const double *scale)
 {
 	int P = s.size, r = s.per_node;
 	if (P <= r)
-		return chunk / intra_ring_bw(p, r);
+		return scale[0] * chunk / intra_ring_bw(p, r);
 	/* Each group's ring crosses every node boundary; NCCL runs one channel per NIC
 	 * (C = nics), each leaving the node from a different GPU, so a node's NICs carry one
 	 * chunk per group with ranks on it. Inside the node a GPU forwards the chunk/C of
@@ -223,7 +225,13 @@ static double ring_step_bw(const config_platform *p, engine_group_shape s, doubl
 	int C = p->inter.nics_per_node;
 	double t_nic = chunk * groups_per_node / (config_platform_nic_bw(p) * C) * leaf_penalty(p, P / r);
 	double t_intra = chunk * (C - C / r) / ((double)C * intra_ring_bw(p, r));
-	return fmax(t_nic, t_intra);
+	return fmax(t_nic * scale[1], t_intra * scale[0]);
+}
+
+static double ring_step_bw(const config_platform *p, engine_group_shape s, double chunk)
+{
+	static const double unit[2] = {1.0, 1.0};
+	return ring_step_scaled(p, s, chunk, unit);
 }
 
 static double ring_step(const config_platform *p, engine_group_shape s, double chunk)
@@ -297,7 +305,7 @@ static double collective_time(const config_platform *p, workload_coll c, workloa
 			return hierarchical(p, c, s, bytes);
 		if (k->link_latency) /* no NCCL terms (collectives: links): a latency per step */
 			return ring(p, c, s, bytes);
-		return k->latency + k->scale[0] * ring_steps(c, s.size) * ring_step_bw(p, s, bytes / s.size);
+		return k->latency + ring_steps(c, s.size) * ring_step_scaled(p, s, bytes / s.size, k->scale);
 	case WL_COLL_SENDRECV: {
 		/* one message to the next rank of the group's ring (nccl-tests sendrecv_perf, ring
 		 * attention): on one node over the fabric; a ring over several nodes is paced by
@@ -311,7 +319,7 @@ static double collective_time(const config_platform *p, workload_coll c, workloa
 	case WL_COLL_BROADCAST:
 		/* pipelined ring: NCCL's latency, the payload once at the slowest hop's rate */
 		if (a == WL_ALG_RING && !k->link_latency)
-			return k->latency + k->scale[0] * ring_step_bw(p, s, bytes);
+			return k->latency + ring_step_scaled(p, s, bytes, k->scale);
 		return (s.size - 1) * (s.size > s.per_node ? p->inter.latency : p->intra.latency) +
 		       ring_step_bw(p, s, bytes);
 	case WL_COLL_COUNT:

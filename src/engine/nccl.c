@@ -395,6 +395,18 @@ static const double thread_threshold[NCCL_PROTO_COUNT] = {8, 8, 64};
 
 static int p2p_channels(const config_platform *p);
 
+/* enqueue.cc getAlgoInfo (topoGetAlgoInfo in later releases), "Ring/Tree channel tuning":
+ * from nc channels, while nBytes < nc x nt x threadThreshold, drop a channel (then halve
+ * the threads, which only moves messages of a few KiB and is not modelled) */
+static int launch_from(int nc, nccl_algo a, nccl_proto pr, int ranks, double bytes)
+{
+	double thr = thread_threshold[pr] * (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL ? ranks : 1);
+	double per_channel = max_threads[pr] * thr;
+	while (nc >= 2 && bytes < nc * per_channel)
+		nc--;
+	return nc;
+}
+
 int nccl_launch_channels(const config_platform *p, nccl_algo a, nccl_proto pr, int ranks, double bytes)
 {
 	int nc = nccl_channels(p);
@@ -404,14 +416,7 @@ int nccl_launch_channels(const config_platform *p, nccl_algo a, nccl_proto pr, i
 		return nvls_channels;
 	if (a != NCCL_ALGO_RING && a != NCCL_ALGO_TREE)
 		return nc;
-	/* enqueue.cc getAlgoInfo (topoGetAlgoInfo in later releases), "Ring/Tree channel
-	 * tuning": while nBytes < nc x nt x threadThreshold, drop a channel (then halve the
-	 * threads, which only moves messages of a few KiB and is not modelled) */
-	double thr = thread_threshold[pr] * (a == NCCL_ALGO_RING && pr == NCCL_PROTO_LL ? ranks : 1);
-	double per_channel = max_threads[pr] * thr;
-	while (nc >= 2 && bytes < nc * per_channel)
-		nc--;
-	return nc;
+	return launch_from(nc, a, pr, ranks, bytes);
 }
 
 /* The platform protocol pr is timed on: p with the class bandwidths replaced by pr's
@@ -542,6 +547,51 @@ static int nvls_stages(int nodes, int heads, double bytes, double *loop)
 	return 2 * log2i(nodes) + 3;
 }
 
+/* src/graph/search.cc: the per-channel bandwidths NCCL's ring search tries across nodes,
+ * GB/s, highest first (speedArrayInter; sm90SpeedArrayInter; sm100SpeedArrayInter). */
+static const double speeds_inter[] = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0};
+static const double speeds_inter_sm90[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0};
+static const double speeds_inter_sm100[] = {96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0};
+
+/* The channels NCCL runs a ring on across nodes, for ppn of the group's GPUs per node.
+ * src/graph/search.cc ncclTopoCompute puts one ring through each NIC the node's GPUs use
+ * (every ring enters and leaves the node through a NIC) at the highest speed of its array
+ * that the NIC (its port speed) and the GPUs' NVLink, which every ring crosses once per
+ * GPU, both carry; ncclTopoDupChannels doubles them at half the speed unless the speed is
+ * under 25 GB/s, or, on compute capability above 80, under 50 GB/s with more than 4
+ * rings; src/graph/connect.cc ncclTopoPostset doubles the channels ("Duplication should be
+ * complete now", at most MAXCHANNELS 32) and, on compute capability 90 and more, doubles
+ * them again while fewer than 16 remain at a per-channel speed above 45 GB/s ("Use 4
+ * compute channels per search channel to reach peak BW on <8 PPN"). Eight 400 Gb/s NICs on
+ * eight H100s: 8 rings at 45 GB/s (50 GB/s ports; 369 GB/s of NVLink over 8 rings), not
+ * duplicated, 16 channels, as the three-node H100 log of NVIDIA/nccl issue 1453 lists
+ * (channels 8-15 repeat rings 0-7). */
+static int ring_net_channels(const config_platform *p, int ppn)
+{
+	int rings = p->inter.nics_per_node < ppn ? p->inter.nics_per_node : ppn;
+	if (rings < 1)
+		return nccl_channels(p);
+	int cc = cc_of(p);
+	double port = (tuner_snapshot(p) ? p->nccl.tuner.nic_bw : p->inter.nic_bandwidth) / 1e9;
+	double top = fmin(port, node_ring_bw(p) / 1e9 / rings), speed = 0;
+	const double *sp = cc >= 100 ? speeds_inter_sm100 : cc >= 90 ? speeds_inter_sm90 : speeds_inter;
+	size_t n = cc >= 100 ? sizeof speeds_inter_sm100 / sizeof *sp
+		   : cc >= 90 ? sizeof speeds_inter_sm90 / sizeof *sp
+			      : sizeof speeds_inter / sizeof *sp;
+	for (size_t i = 0; i < n && speed == 0; i++)
+		if (sp[i] <= top)
+			speed = sp[i];
+	int ch = rings;
+	if (speed >= 25.0 && !(cc > 80 && speed < 50.0 && rings > 4)) {
+		ch = 2 * rings < 16 ? 2 * rings : 16; /* maxChannels MAXCHANNELS/2 */
+		speed /= 2;
+	}
+	ch = 2 * ch < 32 ? 2 * ch : 32;
+	if (cc >= 90 && speed > 45.0 && ch < 16)
+		ch *= 2;
+	return ch;
+}
+
 /* NCCL's tuner on its own view of the links (tuner_platform): m set up on that view, and
  * its model time of every (algorithm, protocol) pair in t, < 0 where NCCL cannot run it.
  * Returns the platform the context was made on. */
@@ -634,6 +684,19 @@ static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_gro
 	if (nc < full) {
 		k.scale[0] *= (double)full / nc;
 		k.scale[1] *= (double)full / nc;
+	}
+	/* across nodes the ring runs NCCL's network channels (ring_net_channels), each one CTA
+	 * moving at most one NVLink's bandwidth (ncclTopoNVLinkBw, as the NVLS and p2p channels
+	 * above): the ring's bus bandwidth is at most channels x that. The CTAs hold back the
+	 * channels where they leave the node, so the network leg (scale[1]) carries the limit
+	 * and the NVLink traffic the other rings and all-to-alls share is not inflated (the
+	 * NICs bind such a ring: 376 GB/s on dgx-h100 against 421 of NVLink forwarding). A
+	 * calibrated protocol rate (m.realized) is a measurement and keeps its own. */
+	if (k.algo == NCCL_ALGO_RING && m.nodes > 1 && !m.realized) {
+		int ch = launch_from(ring_net_channels(p, m.ppn), k.algo, k.proto, s.size, bytes);
+		double rate = m.busbw * (nc < full ? (double)nc / full : 1.0), cap = ch * nvlink_bw(m.cc);
+		if (rate > cap)
+			k.scale[1] *= rate / cap;
 	}
 	return k;
 }
