@@ -458,6 +458,17 @@ static double ring_time(hand *h, engine_simgrid_ring_mode mode)
 	return v[0];
 }
 
+/* The analytic closed form and both SimGrid ring modes give want for one call of op (its
+ * bytes) over world ranks of shape s. */
+static void ring_agrees(const config_platform *p, workload_op op, int world, engine_group_shape s, double want)
+{
+	hand h;
+	hand_init(&h, p, world, world, &op, 1, 1);
+	ck_assert_close(engine_collective_time(p, op.coll, op.alg, s, op.bytes), want, 1e-12);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_AGGREGATED), want, 1e-9);
+	ck_assert_close(ring_time(&h, ENGINE_SG_RING_LOCKSTEP), want, 1e-9);
+}
+
 START_TEST(ring_collectives_inside_a_node)
 {
 	/* Ring of 4 on NVSwitch, 4 MB: chunk 1 MB, 10 us per step on the wire. NCCL picks
@@ -490,13 +501,8 @@ START_TEST(ring_on_a_mesh_uses_disjoint_cycles)
 	config_platform p = tu_platform(1, 8, 1);
 	p.intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
 	p.intra.pair_bandwidth = 40e9;
-	workload_op op = comm(WL_COLL_ALLGATHER, WL_ALG_RING, WL_GROUP_WORLD, 48e6);
-	hand h;
-	hand_init(&h, &p, 8, 8, &op, 1, 1);
 	engine_group_shape s = {.size = 8, .per_node = 8, .active_per_node = 8};
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, 48e6), 190.4e-6, 1e-12);
-	ck_assert_close(ring_time(&h, ENGINE_SG_RING_AGGREGATED), 190.4e-6, 1e-9);
-	ck_assert_close(ring_time(&h, ENGINE_SG_RING_LOCKSTEP), 190.4e-6, 1e-9);
+	ring_agrees(&p, comm(WL_COLL_ALLGATHER, WL_ALG_RING, WL_GROUP_WORLD, 48e6), 8, s, 190.4e-6);
 }
 END_TEST
 
@@ -537,6 +543,25 @@ START_TEST(ring_channels_spread_over_the_nics)
 	ck_assert_close(ring_time(&h, ENGINE_SG_RING_LOCKSTEP), 211.4e-6, 1e-9);
 	engine_group_shape s = {.size = 8, .per_node = 4, .active_per_node = 4};
 	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, 8e6), 211.4e-6, 1e-12);
+}
+END_TEST
+
+START_TEST(ring_network_channels_bound_the_network_leg)
+{
+	/* 2 nodes x 4 GPUs, one NIC of 100 GB/s per node, all-gather of 8 MB forced to
+	 * ring/Simple. Per step the 1 MB chunk leaves through the NIC (10 us) and every GPU
+	 * forwards it over its 100 GB/s link (10 us): the links' 100 GB/s. NCCL's network
+	 * channels (engine/nccl.c ring_net_channels): one ring at the search's top speed, 48 GB/s,
+	 * duplicated (compute capability 80), doubled: 4 channels of one CTA each, at most
+	 * 20 GB/s (one SM80 NVLink): 80 GB/s. The bound scales the network leg only: the NIC
+	 * flow carries 1.25 x its bytes (12.5 us), the NVLink forwarding stays at 10 us, so a
+	 * step takes 12.5 us: 7 x 12.5 = 87.5 us, plus NCCL's ring/Simple latency 8.4 + 6 x 3
+	 * (network overhead) + 1 x 10 = 36.4 us: 123.9 us, in both engines. */
+	config_platform p = tu_platform(2, 4, 1);
+	p.inter.nic_bandwidth = 100e9;
+	p.nccl.force_proto = NCCL_PROTO_SIMPLE + 1;
+	engine_group_shape s = {.size = 8, .per_node = 4, .active_per_node = 4};
+	ring_agrees(&p, comm(WL_COLL_ALLGATHER, WL_ALG_RING, WL_GROUP_WORLD, 8e6), 8, s, 123.9e-6);
 }
 END_TEST
 
@@ -1638,6 +1663,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, ring_on_a_mesh_uses_disjoint_cycles);
 	tcase_add_test(tc, ring_across_nodes_paced_by_the_nic);
 	tcase_add_test(tc, ring_channels_spread_over_the_nics);
+	tcase_add_test(tc, ring_network_channels_bound_the_network_leg);
 	tcase_add_test(tc, hierarchical_allreduce_across_nodes);
 	tcase_add_test(tc, buckets_run_back_to_back);
 	tcase_add_test(tc, broadcast_is_a_pipelined_chain);
