@@ -2140,6 +2140,20 @@ START_TEST(test_cli_rows_name_nccl_choice)
 	expect_contains(out, "busbw_GBps,nccl_algorithm,nccl_protocol,nccl_channels\n");
 	expect_contains(out, ",nvls_tree,Simple,16\n");
 	free(out), free(err);
+	/* a ring across nodes runs NCCL's network channels: on four dgx-h100 nodes one ring per
+	 * NIC at 45 GB/s, not duplicated (sm90, under 50 GB/s, more than 4 rings), doubled: 16,
+	 * where one node's ring runs the 18 its NVLink gives (369 / 20.6) */
+	ck_assert_int_eq(run_spsim("collective allgather --platform dgx-h100 --nodes 4 --engine analytic -b 1G -e 1G "
+				   "--format csv",
+				   &out, &err),
+			 0);
+	expect_contains(out, ",ring,Simple,16\n");
+	free(out), free(err);
+	ck_assert_int_eq(
+		run_spsim("collective allgather --platform dgx-h100 --engine analytic -b 1G -e 1G --format csv", &out, &err),
+		0);
+	expect_contains(out, ",ring,Simple,18\n");
+	free(out), free(err);
 	ck_assert_int_eq(run_spsim("collective alltoall --platform dgx-h100 --engine analytic -b 1K -e 64M -f 65536 "
 				   "--format csv",
 				   &out, &err),

@@ -592,6 +592,14 @@ static int ring_net_channels(const config_platform *p, int ppn)
 	return ch;
 }
 
+int nccl_group_channels(const config_platform *p, nccl_algo a, nccl_proto pr, engine_group_shape s, double bytes)
+{
+	int ppn = s.per_node > 0 ? s.per_node : 1;
+	if (a != NCCL_ALGO_RING || s.size <= ppn)
+		return nccl_launch_channels(p, a, pr, s.size, bytes);
+	return launch_from(ring_net_channels(p, ppn), a, pr, s.size, bytes);
+}
+
 /* NCCL's tuner on its own view of the links (tuner_platform): m set up on that view, and
  * its model time of every (algorithm, protocol) pair in t, < 0 where NCCL cannot run it.
  * Returns the platform the context was made on. */
@@ -693,7 +701,7 @@ static nccl_cost ring_cost(const config_platform *p, workload_coll c, engine_gro
 	 * NICs bind such a ring: 376 GB/s on dgx-h100 against 421 of NVLink forwarding). A
 	 * calibrated protocol rate (m.realized) is a measurement and keeps its own. */
 	if (k.algo == NCCL_ALGO_RING && m.nodes > 1 && !m.realized) {
-		int ch = launch_from(ring_net_channels(p, m.ppn), k.algo, k.proto, s.size, bytes);
+		int ch = nccl_group_channels(p, k.algo, k.proto, s, bytes);
 		double rate = m.busbw * (nc < full ? (double)nc / full : 1.0), cap = ch * nvlink_bw(m.cc);
 		if (rate > cap)
 			k.scale[1] *= rate / cap;

@@ -77,6 +77,11 @@ int nccl_channels(const config_platform *p);
  * the communicator's p2p channels, which its peers share). */
 int nccl_launch_channels(const config_platform *p, nccl_algo a, nccl_proto pr, int ranks, double bytes);
 
+/* The same for a group of shape s: a ring across nodes runs NCCL's network channels (one
+ * ring per NIC, duplicated as NCCL's search and setup do: 16 on eight 400 Gb/s NICs of 8
+ * H100s; docs/model.md §3), launched by the same channel tuning. */
+int nccl_group_channels(const config_platform *p, nccl_algo a, nccl_proto pr, engine_group_shape s, double bytes);
+
 /* NCCL's own model time (s) of every (algorithm, protocol) pair of a ring-family call on
  * NCCL's view of the links (what its tuner compares; the pair it picks is the smallest, the
  * first of equal ones, unless forced), < 0 for a pair it cannot run; returns how many it can

@@ -243,7 +243,7 @@ bool nccltests_predict_choice(const nccltests_setup *s, double bytes, nccltests_
 	*out = (nccltests_choice){
 		.algorithm = algo_label(k.algo, across),
 		.protocol = nccl_proto_name(k.proto),
-		.channels = nccl_launch_channels(s->platform, k.algo, k.proto, g.size, bytes),
+		.channels = nccl_group_channels(s->platform, k.algo, k.proto, g, bytes),
 		.latency = k.latency,
 	};
 	double mt[NCCL_ALGO_P2P][NCCL_PROTO_COUNT];
