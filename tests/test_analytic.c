@@ -465,6 +465,14 @@ START_TEST(ring_across_nodes_runs_nccl_network_channels)
 	double t4 = engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, B);
 	ck_assert_close(t4, 145.6e-6 + B * 31 / 32 / 188e9, 1e-9);
 	ck_assert(t8 < t4); /* more NICs never slow the ring */
+	/* channels set on the platform (NCCL_MIN_NCHANNELS, nccl.channels) are the ring's: 24
+	 * CTAs x 20.6 = 494.4 GB/s leave the eight NICs' 376 binding (NCCL #309's cluster (b)
+	 * reached 391.4 GB/s with NCCL_MIN_CTAS=24 where its default ran 320.7) */
+	p.inter.nics_per_node = 8;
+	p.nccl.channels = 24;
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLGATHER, WL_ALG_RING, s, B), 145.6e-6 + B * 31 / 32 / 376e9,
+			1e-9);
+	p.nccl.channels = 0;
 	/* one node: no network channels; the NVSwitch ring at 450 x 0.82 = 369 GB/s, 18
 	 * channels of 20.6 (370.8) do not bind */
 	p.nodes = 1;

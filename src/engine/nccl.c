@@ -569,7 +569,7 @@ static const double speeds_inter_sm100[] = {96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 
 static int ring_net_channels(const config_platform *p, int ppn)
 {
 	int rings = p->inter.nics_per_node < ppn ? p->inter.nics_per_node : ppn;
-	if (rings < 1)
+	if (p->nccl.channels > 0 || rings < 1) /* set channels (NCCL_MIN/MAX_NCHANNELS) win */
 		return nccl_channels(p);
 	int cc = cc_of(p);
 	double port = (tuner_snapshot(p) ? p->nccl.tuner.nic_bw : p->inter.nic_bandwidth) / 1e9;
