@@ -438,11 +438,14 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 		return;
 	/* identical flows (same direction, peer and size: ring channels over the same GPU
 	 * pair) become one flow weighted as all of them, exact under max-min sharing
-	 * (docs/simgrid.md §5.5); the others stand for themselves */
+	 * (docs/simgrid.md §5.5); the others stand for themselves. A ring phase has at most
+	 * 2 x 64 flows (channels <= GPUs per node); a larger phase is an all-to-all over a big
+	 * group, one flow per peer, with nothing to merge (and too many pairs to compare). */
 	int merged = 0;
+	bool merge = r->opt.merge_flows && n <= 2 * SGX_SMALL_PHASE;
 	for (int k = 0; k < n; k++) {
 		f[k].weight = 1;
-		for (int j = 0; j < k && r->opt.merge_flows; j++)
+		for (int j = 0; j < k && merge; j++)
 			if (f[j].weight > 0 && f[j].peer == f[k].peer && f[j].send == f[k].send &&
 			    f[j].bytes == f[k].bytes) {
 				f[j].weight++;
