@@ -1372,6 +1372,33 @@ static void same_without(const engine_input *in, engine_simgrid_options *o, bool
 	expect_same_result(&r[0], &r[1]);
 }
 
+/* Llama-3.2-1B; 8 A100s on two nodes sharing one NIC each (small), and four DGX H100
+ * nodes with a NIC per GPU (dgx). */
+static void load_small_and_dgx(config_model *m, config_platform *small, config_platform *dgx)
+{
+	config_error err;
+	ck_assert(config_load_model("llama-3.2-1b", m, &err) && config_load_platform("a100-2x4-ib400", small, &err) &&
+		  config_load_platform("dgx-h100", dgx, &err));
+	dgx->nodes = 4;
+}
+
+/* The checked job's plan and the engine input over it; with w, ranks out of step: rank 5
+ * computes 1.5x slower and node 1's NIC runs at half speed. */
+static engine_input planned_input(const config_model *m, const config_platform *p, config_job *job,
+				  workload_plan *plan, config_whatif *w)
+{
+	config_error err;
+	ck_assert_msg(workload_check(m, p, job, &err), "%s", err.msg);
+	ck_assert(workload_plan_make(m, p, job, plan, &err));
+	engine_input in = {.model = m, .platform = p, .job = job, .plan = plan};
+	if (w) {
+		ck_assert(config_whatif_add(w, CONFIG_WHATIF_SLOW_GPU, "5:1.5", &err));
+		ck_assert(config_whatif_add(w, CONFIG_WHATIF_DEGRADE, "nic:1:2", &err));
+		in.opt.whatif = w;
+	}
+	return in;
+}
+
 START_TEST(identical_layers_extrapolate_exactly)
 {
 	/* The layer blocks repeat once per layer (16 for Llama-3.2-1B): engine_simgrid_run_opt
@@ -1388,10 +1415,7 @@ START_TEST(identical_layers_extrapolate_exactly)
 	 * layers the guard of flow_count_guards_the_extrapolation would skip most of them). */
 	config_model m;
 	config_platform small, dgx;
-	config_error err;
-	ck_assert(config_load_model("llama-3.2-1b", &m, &err) && config_load_platform("a100-2x4-ib400", &small, &err) &&
-		  config_load_platform("dgx-h100", &dgx, &err));
-	dgx.nodes = 4;
+	load_small_and_dgx(&m, &small, &dgx);
 	static const struct {
 		config_strategy st;
 		int sp, zero, ga;
@@ -1409,16 +1433,9 @@ START_TEST(identical_layers_extrapolate_exactly)
 		const config_platform *pp = cases[c].dgx ? &dgx : &small;
 		config_job job = tu_job(cases[c].st, cases[c].dgx ? 32 : 8, cases[c].sp, 2, 4096, cases[c].zero);
 		job.grad_accum = cases[c].ga;
-		ck_assert_msg(workload_check(&m, pp, &job, &err), "%s", err.msg);
 		workload_plan plan;
-		ck_assert(workload_plan_make(&m, pp, &job, &plan, &err));
-		engine_input in = {.model = &m, .platform = pp, .job = &job, .plan = &plan};
 		config_whatif w = {0};
-		if (cases[c].whatif) {
-			ck_assert(config_whatif_add(&w, CONFIG_WHATIF_SLOW_GPU, "5:1.5", &err));
-			ck_assert(config_whatif_add(&w, CONFIG_WHATIF_DEGRADE, "nic:1:2", &err));
-			in.opt.whatif = &w;
-		}
+		engine_input in = planned_input(&m, pp, &job, &plan, cases[c].whatif ? &w : NULL);
 		engine_simgrid_options o;
 		engine_simgrid_options_default(&o);
 		o.symmetry = false;
@@ -1498,6 +1515,7 @@ START_TEST(flow_count_guards_the_extrapolation)
 		engine_simgrid_options o;
 		engine_simgrid_options_default(&o);
 		o.symmetry = cases[c].symmetry;
+		o.merge_flows = false; /* the flow counts above are those of separate ring channels */
 		engine_result guarded, always, full;
 		engine_simgrid_stats sg, sa, su;
 		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &guarded, &sg, &err), "%s", err.msg);
@@ -1520,6 +1538,63 @@ START_TEST(flow_count_guards_the_extrapolation)
 		if (c == 0 || c == 2) /* the window pays: kept */
 			ck_assert_msg(sg.flows == sa.flows && sg.flows < su.flows, "guarded %ld, full %ld, always %ld",
 				      sg.flows, su.flows, sa.flows);
+		workload_plan_finish(&plan);
+	}
+}
+END_TEST
+
+START_TEST(merged_flows_equal_the_separate_flows)
+{
+	/* A ring over several nodes has a channel per NIC, each visiting a node's members in
+	 * the same cyclic order from a different one: all channels but one leave GPU i for
+	 * GPU i+1 of the same node, with the same bytes, at the same instant. Posted as one
+	 * flow of their summed bytes whose sharing penalty is divided by their number, they
+	 * end at the instant the separate flows end (docs/simgrid.md §5.5). Held on whole
+	 * steps, full program, every field to 1e-9: 32 H100s (8 NICs per node: seven of eight
+	 * channels merge) with Ulysses ZeRO-2 and BASP ZeRO-3, the symmetric run of the first
+	 * (flows into the ghosts), BASP ZeRO-2 with a straggler and a degraded NIC (ranks out of
+	 * step), and with the lockstep ring (one phase per step). Fewer flows move wherever
+	 * channels share a GPU pair; as many where a ring has one channel (one node, or one NIC
+	 * per node: 8 A100s on two nodes sharing a NIC per 4 GPUs). */
+	config_model m;
+	config_platform small, dgx;
+	load_small_and_dgx(&m, &small, &dgx);
+	static const struct {
+		bool dgx;
+		config_strategy st;
+		int gpus, sp, zero;
+		bool symmetry, whatif, lockstep;
+	} cases[] = {
+		{true, CONFIG_STRATEGY_ULYSSES, 32, 8, 2, false, false, false},
+		{true, CONFIG_STRATEGY_BASP, 32, 8, 3, false, false, false},
+		{true, CONFIG_STRATEGY_ULYSSES, 32, 8, 2, true, false, false},
+		{true, CONFIG_STRATEGY_BASP, 32, 8, 2, false, true, false},
+		{true, CONFIG_STRATEGY_BASP, 32, 8, 2, false, false, true},
+		{false, CONFIG_STRATEGY_BASP, 8, 8, 2, false, false, false}, /* one NIC per node: one channel */
+		{true, CONFIG_STRATEGY_ULYSSES, 8, 8, 2, false, false, false}, /* one node: nothing to merge */
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const config_platform *pp = cases[c].dgx ? &dgx : &small;
+		config_job job = tu_job(cases[c].st, cases[c].gpus, cases[c].sp, 2, 4096, cases[c].zero);
+		workload_plan plan;
+		config_whatif w = {0};
+		engine_input in = planned_input(&m, pp, &job, &plan, cases[c].whatif ? &w : NULL);
+		engine_simgrid_options o;
+		engine_simgrid_options_default(&o);
+		o.symmetry = cases[c].symmetry;
+		o.repeat = false;
+		if (cases[c].lockstep)
+			o.ring = ENGINE_SG_RING_LOCKSTEP;
+		engine_result res[2]; /* merged, separate */
+		engine_simgrid_stats st[2];
+		same_without(&in, &o, &o.merge_flows, res, st);
+		ck_assert_int_eq(st[0].executions, st[1].executions);
+		if (c >= 5)
+			ck_assert_int_eq(st[0].flows, st[1].flows);
+		else
+			ck_assert_msg(st[0].flows < st[1].flows, "case %zu: merged %ld, separate %ld", c, st[0].flows,
+				      st[1].flows);
+		ck_assert_int_eq(st[0].full_flows, st[0].flows); /* the count merges as the run does */
 		workload_plan_finish(&plan);
 	}
 }
@@ -1694,6 +1769,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, identical_layers_extrapolate_exactly);
 	tcase_add_test(tc, flow_count_guards_the_extrapolation);
 	tcase_add_test(tc, compute_as_a_timer_equals_the_execution);
+	tcase_add_test(tc, merged_flows_equal_the_separate_flows);
 	tcase_add_test(tc, a_linear_transient_is_not_extrapolated);
 	tcase_add_test(tc, extrapolation_never_yields_a_negative_total);
 	tcase_add_test(tc, same_input_bit_identical_output);

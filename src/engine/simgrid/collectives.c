@@ -35,6 +35,7 @@
 #include <simgrid/semaphore.h>
 
 #include "engine/nccl.h"
+#include "engine/simgrid/flows.h"
 #include "engine/simgrid/sg_internal.h"
 #include "util/intmath.h"
 
@@ -377,6 +378,7 @@ typedef struct flow {
 	double bytes;
 	bool send;
 	double lat;
+	int weight; /* identical flows this one stands for (phase) */
 } flow;
 
 static sgx_proxy *proxy_of(sgx_run *r, int local, int s)
@@ -407,7 +409,10 @@ void sgx_proxy_actor(int argc, char **argv)
 	sgx_proxy *px = sg_actor_self_get_data();
 	for (;;) {
 		sg_sem_acquire(px->ready);
-		sg_mailbox_get(px->mbox);
+		if (px->weight > 1)
+			sg_comm_wait(sgx_flow_post(px->mbox, false, 0, px->weight, px->failed));
+		else
+			sg_mailbox_get(px->mbox);
 		sg_sem_release(px->done);
 	}
 }
@@ -431,9 +436,28 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 	sgx_run *r = R->run;
 	if (n == 0)
 		return;
+	/* identical flows (same direction, peer and size: ring channels over the same GPU
+	 * pair) become one flow weighted as all of them, exact under max-min sharing
+	 * (docs/simgrid.md §5.5); the others stand for themselves. A ring phase has at most
+	 * 2 x 64 flows (channels <= GPUs per node); a larger phase is an all-to-all over a big
+	 * group, one flow per peer, with nothing to merge (and too many pairs to compare). */
+	int merged = 0;
+	bool merge = r->opt.merge_flows && n <= 2 * SGX_SMALL_PHASE;
+	for (int k = 0; k < n; k++) {
+		f[k].weight = 1;
+		for (int j = 0; j < k && merge; j++)
+			if (f[j].weight > 0 && f[j].peer == f[k].peer && f[j].send == f[k].send &&
+			    f[j].bytes == f[k].bytes) {
+				f[j].weight++;
+				f[k].weight = 0;
+				f[k].peer = -1;
+				merged++;
+				break;
+			}
+	}
 	if (r->counting) { /* the flows this phase would start (sends), no simulation */
 		for (int k = 0; k < n; k++)
-			r->flows += f[k].send;
+			r->flows += f[k].send && f[k].weight > 0;
 		return;
 	}
 	sg_comm_t comm_buf[SGX_SMALL_PHASE];
@@ -451,12 +475,14 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 	}
 	int nc = 0, nw = 0;
 	for (int k = 0; k < n; k++) {
+		if (f[k].peer < 0)
+			continue;
 		f[k].lat = R->link_latency[s] ? sgx_latency(r, R->rank, f[k].peer) : 0.0;
 		/* protocol and channel share of the wire: more bytes on the same links */
 		f[k].bytes *= R->wire[s][node_of(r, R->rank) == node_of(r, f[k].peer) ? 0 : 1];
 	}
 	double elapsed = 0;
-	int posted = 0;
+	int posted = merged;
 	while (posted < n) {
 		double lvl = INFINITY;
 		for (int k = 0; k < n; k++)
@@ -476,16 +502,22 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 				r->broken = true;
 				q = q % r->Wsim;
 			}
+			int w = f[k].weight;
 			if (f[k].send) {
 				int dst = q < r->Wsim ? q : r->Wsim + (q % r->Wsim); /* ghost of q's image */
-				comms[nc++] = sg_mailbox_put_async(mailbox(r, R->rank, dst, s), &token, sz);
+				sg_mailbox_t mb = mailbox(r, R->rank, dst, s);
+				comms[nc++] = w > 1 ? sgx_flow_post(mb, true, w * sz, w, &r->unweighted)
+						    : sg_mailbox_put_async(mb, &token, sz);
 			} else if (q < r->Wsim) {
-				comms[nc++] = sg_mailbox_get_async(mailbox(r, q, R->rank, s), &sink);
+				sg_mailbox_t mb = mailbox(r, q, R->rank, s);
+				comms[nc++] = w > 1 ? sgx_flow_post(mb, false, 0, w, &r->unweighted) : sg_mailbox_get_async(mb, &sink);
 			} else {
 				/* from the previous period: its sender is q's image here, its flow
 				 * lands on this rank's ghost */
 				sgx_proxy *px = proxy_of(r, R->rank, s);
 				px->mbox = mailbox(r, q % r->Wsim, r->Wsim + R->rank, s);
+				px->weight = w;
+				px->failed = &r->unweighted;
 				sg_sem_release(px->ready);
 				wraps[nw++] = px;
 			}

@@ -54,7 +54,7 @@ void engine_simgrid_options_default(engine_simgrid_options *o)
 {
 	*o = (engine_simgrid_options){
 		.ring = ENGINE_SG_RING_AGGREGATED, .symmetry = true, .merge_compute = true, .compute_timer = true,
-		.repeat = true};
+		.repeat = true, .merge_flows = true};
 }
 
 /* ------------------------------------------------------------------ actors --- */
@@ -710,6 +710,10 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 	free(actors);
 	if (r->oom) {
 		config_fail(err, "out of memory during the SimGrid simulation");
+		goto done;
+	}
+	if (r->unweighted) {
+		config_fail(err, "internal: a merged flow could not be weighted; rerun without merging flows");
 		goto done;
 	}
 	if (r->broken) {

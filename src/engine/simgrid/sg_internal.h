@@ -85,6 +85,8 @@ typedef struct sgx_rank {
 typedef struct sgx_proxy {
 	sg_sem_t ready, done;
 	sg_mailbox_t mbox;
+	int weight;   /* identical flows the next one stands for (collectives.c) */
+	bool *failed; /* set when that flow cannot take its weight (sgx_run.unweighted) */
 } sgx_proxy;
 
 typedef struct sgx_block_info {
@@ -129,6 +131,7 @@ struct sgx_run {
 	long flows, execs;
 	bool oom;
 	bool broken; /* the symmetry reduction met a flow it cannot map (internal error) */
+	bool unweighted; /* a merged flow's network action could not take its weight (internal) */
 	bool told;   /* a stream actor reports progress (engine_options.progress) */
 	void *bg;    /* whatif.c: the background traffic's ring edges */
 	config_platform *group_plat; /* per node group: the platform with that group's GPU */

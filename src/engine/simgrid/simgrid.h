@@ -42,6 +42,9 @@ typedef struct engine_simgrid_options {
 			    times and extrapolate once the schedule repeats (docs/simgrid.md §5.4) */
 	bool repeat_always; /* with repeat: try the windows even where they move as many flows as
 			       the full program (default: such a window is skipped; tests) */
+	bool merge_flows; /* identical flows of a phase (same ends, same size: the ring channels
+			     that share a GPU pair) as one flow weighted as all of them
+			     (docs/simgrid.md §5.5) */
 } engine_simgrid_options;
 
 typedef struct engine_simgrid_stats {

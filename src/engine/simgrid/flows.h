@@ -1,0 +1,16 @@
+/* flows.cpp: a flow that stands for `weight` identical flows (collectives.c). */
+#ifndef SPSIM_ENGINE_SIMGRID_FLOWS_H
+#define SPSIM_ENGINE_SIMGRID_FLOWS_H
+
+#include <stdbool.h>
+
+#include <simgrid/forward.h>
+
+/* Posts one side of a flow on mailbox mb (a send of `bytes`, or a receive), as
+ * sg_mailbox_put_async / sg_mailbox_get_async do, in one simcall; the side that starts the
+ * communication divides its network action's sharing penalty by `weight`, so that under
+ * max-min sharing it moves at `weight` times the rate of one flow of its path. Sets
+ * *failed when the action cannot take the weight. */
+sg_comm_t sgx_flow_post(sg_mailbox_t mb, bool send, long bytes, int weight, bool *failed);
+
+#endif
