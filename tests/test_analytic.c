@@ -584,6 +584,15 @@ START_TEST(p2p_staging_drain_between_processes)
 	/* LL (up to 16 KiB per peer) writes its flags into the peer's buffer: no drain */
 	ck_assert_double_eq(engine_collective_time(&p, WL_COLL_SENDRECV, WL_ALG_DIRECT, two, 8192),
 			    engine_collective_time(&one, WL_COLL_SENDRECV, WL_ALG_DIRECT, two, 8192));
+	/* a communicator across nodes stages every peer in NCCL_P2P_NET_CHUNKSIZE chunks (128 KiB,
+	 * init.cc computeBuffSizes): 2 nodes of 4, 64 MiB, 8 MiB per peer on 8 channels (from 1,
+	 * 8 x 8 ranks > 8), 1 MiB per channel; the 8 p2p channels' last 128 KiB chunks:
+	 * 2 x 8 x 128 KiB / 1000 GB/s = 2.10 us */
+	config_platform q = tu_platform(2, 4, 4), q1 = q;
+	q.nccl.processes = CONFIG_NCCL_PROCS_PER_GPU;
+	double d4 = engine_collective_time(&q, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 64 * MiB) -
+		    engine_collective_time(&q1, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 64 * MiB);
+	ck_assert_close(d4, 2.0 * 8 * 128 * 1024 / 1000e9, 1e-9);
 	/* across nodes without a local peer (one GPU per node): no NVLink stage */
 	config_platform n1 = tu_platform(2, 1, 1), n1p = n1;
 	n1p.nccl.processes = CONFIG_NCCL_PROCS_PER_GPU;
