@@ -2302,6 +2302,40 @@ END_TEST
 /* Send/recv inside one node: both engines give the message the communicator's shape
  * (size 8, NCCL's p2p channels read nRanks), so every size prints the same time. With a
  * shape of 2 on the analytic side, 256 KiB took 11.0 us there and 16.0 us on SimGrid. */
+START_TEST(test_cli_compare_reads_one_process_per_node)
+{
+	/* The published 8 x H100 alltoall_perf log ran one process per GPU ("nThread 1 nGpus
+	 * 1"): its 32 MiB row is predicted at 88.97 us of links + 12.52 us of NCCL's p2p staging
+	 * drain (32 channels x 512 KiB read and written at 0.8 x 3.35 TB/s) = 101.49 us. The same
+	 * table under "nThread 1 nGpus 8" (one process driving the node's GPUs) pays no drain:
+	 * 88.97 us, with a note; --processes per_gpu overrides the header. */
+	char path[] = "/tmp/spsim-g8-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "sed 's/nThread 1 nGpus 1 /nThread 1 nGpus 8 /' %s/tests/data/nccltests/nccl-tests-cluster-h100.alltoall_perf.1x8.log > %s",
+		 getenv("SPSIM_DATA_DIR"), path);
+	ck_assert_int_eq(system(cmd), 0);
+	char *out, *err, args[512];
+	ck_assert_int_eq(run_spsim("collective --compare tests/data/nccltests/nccl-tests-cluster-h100.alltoall_perf.1x8.log "
+				   "--platform dgx-h100 --engine analytic", &out, &err), 0);
+	ck_assert_msg(strstr(out, "123.32  272.09  238.08   101.49"), "%s", out);
+	ck_assert(!strstr(err, "one process per node"));
+	free(out), free(err);
+	snprintf(args, sizeof args, "collective --compare %s --platform dgx-h100 --engine analytic", path);
+	ck_assert_int_eq(run_spsim(args, &out, &err), 0);
+	ck_assert_msg(strstr(out, "123.32  272.09  238.08    88.97"), "%s", out);
+	expect_contains(err, "ran 8 GPUs per process (nThread 1 nGpus 8): one process per node");
+	free(out), free(err);
+	snprintf(args, sizeof args, "collective --compare %s --platform dgx-h100 --engine analytic --processes per_gpu", path);
+	ck_assert_int_eq(run_spsim(args, &out, &err), 0);
+	ck_assert_msg(strstr(out, "123.32  272.09  238.08   101.49"), "%s", out);
+	free(out), free(err);
+	unlink(path);
+}
+END_TEST
+
 START_TEST(test_cli_sendrecv_engines_agree)
 {
 	char *a_out, *a_err, *s_out, *s_err;
@@ -2573,6 +2607,7 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cli, test_cli_calibrate_round_trip);
 	tcase_add_test(cli, test_cli_alg_and_proto);
 	tcase_add_test(cli, test_cli_compare_calibrates_the_p2p_path);
+	tcase_add_test(cli, test_cli_compare_reads_one_process_per_node);
 	tcase_add_test(cli, test_cli_compare_refuses_what_the_log_sets);
 	tcase_add_test(cli, test_cli_forced_nccl_algorithm_is_named);
 	tcase_add_test(cli, test_cli_rows_name_nccl_choice);

@@ -85,8 +85,9 @@ static void usage(FILE *f)
 	      "  --proto LL|LL128|Simple force NCCL's protocol (default: NCCL's tuner's choice per size)\n"
 	      "  --processes per_gpu|per_node   one process per GPU (torchrun, mpirun -np N -g 1) or one\n"
 	      "                          driving a node's GPUs (nccl-tests -g N, -t N): within one process\n"
-	      "                          NCCL's p2p path skips its staging copy (default: the platform's\n"
-	      "                          nccl.processes, per_gpu)\n"
+	      "                          NCCL's p2p path skips its staging copy (default: per_node for a\n"
+	      "                          --compare LOG whose '# nThread T nGpus G' puts a node's GPUs in\n"
+	      "                          one process, else the platform's nccl.processes, per_gpu)\n"
 	      "  --engine NAME           ",
 	      f);
 	cli_engine_choices(f);
@@ -593,6 +594,14 @@ static int compare(coll_args *a)
 			a->compare, log.gpus_per_node, p.name, p.gpus_per_node);
 	p.nodes = log.nodes;
 	p.gpus_per_node = log.gpus_per_node;
+	/* a process driving every GPU of its node ("# nThread T nGpus G", T x G of them): NCCL's
+	 * p2p path writes through direct pointers, no staging (engine/nccl.c p2p_staging_drain) */
+	if (!a->processes && log.nthreads * log.ngpus >= log.gpus_per_node && log.nthreads * log.ngpus > 1) {
+		p.nccl.processes = CONFIG_NCCL_PROCS_PER_NODE;
+		fprintf(stderr, "spsim collective: note: %s ran %d GPUs per process (nThread %d nGpus %d): one process per node, "
+				"as --processes per_node\n",
+			a->compare, log.nthreads * log.ngpus, log.nthreads, log.ngpus);
+	}
 	nccltests_setup s = {.platform = &p, .coll = log.coll, .gpus = log.ranks, .group_size = log.ranks,
 			     .placement = ENGINE_PLACE_CONTIGUOUS};
 	if (!resolve_alg(a, log.coll, &s.alg, &p))
