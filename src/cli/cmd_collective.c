@@ -596,7 +596,7 @@ static int compare(coll_args *a)
 	p.gpus_per_node = log.gpus_per_node;
 	/* a process driving every GPU of its node ("# nThread T nGpus G", T x G of them): NCCL's
 	 * p2p path writes through direct pointers, no staging (engine/nccl.c p2p_staging_drain) */
-	if (!a->processes && log.nthreads * log.ngpus >= log.gpus_per_node && log.nthreads * log.ngpus > 1) {
+	if (!a->processes && nccltests_log_one_process_per_node(&log)) {
 		p.nccl.processes = CONFIG_NCCL_PROCS_PER_NODE;
 		fprintf(stderr, "spsim collective: note: %s ran %d GPUs per process (nThread %d nGpus %d): one process per node, "
 				"as --processes per_node\n",
@@ -641,7 +641,8 @@ static int compare(coll_args *a)
 	/* calibrate on the log: the fitted link class replaces the platform's */
 	/* the fit defaults to sizes >= 1 MiB as spsim calibrate does */
 	nccltests_calib_opts co = {.platform = &p, .in_place = a->in_place,
-				   .min_bytes = a->min_set ? lo : 1024.0 * 1024, .proto_min_bytes = a->min_set ? lo : 0, .max_bytes = isfinite(hi) ? hi : 0, .alg_set = true, .alg = s.alg};
+				   .min_bytes = a->min_set ? lo : 1024.0 * 1024, .proto_min_bytes = a->min_set ? lo : 0, .max_bytes = isfinite(hi) ? hi : 0, .alg_set = true, .alg = s.alg,
+				   .processes_set = a->processes != NULL};
 	config_calibration cal;
 	nccltests_calib_report rep;
 	if (!nccltests_calibrate(&log, 1, &co, &cal, &rep, &err)) {
