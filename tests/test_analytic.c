@@ -546,6 +546,86 @@ START_TEST(p2p_channels_slow_a_mesh_all_to_all)
 }
 END_TEST
 
+/* NCCL's p2p staging between processes (engine/nccl.c p2p_staging_drain): a Simple
+ * transfer between two processes goes through the receiver's FIFO in 512 KiB chunks
+ * (NCCL_P2P_NVL_CHUNKSIZE) and is copied twice; the local copy of the channels' last
+ * chunks is left after the link's time: 2 x (last chunk x channels copying) / HBM
+ * bandwidth. Hand platform: 1000 GB/s HBM at efficiency 1; NVSwitch 100 GB/s: ring
+ * channels 5 (100 / 20 GB/s), p2p channels pow2Up(5) = 8, per peer pow2Up(min(2 x 5, 8))
+ * = 8, nChannelsMin 8 halved while 8 x ranks > 8. */
+START_TEST(p2p_staging_drain_between_processes)
+{
+	config_platform p = tu_platform(1, 4, 1);
+	config_platform one = p; /* one process driving the node's GPUs: no staging */
+	p.nccl.processes = CONFIG_NCCL_PROCS_PER_GPU;
+	double MiB = 1048576;
+	/* all-to-all of 4 MB on 4 GPUs: 1 us + 3e6 / 100e9 = 31 us of links (alltoall_inside_a_node);
+	 * 1e6 per peer on 2 channels (nChannelsMin 2: 2 x 4 = 8), 500 kB each, one chunk;
+	 * 3 peers x 2 = 6 channels copy their chunk at once: 2 x 6 x 500e3 / 1000e9 = 6 us */
+	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 4e6), 37e-6, 1e-12);
+	ck_assert_close(engine_collective_time(&one, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 4e6), 31e-6, 1e-12);
+	/* one peer, one chunk: send/recv of 256 KiB between 2 GPUs, nChannelsMin 4 (4 x 2 = 8),
+	 * 64 KiB per channel: 2 x 256 KiB / 1000 GB/s */
+	engine_group_shape two = shape(2, 2, 2);
+	double d1 = engine_collective_time(&p, WL_COLL_SENDRECV, WL_ALG_DIRECT, two, 256 * 1024) -
+		    engine_collective_time(&one, WL_COLL_SENDRECV, WL_ALG_DIRECT, two, 256 * 1024);
+	ck_assert_close(d1, 2.0 * 256 * 1024 / 1000e9, 1e-9);
+	/* one peer, many chunks: 64 MiB on 8 channels (doubled from 4 while a channel's part
+	 * exceeds a chunk, up to the peer's 8), 8 MiB = 16 chunks each; only the last chunk of
+	 * each of the 8 channels is left: 2 x 8 x 512 KiB / 1000 GB/s = 8.39 us */
+	double d2 = engine_collective_time(&p, WL_COLL_SENDRECV, WL_ALG_DIRECT, two, 64 * MiB) -
+		    engine_collective_time(&one, WL_COLL_SENDRECV, WL_ALG_DIRECT, two, 64 * MiB);
+	ck_assert_close(d2, 2.0 * 8 * 512 * 1024 / 1000e9, 1e-9);
+	/* the channels cap it: 16 MiB to each of 3 peers on 8 channels each, 24 parts on the
+	 * GPU's 8 p2p channels: 8 last chunks of 512 KiB, the same 8.39 us */
+	double d3 = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 64 * MiB) -
+		    engine_collective_time(&one, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(4, 4, 4), 64 * MiB);
+	ck_assert_close(d3, 2.0 * 8 * 512 * 1024 / 1000e9, 1e-9);
+	/* LL (up to 16 KiB per peer) writes its flags into the peer's buffer: no drain */
+	ck_assert_double_eq(engine_collective_time(&p, WL_COLL_SENDRECV, WL_ALG_DIRECT, two, 8192),
+			    engine_collective_time(&one, WL_COLL_SENDRECV, WL_ALG_DIRECT, two, 8192));
+	/* a communicator across nodes stages every peer in NCCL_P2P_NET_CHUNKSIZE chunks (128 KiB,
+	 * init.cc computeBuffSizes): 2 nodes of 4, 64 MiB, 8 MiB per peer on 8 channels (from 1,
+	 * 8 x 8 ranks > 8), 1 MiB per channel; the 8 p2p channels' last 128 KiB chunks:
+	 * 2 x 8 x 128 KiB / 1000 GB/s = 2.10 us */
+	config_platform q = tu_platform(2, 4, 4), q1 = q;
+	q.nccl.processes = CONFIG_NCCL_PROCS_PER_GPU;
+	double d4 = engine_collective_time(&q, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 64 * MiB) -
+		    engine_collective_time(&q1, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 64 * MiB);
+	ck_assert_close(d4, 2.0 * 8 * 128 * 1024 / 1000e9, 1e-9);
+	/* across nodes without a local peer (one GPU per node): no NVLink stage */
+	config_platform n1 = tu_platform(2, 1, 1), n1p = n1;
+	n1p.nccl.processes = CONFIG_NCCL_PROCS_PER_GPU;
+	ck_assert_double_eq(engine_collective_time(&n1p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(2, 1, 1), 64 * MiB),
+			    engine_collective_time(&n1, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(2, 1, 1), 64 * MiB));
+}
+END_TEST
+
+START_TEST(p2p_staging_monotone_over_the_nccl_tests_sweep)
+{
+	/* dgx-h100, 8 GPUs, one process per GPU (its default): the all-to-all's time never
+	 * falls from one size to the next of nccl-tests' -f 2 sweep, 1 KiB to 16 GiB, and is
+	 * never below the one-process time. (Between those sizes a peer's channels double where
+	 * its part per channel passes a chunk, and the drain halves with the chunk, as the
+	 * bandwidth ramp already steps there.) */
+	config_platform p = dgx_h100(1), one = p;
+	ck_assert_int_eq(p.nccl.processes, CONFIG_NCCL_PROCS_PER_GPU);
+	one.nccl.processes = CONFIG_NCCL_PROCS_PER_NODE;
+	double prev = 0;
+	for (double b = 1024; b <= 16.0 * 1073741824; b *= 2) {
+		double t = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 8, 8), b);
+		ck_assert_msg(t >= prev, "%.0f B: %g s after %g s", b, t, prev);
+		ck_assert(t >= engine_collective_time(&one, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 8, 8), b));
+		prev = t;
+	}
+	/* 32 MiB: 4 MiB per peer on 8 channels of 512 KiB, 56 parts on the 32 p2p channels; the
+	 * 32 last chunks read and written at 0.8 x 3.35 TB/s: 12.52 us */
+	double d = engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 8, 8), 32 * 1048576.0) -
+		   engine_collective_time(&one, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 8, 8), 32 * 1048576.0);
+	ck_assert_close(d, 2.0 * 32 * 524288 / (0.8 * 3350e9), 1e-9);
+}
+END_TEST
+
 START_TEST(hierarchical_is_the_sum_of_its_phases)
 {
 	/* P = 8 = 2 nodes x 4, 4 NICs: reduce-scatter of the 8 MB in the node (chunk 2 MB,
@@ -1094,6 +1174,8 @@ int main(void)
 	tcase_add_test(tc, transport_message_latency_on_every_network_hop);
 	tcase_add_test(tc, one_rank_alltoall_is_a_launch_and_a_copy);
 	tcase_add_test(tc, p2p_channels_slow_a_mesh_all_to_all);
+	tcase_add_test(tc, p2p_staging_drain_between_processes);
+	tcase_add_test(tc, p2p_staging_monotone_over_the_nccl_tests_sweep);
 	tcase_add_test(tc, ring_channel_exits_skip_nvlink);
 	tcase_add_test(tc, leaf_uplinks_carry_every_crossing_pair);
 	tcase_add_test(tc, hierarchical_is_the_sum_of_its_phases);

@@ -280,6 +280,10 @@ START_TEST(bad_files_fail_with_location)
 	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
 			  "      collective: {op: all_reduce, gpus: 8, size: 1M, nccl_version: 2.24}\n      published: {value: 1, unit: GB/s}\n",
 		     11, 69, "'nccl_version' must be one of: 2.19, 2.28, got");
+	/* a process layout spsim does not know: at the value */
+	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
+			  "      collective: {op: alltoall, gpus: 8, size: 1M, processes: per_rank}\n      published: {value: 1, unit: GB/s}\n",
+		     11, 64, "'processes' must be one of: per_gpu, per_node, got");
 	/* a protocol NCCL cannot run there: LL128 on the p2p path of an all-to-all */
 	expect_error(HEAD "    - id: c1\n      kind: collective\n      citation: c\n      platform: dgx-a100\n"
 			  "      collective: {op: alltoall, gpus: 8, size: 1M, proto: LL128}\n      published: {value: 1, unit: GB/s}\n",

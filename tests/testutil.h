@@ -20,7 +20,10 @@
 	} while (0)
 
 /* nodes x gpus, NVSwitch 100 GB/s per GPU, 1 us; nics x 10 GB/s NICs, 10 us; all
- * efficiencies 1; 100 TFLOP/s, 1000 GB/s HBM, 80 GB. */
+ * efficiencies 1; 100 TFLOP/s, 1000 GB/s HBM, 80 GB. One process drives a node's GPUs
+ * (nccl.processes per_node): NCCL's p2p path writes into the peer's buffer with no
+ * staging drain (engine/nccl.c p2p_staging_drain), so the hand derivations of the
+ * suites carry none; test_analytic.c's p2p_staging_* tests set per_gpu and derive it. */
 static inline config_platform tu_platform(int nodes, int gpus, int nics)
 {
 	config_platform p;
@@ -42,6 +45,7 @@ static inline config_platform tu_platform(int nodes, int gpus, int nics)
 	p.inter.topology = CONFIG_TOPO_SINGLE_SWITCH;
 	p.inter.oversubscription = 1;
 	p.eff.gemm = p.eff.attention = p.eff.memory = p.eff.intra_link = p.eff.inter_link = 1.0;
+	p.nccl.processes = CONFIG_NCCL_PROCS_PER_NODE;
 	return p;
 }
 

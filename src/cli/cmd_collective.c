@@ -21,6 +21,7 @@ enum {
 	OPT_GPUS_PER_NODE,
 	OPT_IN_PLACE,
 	OPT_PROTO,
+	OPT_PROCESSES,
 };
 
 const struct option cli_collective_options[] = {
@@ -48,6 +49,7 @@ const struct option cli_collective_options[] = {
 	{"gpus-per-node", required_argument, NULL, OPT_GPUS_PER_NODE},
 	{"in-place", no_argument, NULL, OPT_IN_PLACE},
 	{"proto", required_argument, NULL, OPT_PROTO},
+	{"processes", required_argument, NULL, OPT_PROCESSES},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -81,6 +83,11 @@ static void usage(FILE *f)
 	      "                          own choice among ring, tree and NVLS for the ring family, direct for\n"
 	      "                          alltoall and sendrecv); ring, tree, nvls force NCCL's algorithm\n"
 	      "  --proto LL|LL128|Simple force NCCL's protocol (default: NCCL's tuner's choice per size)\n"
+	      "  --processes per_gpu|per_node   one process per GPU (torchrun, mpirun -np N -g 1) or one\n"
+	      "                          driving a node's GPUs (nccl-tests -g N, -t N): within one process\n"
+	      "                          NCCL's p2p path skips its staging copy (default: per_node for a\n"
+	      "                          --compare LOG whose '# nThread T nGpus G' puts a node's GPUs in\n"
+	      "                          one process, else the platform's nccl.processes, per_gpu)\n"
 	      "  --engine NAME           ",
 	      f);
 	cli_engine_choices(f);
@@ -112,6 +119,7 @@ typedef struct coll_args {
 	int group_size;
 	const char *alg_name;
 	const char *proto_name;
+	const char *processes; /* --processes: the platform's nccl.processes when NULL */
 	const char *type;
 	const char *redop;
 	const char *compare;
@@ -211,6 +219,7 @@ static int parse_args(int argc, char **argv, coll_args *a)
 			break;
 		case OPT_IN_PLACE: a->in_place = true; break;
 		case OPT_PROTO: a->proto_name = optarg; break;
+		case OPT_PROCESSES: a->processes = optarg; break;
 		case ':':
 		case '?': return cli_getopt_refused(c, argv);
 		default: {
@@ -279,6 +288,16 @@ static bool load_platform(coll_args *a, config_platform *p)
 	}
 	if (a->job.nodes)
 		p->nodes = a->job.nodes;
+	if (a->processes) {
+		int i = 0;
+		while (i < CONFIG_NCCL_PROCS && strcmp(a->processes, config_nccl_processes_names[i]) != 0)
+			i++;
+		if (i == CONFIG_NCCL_PROCS) {
+			cli_errorf("--processes '%s' is not a process layout, expected per_gpu or per_node\n", a->processes);
+			return false;
+		}
+		p->nccl.processes = i;
+	}
 	if (a->job.calibration[0]) {
 		if (!config_calibrate_platform(a->job.calibration, p, &a->job.cal, &err)) {
 			cli_errorf("--calibration: %s\n", err.msg);
@@ -575,6 +594,14 @@ static int compare(coll_args *a)
 			a->compare, log.gpus_per_node, p.name, p.gpus_per_node);
 	p.nodes = log.nodes;
 	p.gpus_per_node = log.gpus_per_node;
+	/* a process driving every GPU of its node ("# nThread T nGpus G", T x G of them): NCCL's
+	 * p2p path writes through direct pointers, no staging (engine/nccl.c p2p_staging_drain) */
+	if (!a->processes && nccltests_log_one_process_per_node(&log)) {
+		p.nccl.processes = CONFIG_NCCL_PROCS_PER_NODE;
+		fprintf(stderr, "spsim collective: note: %s ran %d GPUs per process (nThread %d nGpus %d): one process per node, "
+				"as --processes per_node\n",
+			a->compare, log.nthreads * log.ngpus, log.nthreads, log.ngpus);
+	}
 	nccltests_setup s = {.platform = &p, .coll = log.coll, .gpus = log.ranks, .group_size = log.ranks,
 			     .placement = ENGINE_PLACE_CONTIGUOUS};
 	if (!resolve_alg(a, log.coll, &s.alg, &p))
@@ -614,7 +641,8 @@ static int compare(coll_args *a)
 	/* calibrate on the log: the fitted link class replaces the platform's */
 	/* the fit defaults to sizes >= 1 MiB as spsim calibrate does */
 	nccltests_calib_opts co = {.platform = &p, .in_place = a->in_place,
-				   .min_bytes = a->min_set ? lo : 1024.0 * 1024, .proto_min_bytes = a->min_set ? lo : 0, .max_bytes = isfinite(hi) ? hi : 0, .alg_set = true, .alg = s.alg};
+				   .min_bytes = a->min_set ? lo : 1024.0 * 1024, .proto_min_bytes = a->min_set ? lo : 0, .max_bytes = isfinite(hi) ? hi : 0, .alg_set = true, .alg = s.alg,
+				   .processes_set = a->processes != NULL};
 	config_calibration cal;
 	nccltests_calib_report rep;
 	if (!nccltests_calibrate(&log, 1, &co, &cal, &rep, &err)) {

@@ -156,6 +156,13 @@ typedef struct config_node_group {
 /* NCCL releases whose tuner constants engine/nccl.c implements (platform nccl.version). */
 enum { CONFIG_NCCL_2_19, CONFIG_NCCL_2_28, CONFIG_NCCL_RELEASES };
 extern const char *const config_nccl_release_names[CONFIG_NCCL_RELEASES];
+/* How the job's processes hold the GPUs (platform nccl.processes): one process per GPU
+ * (torchrun, DeepSpeed, mpirun: the default) or one process driving all GPUs of a node
+ * (nccl-tests -g N, or -t N threads). NCCL's P2P transport stages a transfer through the
+ * receiver's FIFO between processes and writes through direct pointers within one
+ * (src/transport/p2p.cc p2pSendSetup, P2P_SAME_PID; engine/nccl.c p2p_cost). */
+enum { CONFIG_NCCL_PROCS_PER_GPU, CONFIG_NCCL_PROCS_PER_NODE, CONFIG_NCCL_PROCS };
+extern const char *const config_nccl_processes_names[CONFIG_NCCL_PROCS];
 
 typedef struct config_platform {
 	char name[CONFIG_NAME_MAX];
@@ -228,6 +235,8 @@ typedef struct config_platform {
 		/* the NCCL release whose tuning.cc tables the model uses (`version:`, "2.19" or
 		 * "2.28"; engine/nccl.c): CONFIG_NCCL_2_19 when not given */
 		int release;
+		/* CONFIG_NCCL_PROCS_*: `processes:` per_gpu (default) or per_node */
+		int processes;
 		bool links_only;        /* a calibration's `collectives: links`: no NCCL terms */
 		/* Forced choices (spsim collective --alg tree|nvls, --proto): 1 + nccl_algo /
 		 * nccl_proto (engine/nccl.h), 0 = NCCL's own choice; never read from a file. */

@@ -181,15 +181,17 @@ static bool read_eff(const yt_node *t, config_platform *p, config_error *err)
  * the fabric (engine/nccl.c, nccl_channels), no NVLS (NCCL enables it only on NVSwitch
  * systems whose switches support NVLink SHARP, src/transport/nvls.cc ncclNvlsInit). */
 const char *const config_nccl_release_names[CONFIG_NCCL_RELEASES] = {"2.19", "2.28"};
+const char *const config_nccl_processes_names[CONFIG_NCCL_PROCS] = {"per_gpu", "per_node"};
 
 static bool read_nccl(const yt_node *t, config_platform *p, config_error *err)
 {
-	static const char *const keys[] = {"compute_capability", "channels", "nvls", "version", NULL};
+	static const char *const keys[] = {"compute_capability", "channels", "nvls", "version", "processes", NULL};
 	long cc = p->gpu.arch == CONFIG_ARCH_HOPPER ? 90 : 80, ch = 0;
 	p->nccl.compute_capability = (int)cc;
 	p->nccl.channels = 0;
 	p->nccl.nvls = false;
 	p->nccl.release = CONFIG_NCCL_2_19;
+	p->nccl.processes = CONFIG_NCCL_PROCS_PER_GPU;
 	p->nccl.force_algo = p->nccl.force_proto = 0;
 	const yt_node *n;
 	bool found = false;
@@ -199,7 +201,8 @@ static bool read_nccl(const yt_node *t, config_platform *p, config_error *err)
 		return true;
 	if (!yt_check_keys(n, keys, err) || !yt_range_long(n, CONFIG_R_NCCL_CC, false, &cc, &found, err) ||
 	    !yt_range_long(n, CONFIG_R_NCCL_CHANNELS, false, &ch, NULL, err) || !yt_bool(n, "nvls", false, &p->nccl.nvls, NULL, err) ||
-	    !yt_enum(n, "version", false, config_nccl_release_names, CONFIG_NCCL_RELEASES, &p->nccl.release, NULL, err))
+	    !yt_enum(n, "version", false, config_nccl_release_names, CONFIG_NCCL_RELEASES, &p->nccl.release, NULL, err) ||
+	    !yt_enum(n, "processes", false, config_nccl_processes_names, CONFIG_NCCL_PROCS, &p->nccl.processes, NULL, err))
 		return false;
 	if (found && cc != 70 && cc != 80 && cc != 90 && cc != 100)
 		return yt_fail(err, yt_find(n, "compute_capability"),

@@ -39,8 +39,11 @@ static const double tree_correction[3][23] = {
 static const double net_overhead_us = 1.0;
 /* enqueue.cc: NCCL_P2P_LL_THRESHOLD, p2p messages up to 16 KiB use LL. */
 static const double p2p_ll_threshold = 16384;
-/* init.cc computeBuffSizes: NCCL_P2P_NVL_CHUNKSIZE 512 KiB, NCCL_P2P_NET_CHUNKSIZE 128 KiB. */
+/* init.cc computeBuffSizes: NCCL_P2P_NVL_CHUNKSIZE 512 KiB, NCCL_P2P_NET_CHUNKSIZE 128 KiB
+ * (comm->p2pChunkSize: the network one for every peer of a communicator on more than one
+ * node, "if (comm->nNodes > 1) comm->p2pChunkSize = ncclParamP2pNetChunkSize()"). */
 static const double p2p_nvl_chunk = 524288;
+static const double p2p_net_chunk = 131072;
 /* NCCL_NVLS_NCHANNELS default: NVLS runs 16 channels (src/transport/nvls.cc), each at
  * most one NVLink's bandwidth (the NVLS graph's bwIntra). */
 static const int nvls_channels = 16;
@@ -736,6 +739,32 @@ static double p2p_message_latency(const config_platform *p, int peers, int remot
 	return waves * msg - link + remote * net_overhead_us * 1e-6;
 }
 
+/* The drain of NCCL's p2p staging pipeline on NVLink, s: `part` bytes per channel, `concurrent`
+ * channels of the GPU receiving at once. Between processes the P2P transport moves a
+ * Simple-protocol transfer through an intermediate FIFO of NCCL_STEPS slots
+ * (src/transport/p2p.cc p2pSendSetup: P2P_DIRECT, the sender writing into the
+ * receiver's user buffer, only when both ranks are one process, P2P_SAME_PID; otherwise
+ * P2P_CUMEM or P2P_IPC with NCCL_P2P_WRITE or NCCL_P2P_READ; NCCL 2.19-2.29), in chunks
+ * of comm->p2pChunkSize (src/init.cc computeBuffSizes: NCCL_P2P_NVL_CHUNKSIZE, 512 KiB, on
+ * one node; NCCL_P2P_NET_CHUNKSIZE, 128 KiB, for every peer when the communicator spans
+ * nodes). Every chunk is copied twice, once over
+ * NVLink and once within one GPU's memory: on Hopper the sender writes into the
+ * receiver's FIFO and the receiver's warp group copies it out to the user buffer; on
+ * Ampere (P2P read, src/graph/paths.cc ncclTopoCheckP2p: "Enable P2P Read for
+ * Ampere/NVLink only", compute capability 80) the sender copies into its own FIFO and the
+ * receiver reads it over NVLink. The local stage hides behind the link stage except for
+ * one chunk at the end (at the start on Ampere): its copy, a read and a write of HBM
+ * shared by the channels that copy at once, adds to the link time. One process driving
+ * all the node's GPUs (nccl.processes per_node) has no second stage. */
+static double p2p_staging_drain(const config_platform *p, engine_group_shape s, double part, int concurrent)
+{
+	if (p->nccl.processes == CONFIG_NCCL_PROCS_PER_NODE || concurrent < 1)
+		return 0.0;
+	double step = s.size > s.per_node ? p2p_net_chunk : p2p_nvl_chunk; /* comm->p2pChunkSize */
+	double chunk = part < step ? part : step;
+	return 2.0 * chunk * concurrent / (p->gpu.hbm_bandwidth * p->eff.memory);
+}
+
 /* All-to-all (direct) and send/recv through NCCL's p2p path. m: bytes to each peer;
  * peers and remote: peers per GPU, those on other nodes. */
 static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int local, int peers, int remote, double m,
@@ -773,6 +802,8 @@ static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int lo
 	double phys = p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH ? config_platform_intra_pair_bw(p) * local
 								     : config_platform_intra_bw(p);
 	k.scale[0] = proto * (phys > cap ? phys / cap : 1.0);
+	if (!ll)
+		k.latency += p2p_staging_drain(p, s, m / nch, concurrent);
 	return k;
 }
 
@@ -781,7 +812,7 @@ typedef struct plat_key {
 	int gpn, fabric, nics, topology, npl;
 	double intra_bw, pair_bw, intra_lat, nic_bw, inter_lat, msg_lat, oversub, overhead, hbm, eff_mem, eff_intra,
 		eff_inter;
-	int cc, channels, nvls, links_only, force_algo, force_proto, tuner_set;
+	int cc, channels, nvls, links_only, force_algo, force_proto, tuner_set, processes;
 	double tuner[7], proto_cal[2][CONFIG_CAL_ENTRIES][2];
 } plat_key;
 
@@ -811,6 +842,7 @@ static void key_of(const config_platform *p, plat_key *k)
 	k->links_only = p->nccl.links_only;
 	k->force_algo = p->nccl.force_algo;
 	k->force_proto = p->nccl.force_proto;
+	k->processes = p->nccl.processes;
 	k->tuner_set = p->nccl.tuner.set + 2 * p->nccl.tuner_follows;
 	if (p->nccl.tuner.set) {
 		double t[7] = {p->nccl.tuner.intra_bw,	p->nccl.tuner.pair_bw, p->nccl.tuner.intra_lat,

@@ -88,6 +88,8 @@ bool fidelity_case_platform(const fidelity_case *k, config_platform *p, config_e
 		p->nodes = k->nodes;
 	if (k->nccl_release > 0) /* the release the source ran (collective nccl_version) */
 		p->nccl.release = k->nccl_release - 1;
+	if (k->nccl_processes > 0) /* how the source launched its ranks (collective processes) */
+		p->nccl.processes = k->nccl_processes - 1;
 	if (k->calibration[0]) { /* as `spsim run --calibration`: after the node count */
 		if (!config_calibrate_platform(k->calibration, p, NULL, err))
 			return false;
@@ -109,7 +111,7 @@ static bool kind_map(const yt_node *cm, fidelity_kind kind, const yt_node **out,
 
 static bool read_collective(const yt_node *m, fidelity_case *k, const config_platform *p, config_error *err)
 {
-	static const char *const keys[] = {"op", "gpus", "size", "alg", "proto", "nccl_version", NULL};
+	static const char *const keys[] = {"op", "gpus", "size", "alg", "proto", "nccl_version", "processes", NULL};
 	char op[CONFIG_NAME_MAX], size[CONFIG_NAME_MAX], alg[CONFIG_NAME_MAX], proto[CONFIG_NAME_MAX];
 	bool has_alg = false, has_proto = false;
 	if (!yt_check_keys(m, keys, err) || !yt_string(m, "op", true, op, sizeof op, NULL, err) ||
@@ -123,6 +125,11 @@ static bool read_collective(const yt_node *m, fidelity_case *k, const config_pla
 	if (!yt_enum(m, "nccl_version", false, config_nccl_release_names, CONFIG_NCCL_RELEASES, &rel, &has_rel, err))
 		return false;
 	k->nccl_release = has_rel ? rel + 1 : 0;
+	int procs = 0;
+	bool has_procs = false;
+	if (!yt_enum(m, "processes", false, config_nccl_processes_names, CONFIG_NCCL_PROCS, &procs, &has_procs, err))
+		return false;
+	k->nccl_processes = has_procs ? procs + 1 : 0;
 	if (!nccltests_coll_from_name(op, &k->coll))
 		return yt_fail(err, yt_find(m, "op"),
 			       "unknown collective '%s', expected all_reduce, all_gather, reduce_scatter, alltoall, sendrecv or broadcast",

@@ -28,7 +28,10 @@
  *                NCCL_PROTO; NCCL's tuner's choice when absent),
  *                nccl_version (optional, "2.19" or "2.28": the tuner tables applied to the
  *                case's platform, as its nccl.version; only where the source states the
- *                NCCL release, the nearest earlier table for a release between them)}
+ *                NCCL release, the nearest earlier table for a release between them),
+ *                processes (optional, per_gpu or per_node: how the run placed its ranks,
+ *                as the platform's nccl.processes; per_node for nccl-tests -g N or -t N,
+ *                one process driving all GPUs of a node; the platform's when absent)}
  *                                                                       units GB/s (busbw), us (time)
  *   attention:  {batch, seq_len, heads, head_dim, causal: bool, pass: fwd|bwd|fwd+bwd,
  *                kernel: flash-attn-2|flash-attn-3|cudnn|flash-attn-triton,
@@ -165,6 +168,7 @@ typedef struct fidelity_case {
 	int force_algo;  /* 1 + nccl_algo the run forced (NCCL_ALGO), 0: NCCL's choice */
 	int force_proto; /* 1 + nccl_proto the run forced (NCCL_PROTO), 0: NCCL's choice */
 	int nccl_release; /* 1 + the NCCL tuner release (nccl_version) set on the platform, 0: the platform's */
+	int nccl_processes; /* 1 + CONFIG_NCCL_PROCS_* (processes) set on the platform, 0: the platform's */
 	int gpus;
 	double size;
 	/* attention, gemm */

@@ -108,6 +108,10 @@ bool nccltests_parse_text(const char *name, const char *text, const nccltests_pa
 			  config_error *err);
 bool nccltests_parse_file(const char *path, const nccltests_parse_opts *opts, nccltests_log *out, config_error *err);
 void nccltests_log_finish(nccltests_log *log);
+/* Whether the log's header ("# nThread T nGpus G") puts every GPU of a node in one process
+ * (T x G at least its GPUs per node, more than one): NCCL's p2p path then writes through
+ * direct pointers, the platform's nccl.processes per_node (engine/nccl.c p2p_staging_drain). */
+bool nccltests_log_one_process_per_node(const nccltests_log *log);
 
 /* ------------------------------------------------------------ least squares - */
 /* One measured point of a fit, with the model linearised around the current parameters:
@@ -164,6 +168,9 @@ typedef struct nccltests_calib_opts {
 	/* The logs were not measured through NCCL (validate's CPU transport): fit the links
 	 * alone (collectives: links), the latency an intercept holding any per-call cost. */
 	bool links_only;
+	/* The platform's nccl.processes was given (spsim collective --processes): keep it; else
+	 * a log whose header runs a node's GPUs in one process is fitted as per_node. */
+	bool processes_set;
 } nccltests_calib_opts;
 
 /* What the fit did, for the user. */

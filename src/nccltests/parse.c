@@ -650,6 +650,12 @@ static bool resolve_coll(parse_state *st, const nccltests_parse_opts *o)
 	return true;
 }
 
+bool nccltests_log_one_process_per_node(const nccltests_log *log)
+{
+	int per_process = log->nthreads * log->ngpus;
+	return per_process > 1 && per_process >= log->gpus_per_node;
+}
+
 void nccltests_log_finish(nccltests_log *log)
 {
 	if (!log)
