@@ -2474,6 +2474,40 @@ START_TEST(plot_compare_figures_are_well_formed)
 }
 END_TEST
 
+/* `sweep -o DIR/rows --plot DIR/rows/figures` (examples/run.sh): the figures' folder sits in
+ * the rows' folder, which the sweep creates in the same run, so --plot makes the folders
+ * above it as -o does; a --plot path under a file is still refused before any work (exit 2). */
+START_TEST(plot_folder_inside_the_sweep_output)
+{
+	config_error e = {""};
+	ck_assert_msg(plan_plot_available(&e), "%s", e.msg);
+	char dir[64], log[128], spec[128], out[160], figs[192], bad[192];
+	tmpdir(dir, sizeof dir);
+	snprintf(log, sizeof log, "%s.log", dir);
+	snprintf(spec, sizeof spec, "%s/spec.yaml", dir);
+	FILE *f = fopen(spec, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("sweep:\n  name: nested\n  model: llama-3.2-1b\n  platform: a100-2x4-ib400\n"
+	      "  strategy: [ulysses, basp]\n  micro_batch: 2\n  seq_len: 16K\n  zero: 3\n  recompute: full\n",
+	      f);
+	fclose(f);
+	snprintf(out, sizeof out, "%s/rows/a", dir);
+	snprintf(figs, sizeof figs, "%s/figures", out);
+	char *a[] = {(char *)exe(), "sweep", spec, "-o", out, "--quiet", "--plot", figs, NULL};
+	ck_assert_int_eq(run_exe(a, log), 0);
+	assert_figure(figs, "breakdown");
+	snprintf(bad, sizeof bad, "%s/figures", spec); /* below a file */
+	char *b[] = {(char *)exe(), "sweep", spec, "-o", out, "--force", "--quiet", "--plot", bad, NULL};
+	ck_assert_int_eq(run_exe(b, log), 2);
+	char *printed = slurp(log);
+	ck_assert_ptr_nonnull(printed);
+	ck_assert_msg(strstr(printed, "is not a folder"), "%s", printed);
+	free(printed);
+	unlink(log);
+	rm_tree(dir);
+}
+END_TEST
+
 /* Every strategy of the strategies study (examples/strategies.yaml) has its own listed
  * colour in the bars: eight labels, eight colours, and only Ulysses is blue (blue the
  * strongest channel), so BASP over USP no longer reads as Ulysses. */
@@ -2654,6 +2688,7 @@ static Suite *plan_suite(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, plot_sweep_figures_are_well_formed);
 	tcase_add_test(t, plot_compare_figures_are_well_formed);
+	tcase_add_test(t, plot_folder_inside_the_sweep_output);
 	tcase_add_test(t, plot_keeps_strategies_whose_cp_comm_type_differs);
 	tcase_add_test(t, plot_study_strategies_have_distinct_colours);
 	tcase_add_test(t, plot_without_gnuplot_says_so);

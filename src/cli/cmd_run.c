@@ -184,7 +184,7 @@ static int compare_opt(void *ctx, int id, const char *arg)
 	compare_ctx *c = ctx;
 	if (id == OPT_PLOT) {
 		c->plot = arg;
-		return cli_check_output_dir("--plot", arg, false) ? 1 : -1;
+		return cli_check_output_dir("--plot", arg, true) ? 1 : -1;
 	}
 	if (id == OPT_WHAT_IF) {
 		if (c->n_what_if == MAX_STRATEGIES - 1) {

@@ -122,7 +122,7 @@ int cli_cmd_sweep(int argc, char **argv)
 				return CLI_USAGE;
 			break;
 		case OPT_PLOT:
-			if (!cli_check_output_dir("--plot", optarg, false))
+			if (!cli_check_output_dir("--plot", optarg, true))
 				return CLI_USAGE;
 			plot = optarg;
 			break;

@@ -17,7 +17,8 @@ struct plan_output {
 	long count;
 };
 
-static bool mkdir_p(const char *dir, config_error *err)
+/* mkdir -p: dir and every missing folder above it */
+bool plan_mkdir_p(const char *dir, config_error *err)
 {
 	char buf[CONFIG_PATH_MAX];
 	if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
@@ -158,7 +159,7 @@ bool plan_output_open(const char *dir, plan_output_mode mode, bool retry_failed,
 		      config_error *err)
 {
 	*out = NULL;
-	if (!plan_output_check(dir, mode, err) || !mkdir_p(dir, err))
+	if (!plan_output_check(dir, mode, err) || !plan_mkdir_p(dir, err))
 		return false;
 	plan_output *o = calloc(1, sizeof *o);
 	if (!o)

@@ -233,6 +233,8 @@ typedef struct plan_output plan_output;
 
 /* Whether DIR can take a sweep's output in this mode: not a file, and (PLAN_OUTPUT_NEW)
  * holding no earlier sweep's rows. A bad answer is a usage error (checked before work). */
+/* Creates dir and every missing folder above it (mkdir -p); false with the reason. */
+bool plan_mkdir_p(const char *dir, config_error *err);
 bool plan_output_check(const char *dir, plan_output_mode mode, config_error *err);
 /* retry_failed (resume only): rows with status "error" are dropped, so they run again. */
 bool plan_output_open(const char *dir, plan_output_mode mode, bool retry_failed, plan_output **out,

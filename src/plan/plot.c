@@ -994,14 +994,14 @@ static bool plot_rowset(const rowset *ok, const char *baseline, const char *titl
 	       bar_figure("throughput", b2, BARS_TOKENS, ok, hw_dims, title, dir, log, written, err);
 }
 
+/* The figures' folder, with the folders above it (`--plot rows/figures` beside a sweep's
+ * `-o rows` that the sweep creates in the same run). */
 static bool ensure_dir(const char *dir, config_error *err)
 {
 	struct stat st;
 	if (stat(dir, &st) == 0)
 		return S_ISDIR(st.st_mode) || config_fail(err, "%s exists and is not a directory", dir);
-	if (mkdir(dir, 0777) != 0)
-		return config_fail(err, "cannot create %s: %s", dir, strerror(errno));
-	return true;
+	return plan_mkdir_p(dir, err);
 }
 
 bool plan_plot_rows(const json_t *rows, const char *baseline, const char *title, const char *dir, FILE *log,
