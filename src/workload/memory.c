@@ -107,8 +107,9 @@ double workload_layer_saved_bytes(const config_model *m, const config_job *job, 
  *       torchtitan's train.py: "pred = model(input_ids); loss = loss_fn(pred, labels);
  *       del pred" ("need to free to before bwd to avoid peaking memory"). The forward's
  *       own peak, inside the loss (bf16 logits, the fp32 copy and log-softmax's output:
- *       10·t·V; TRL's no-grad metrics after it, bf16 logits, log-softmax output and a
- *       shifted bf16 copy: 8·t·V), stays below backward's 12.
+ *       10·t·V; TRL's no-grad metrics after it, bf16 logits and log-softmax output plus
+ *       at most two bf16 t·V temporaries, the shifted .contiguous() copy for the accuracy
+ *       or the entropy's softmax and product: <= 10·t·V), stays below backward's 12.
  *   megatron: bf16 logits and the fp32 copy the fused cross entropy turns into the softmax
  *       in place and reuses for the gradient (megatron/core/fusions/fused_cross_entropy.py,
  *       tensor_parallel/cross_entropy.py): 2 + 4 = 6·t·V.
