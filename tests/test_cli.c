@@ -1,6 +1,7 @@
 /* cli: the spsim binary as a user meets it: exit codes (0 ok, 2 bad input), messages,
  * output formats, job files, traces. Runs $SPSIM_EXE (set by tests/meson.build). */
 #include <dirent.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -214,7 +215,10 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	expect(o, 2, "--format expects table, json or csv");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--impl", "deepspeed", NULL);
-	expect(o, 2, "--impl expects hf or megatron, got 'deepspeed'");
+	expect(o, 2, "--impl expects hf, hf-trainer or megatron, got 'deepspeed'");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--impl", "HF-Trainer", NULL);
+	expect(o, 2, "--impl expects hf, hf-trainer or megatron, got 'HF-Trainer'");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--zero3-prefetch", "fsdp", NULL);
 	expect(o, 2, "--zero3-prefetch expects deepspeed or layer, got 'fsdp'");
@@ -303,6 +307,21 @@ START_TEST(impl_reserve_and_max_position)
 		free(o);
 	}
 	ck_assert(act[0] > act[1] && peak[0] > peak[1]);
+	/* hf-trainer: the same activations; the peak lower by the bf16 logits the loop drops,
+	 * 2·t·V, which is 1/6 of hf-trainer's own logits count 12·t·V (no tiling; reserve 0, so
+	 * no fragmentation share moves) */
+	cli_out *ot = spsim("run", REF, "--seq-len", "16K", "--engine", "analytic", "--impl", "hf-trainer",
+			    "--memory-reserve", "0", "--format", "json", NULL);
+	expect(ot, 0, NULL);
+	json_t *jt = json_loads(ot->out, 0, NULL);
+	ck_assert_ptr_nonnull(jt);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(jt, "job"), "impl")), "hf-trainer");
+	json_t *mt = json_object_get(jt, "memory_bytes");
+	ck_assert(json_number_value(json_object_get(mt, "activations")) == act[0]);
+	double lt = json_number_value(json_object_get(mt, "logits"));
+	ck_assert(fabs(peak[0] - json_number_value(json_object_get(mt, "peak")) - lt / 6.0) <= 1e-9 * peak[0]);
+	json_decref(jt);
+	free(ot);
 	cli_out *o = spsim("run", REF, "--seq-len", "16K", "--engine", "analytic", "--memory-reserve", "1GiB",
 			   "--format", "json", NULL);
 	expect(o, 0, NULL);

@@ -1146,6 +1146,22 @@ END_TEST
 
 /* cp_comm_type: Megatron-Core's name for what the SP group runs; with strategy basp it
  * is the inner strategy, alone it is the strategy (a2a+p2p = usp, its degrees kept). */
+START_TEST(job_impl_hf_trainer)
+{
+	/* the third impl reads back as itself, not as hf */
+	char path[CONFIG_PATH_MAX];
+	fixture(path, sizeof path, "job_hf_trainer.yaml");
+	config_job j;
+	config_job_defaults(&j);
+	ck_assert_int_eq(j.impl, CONFIG_IMPL_HF);
+	config_error e = {""};
+	ck_assert_msg(config_load_job(path, &j, NULL, NULL, NULL, NULL, &e), "%s", e.msg);
+	ck_assert_int_eq(j.impl, CONFIG_IMPL_HF_TRAINER);
+	ck_assert(config_impl_hf(j.impl));
+	ck_assert(!config_impl_hf(CONFIG_IMPL_MEGATRON));
+}
+END_TEST
+
 START_TEST(job_cp_comm_type)
 {
 	char path[CONFIG_PATH_MAX];
@@ -1187,7 +1203,9 @@ START_TEST(job_errors)
 	expect_error(JOB, "job_cp_comm_conflict.yaml",
 		     "3:17: cp_comm_type p2p is strategy ring, but the strategy given is ulysses; give one of them, or basp "
 		     "with cp_comm_type p2p for BASP over it");
-	expect_error(JOB, "job_bad_impl.yaml", "3:9: 'impl' must be one of: hf, megatron, got 'deepspeed'");
+	expect_error(JOB, "job_bad_impl.yaml", "3:9: 'impl' must be one of: hf, megatron, hf-trainer, got 'deepspeed'");
+	expect_error(JOB, "job_bad_impl_underscore.yaml",
+		     "3:9: 'impl' must be one of: hf, megatron, hf-trainer, got 'hf_trainer'");
 	expect_error(JOB, "job_bad_reserve.yaml",
 		     "3:19: 'memory_reserve': '2 apples' has an unknown unit 'apples', expected a size such as 40GiB "
 		     "or 512MiB, or 0");
@@ -1419,6 +1437,7 @@ static Suite *config_suite(void)
 	tcase_add_test(t, job_unused_zero_settings);
 	tcase_add_test(t, job_minimal_file);
 	tcase_add_test(t, job_errors);
+	tcase_add_test(t, job_impl_hf_trainer);
 	tcase_add_test(t, job_cp_comm_type);
 	tcase_add_test(t, calibration_gpu_kernel_and_attention_points);
 	tcase_add_test(t, job_error_leaves_outputs);

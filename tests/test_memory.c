@@ -73,6 +73,38 @@ START_TEST(activations_match_hand_derivation)
 	ck_assert_close(mem.buffers, 2048 + 4 * psi, 1e-12);
 	ck_assert_close(mem.peak, 16 * psi + 47520 + 11200 + 2048 + 4 * psi, 1e-12);
 
+	/* hf-trainer (the loop drops the model output before backward): the same activations
+	 * and buffers; logits 12·t·V = 9600 (fp32 log-softmax output, nll_loss's gradient and
+	 * log_softmax's input gradient, no bf16 logits): the peak lower by exactly 2·t·V = 1600.
+	 * Forward's own loss peak, 10·t·V = 8000 (bf16 logits, fp32 copy, log-softmax output),
+	 * stays below. */
+	j.impl = CONFIG_IMPL_HF_TRAINER;
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.activations, 47520, 1e-12);
+	ck_assert_close(mem.logits, 9600, 1e-12);
+	ck_assert_close(mem.peak, 16 * psi + 47520 + 9600 + 2048 + 4 * psi, 1e-12);
+	/* With the derived reserve (ZeRO-0, no recompute: no fragmentation share) the peaks
+	 * still differ by exactly 2·t·V. */
+	{
+		config_job d = j;
+		d.memory_reserve_set = false;
+		workload_memory a, b;
+		mem_of(&m, &p, d, &a);
+		d.impl = CONFIG_IMPL_HF;
+		mem_of(&m, &p, d, &b);
+		ck_assert_close(b.peak - a.peak, 2.0 * 8 * 100, 1e-9);
+		/* tiled logits (--tile-logits 2): the model returns no whole logits, the loop
+		 * kind changes nothing: 14·ceil(t/2)·V + 2·t·h = 5600 + 1024 in both */
+		d.tile_logits = 2;
+		mem_of(&m, &p, d, &b);
+		ck_assert_close(b.logits, 14.0 * 4 * 100 + 2.0 * 8 * 64, 1e-12);
+		d.impl = CONFIG_IMPL_HF_TRAINER;
+		mem_of(&m, &p, d, &a);
+		ck_assert_close(a.logits, b.logits, 1e-12);
+		ck_assert_close(a.peak, b.peak, 1e-12);
+	}
+	j.impl = CONFIG_IMPL_HF;
+
 	/* Full recompute keeps each layer's input (2·t·h = 1024 per layer) and rebuilds one
 	 * layer at a time: megatron 2·1024 + 15552 + 2080 = 19680; hf 2048 + 21696 + 4128 = 27872. */
 	j.recompute = CONFIG_RECOMPUTE_FULL;

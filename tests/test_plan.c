@@ -209,7 +209,7 @@ START_TEST(spec_errors_are_located)
 		{"bad_model.yaml", ":2:25: ", "model 'llama-9b' cannot be used: unknown model 'llama-9b'"},
 		{"bad_duplicate.yaml", ":5:23: ", "'micro_batch' lists '1' twice, expected distinct values"},
 		{"bad_zero.yaml", ":5:9: ", "'zero' must be an integer from 0 to 3, got '4'"},
-		{"bad_impl.yaml", ":5:9: ", "'impl' must be one of: hf, megatron, got 'fused'"},
+		{"bad_impl.yaml", ":5:9: ", "'impl' must be one of: hf, megatron, hf-trainer, got 'fused'"},
 		{"bad_recompute.yaml", ":5:26: ", "'recompute' must be one of: none, full, selective, got 'partial'"},
 		{"bad_reserve.yaml", ":5:19: ", "'memory_reserve': '1 GiBs' has an unknown unit 'GiBs'"},
 		{"bad_strategy.yaml", ":5:23: ", "unknown strategy 'tree', expected ulysses|basp"},

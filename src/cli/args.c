@@ -175,9 +175,13 @@ void cli_job_help(FILE *f)
 	      "                           family whose measured efficiency curves time attention (default:\n"
 	      "                           the platform's attention_kernel; flash-attn-3 needs a hopper GPU;\n"
 	      "                           flash-attn-triton computes the masked half of causal attention)\n"
-	      "  --impl hf|megatron       what each layer saves for backward: hf = DeepSpeed + Hugging Face\n"
-	      "                           eager modules (unfused SwiGLU, fp32 norm copies, fp32 loss), megatron =\n"
-	      "                           fused kernels (default hf)\n"
+	      "  --impl hf|hf-trainer|megatron  what each layer saves for backward: hf = DeepSpeed + Hugging\n"
+	      "                           Face eager modules (unfused SwiGLU, fp32 norm copies, fp32 loss) in a\n"
+	      "                           hand-written loop that keeps the model output (the bf16 logits) through\n"
+	      "                           backward; hf-trainer = the same modules in a loop that drops it before\n"
+	      "                           backward (transformers Trainer, TRL SFTTrainer, ms-swift, torchtitan):\n"
+	      "                           2 bytes per token and vocabulary entry less; megatron = fused kernels\n"
+	      "                           (default hf)\n"
 	      "  --zero3-prefetch deepspeed|layer  how ZeRO-3 gathers parameters: deepspeed = one gather per\n"
 	      "                           submodule (q/k/v, o, gate/up, down) issued when the window of\n"
 	      "                           --prefetch-bucket elements reaches it (DeepSpeed); layer = each\n"
@@ -369,6 +373,16 @@ static bool parse_pair(const char *flag, const char *arg, const char *const name
 	return false;
 }
 
+/* The index of arg among n names, or -1 (said, with the expected list as written). */
+static int parse_name(const char *flag, const char *arg, const char *const *names, int n, const char *expected)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(arg, names[i]) == 0)
+			return i;
+	cli_errorf("%s expects %s, got '%s'\n", flag, expected, arg);
+	return -1;
+}
+
 static bool copy_arg(char *dst, const char *flag, const char *s)
 {
 	if (!s[0]) {
@@ -553,26 +567,22 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		a->set |= SET(S_UNEVEN);
 		return 1;
 	case CLI_OPT_ATTENTION_KERNEL: {
-		int k = -1;
-		for (int i = 0; i < CONFIG_ATTN_KERNELS; i++)
-			if (strcmp(arg, config_attn_kernel_names[i]) == 0)
-				k = i;
-		if (k < 0) {
-			cli_errorf("--attention-kernel expects flash-attn-2, flash-attn-3, cudnn or flash-attn-triton, "
-				"got '%s'\n",
-				arg);
+		int k = parse_name("--attention-kernel", arg, config_attn_kernel_names, CONFIG_ATTN_KERNELS,
+				   "flash-attn-2, flash-attn-3, cudnn or flash-attn-triton");
+		if (k < 0)
 			return -1;
-		}
 		j->attention_kernel = k;
 		a->set |= SET(S_ATTN);
 		return 1;
 	}
-	case CLI_OPT_IMPL:
-		if (!parse_pair("--impl", arg, config_impl_names, &n))
+	case CLI_OPT_IMPL: {
+		int k = parse_name("--impl", arg, config_impl_names, CONFIG_IMPLS, "hf, hf-trainer or megatron");
+		if (k < 0)
 			return -1;
-		j->impl = (config_impl)n;
+		j->impl = (config_impl)k;
 		a->set |= SET(S_IMPL);
 		return 1;
+	}
 	case CLI_OPT_ZERO3_PREFETCH:
 		if (!parse_pair("--zero3-prefetch", arg, config_zero3_prefetch_names, &n))
 			return -1;

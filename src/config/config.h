@@ -470,8 +470,12 @@ typedef enum config_basp_uneven {
 typedef enum config_a2a { CONFIG_A2A_DIRECT, CONFIG_A2A_PAIRWISE, CONFIG_A2A_HIERARCHICAL } config_a2a;
 /* The training code whose saved tensors the memory model counts (docs/model.md "Memory"):
  * eager PyTorch Hugging Face modules under DeepSpeed (unfused SwiGLU, fp32 RMSNorm copies,
- * fp32 log-softmax loss), or Megatron-Core's fused kernels. */
-typedef enum config_impl { CONFIG_IMPL_HF, CONFIG_IMPL_MEGATRON } config_impl;
+ * fp32 log-softmax loss), or Megatron-Core's fused kernels. hf-trainer: the same modules
+ * in a training loop that drops the model output (the bf16 logits) before backward
+ * (transformers' Trainer.training_step and the trainers built on it, torchtitan's
+ * `del pred`); hf: a hand-written loop that keeps `outputs` through backward. */
+typedef enum config_impl { CONFIG_IMPL_HF, CONFIG_IMPL_MEGATRON, CONFIG_IMPL_HF_TRAINER } config_impl;
+#define CONFIG_IMPLS 3
 /* How ZeRO-3 fetches parameters (docs/model.md "ZeRO-3 parameter fetch"): DeepSpeed's
  * per-submodule gathers with a prefetch window of prefetch_bucket elements
  * (deepspeed/runtime/zero/partitioned_param_coordinator.py, fetch_sub_module), or a whole
@@ -562,7 +566,12 @@ extern const char *const config_cp_comm_type_names[4];
 extern const char *const config_recompute_names[CONFIG_RECOMPUTES];
 extern const char *const config_a2a_names[3];
 extern const char *const config_basp_uneven_names[3];
-extern const char *const config_impl_names[2];
+extern const char *const config_impl_names[CONFIG_IMPLS];
+/* hf or hf-trainer: the eager Hugging Face modules, whatever the loop */
+static inline bool config_impl_hf(config_impl impl)
+{
+	return impl == CONFIG_IMPL_HF || impl == CONFIG_IMPL_HF_TRAINER;
+}
 extern const char *const config_zero3_prefetch_names[2];
 extern const char *const config_offload_optimizer_names[2];
 extern const char *const config_fabric_names[3];

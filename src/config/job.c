@@ -84,7 +84,7 @@ static const setting settings[] = {
 	{"a2a", K_ENUM, config_a2a_names, 3, 0, FIELD(a2a), NOFLAG},
 	{"basp_uneven", K_ENUM, config_basp_uneven_names, 3, 0, FIELD(basp_uneven), NOFLAG},
 	{"attention_kernel", K_ENUM, config_attn_kernel_names, CONFIG_ATTN_KERNELS, 0, FIELD(attention_kernel), NOFLAG},
-	{"impl", K_ENUM, config_impl_names, 2, 0, FIELD(impl), NOFLAG},
+	{"impl", K_ENUM, config_impl_names, CONFIG_IMPLS, 0, FIELD(impl), NOFLAG},
 	{"zero3_prefetch", K_ENUM, config_zero3_prefetch_names, 2, 0, FIELD(zero3_prefetch), NOFLAG},
 	{"memory_reserve", K_SIZE_OR_ZERO, NULL, 0, 0, FIELD(memory_reserve), FIELD(memory_reserve_set)},
 	{"zero_overlap", K_TRISTATE, NULL, 0, 0, FIELD(zero_overlap), NOFLAG},

@@ -20,7 +20,7 @@ const char *const config_topology_names[3] = {"single-switch", "fat-tree", "rail
 const char *const config_gpu_arch_names[2] = {"ampere", "hopper"};
 const char *const config_attn_kernel_names[CONFIG_ATTN_KERNELS] = {"flash-attn-2", "flash-attn-3", "cudnn",
 								     "flash-attn-triton"};
-const char *const config_impl_names[2] = {"hf", "megatron"};
+const char *const config_impl_names[CONFIG_IMPLS] = {"hf", "megatron", "hf-trainer"};
 const char *const config_zero3_prefetch_names[2] = {"deepspeed", "layer"};
 const char *const config_offload_optimizer_names[2] = {"none", "cpu"};
 

@@ -8,7 +8,8 @@
  *   two implementations (config_impl):
  *     hf: transformers' modeling_llama.py run eagerly (LlamaRMSNorm, LlamaMLP,
  *         LlamaForCausalLM + loss_utils.ForCausalLMLoss), the setting of DeepSpeed-Ulysses
- *         and of the BASP study;
+ *         and of the BASP study; hf-trainer: the same in a loop that frees the model output
+ *         before backward (logits_bytes);
  *     megatron: Megatron-Core with Transformer Engine (fused RMSNorm inside
  *         LayerNormLinear, bias_swiglu_impl, fused vocab-parallel cross entropy).
  * - communication buffers: DeepSpeed's reduce/allgather buckets (5e8 elements default)
@@ -32,7 +33,7 @@
  *       is the GEMM input (2·t·h): 4·t·h + 4·t. */
 static double norm_bytes(config_impl impl, double t, double h)
 {
-	return (impl == CONFIG_IMPL_HF ? (FP32 + 2.0 * BF16) : 2.0 * BF16) * t * h + FP32 * t;
+	return (config_impl_hf(impl) ? (FP32 + 2.0 * BF16) : 2.0 * BF16) * t * h + FP32 * t;
 }
 
 /* Bytes one layer saves for backward without recompute, per rank. With t local tokens:
@@ -64,7 +65,7 @@ typedef struct layer_saved {
 static layer_saved layer_saved_of(const config_model *m, const config_job *job, const workload_layout *l)
 {
 	double t = (double)l->tokens_per_rank, a = m->heads, hd = m->head_dim;
-	double mlp = job->impl == CONFIG_IMPL_HF ? 4.0 : 3.0;
+	double mlp = config_impl_hf(job->impl) ? 4.0 : 3.0;
 	double elems = t * (3.0 * a * hd + 2.0 * l->kv_replicated * hd + mlp * m->ffn);
 	double lse = FP32 * t * a; /* seqs·S·(a/P) = t·a */
 	layer_saved s;
@@ -89,22 +90,43 @@ double workload_layer_saved_bytes(const config_model *m, const config_job *job, 
 }
 
 /* Bytes of the logits and the loss at their peak, the start of backward:
- *   hf: lm_head's bf16 logits (kept by the returned CausalLMOutputWithPast) 2·t·V; the
- *       loss upcasts (logits.float()) and runs F.cross_entropy = log_softmax + nll_loss,
- *       whose backward holds the saved fp32 log-softmax, the dense fp32 gradient from
- *       nll_loss and log_softmax's fp32 input gradient at once: 2 + 4 + 4 + 4 = 14·t·V.
+ *   hf: lm_head's bf16 logits 2·t·V, kept through backward by the CausalLMOutputWithPast a
+ *       hand-written loop holds (`outputs = model(**batch); loss = outputs.loss;
+ *       engine.backward(loss)`); the loss upcasts (logits.float()) and runs F.cross_entropy
+ *       = log_softmax + nll_loss, whose backward holds the saved fp32 log-softmax, the dense
+ *       fp32 gradient from nll_loss and log_softmax's fp32 input gradient at once:
+ *       2 + 4 + 4 + 4 = 14·t·V.
+ *   hf-trainer: the loop drops the model output before backward, and nothing in autograd
+ *       keeps the bf16 logits (the .float() copy saves no input, log_softmax saves its
+ *       output, the lm_head Linear its input): 4 + 4 + 4 = 12·t·V. transformers'
+ *       Trainer.training_step takes only the loss from compute_loss ("loss =
+ *       self.compute_loss(model, inputs, ...)", then accelerator.backward(loss);
+ *       src/transformers/trainer.py), and TRL's SFTTrainer.compute_loss (its entropy and
+ *       token accuracy run on outputs.logits under no_grad before it returns) and ms-swift's
+ *       Seq2SeqTrainer.compute_loss return `(loss, outputs) if return_outputs else loss`;
+ *       torchtitan's train.py: "pred = model(input_ids); loss = loss_fn(pred, labels);
+ *       del pred" ("need to free to before bwd to avoid peaking memory"). The forward's
+ *       own peak, inside the loss (bf16 logits, the fp32 copy and log-softmax's output:
+ *       10·t·V; TRL's no-grad metrics after it, bf16 logits and log-softmax output plus
+ *       at most two bf16 t·V temporaries, the shifted .contiguous() copy for the accuracy
+ *       or the entropy's softmax and product: <= 10·t·V), stays below backward's 12.
  *   megatron: bf16 logits and the fp32 copy the fused cross entropy turns into the softmax
  *       in place and reuses for the gradient (megatron/core/fusions/fused_cross_entropy.py,
  *       tensor_parallel/cross_entropy.py): 2 + 4 = 6·t·V.
  * Tiled (--tile-logits n > 1; Liger's fused linear cross entropy, arXiv 2410.10989 §3.3,
  * and ALST's tiled loss, arXiv 2506.13996): the head and the loss run chunk by chunk and
  * the gradient of the head's input is formed as each chunk goes, so the logits of one
- * tile, ceil(t/n) tokens, are live at a time, plus that input gradient, 2·t·h bf16. */
+ * tile, ceil(t/n) tokens, are live at a time, plus that input gradient, 2·t·h bf16. The
+ * model returns no whole logits then, so the loop kind changes nothing: hf-trainer counts
+ * as hf. */
 static double logits_bytes(const config_model *m, const config_job *job, const workload_layout *l)
 {
 	double t = (double)l->tokens_per_rank, tv = tile_tokens(t, job->tile_logits) * m->vocab;
 	double grad = job->tile_logits > 1 ? BF16 * t * m->hidden : 0.0;
-	return (job->impl == CONFIG_IMPL_HF ? (BF16 + 3.0 * FP32) * tv : (BF16 + FP32) * tv) + grad;
+	if (!config_impl_hf(job->impl))
+		return (BF16 + FP32) * tv + grad;
+	double kept = job->impl == CONFIG_IMPL_HF || job->tile_logits > 1 ? BF16 : 0.0;
+	return (kept + 3.0 * FP32) * tv + grad;
 }
 
 /* Derived reserve (each default cited; docs/model.md "Reserve"):

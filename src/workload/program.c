@@ -660,7 +660,7 @@ static elementwise_bytes elementwise_of(const config_model *m, const config_job 
 {
 	/* HF's LayerNorm is nn.LayerNorm (one F.layer_norm kernel each way): only its RMSNorm
 	 * is decomposed. */
-	const bool hf = job->impl == CONFIG_IMPL_HF;
+	const bool hf = config_impl_hf(job->impl); /* the loop kind moves no bytes */
 	const bool hf_rms = hf && m->norm == CONFIG_NORM_RMSNORM;
 	const bool rope = m->position == CONFIG_POSITION_ROPE;
 	return (elementwise_bytes){.rope_fwd = !rope ? 0.0 : hf ? 20.0 : 4.0, .rope_bwd = !rope ? 0.0 : hf ? 30.0 : 4.0,
