@@ -593,6 +593,15 @@ START_TEST(p2p_staging_drain_between_processes)
 	double d4 = engine_collective_time(&q, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 64 * MiB) -
 		    engine_collective_time(&q1, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 64 * MiB);
 	ck_assert_close(d4, 2.0 * 8 * 128 * 1024 / 1000e9, 1e-9);
+	/* and a peer's channels double past that chunk, not the one-node 512 KiB (src/enqueue.cc
+	 * addP2pToPlan: maxPartSize = p2pChunkSize when nNodes > 1): 4 MiB, 512 KiB per peer,
+	 * from 1 channel to 2 (256 KiB) to 4 (128 KiB, not above the chunk); the 3 NVLink peers'
+	 * 12 parts on the 8 p2p channels, each a last chunk of 128 KiB: 2 x 8 x 128 KiB /
+	 * 1000 GB/s = 2.10 us. Doubling past 512 KiB kept the peer on 1 channel: 3 chunks,
+	 * 0.79 us. */
+	double d5 = engine_collective_time(&q, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 4 * MiB) -
+		    engine_collective_time(&q1, WL_COLL_ALLTOALL, WL_ALG_DIRECT, shape(8, 4, 4), 4 * MiB);
+	ck_assert_close(d5, 2.0 * 8 * 128 * 1024 / 1000e9, 1e-9);
 	/* across nodes without a local peer (one GPU per node): no NVLink stage */
 	config_platform n1 = tu_platform(2, 1, 1), n1p = n1;
 	n1p.nccl.processes = CONFIG_NCCL_PROCS_PER_GPU;

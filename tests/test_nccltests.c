@@ -2299,6 +2299,19 @@ START_TEST(test_cli_compare_refuses_what_the_log_sets)
 }
 END_TEST
 
+/* The published 8 x H100 alltoall_perf log with its header changed to "nThread 1 nGpus 8"
+ * (one process driving the node's GPUs), written to path (a mkstemp template). */
+static void write_one_process_log(char *path)
+{
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "sed 's/nThread 1 nGpus 1 /nThread 1 nGpus 8 /' %s/tests/data/nccltests/nccl-tests-cluster-h100.alltoall_perf.1x8.log > %s",
+		 getenv("SPSIM_DATA_DIR"), path);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 /* Send/recv inside one node: both engines give the message the communicator's shape
  * (size 8, NCCL's p2p channels read nRanks), so every size prints the same time. With a
  * shape of 2 on the analytic side, 256 KiB took 11.0 us there and 16.0 us on SimGrid. */
@@ -2310,13 +2323,7 @@ START_TEST(test_cli_compare_reads_one_process_per_node)
 	 * table under "nThread 1 nGpus 8" (one process driving the node's GPUs) pays no drain:
 	 * 88.97 us, with a note; --processes per_gpu overrides the header. */
 	char path[] = "/tmp/spsim-g8-XXXXXX";
-	int fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "sed 's/nThread 1 nGpus 1 /nThread 1 nGpus 8 /' %s/tests/data/nccltests/nccl-tests-cluster-h100.alltoall_perf.1x8.log > %s",
-		 getenv("SPSIM_DATA_DIR"), path);
-	ck_assert_int_eq(system(cmd), 0);
+	write_one_process_log(path);
 	char *out, *err, args[512];
 	ck_assert_int_eq(run_spsim("collective --compare tests/data/nccltests/nccl-tests-cluster-h100.alltoall_perf.1x8.log "
 				   "--platform dgx-h100 --engine analytic", &out, &err), 0);
@@ -2333,6 +2340,58 @@ START_TEST(test_cli_compare_reads_one_process_per_node)
 	ck_assert_msg(strstr(out, "123.32  272.09  238.08   101.49"), "%s", out);
 	free(out), free(err);
 	unlink(path);
+}
+END_TEST
+
+/* The intra_node latency of calibrate's YAML on standard output. */
+static double yaml_intra_latency_us(const char *out)
+{
+	const char *k = strstr(out, "intra_node:");
+	ck_assert_msg(k, "%s", out);
+	k = strstr(k, "latency: ");
+	ck_assert_msg(k, "%s", out);
+	return strtod(k + strlen("latency: "), NULL);
+}
+
+START_TEST(test_cli_calibrate_processes_flag)
+{
+	/* The 8 x H100 alltoall_perf log under "nThread 1 nGpus 8" (one process driving the
+	 * node): calibrate fits it without NCCL's p2p staging drain; --processes per_gpu puts
+	 * the drain back. Every size of the log is >= 32 MiB, above 32 channels x 512 KiB =
+	 * 16 MiB, so the drain is the same at every size: 16 MiB read and written at 0.8 x
+	 * 3.35 TB/s = 2 x 16777216 B / 2.68e12 B/s = 12.5203 us, which the fit's intercept (the
+	 * direct all-to-all's one latency step) gives up and the bandwidth keeps. per_node
+	 * is what the header says already: the fit without the flag. */
+	char path[] = "/tmp/spsim-g8c-XXXXXX";
+	write_one_process_log(path);
+	char *out, *err, args[512];
+	double lat[3];
+	const char *flag[3] = {"", " --processes per_gpu", " --processes per_node"};
+	char bw[3][64];
+	for (int i = 0; i < 3; i++) {
+		snprintf(args, sizeof args, "calibrate --from-nccl-tests %s --platform dgx-h100%s", path, flag[i]);
+		ck_assert_int_eq(run_spsim(args, &out, &err), 0);
+		lat[i] = yaml_intra_latency_us(out);
+		const char *b = strstr(out, "bandwidth: ");
+		ck_assert_msg(b, "%s", out);
+		snprintf(bw[i], sizeof bw[i], "%.*s", (int)strcspn(b, "\n"), b);
+		free(out), free(err);
+	}
+	assert_close(lat[0] - lat[1], 12.5203, 1e-4);
+	ck_assert_double_eq(lat[0], lat[2]);
+	ck_assert_str_eq(bw[0], bw[1]);
+	ck_assert_str_eq(bw[0], bw[2]);
+	unlink(path);
+	/* a value other than the two layouts: exit 2, the command named */
+	ck_assert_int_eq(run_spsim("calibrate --from-nccl-tests tests/data/nccltests/nccl-tests-cluster-h100.alltoall_perf.1x8.log "
+				   "--processes per_rank",
+				   &out, &err),
+			 2);
+	expect_contains(err, "spsim calibrate: --processes 'per_rank' is not a process layout, expected per_gpu or per_node");
+	free(out), free(err);
+	ck_assert_int_eq(run_spsim("collective alltoall --processes per_rank", &out, &err), 2);
+	expect_contains(err, "spsim collective: --processes 'per_rank' is not a process layout");
+	free(out), free(err);
 }
 END_TEST
 
@@ -2608,6 +2667,7 @@ static Suite *nccltests_suite(void)
 	tcase_add_test(cli, test_cli_alg_and_proto);
 	tcase_add_test(cli, test_cli_compare_calibrates_the_p2p_path);
 	tcase_add_test(cli, test_cli_compare_reads_one_process_per_node);
+	tcase_add_test(cli, test_cli_calibrate_processes_flag);
 	tcase_add_test(cli, test_cli_compare_refuses_what_the_log_sets);
 	tcase_add_test(cli, test_cli_forced_nccl_algorithm_is_named);
 	tcase_add_test(cli, test_cli_rows_name_nccl_choice);

@@ -81,6 +81,17 @@ void cli_errorf(const char *fmt, ...)
 	va_end(ap);
 }
 
+bool cli_parse_processes(const char *arg, int *out)
+{
+	for (int i = 0; i < CONFIG_NCCL_PROCS; i++)
+		if (strcmp(arg, config_nccl_processes_names[i]) == 0) {
+			*out = i;
+			return true;
+		}
+	cli_errorf("--processes '%s' is not a process layout, expected per_gpu or per_node\n", arg);
+	return false;
+}
+
 bool cli_progress_flag(int *mode, bool progress)
 {
 	int want = progress ? 1 : 0;

@@ -159,6 +159,9 @@ report_run cli_sim_report(const cli_job_args *a, const config_job *job, const cl
 void cli_set_command(const char *name);
 /* An error line on stderr prefixed "spsim CMD: " (the command set above). */
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* --processes per_gpu|per_node (collective, calibrate): *out becomes the CONFIG_NCCL_PROCS_*
+ * value; anything else is refused with "spsim CMD: --processes 'x' is not a process layout". */
+bool cli_parse_processes(const char *arg, int *out);
 /* --progress (progress true) or --quiet: *mode becomes 1 or 0 from -1 (neither given yet);
  * both given is refused with a message (the second would undo the first in silence). */
 bool cli_progress_flag(int *mode, bool progress);

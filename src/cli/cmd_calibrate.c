@@ -20,6 +20,7 @@ enum {
 	OPT_LOG_NODES,
 	OPT_IN_PLACE,
 	OPT_ALG,
+	OPT_PROCESSES,
 };
 
 const struct option cli_calibrate_options[] = {
@@ -37,6 +38,7 @@ const struct option cli_calibrate_options[] = {
 	{"max-bytes", required_argument, NULL, 'e'},
 	{"in-place", no_argument, NULL, OPT_IN_PLACE},
 	{"alg", required_argument, NULL, OPT_ALG},
+	{"processes", required_argument, NULL, OPT_PROCESSES},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -79,6 +81,11 @@ static void usage(FILE *f)
 	      "                          --op is the older spelling)\n"
 	      "  --gpus-per-node N, --nodes N   layout of the logs: needed for logs without a '# Using devices'\n"
 	      "                          table, overrides the table otherwise\n"
+	      "  --processes per_gpu|per_node   how the logs' runs held the GPUs: one process per GPU\n"
+	      "                          (NCCL's p2p path stages through a buffer, whose drain is part of the\n"
+	      "                          model) or one per node (direct pointers, no drain). Default: per_node\n"
+	      "                          for a log whose header runs a node's GPUs in one process (nThread x\n"
+	      "                          nGpus), else the platform's nccl.processes (per_gpu)\n"
 	      "\n"
 	      "A summary of each fit (parameters, rms and largest relative error) goes to standard error.\n"
 	      "Example: spsim calibrate --from-nccl-tests ar-1node.log a2a-4nodes.log --platform dgx-h100 \\\n"
@@ -155,6 +162,11 @@ static int parse_args(int argc, char **argv, cal_args *a)
 		}
 		case OPT_IN_PLACE: a->co.in_place = true; break;
 		case OPT_ALG: a->alg_name = optarg; break;
+		case OPT_PROCESSES:
+			if (!cli_parse_processes(optarg, &a->co.processes))
+				return CLI_USAGE;
+			a->co.processes_set = true;
+			break;
 		default: return cli_getopt_refused(c, argv);
 		}
 	}

@@ -120,6 +120,7 @@ typedef struct coll_args {
 	const char *alg_name;
 	const char *proto_name;
 	const char *processes; /* --processes: the platform's nccl.processes when NULL */
+	int processes_v;       /* its CONFIG_NCCL_PROCS_* value */
 	const char *type;
 	const char *redop;
 	const char *compare;
@@ -219,7 +220,11 @@ static int parse_args(int argc, char **argv, coll_args *a)
 			break;
 		case OPT_IN_PLACE: a->in_place = true; break;
 		case OPT_PROTO: a->proto_name = optarg; break;
-		case OPT_PROCESSES: a->processes = optarg; break;
+		case OPT_PROCESSES:
+			if (!cli_parse_processes(optarg, &a->processes_v))
+				return CLI_USAGE;
+			a->processes = optarg;
+			break;
 		case ':':
 		case '?': return cli_getopt_refused(c, argv);
 		default: {
@@ -288,16 +293,8 @@ static bool load_platform(coll_args *a, config_platform *p)
 	}
 	if (a->job.nodes)
 		p->nodes = a->job.nodes;
-	if (a->processes) {
-		int i = 0;
-		while (i < CONFIG_NCCL_PROCS && strcmp(a->processes, config_nccl_processes_names[i]) != 0)
-			i++;
-		if (i == CONFIG_NCCL_PROCS) {
-			cli_errorf("--processes '%s' is not a process layout, expected per_gpu or per_node\n", a->processes);
-			return false;
-		}
-		p->nccl.processes = i;
-	}
+	if (a->processes)
+		p->nccl.processes = a->processes_v;
 	if (a->job.calibration[0]) {
 		if (!config_calibrate_platform(a->job.calibration, p, &a->job.cal, &err)) {
 			cli_errorf("--calibration: %s\n", err.msg);
@@ -642,7 +639,7 @@ static int compare(coll_args *a)
 	/* the fit defaults to sizes >= 1 MiB as spsim calibrate does */
 	nccltests_calib_opts co = {.platform = &p, .in_place = a->in_place,
 				   .min_bytes = a->min_set ? lo : 1024.0 * 1024, .proto_min_bytes = a->min_set ? lo : 0, .max_bytes = isfinite(hi) ? hi : 0, .alg_set = true, .alg = s.alg,
-				   .processes_set = a->processes != NULL};
+				   .processes_set = a->processes != NULL, .processes = p.nccl.processes};
 	config_calibration cal;
 	nccltests_calib_report rep;
 	if (!nccltests_calibrate(&log, 1, &co, &cal, &rep, &err)) {

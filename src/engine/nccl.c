@@ -739,6 +739,10 @@ static double p2p_message_latency(const config_platform *p, int peers, int remot
 	return waves * msg - link + remote * net_overhead_us * 1e-6;
 }
 
+/* comm->p2pChunkSize (init.cc computeBuffSizes): the network chunk for every peer once the
+ * communicator spans nodes, the NVLink one within one node. */
+static double p2p_chunk(engine_group_shape s) { return s.size > s.per_node ? p2p_net_chunk : p2p_nvl_chunk; }
+
 /* The drain of NCCL's p2p staging pipeline on NVLink, s: `part` bytes per channel, `concurrent`
  * channels of the GPU receiving at once. Between processes the P2P transport moves a
  * Simple-protocol transfer through an intermediate FIFO of NCCL_STEPS slots
@@ -760,7 +764,7 @@ static double p2p_staging_drain(const config_platform *p, engine_group_shape s, 
 {
 	if (p->nccl.processes == CONFIG_NCCL_PROCS_PER_NODE || concurrent < 1)
 		return 0.0;
-	double step = s.size > s.per_node ? p2p_net_chunk : p2p_nvl_chunk; /* comm->p2pChunkSize */
+	double step = p2p_chunk(s);
 	double chunk = part < step ? part : step;
 	return 2.0 * chunk * concurrent / (p->gpu.hbm_bandwidth * p->eff.memory);
 }
@@ -784,8 +788,12 @@ static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int lo
 	 * ncclTopoGetNchannels, src/enqueue.cc scheduleP2pTasksToPlan): p2p channels =
 	 * pow2Up(channels); per NVLink peer 2 x the links of the path, as a power of two; a
 	 * message starts on nChannelsMin (halved until all ranks fit the p2p channels once)
-	 * and doubles while its part per channel exceeds a chunk. Each channel is one CTA
-	 * moving at most one NVLink's bandwidth. */
+	 * and doubles while its part per channel exceeds maxPartSize, the communicator's
+	 * p2pChunkSize once it spans nodes (src/enqueue.cc addP2pToPlan: "maxPartSize =
+	 * comm->nNodes > 1 ? stepSize : stepSize*32", stepSize = comm->p2pChunkSize; the
+	 * maxSize of calcP2pChunkSize in older releases): 128 KiB across nodes. Within one node the model doubles past one 512 KiB chunk, where NCCL
+	 * waits for 32 (docs/model.md §3). Each channel is one CTA moving at most one NVLink's
+	 * bandwidth. */
 	int cc = cc_of(p);
 	double link = nvlink_bw(cc);
 	int p2p_ch = p2p_channels(p);
@@ -795,7 +803,7 @@ static nccl_cost p2p_cost(const config_platform *p, engine_group_shape s, int lo
 	while (nmin * s.size > p2p_ch && nmin > 1)
 		nmin /= 2;
 	int nch = nmin;
-	while (m / nch > p2p_nvl_chunk && nch <= per_peer_max / 2)
+	while (m / nch > p2p_chunk(s) && nch <= per_peer_max / 2)
 		nch *= 2;
 	int concurrent = local * nch < p2p_ch ? local * nch : p2p_ch;
 	double cap = concurrent * link;

@@ -682,7 +682,9 @@ bool nccltests_calibrate(const nccltests_log *logs, int n_logs, const nccltests_
 		m->base.nodes = log->nodes;
 		m->base.gpus_per_node = log->gpus_per_node;
 		m->base.nccl.links_only = opts->links_only;
-		if (!opts->processes_set && nccltests_log_one_process_per_node(log))
+		if (opts->processes_set)
+			m->base.nccl.processes = opts->processes;
+		else if (nccltests_log_one_process_per_node(log))
 			m->base.nccl.processes = CONFIG_NCCL_PROCS_PER_NODE;
 		m->orig = m->base;
 		nccltests_setup s = {.platform = &m->base, .coll = log->coll, .alg = m->alg, .gpus = log->ranks,

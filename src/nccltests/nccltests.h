@@ -168,9 +168,12 @@ typedef struct nccltests_calib_opts {
 	/* The logs were not measured through NCCL (validate's CPU transport): fit the links
 	 * alone (collectives: links), the latency an intercept holding any per-call cost. */
 	bool links_only;
-	/* The platform's nccl.processes was given (spsim collective --processes): keep it; else
-	 * a log whose header runs a node's GPUs in one process is fitted as per_node. */
+	/* --processes was given (spsim collective, spsim calibrate): every log is fitted with
+	 * nccl.processes = processes (CONFIG_NCCL_PROCS_*); else the platform's (or the generic
+	 * one's, per_gpu), except that a log whose header runs a node's GPUs in one process is
+	 * fitted as per_node. */
 	bool processes_set;
+	int processes;
 } nccltests_calib_opts;
 
 /* What the fit did, for the user. */
