@@ -81,15 +81,24 @@ void cli_errorf(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The index of arg among n names, -1 when it is none of them. */
+static int name_index(const char *arg, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(arg, names[i]) == 0)
+			return i;
+	return -1;
+}
+
 bool cli_parse_processes(const char *arg, int *out)
 {
-	for (int i = 0; i < CONFIG_NCCL_PROCS; i++)
-		if (strcmp(arg, config_nccl_processes_names[i]) == 0) {
-			*out = i;
-			return true;
-		}
-	cli_errorf("--processes '%s' is not a process layout, expected per_gpu or per_node\n", arg);
-	return false;
+	int i = name_index(arg, config_nccl_processes_names, CONFIG_NCCL_PROCS);
+	if (i < 0) {
+		cli_errorf("--processes '%s' is not a process layout, expected per_gpu or per_node\n", arg);
+		return false;
+	}
+	*out = i;
+	return true;
 }
 
 bool cli_progress_flag(int *mode, bool progress)
@@ -375,23 +384,22 @@ bool cli_list_once(const char *cmd, const char *flag, const char *list, char sep
  * the flag and the key take the same spellings. */
 static bool parse_pair(const char *flag, const char *arg, const char *const names[2], int *out)
 {
-	for (int i = 0; i < 2; i++)
-		if (strcmp(arg, names[i]) == 0) {
-			*out = i;
-			return true;
-		}
-	cli_errorf("%s expects %s or %s, got '%s'\n", flag, names[0], names[1], arg);
-	return false;
+	int i = name_index(arg, names, 2);
+	if (i < 0) {
+		cli_errorf("%s expects %s or %s, got '%s'\n", flag, names[0], names[1], arg);
+		return false;
+	}
+	*out = i;
+	return true;
 }
 
 /* The index of arg among n names, or -1 (said, with the expected list as written). */
 static int parse_name(const char *flag, const char *arg, const char *const *names, int n, const char *expected)
 {
-	for (int i = 0; i < n; i++)
-		if (strcmp(arg, names[i]) == 0)
-			return i;
-	cli_errorf("%s expects %s, got '%s'\n", flag, expected, arg);
-	return -1;
+	int i = name_index(arg, names, n);
+	if (i < 0)
+		cli_errorf("%s expects %s, got '%s'\n", flag, expected, arg);
+	return i;
 }
 
 static bool copy_arg(char *dst, const char *flag, const char *s)

@@ -119,8 +119,8 @@ typedef struct coll_args {
 	int group_size;
 	const char *alg_name;
 	const char *proto_name;
-	const char *processes; /* --processes: the platform's nccl.processes when NULL */
-	int processes_v;       /* its CONFIG_NCCL_PROCS_* value */
+	bool processes_set; /* --processes given: processes (CONFIG_NCCL_PROCS_*) replaces the platform's */
+	int processes;
 	const char *type;
 	const char *redop;
 	const char *compare;
@@ -221,9 +221,9 @@ static int parse_args(int argc, char **argv, coll_args *a)
 		case OPT_IN_PLACE: a->in_place = true; break;
 		case OPT_PROTO: a->proto_name = optarg; break;
 		case OPT_PROCESSES:
-			if (!cli_parse_processes(optarg, &a->processes_v))
+			if (!cli_parse_processes(optarg, &a->processes))
 				return CLI_USAGE;
-			a->processes = optarg;
+			a->processes_set = true;
 			break;
 		case ':':
 		case '?': return cli_getopt_refused(c, argv);
@@ -293,8 +293,8 @@ static bool load_platform(coll_args *a, config_platform *p)
 	}
 	if (a->job.nodes)
 		p->nodes = a->job.nodes;
-	if (a->processes)
-		p->nccl.processes = a->processes_v;
+	if (a->processes_set)
+		p->nccl.processes = a->processes;
 	if (a->job.calibration[0]) {
 		if (!config_calibrate_platform(a->job.calibration, p, &a->job.cal, &err)) {
 			cli_errorf("--calibration: %s\n", err.msg);
@@ -593,7 +593,7 @@ static int compare(coll_args *a)
 	p.gpus_per_node = log.gpus_per_node;
 	/* a process driving every GPU of its node ("# nThread T nGpus G", T x G of them): NCCL's
 	 * p2p path writes through direct pointers, no staging (engine/nccl.c p2p_staging_drain) */
-	if (!a->processes && nccltests_log_one_process_per_node(&log)) {
+	if (!a->processes_set && nccltests_log_one_process_per_node(&log)) {
 		p.nccl.processes = CONFIG_NCCL_PROCS_PER_NODE;
 		fprintf(stderr, "spsim collective: note: %s ran %d GPUs per process (nThread %d nGpus %d): one process per node, "
 				"as --processes per_node\n",
@@ -639,7 +639,7 @@ static int compare(coll_args *a)
 	/* the fit defaults to sizes >= 1 MiB as spsim calibrate does */
 	nccltests_calib_opts co = {.platform = &p, .in_place = a->in_place,
 				   .min_bytes = a->min_set ? lo : 1024.0 * 1024, .proto_min_bytes = a->min_set ? lo : 0, .max_bytes = isfinite(hi) ? hi : 0, .alg_set = true, .alg = s.alg,
-				   .processes_set = a->processes != NULL, .processes = p.nccl.processes};
+				   .processes_set = a->processes_set, .processes = p.nccl.processes};
 	config_calibration cal;
 	nccltests_calib_report rep;
 	if (!nccltests_calibrate(&log, 1, &co, &cal, &rep, &err)) {
