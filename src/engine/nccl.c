@@ -577,13 +577,16 @@ static int ring_net_channels(const config_platform *p, int ppn)
 	int cc = cc_of(p);
 	double port = (tuner_snapshot(p) ? p->nccl.tuner.nic_bw : p->inter.nic_bandwidth) / 1e9;
 	double top = fmin(port, node_ring_bw(p) / 1e9 / rings), speed = 0;
-	const double *sp = cc >= 100 ? speeds_inter_sm100 : cc >= 90 ? speeds_inter_sm90 : speeds_inter;
-	size_t n = cc >= 100 ? sizeof speeds_inter_sm100 / sizeof *sp
-		   : cc >= 90 ? sizeof speeds_inter_sm90 / sizeof *sp
-			      : sizeof speeds_inter / sizeof *sp;
-	for (size_t i = 0; i < n && speed == 0; i++)
-		if (sp[i] <= top)
-			speed = sp[i];
+#define SPEEDS(a) {a, sizeof a / sizeof *a}
+	static const struct {
+		const double *v;
+		size_t n;
+	} arrays[] = {SPEEDS(speeds_inter), SPEEDS(speeds_inter_sm90), SPEEDS(speeds_inter_sm100)};
+#undef SPEEDS
+	const int which = cc >= 100 ? 2 : cc >= 90 ? 1 : 0;
+	for (size_t i = 0; i < arrays[which].n && speed == 0; i++)
+		if (arrays[which].v[i] <= top)
+			speed = arrays[which].v[i];
 	int ch = rings;
 	if (speed >= 25.0 && !(cc > 80 && speed < 50.0 && rings > 4)) {
 		ch = 2 * rings < 16 ? 2 * rings : 16; /* maxChannels MAXCHANNELS/2 */
