@@ -39,9 +39,6 @@
 #include "engine/simgrid/sg_internal.h"
 #include "util/intmath.h"
 
-static int token;       /* SimGrid aborts on NULL payloads */
-static void *sink;      /* receive target, never read */
-
 static int node_of(const sgx_run *r, int rank) { return r->gpu_of[rank] / r->gpn; }
 
 double sgx_latency(const sgx_run *r, int a, int b)
@@ -462,18 +459,21 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 	}
 	sg_comm_t comm_buf[SGX_SMALL_PHASE];
 	sgx_proxy *wrap_buf[SGX_SMALL_PHASE];
+	sgx_post post_buf[SGX_SMALL_PHASE];
 	bool small = n <= SGX_SMALL_PHASE;
 	sg_comm_t *comms = small ? comm_buf : malloc((size_t)n * sizeof *comms);
 	sgx_proxy **wraps = small ? wrap_buf : malloc((size_t)n * sizeof *wraps);
-	if (!comms || !wraps) {
+	sgx_post *posts = small ? post_buf : malloc((size_t)n * sizeof *posts);
+	if (!comms || !wraps || !posts) {
 		if (!small) {
 			free(comms);
 			free(wraps);
+			free(posts);
 		}
 		r->oom = true;
 		return;
 	}
-	int nc = 0, nw = 0;
+	int nc = 0, nw = 0, np = 0;
 	for (int k = 0; k < n; k++) {
 		if (f[k].peer < 0)
 			continue;
@@ -505,12 +505,9 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 			int w = f[k].weight;
 			if (f[k].send) {
 				int dst = q < r->Wsim ? q : r->Wsim + (q % r->Wsim); /* ghost of q's image */
-				sg_mailbox_t mb = mailbox(r, R->rank, dst, s);
-				comms[nc++] = w > 1 ? sgx_flow_post(mb, true, w * sz, w, &r->unweighted)
-						    : sg_mailbox_put_async(mb, &token, sz);
+				posts[np++] = (sgx_post){mailbox(r, R->rank, dst, s), w * sz, w, true};
 			} else if (q < r->Wsim) {
-				sg_mailbox_t mb = mailbox(r, q, R->rank, s);
-				comms[nc++] = w > 1 ? sgx_flow_post(mb, false, 0, w, &r->unweighted) : sg_mailbox_get_async(mb, &sink);
+				posts[np++] = (sgx_post){mailbox(r, q, R->rank, s), 0, w, false};
 			} else {
 				/* from the previous period: its sender is q's image here, its flow
 				 * lands on this rank's ghost */
@@ -525,6 +522,12 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 			f[k].peer = -1;
 			posted++;
 		}
+		/* the level's sides start together, in one simcall (mailbox() may yield, so they
+		 * are looked up first); each starts as it would alone, in the same order */
+		if (np > 0)
+			sgx_flows_post(posts, np, comms + nc, &r->unweighted);
+		nc += np;
+		np = 0;
 	}
 	sg_comm_wait_all(comms, (size_t)nc);
 	for (int k = 0; k < nw; k++)
@@ -532,6 +535,7 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 	if (!small) {
 		free(comms);
 		free(wraps);
+		free(posts);
 	}
 }
 

@@ -8,7 +8,13 @@
  * CommImpl::isend / irecv: the match starts it, CommImpl::start creates its network
  * action), finds that action, the one just added to its model's started set, and divides
  * its sharing penalty by `weight`. In one simcall, nothing else can start or match in
- * between, so exactly one side of each flow does it. */
+ * between, so exactly one side of each flow does it.
+ *
+ * All the sides a rank posts at one instant of a phase start in one simcall
+ * (sgx_flows_post), one after the other in the order the phase lists them, as separate
+ * posts would at that instant: a simcall is a round trip through SimGrid's maestro (two
+ * context switches and a scheduling round), and an all-to-all over 8 GPUs posts 14 sides
+ * per rank (docs/simgrid.md §7, "Batched posts"). */
 #include <simgrid/kernel/resource/Action.hpp>
 #include <simgrid/kernel/resource/Model.hpp>
 #include <simgrid/s4u/Comm.hpp>
@@ -17,6 +23,7 @@
 #include <simgrid/simix.hpp>
 
 #include <cstdint>
+#include <vector>
 
 extern "C" {
 #include "engine/simgrid/flows.h"
@@ -38,27 +45,64 @@ static res::Action *action_of(const sg4::Comm &c)
 	return nullptr;
 }
 
-extern "C" sg_comm_t sgx_flow_post(sg_mailbox_t mb, bool send, long bytes, int weight, bool *failed)
+/* Starts one side of a flow (the caller is inside a simcall) and, when this start began
+ * the communication and the flow stands for several, gives its network action the weight.
+ * False when the action cannot take it. */
+static bool start_weighted(sg4::Comm &c, int weight)
+{
+	c.start();
+	if (weight <= 1)
+		return true;
+	const void *impl = c.get_impl();
+	res::Action *a = action_of(c);
+	if (a == nullptr)
+		return true; /* not started: the other side's post will start it */
+	if (a->get_sharing_penalty() <= 0 || a->get_activity() != impl)
+		return false; /* a flow still in its latency (never: latencies are zero) */
+	a->set_sharing_penalty(a->get_sharing_penalty() / weight);
+	return true;
+}
+
+static sg4::CommPtr side(const sgx_post &p)
 {
 	static int token; /* SimGrid aborts on NULL payloads */
 	static void *sink;
-	sg4::CommPtr c = send ? mb->put_init(&token, static_cast<uint64_t>(bytes)) : mb->get_init();
-	if (!send)
+	sg4::CommPtr c = p.send ? p.mb->put_init(&token, static_cast<uint64_t>(p.bytes)) : p.mb->get_init();
+	if (!p.send)
 		c->set_dst_data(&sink, sizeof sink);
-	bool ok = simgrid::kernel::actor::simcall_answered([&c, weight] {
-		c->start();
-		if (weight <= 1)
-			return true;
-		const void *impl = c->get_impl();
-		res::Action *a = action_of(*c);
-		if (a == nullptr)
-			return true; /* not started: the other side's post will start it */
-		if (a->get_sharing_penalty() <= 0 || a->get_activity() != impl)
-			return false; /* a flow still in its latency (never: latencies are zero) */
-		a->set_sharing_penalty(a->get_sharing_penalty() / weight);
-		return true;
+	return c;
+}
+
+extern "C" sg_comm_t sgx_flow_post(sg_mailbox_t mb, bool send, long bytes, int weight, bool *failed)
+{
+	sg_comm_t out;
+	sgx_post p = {mb, bytes, weight, send};
+	sgx_flows_post(&p, 1, &out, failed);
+	return out;
+}
+
+extern "C" void sgx_flows_post(const sgx_post *p, int n, sg_comm_t *out, bool *failed)
+{
+	/* the comms are made outside the simcall (no SimGrid state changes), as
+	 * sg_mailbox_put_async does before its start; the starts in one simcall */
+	sg4::CommPtr buf[64];
+	std::vector<sg4::CommPtr> more;
+	sg4::CommPtr *c = buf;
+	if (n > 64) {
+		more.resize(static_cast<size_t>(n));
+		c = more.data();
+	}
+	for (int k = 0; k < n; k++)
+		c[k] = side(p[k]);
+	bool ok = simgrid::kernel::actor::simcall_answered([c, p, n] {
+		bool all = true;
+		for (int k = 0; k < n; k++)
+			all = start_weighted(*c[k], p[k].weight) && all;
+		return all;
 	});
 	if (!ok && failed)
 		*failed = true;
-	return c.detach(); /* the reference sg_comm_wait_all drops, as sg_mailbox_put_async's */
+	for (int k = 0; k < n; k++)
+		out[k] = c[k].detach(); /* the reference sg_comm_wait_all drops, as sg_mailbox_put_async's */
 }
+

@@ -13,4 +13,18 @@
  * *failed when the action cannot take the weight. */
 sg_comm_t sgx_flow_post(sg_mailbox_t mb, bool send, long bytes, int weight, bool *failed);
 
+/* One side of a flow to post: a send of `bytes` or a receive on mailbox mb, standing for
+ * `weight` identical flows. */
+typedef struct sgx_post {
+	sg_mailbox_t mb;
+	long bytes;
+	int weight;
+	bool send;
+} sgx_post;
+
+/* Posts n sides at once, as n calls of sgx_flow_post would one after the other, but in
+ * one simcall (one round trip through SimGrid's maestro instead of n); out receives their
+ * comms, for sg_comm_wait_all. */
+void sgx_flows_post(const sgx_post *p, int n, sg_comm_t *out, bool *failed);
+
 #endif
