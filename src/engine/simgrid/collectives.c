@@ -424,8 +424,14 @@ static void idle(sgx_rank *R, double t)
 }
 
 /* A phase's flows (and their comms) live on the actor's stack up to this many; a larger
- * phase (an all-to-all over a big group) allocates. */
-#define SGX_SMALL_PHASE 64
+ * phase (an all-to-all over more than 16 GPUs, a ring of more than 16 channels) allocates.
+ * Every actor's stack is touched down to its deepest call, so these buffers are paid for
+ * in memory and cache by every stream of every GPU of a whole-cluster run (32 rather than
+ * 64 entries: about one page less per actor, docs/simgrid.md §7 "Batched posts"). */
+#define SGX_SMALL_PHASE 32
+/* Phases up to this many flows are searched for identical ones (§5.5): a ring phase has
+ * at most 2 x 64 (channels <= GPUs per node). */
+#define SGX_MERGE_MAX 128
 
 /* Posts every flow of a phase, each after its latency, and waits for all of them. */
 static void phase(sgx_rank *R, int s, flow *f, int n)
@@ -435,11 +441,11 @@ static void phase(sgx_rank *R, int s, flow *f, int n)
 		return;
 	/* identical flows (same direction, peer and size: ring channels over the same GPU
 	 * pair) become one flow weighted as all of them, exact under max-min sharing
-	 * (docs/simgrid.md §5.5); the others stand for themselves. A ring phase has at most
-	 * 2 x 64 flows (channels <= GPUs per node); a larger phase is an all-to-all over a big
-	 * group, one flow per peer, with nothing to merge (and too many pairs to compare). */
+	 * (docs/simgrid.md §5.5); the others stand for themselves. A larger phase than
+	 * SGX_MERGE_MAX is an all-to-all over a big group, one flow per peer, with nothing to
+	 * merge (and too many pairs to compare). */
 	int merged = 0;
-	bool merge = r->opt.merge_flows && n <= 2 * SGX_SMALL_PHASE;
+	bool merge = r->opt.merge_flows && n <= SGX_MERGE_MAX;
 	for (int k = 0; k < n; k++) {
 		f[k].weight = 1;
 		for (int j = 0; j < k && merge; j++)

@@ -23,7 +23,6 @@
 #include <simgrid/simix.hpp>
 
 #include <cstdint>
-#include <vector>
 
 extern "C" {
 #include "engine/simgrid/flows.h"
@@ -84,25 +83,16 @@ extern "C" sg_comm_t sgx_flow_post(sg_mailbox_t mb, bool send, long bytes, int w
 extern "C" void sgx_flows_post(const sgx_post *p, int n, sg_comm_t *out, bool *failed)
 {
 	/* the comms are made outside the simcall (no SimGrid state changes), as
-	 * sg_mailbox_put_async does before its start; the starts in one simcall */
-	sg4::CommPtr buf[64];
-	std::vector<sg4::CommPtr> more;
-	sg4::CommPtr *c = buf;
-	if (n > 64) {
-		more.resize(static_cast<size_t>(n));
-		c = more.data();
-	}
+	 * sg_mailbox_put_async does before its start, and held by out (the reference
+	 * sg_comm_wait_all drops, as sg_mailbox_put_async's); the starts in one simcall */
 	for (int k = 0; k < n; k++)
-		c[k] = side(p[k]);
-	bool ok = simgrid::kernel::actor::simcall_answered([c, p, n] {
+		out[k] = side(p[k]).detach();
+	bool ok = simgrid::kernel::actor::simcall_answered([out, p, n] {
 		bool all = true;
 		for (int k = 0; k < n; k++)
-			all = start_weighted(*c[k], p[k].weight) && all;
+			all = start_weighted(*out[k], p[k].weight) && all;
 		return all;
 	});
 	if (!ok && failed)
 		*failed = true;
-	for (int k = 0; k < n; k++)
-		out[k] = c[k].detach(); /* the reference sg_comm_wait_all drops, as sg_mailbox_put_async's */
 }
-
