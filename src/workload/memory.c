@@ -129,6 +129,16 @@ static double logits_bytes(const config_model *m, const config_job *job, const w
 	return (kept + 3.0 * FP32) * tv + grad;
 }
 
+/* Of logits_bytes, what stays alive through the whole backward: hf's bf16 logits, which the
+ * hand-written loop holds in the model output until engine.backward returns. Everything
+ * else of the loss (fp32 copy, log-softmax output, gradients, a tile, the head input's
+ * gradient) is freed once autograd has run the loss's and lm_head's backward. */
+static double logits_kept_bytes(const config_model *m, const config_job *job, const workload_layout *l)
+{
+	return job->impl == CONFIG_IMPL_HF && job->tile_logits <= 1 ? BF16 * (double)l->tokens_per_rank * m->vocab
+								    : 0.0;
+}
+
 /* Derived reserve (each default cited; docs/model.md "Reserve"):
  * - CUDA context: 512 MiB. PyTorch's first CUDA call costs 300-800 MB of device memory
  *   depending on CUDA version and GPU (PyTorch forums, discuss.pytorch.org/t/73021 and
@@ -251,8 +261,26 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	} else {
 		out->activations = m->layers * keep + transient;
 	}
-	out->activations += norm_bytes(job->impl, t, m->hidden); /* final norm, lm_head's input */
+	const double final_norm = norm_bytes(job->impl, t, m->hidden); /* lm_head's input */
+	out->activations += final_norm;
 	out->logits = logits_bytes(m, job, l);
+	/* The loss phase and the transient never coexist. Backward runs the loss, lm_head and
+	 * the final norm first (the last layer's output gradient comes only through them), and
+	 * PyTorch's engine frees a node's saved tensors as soon as its backward has run
+	 * (torch/csrc/autograd/engine.cpp, Engine::evaluate_function: `if
+	 * (!graph_task->keep_graph_) fn.release_variables();`, keep_graph_ = retain_graph,
+	 * False in a training step); the loss's intermediate gradients die as their consumer
+	 * runs. The transient comes later, when autograd reaches a layer: torch.utils.checkpoint
+	 * rebuilds a layer inside its backward (CheckpointFunction.backward re-runs
+	 * ctx.run_function; the non-reentrant variant on the first unpack of a saved tensor,
+	 * _checkpoint_hook), Megatron's selective recompute re-runs the core attention in its
+	 * CheckpointFunction.backward, TiledMLP recomputes a tile in its backward (DeepSpeed's
+	 * runtime/sequence_parallel/ulysses_sp.py, TiledMLP.backward). So the peak
+	 * holds the larger of the two groups, and the smaller is counted twice in activations +
+	 * logits: not_concurrent. Megatron's loss likewise (its forward_step returns only the
+	 * loss; vocab-parallel cross entropy's saved softmax goes with its backward node). */
+	const double loss_phase = out->logits - logits_kept_bytes(m, job, l) + final_norm;
+	out->not_concurrent = fmin(loss_phase, transient);
 
 	/* All-to-all: send and receive buffers of the largest (Q/O) exchange. */
 	double a2a = 0;
@@ -298,10 +326,17 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 		}
 	}
 	out->buffers = a2a + zero;
-	out->reserve_of = workload_memory_reserve(p, job, l, out->activations + out->logits + out->buffers);
+	/* The buffers stay summed with both phases: the ZeRO reduce bucket is allocated before
+	 * backward starts and held through it (DeepSpeed's stage_1_and_2.py
+	 * DeepSpeedZeroOptimizer.backward: ipg_buffer = torch.empty(reduce_bucket_size) before
+	 * loss.backward; stage3.py allocates its __ipg_bucket_flat_buffer once, in _setup_for_real_optimizer),
+	 * ZeRO-3 gathers the parameters of whichever module's backward runs, in either phase;
+	 * the all-to-all buffers live while a layer's attention runs, beside the
+	 * transient (an upper bound by their size when the loss phase is the larger). */
+	const double dynamic = out->activations + out->logits + out->buffers - out->not_concurrent;
+	out->reserve_of = workload_memory_reserve(p, job, l, dynamic);
 	out->reserve = out->reserve_of.total;
-	out->peak = out->params + out->grads + out->optimizer + out->activations + out->logits + out->buffers +
-		    out->reserve;
+	out->peak = out->params + out->grads + out->optimizer + dynamic + out->reserve;
 	out->capacity = p->gpu.memory_bytes;
 	out->fits = out->peak <= out->capacity;
 	/* Host memory: every GPU of a node offloads into the node's memory. */
