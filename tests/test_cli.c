@@ -469,6 +469,7 @@ START_TEST(csv_rows_match_the_header)
 	free(o);
 	ck_assert_msg(strstr(header, ",step_time_s,") && strstr(header, ",sp_bytes,") &&
 			      strstr(header, ",gpu_memory_bytes,") && strstr(header, ",mem_peak_bytes,") &&
+			      strstr(header, ",mem_buffers_bytes,mem_not_concurrent_bytes,mem_reserve_bytes,") &&
 			      strstr(header, ",nic_bandwidth_bytes_per_s,") && strstr(header, ",inter_latency_s,"),
 		      "%s", header);
 	ck_assert_msg(!strstr(header, ",mem_peak,") && !strstr(header, ",gpu_memory,"), "%s", header);
