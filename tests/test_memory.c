@@ -504,8 +504,10 @@ START_TEST(offload_optimizer_moves_states_to_the_host)
 	 *     exactly and params, grads, activations, logits and buffers stay as they were;
 	 *   host: master, m, v and the fp32 gradient buffer the CPU step reads, 16 bytes per
 	 *     parameter of the shard: 16·psi/4 = 4·psi per GPU, 16·psi for the node's 4 GPUs.
-	 * ZeRO-3 shards the same 16 bytes over the same 4 ranks: the same host bytes.
-	 * With activation offload too, the host holds both: + 4 checkpoints of 2·t·h. */
+	 * ZeRO-3 shards the same 16 bytes over the same 4 ranks and keeps its bf16 gradient
+	 * partition on the host too (stage3.py: grad_partitions_flat_buffer on self.device, the
+	 * cpu under offload): host 18·psi/4 = 4.5·psi per GPU, the GPU's grads 0.
+	 * With activation offload too, the host holds both: + 2 checkpoints of 2·t·h. */
 	config_model m = tu_model();
 	config_platform p = tu_platform(1, 4, 1);
 	const double psi = config_model_params(&m);
@@ -540,13 +542,19 @@ START_TEST(offload_optimizer_moves_states_to_the_host)
 	j.zero_stage = 3;
 	mem_of(&m, &p, j, &on);
 	ck_assert_close(on.optimizer, 0, 1e-12);
-	ck_assert_close(on.host, 4.0 * psi, 1e-12);
+	ck_assert_close(on.grads, 0, 1e-12);
+	ck_assert_close(on.host, 4.5 * psi, 1e-12);
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_NONE;
+	mem_of(&m, &p, j, &off);
+	ck_assert_close(off.grads, 0.5 * psi, 1e-12); /* on the GPU without offload */
+	ck_assert_close(on.peak, off.peak - 3.0 * psi - 0.5 * psi, 1e-12);
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
 	/* both offloads: t = 8, checkpoints 2·t·h = 1024 bytes per layer, 2 layers */
 	j.recompute = CONFIG_RECOMPUTE_FULL;
 	j.offload_activations = true;
 	mem_of(&m, &p, j, &on);
-	ck_assert_close(on.host_optimizer, 4.0 * psi, 1e-12);
-	ck_assert_close(on.host, 4.0 * psi + 2.0 * 1024, 1e-12);
+	ck_assert_close(on.host_optimizer, 4.5 * psi, 1e-12);
+	ck_assert_close(on.host, 4.5 * psi + 2.0 * 1024, 1e-12);
 }
 END_TEST
 
@@ -675,6 +683,53 @@ START_TEST(loss_and_rebuilt_layer_never_coexist)
 END_TEST
 
 
+START_TEST(zero3_gathers_the_head_weight)
+{
+	/* ZeRO-3 over W = 4 gathers the output layer's weight whole, V·h bf16 = 2·100·64 = 12800
+	 * bytes (tiny model, untied), which the layer submodules' count leaves out.
+	 * deepspeed: gathered for the head's forward, kept to its backward (max_reuse_distance),
+	 *   released after: part of the loss phase. megatron, full recompute, t = 8: loss phase
+	 *   4800 + 2080 + 12800 = 19680 against the rebuilt layer 15552: not_concurrent 15552
+	 *   (6880 without the head), and buffers 12800 more than the layer units and bucket.
+	 * layer (FSDP2): the root group (embedding + output) is not resharded after forward:
+	 *   2·12800 for the whole step, 12800 when tied; not in the loss phase.
+	 * One GPU: nothing gathered. */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	config_job j = tiny_megatron_job();
+	j.zero_stage = 3;
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	workload_memory ds, fsdp, tied;
+	mem_of(&m, &p, j, &ds);
+	ck_assert_close(ds.not_concurrent, 15552, 1e-12);
+	ck_assert_close(ds.peak, ds.params + ds.grads + ds.optimizer + ds.activations + ds.logits + ds.buffers -
+					 ds.not_concurrent,
+			1e-12);
+	j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_LAYER;
+	mem_of(&m, &p, j, &fsdp);
+	ck_assert_close(fsdp.not_concurrent, 6880, 1e-12);
+	m.tied_embeddings = true;
+	mem_of(&m, &p, j, &tied);
+	ck_assert_close(fsdp.buffers - tied.buffers, 12800, 1e-12);
+	/* deepspeed's buffers: the layer units and the bucket plus the head */
+	m.tied_embeddings = false;
+	config_job k = j;
+	k.zero3_prefetch = CONFIG_ZERO3_PREFETCH_DEEPSPEED;
+	config_error err;
+	workload_layout l;
+	ck_assert(workload_check(&m, &p, &k, &err) && workload_layout_make(&m, &k, &l, &err));
+	const double lp = config_model_layer_params(&m);
+	const double rb = k.reduce_bucket_elems < lp ? k.reduce_bucket_elems : lp;
+	ck_assert_close(ds.buffers - 2048,
+			2.0 * workload_zero3_gathered_elems(&m, &k) + workload_grad_comm_bytes(&k, &l) * rb + 12800,
+			1e-12);
+	config_platform one = tu_platform(1, 1, 1);
+	workload_memory single;
+	mem_of(&m, &one, tu_job(CONFIG_STRATEGY_ULYSSES, 1, 1, 1, 32, 3), &single);
+	ck_assert_close(single.buffers, 0, 1e-12);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("memory");
@@ -695,6 +750,7 @@ int main(void)
 	tcase_add_test(tc, offload_optimizer_moves_states_to_the_host);
 	tcase_add_test(tc, offload_optimizer_checks_say_what_to_change);
 	tcase_add_test(tc, loss_and_rebuilt_layer_never_coexist);
+	tcase_add_test(tc, zero3_gathers_the_head_weight);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

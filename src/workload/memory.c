@@ -139,6 +139,36 @@ static double logits_kept_bytes(const config_model *m, const config_job *job, co
 								    : 0.0;
 }
 
+/* ZeRO-3 (W > 1) gathers the output layer's weight whole, V·h bf16, for the head; spsim's
+ * gathered-parameter count (workload_zero3_gathered_elems) covers a layer's submodules only.
+ *   deepspeed: the head's weight is gathered for its forward and stays until its backward,
+ *     which follows at once: PartitionedParameterCoordinator.__params_to_release
+ *     (runtime/zero/partitioned_param_coordinator.py) keeps every parameter the trace uses
+ *     again within max_reuse_distance (1e9 elements by default) and releases the rest;
+ *     after the head's backward its next use is the next step. Alive in the loss phase only.
+ *   layer (PyTorch FSDP2, torchtitan's fully_shard of the root over the embedding, final norm
+ *     and output): the root group is not resharded after forward ("For the root, do not
+ *     reshard after forward", torch/distributed/fsdp/_fully_shard/_fsdp_state.py
+ *     FSDPState._lazy_init: post_forward_mesh_info = None), so embedding and output stay
+ *     gathered from the forward's start to the end of backward: whole step, V·h each (once
+ *     when tied). */
+typedef struct head_gathered {
+	double loss_phase, whole_step;
+} head_gathered;
+
+static head_gathered zero3_head_gathered(const config_model *m, const config_job *job, const workload_layout *l)
+{
+	head_gathered g = {0, 0};
+	if (job->zero_stage != 3 || l->world <= 1)
+		return g;
+	const double vh = BF16 * m->vocab * m->hidden;
+	if (job->zero3_prefetch == CONFIG_ZERO3_PREFETCH_LAYER)
+		g.whole_step = m->tied_embeddings ? vh : 2.0 * vh;
+	else
+		g.loss_phase = vh;
+	return g;
+}
+
 /* Derived reserve (each default cited; docs/model.md "Reserve"):
  * - CUDA context: 512 MiB. PyTorch's first CUDA call costs 300-800 MB of device memory
  *   depending on CUDA version and GPU (PyTorch forums, discuss.pytorch.org/t/73021 and
@@ -220,6 +250,17 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	if (job->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU) {
 		out->host_optimizer = (12.0 + FP32) * psi / W;
 		out->optimizer = 0;
+		/* ZeRO-3 keeps the bf16 gradient partition on the optimizer's device, the host when
+		 * offloading: stage3.py DeepSpeedZeroOptimizer_Stage3.__init__ sets self.device to
+		 * cpu under offload_optimizer, and _setup_for_real_optimizer allocates
+		 * grad_partitions_flat_buffer (sum of partition_numel, gradient_accumulation_dtype,
+		 * the model's bf16 under ZeRO) on self.device, pinned; partition_grads copies each
+		 * reduce-scattered partition into it and drops the GPU copy. The GPU keeps no
+		 * gradient shard: 2 bytes per parameter of the shard move to the host. */
+		if (Z == 3) {
+			out->host_optimizer += out->grads;
+			out->grads = 0;
+		}
 	}
 
 	const double t = (double)l->tokens_per_rank;
@@ -279,7 +320,8 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	 * holds the larger of the two groups, and the smaller is counted twice in activations +
 	 * logits: not_concurrent. Megatron's loss likewise (its forward_step returns only the
 	 * loss; vocab-parallel cross entropy's saved softmax goes with its backward node). */
-	const double loss_phase = out->logits - logits_kept_bytes(m, job, l) + final_norm;
+	const head_gathered head = zero3_head_gathered(m, job, l);
+	const double loss_phase = out->logits - logits_kept_bytes(m, job, l) + final_norm + head.loss_phase;
 	out->not_concurrent = fmin(loss_phase, transient);
 
 	/* All-to-all: send and receive buffers of the largest (Q/O) exchange. */
@@ -320,7 +362,8 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 			 * current submodule and its prefetch window: workload_zero3_gathered_elems),
 			 * plus the reduce-scatter bucket. */
 			double lp = config_model_layer_params(m);
-			zero = BF16 * workload_zero3_gathered_elems(m, job) + gb * (rb < lp ? rb : lp);
+			zero = BF16 * workload_zero3_gathered_elems(m, job) + gb * (rb < lp ? rb : lp) + head.loss_phase +
+			       head.whole_step;
 		} else {
 			zero = gb * rb + (Z >= 1 ? BF16 * ab : 0.0);
 		}
