@@ -208,8 +208,9 @@ typedef struct workload_memory {
 	 * they fit; fits includes host_fits. 0 and true without offload. */
 	double host, host_node, host_capacity;
 	/* Optimizer offload (--offload-optimizer cpu): of host, the bytes of this GPU's shard
-	 * of fp32 master weights, Adam m and v and the fp32 gradient (16 per parameter); the
-	 * GPU's optimizer is then 0. */
+	 * of fp32 master weights, Adam m and v and the fp32 gradient (16 per parameter; 18 with
+	 * ZeRO-3, whose bf16 gradient partition lives on the host too); the GPU's optimizer
+	 * (and with ZeRO-3 its grads) is then 0. */
 	double host_optimizer;
 	bool host_fits;
 	bool fits;
