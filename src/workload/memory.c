@@ -360,10 +360,10 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 		if (Z == 3) {
 			/* Gathered parameters (the current and the prefetched layer, or DeepSpeed's
 			 * current submodule and its prefetch window: workload_zero3_gathered_elems),
-			 * plus the reduce-scatter bucket. */
+			 * plus the reduce-scatter bucket and the head's gathered weight. */
 			double lp = config_model_layer_params(m);
-			zero = BF16 * workload_zero3_gathered_elems(m, job) + gb * (rb < lp ? rb : lp) + head.loss_phase +
-			       head.whole_step;
+			zero = BF16 * workload_zero3_gathered_elems(m, job) + gb * (rb < lp ? rb : lp);
+			zero += head.loss_phase + head.whole_step;
 		} else {
 			zero = gb * rb + (Z >= 1 ? BF16 * ab : 0.0);
 		}
@@ -372,8 +372,9 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	/* The buffers stay summed with both phases: the ZeRO reduce bucket is allocated before
 	 * backward starts and held through it (DeepSpeed's stage_1_and_2.py
 	 * DeepSpeedZeroOptimizer.backward: ipg_buffer = torch.empty(reduce_bucket_size) before
-	 * loss.backward; stage3.py allocates its __ipg_bucket_flat_buffer once, in _setup_for_real_optimizer),
-	 * ZeRO-3 gathers the parameters of whichever module's backward runs, in either phase;
+	 * loss.backward; stage3.py allocates its reduce bucket once, in _setup_for_real_optimizer),
+	 * ZeRO-3 gathers the parameters of whichever module's backward runs, in either phase
+	 * (the head's weight, loss phase only, is in loss_phase above: zero3_head_gathered);
 	 * the all-to-all buffers live while a layer's attention runs, beside the
 	 * transient (an upper bound by their size when the loss phase is the larger). */
 	const double dynamic = out->activations + out->logits + out->buffers - out->not_concurrent;
