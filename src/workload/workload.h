@@ -194,10 +194,11 @@ typedef struct workload_memory {
 	double activations;               /* saved for backward, all layers */
 	double logits;                    /* logits and the loss's fp32 tensors at their peak */
 	double buffers;                   /* all-to-all + ZeRO communication buffers */
-	/* Of activations and logits, the bytes never alive together: the smaller of what the
-	 * loss phase frees before backward reaches the last layer (the logits and loss tensors
-	 * no loop keeps, the final norm's) and one layer's backward transient (the rebuilt
-	 * layer, the re-run attention, an MLP tile). peak = the other fields summed minus this. */
+	/* Of activations, logits and buffers, the bytes never alive together: the smaller of
+	 * what the loss phase frees before backward reaches the last layer (the logits and loss
+	 * tensors no loop keeps, the final norm's, ZeRO-3's gathered head weight) and one
+	 * layer's backward transient (the rebuilt layer, the re-run attention, an MLP tile).
+	 * peak = the other fields summed minus this. */
 	double not_concurrent;
 	double reserve;                   /* CUDA context, cuBLAS, NCCL, fragmentation: reserve_of.total */
 	workload_reserve reserve_of;
