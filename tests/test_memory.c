@@ -728,6 +728,31 @@ START_TEST(zero3_gathers_the_head_weight)
 }
 END_TEST
 
+START_TEST(zero12_overlap_doubles_the_reduce_bucket)
+{
+	/* ZeRO-1/2 with overlap_comm hold two reduce buckets (DeepSpeed's ipg_buffer buf_0 and
+	 * buf_1): tiny model, W = 4, the bucket capped at psi elements in the gradient
+	 * communication precision, 4 bytes (fp32 with SP > 1): overlap adds 4·psi to the
+	 * buffers and the peak (no recompute: no fragmentation share, no not_concurrent).
+	 * ZeRO-0 and ZeRO-3 keep one. */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	const double psi = config_model_params(&m);
+	for (int z = 0; z <= 3; z++) {
+		config_job j = tiny_megatron_job();
+		j.zero_stage = z;
+		j.zero_overlap = 0;
+		workload_memory off, on;
+		mem_of(&m, &p, j, &off);
+		j.zero_overlap = 1;
+		mem_of(&m, &p, j, &on);
+		const double more = z == 1 || z == 2 ? 4.0 * psi : 0.0;
+		ck_assert_close(on.buffers - off.buffers, more, 1e-9);
+		ck_assert_close(on.peak - off.peak, more, 1e-9);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("memory");
@@ -749,6 +774,7 @@ int main(void)
 	tcase_add_test(tc, offload_optimizer_checks_say_what_to_change);
 	tcase_add_test(tc, loss_and_rebuilt_layer_never_coexist);
 	tcase_add_test(tc, zero3_gathers_the_head_weight);
+	tcase_add_test(tc, zero12_overlap_doubles_the_reduce_bucket);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -365,7 +365,12 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 			zero = BF16 * workload_zero3_gathered_elems(m, job) + gb * (rb < lp ? rb : lp);
 			zero += head.loss_phase + head.whole_step;
 		} else {
-			zero = gb * rb + (Z >= 1 ? BF16 * ab : 0.0);
+			/* Stages 1-2 with overlap_comm double the reduce bucket: DeepSpeed's
+			 * stage_1_and_2.py DeepSpeedZeroOptimizer.backward allocates ipg_buffer buf_0
+			 * and, "if self.overlap_comm", buf_1 of reduce_bucket_size each ("Use double
+			 * buffers to avoid data access conflict when overlap_comm is enabled"). */
+			const double buckets = Z >= 1 && config_job_zero_overlap(job) ? 2.0 : 1.0;
+			zero = buckets * gb * rb + (Z >= 1 ? BF16 * ab : 0.0);
 		}
 	}
 	out->buffers = a2a + zero;
