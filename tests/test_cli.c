@@ -356,8 +356,11 @@ END_TEST
 
 START_TEST(run_json_has_the_documented_keys)
 {
+	/* full recompute: the rebuilt layer and the loss's tensors never coexist, so
+	 * memory_bytes.not_concurrent is positive and the breakdown sums to the peak only
+	 * with it subtracted */
 	cli_out *o = spsim("run", REF, "--seq-len", "16K", "--micro-batch", "2", "--strategy", "basp", "--zero", "3",
-			   "--format", "json", NULL);
+			   "--recompute", "full", "--format", "json", NULL);
 	expect(o, 0, NULL);
 	json_error_t je;
 	json_t *j = json_loads(o->out, 0, &je);
@@ -388,7 +391,9 @@ START_TEST(run_json_has_the_documented_keys)
 	sum += json_number_value(json_object_get(m, "logits"));
 	ck_assert(json_number_value(json_object_get(m, "reserve")) > 0); /* derived by default */
 	sum += json_number_value(json_object_get(m, "reserve"));
-	ck_assert_close(sum, json_number_value(json_object_get(m, "peak")), 1e-9);
+	double nc = json_number_value(json_object_get(m, "not_concurrent"));
+	ck_assert(nc > 0 && nc < json_number_value(json_object_get(m, "logits")));
+	ck_assert_close(sum - nc, json_number_value(json_object_get(m, "peak")), 1e-9);
 	ck_assert_str_eq(json_string_value(json_object_get(job, "impl")), "hf");
 	ck_assert_str_eq(json_string_value(json_object_get(job, "zero3_prefetch")), "deepspeed");
 	/* wire bytes beside the buffers: BASP K = 4 stays in a node; ZeRO-3's world rings
@@ -464,6 +469,7 @@ START_TEST(csv_rows_match_the_header)
 	free(o);
 	ck_assert_msg(strstr(header, ",step_time_s,") && strstr(header, ",sp_bytes,") &&
 			      strstr(header, ",gpu_memory_bytes,") && strstr(header, ",mem_peak_bytes,") &&
+			      strstr(header, ",mem_buffers_bytes,mem_not_concurrent_bytes,mem_reserve_bytes,") &&
 			      strstr(header, ",nic_bandwidth_bytes_per_s,") && strstr(header, ",inter_latency_s,"),
 		      "%s", header);
 	ck_assert_msg(!strstr(header, ",mem_peak,") && !strstr(header, ",gpu_memory,"), "%s", header);
@@ -1681,6 +1687,12 @@ START_TEST(memory_technique_flags)
 	o = spsim("run", REF, "--seq-len", "16K", "--recompute", "selective", NULL);
 	expect(o, 0, NULL);
 	ck_assert_msg(strstr(o->out, "recompute selective"), "%s", o->out);
+	/* the re-run attention and the loss's tensors never coexist: the memory lines say so */
+	ck_assert_msg(strstr(o->out, "  not concurrent -"), "%s", o->out);
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(!strstr(o->out, "not concurrent"), "%s", o->out); /* no transient, nothing apart */
 	free(o);
 }
 END_TEST

@@ -13,6 +13,17 @@ static void mem_of(const config_model *m, const config_platform *p, config_job j
 	workload_memory_compute(m, p, &j, &l, out);
 }
 
+/* The hand-derived jobs below: Ulysses N = 4, B = 1, S = 32 (t = 8), ZeRO-0, megatron, no
+ * reserve (reserve_* tests cover it). */
+static config_job tiny_megatron_job(void)
+{
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 0);
+	j.memory_reserve_set = true;
+	j.memory_reserve = 0;
+	j.impl = CONFIG_IMPL_MEGATRON;
+	return j;
+}
+
 START_TEST(model_states_by_zero_stage)
 {
 	/* bytes per parameter: 2 weights + 2 grads + 12 optimizer (fp32 master, m, v);
@@ -53,10 +64,7 @@ START_TEST(activations_match_hand_derivation)
 	config_platform p = tu_platform(1, 4, 1);
 	double psi = config_model_params(&m);
 	workload_memory mem;
-	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 0);
-	j.memory_reserve_set = true;
-	j.memory_reserve = 0;
-	j.impl = CONFIG_IMPL_MEGATRON;
+	config_job j = tiny_megatron_job();
 	mem_of(&m, &p, j, &mem);
 	ck_assert_close(mem.activations, 33184, 1e-12);
 	ck_assert_close(mem.logits, 4800, 1e-12);
@@ -274,7 +282,15 @@ START_TEST(max_seq_is_the_fitting_boundary)
 	ck_assert_int_ge(workload_max_seq(&m, &p, &j, 64), best);
 	p.gpu.memory_bytes = 64e6;
 	j.recompute = CONFIG_RECOMPUTE_FULL;
-	ck_assert_int_ge(workload_max_seq(&m, &p, &j, 64), best);
+	long full = workload_max_seq(&m, &p, &j, 64);
+	ck_assert_int_ge(full, best);
+	/* max-seq's boundary is the peak with the loss phase and the rebuilt layer apart: at the
+	 * longest fitting sequence the fields summed without subtracting not_concurrent would
+	 * already exceed the capacity */
+	j.seq_len = full;
+	mem_of(&m, &p, j, &mem);
+	ck_assert(mem.fits);
+	ck_assert(mem.peak + mem.not_concurrent > mem.capacity);
 	/* nothing fits when model states alone exceed memory */
 	p.gpu.memory_bytes = 1e3;
 	ck_assert_int_eq(workload_max_seq(&m, &p, &j, 64), 0);
@@ -295,10 +311,7 @@ START_TEST(selective_recompute_by_hand)
 	config_model m = tu_model();
 	config_platform p = tu_platform(1, 4, 1);
 	workload_memory mem;
-	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 0);
-	j.memory_reserve_set = true;
-	j.memory_reserve = 0;
-	j.impl = CONFIG_IMPL_MEGATRON;
+	config_job j = tiny_megatron_job();
 	j.recompute = CONFIG_RECOMPUTE_SELECTIVE;
 	mem_of(&m, &p, j, &mem);
 	ck_assert_close(mem.activations, 32032, 1e-12);
@@ -333,10 +346,7 @@ START_TEST(tiling_memory_ratio)
 	config_model m = tu_model();
 	config_platform p = tu_platform(1, 4, 1);
 	workload_memory mem, base;
-	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 0);
-	j.memory_reserve_set = true;
-	j.memory_reserve = 0;
-	j.impl = CONFIG_IMPL_MEGATRON;
+	config_job j = tiny_megatron_job();
 	j.tile_mlp = 4;
 	mem_of(&m, &p, j, &mem);
 	ck_assert_close(mem.activations, 22432, 1e-12);
@@ -494,8 +504,10 @@ START_TEST(offload_optimizer_moves_states_to_the_host)
 	 *     exactly and params, grads, activations, logits and buffers stay as they were;
 	 *   host: master, m, v and the fp32 gradient buffer the CPU step reads, 16 bytes per
 	 *     parameter of the shard: 16·psi/4 = 4·psi per GPU, 16·psi for the node's 4 GPUs.
-	 * ZeRO-3 shards the same 16 bytes over the same 4 ranks: the same host bytes.
-	 * With activation offload too, the host holds both: + 4 checkpoints of 2·t·h. */
+	 * ZeRO-3 shards the same 16 bytes over the same 4 ranks and keeps its bf16 gradient
+	 * partition on the host too (stage3.py: grad_partitions_flat_buffer on self.device, the
+	 * cpu under offload): host 18·psi/4 = 4.5·psi per GPU, the GPU's grads 0.
+	 * With activation offload too, the host holds both: + 2 checkpoints of 2·t·h. */
 	config_model m = tu_model();
 	config_platform p = tu_platform(1, 4, 1);
 	const double psi = config_model_params(&m);
@@ -530,13 +542,19 @@ START_TEST(offload_optimizer_moves_states_to_the_host)
 	j.zero_stage = 3;
 	mem_of(&m, &p, j, &on);
 	ck_assert_close(on.optimizer, 0, 1e-12);
-	ck_assert_close(on.host, 4.0 * psi, 1e-12);
+	ck_assert_close(on.grads, 0, 1e-12);
+	ck_assert_close(on.host, 4.5 * psi, 1e-12);
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_NONE;
+	mem_of(&m, &p, j, &off);
+	ck_assert_close(off.grads, 0.5 * psi, 1e-12); /* on the GPU without offload */
+	ck_assert_close(on.peak, off.peak - 3.0 * psi - 0.5 * psi, 1e-12);
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
 	/* both offloads: t = 8, checkpoints 2·t·h = 1024 bytes per layer, 2 layers */
 	j.recompute = CONFIG_RECOMPUTE_FULL;
 	j.offload_activations = true;
 	mem_of(&m, &p, j, &on);
-	ck_assert_close(on.host_optimizer, 4.0 * psi, 1e-12);
-	ck_assert_close(on.host, 4.0 * psi + 2.0 * 1024, 1e-12);
+	ck_assert_close(on.host_optimizer, 4.5 * psi, 1e-12);
+	ck_assert_close(on.host, 4.5 * psi + 2.0 * 1024, 1e-12);
 }
 END_TEST
 
@@ -570,6 +588,171 @@ START_TEST(offload_optimizer_checks_say_what_to_change)
 }
 END_TEST
 
+START_TEST(loss_and_rebuilt_layer_never_coexist)
+{
+	/* Backward runs the loss, lm_head and the final norm before any layer, and autograd
+	 * frees each node's saved tensors once its backward ran; the transient (a rebuilt
+	 * layer, the re-run attention) exists only later. not_concurrent is the smaller of
+	 * loss phase = logits - what the loop keeps + final norm, and transient.
+	 * Ulysses N = 4, B = 1, S = 32 on the tiny model (t = 8; totals from
+	 * activations_match_hand_derivation and selective_recompute_by_hand), reserve 0,
+	 * buffers 2048 + 4·psi (a2a + ZeRO-0 fp32 bucket), model states 16·psi.
+	 * 1) logits > transient, megatron, selective recompute: transient = core = 1152,
+	 *    loss phase 4800 + 2080 = 6880: not_concurrent 1152;
+	 *    peak = 16·psi + 32032 + 4800 + 2048 + 4·psi - 1152 = 20·psi + 37728
+	 *    (= 2 layers·(15552 - 1152) + final norm 2080 + logits 4800 + 2048 + 20·psi).
+	 * 2) transient > logits, megatron, full recompute: transient = the rebuilt layer 15552,
+	 *    loss phase 6880: not_concurrent 6880;
+	 *    peak = 16·psi + 19680 + 4800 + 2048 + 4·psi - 6880 = 20·psi + 19648
+	 *    (= inputs 2·1024 + rebuilt layer 15552 + a2a 2048 + 20·psi).
+	 * 3) hf, full recompute: the loop keeps the bf16 logits 2·t·V = 1600 through backward;
+	 *    loss phase 11200 - 1600 + 4128 = 13728 < transient 21696: not_concurrent 13728;
+	 *    peak = 20·psi + 27872 + 11200 + 2048 - 13728 = 20·psi + 27392
+	 *    (= 2048 + 21696 + 1600 + 2048). hf-trainer: logits 9600, loss phase 9600 + 4128
+	 *    = 13728 again, peak 20·psi + 25792: 1600 below hf, the kept logits.
+	 * 4) no recompute, no tiles: no transient, not_concurrent 0; hf-trainer's peak
+	 *    20·psi + 47520 + 9600 + 2048. */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	double psi = config_model_params(&m);
+	workload_memory mem;
+	const struct {
+		config_impl impl;
+		config_recompute rc;
+		double activations, logits, not_concurrent, peak_less_states; /* peak - 20·psi */
+	} cases[] = {
+		{CONFIG_IMPL_MEGATRON, CONFIG_RECOMPUTE_SELECTIVE, 32032, 4800, 1152, 37728},
+		{CONFIG_IMPL_MEGATRON, CONFIG_RECOMPUTE_FULL, 19680, 4800, 6880, 19648},
+		{CONFIG_IMPL_HF, CONFIG_RECOMPUTE_FULL, 27872, 11200, 13728, 27392},
+		{CONFIG_IMPL_HF_TRAINER, CONFIG_RECOMPUTE_FULL, 27872, 9600, 13728, 25792},
+		{CONFIG_IMPL_HF_TRAINER, CONFIG_RECOMPUTE_NONE, 47520, 9600, 0, 47520 + 9600 + 2048},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		config_job j = tiny_megatron_job();
+		j.impl = cases[i].impl;
+		j.recompute = cases[i].rc;
+		mem_of(&m, &p, j, &mem);
+		ck_assert_close(mem.activations, cases[i].activations, 1e-12);
+		ck_assert_close(mem.logits, cases[i].logits, 1e-12);
+		ck_assert_close(mem.not_concurrent, cases[i].not_concurrent, 1e-12);
+		ck_assert_close(mem.peak, 20 * psi + cases[i].peak_less_states, 1e-12);
+	}
+
+	/* The fragmentation share is of the peak's dynamic memory (ZeRO-3, full recompute):
+	 * 0.15·(activations + logits + buffers - not_concurrent). */
+	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 3);
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	mem_of(&m, &p, j, &mem);
+	ck_assert(mem.not_concurrent > 0);
+	ck_assert_close(mem.reserve_of.fragmentation,
+			0.15 * (mem.activations + mem.logits + mem.buffers - mem.not_concurrent), 1e-12);
+
+	/* Invariant over implementations, recompute, tiles, offload and ZeRO stages: the fields
+	 * sum to the peak, and not_concurrent is never more than either of the two phases it
+	 * stands for (below the activations, and below the logits plus the activations). */
+	const config_impl impls[] = {CONFIG_IMPL_HF, CONFIG_IMPL_HF_TRAINER, CONFIG_IMPL_MEGATRON};
+	const config_recompute rcs[] = {CONFIG_RECOMPUTE_NONE, CONFIG_RECOMPUTE_SELECTIVE, CONFIG_RECOMPUTE_FULL};
+	p.host.bandwidth = 10e9;
+	p.host.latency = 1e-6;
+	p.host.memory = 1e12;
+	p.host.memory_bandwidth = 100e9;
+	for (int i = 0; i < 3; i++)
+		for (int r = 0; r < 3; r++)
+			for (int tiles = 1; tiles <= 4; tiles *= 4)
+				for (int z = 0; z <= 3; z++)
+					for (int off = 0; off <= (r == 2); off++) {
+						config_job k = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 64, z);
+						k.impl = impls[i];
+						k.recompute = rcs[r];
+						k.tile_mlp = k.tile_logits = tiles;
+						k.offload_activations = off;
+						mem_of(&m, &p, k, &mem);
+						double sum = mem.params + mem.grads + mem.optimizer + mem.activations +
+							     mem.logits + mem.buffers + mem.reserve;
+						ck_assert_close(mem.peak, sum - mem.not_concurrent, 1e-12);
+						ck_assert(mem.not_concurrent >= 0);
+						ck_assert(mem.not_concurrent < mem.activations);
+						if (rcs[r] == CONFIG_RECOMPUTE_NONE && tiles == 1)
+							ck_assert(mem.not_concurrent == 0);
+						else
+							ck_assert(mem.not_concurrent > 0);
+					}
+}
+END_TEST
+
+
+START_TEST(zero3_gathers_the_head_weight)
+{
+	/* ZeRO-3 over W = 4 gathers the output layer's weight whole, V·h bf16 = 2·100·64 = 12800
+	 * bytes (tiny model, untied), which the layer submodules' count leaves out.
+	 * deepspeed: gathered for the head's forward, kept to its backward (max_reuse_distance),
+	 *   released after: part of the loss phase. megatron, full recompute, t = 8: loss phase
+	 *   4800 + 2080 + 12800 = 19680 against the rebuilt layer 15552: not_concurrent 15552
+	 *   (6880 without the head), and buffers 12800 more than the layer units and bucket.
+	 * layer (FSDP2): the root group (embedding + output) is not resharded after forward:
+	 *   2·12800 for the whole step, 12800 when tied; not in the loss phase.
+	 * One GPU: nothing gathered. */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	config_job j = tiny_megatron_job();
+	j.zero_stage = 3;
+	j.recompute = CONFIG_RECOMPUTE_FULL;
+	workload_memory ds, fsdp, tied;
+	mem_of(&m, &p, j, &ds);
+	ck_assert_close(ds.not_concurrent, 15552, 1e-12);
+	ck_assert_close(ds.peak, ds.params + ds.grads + ds.optimizer + ds.activations + ds.logits + ds.buffers -
+					 ds.not_concurrent,
+			1e-12);
+	j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_LAYER;
+	mem_of(&m, &p, j, &fsdp);
+	ck_assert_close(fsdp.not_concurrent, 6880, 1e-12);
+	m.tied_embeddings = true;
+	mem_of(&m, &p, j, &tied);
+	ck_assert_close(fsdp.buffers - tied.buffers, 12800, 1e-12);
+	/* deepspeed's buffers: the layer units and the bucket plus the head */
+	m.tied_embeddings = false;
+	config_job k = j;
+	k.zero3_prefetch = CONFIG_ZERO3_PREFETCH_DEEPSPEED;
+	config_error err;
+	workload_layout l;
+	ck_assert(workload_check(&m, &p, &k, &err) && workload_layout_make(&m, &k, &l, &err));
+	const double lp = config_model_layer_params(&m);
+	const double rb = k.reduce_bucket_elems < lp ? k.reduce_bucket_elems : lp;
+	ck_assert_close(ds.buffers - 2048,
+			2.0 * workload_zero3_gathered_elems(&m, &k) + workload_grad_comm_bytes(&k, &l) * rb + 12800,
+			1e-12);
+	config_platform one = tu_platform(1, 1, 1);
+	workload_memory single;
+	mem_of(&m, &one, tu_job(CONFIG_STRATEGY_ULYSSES, 1, 1, 1, 32, 3), &single);
+	ck_assert_close(single.buffers, 0, 1e-12);
+}
+END_TEST
+
+START_TEST(zero12_overlap_doubles_the_reduce_bucket)
+{
+	/* ZeRO-1/2 with overlap_comm hold two reduce buckets (DeepSpeed's ipg_buffer buf_0 and
+	 * buf_1): tiny model, W = 4, the bucket capped at psi elements in the gradient
+	 * communication precision, 4 bytes (fp32 with SP > 1): overlap adds 4·psi to the
+	 * buffers and the peak (no recompute: no fragmentation share, no not_concurrent).
+	 * ZeRO-0 and ZeRO-3 keep one. */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	const double psi = config_model_params(&m);
+	for (int z = 0; z <= 3; z++) {
+		config_job j = tiny_megatron_job();
+		j.zero_stage = z;
+		j.zero_overlap = 0;
+		workload_memory off, on;
+		mem_of(&m, &p, j, &off);
+		j.zero_overlap = 1;
+		mem_of(&m, &p, j, &on);
+		const double more = z == 1 || z == 2 ? 4.0 * psi : 0.0;
+		ck_assert_close(on.buffers - off.buffers, more, 1e-9);
+		ck_assert_close(on.peak - off.peak, more, 1e-9);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("memory");
@@ -589,6 +772,9 @@ int main(void)
 	tcase_add_test(tc, techniques_lengthen_max_seq);
 	tcase_add_test(tc, offload_optimizer_moves_states_to_the_host);
 	tcase_add_test(tc, offload_optimizer_checks_say_what_to_change);
+	tcase_add_test(tc, loss_and_rebuilt_layer_never_coexist);
+	tcase_add_test(tc, zero3_gathers_the_head_weight);
+	tcase_add_test(tc, zero12_overlap_doubles_the_reduce_bucket);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -20,7 +20,7 @@ const char *const plan_row_columns[] = {
 	/* bytes per GPU per step */
 	"sp_bytes", "sp_bytes_off_gpu", "zero_bytes",
 	/* memory per GPU, bytes */
-	"mem_params", "mem_grads", "mem_optimizer", "mem_activations", "mem_logits", "mem_buffers", "mem_reserve",
+	"mem_params", "mem_grads", "mem_optimizer", "mem_activations", "mem_logits", "mem_buffers", "mem_not_concurrent", "mem_reserve",
 	"mem_peak", "mem_capacity", "fits",
 	/* outcome */
 	"tokens_per_s", "mfu", "hfu", "wall_s", NULL,
@@ -40,7 +40,7 @@ const char *const plan_row_csv_columns[] = {
 	"sp_comm_exposed_s", "zero_comm_s", "zero_comm_exposed_s",
 	"sp_bytes", "sp_bytes_off_gpu", "zero_bytes",
 	"mem_params_bytes", "mem_grads_bytes", "mem_optimizer_bytes", "mem_activations_bytes", "mem_logits_bytes",
-	"mem_buffers_bytes", "mem_reserve_bytes", "mem_peak_bytes", "mem_capacity_bytes", "fits",
+	"mem_buffers_bytes", "mem_not_concurrent_bytes", "mem_reserve_bytes", "mem_peak_bytes", "mem_capacity_bytes", "fits",
 	"tokens_per_s", "mfu", "hfu", "wall_s", NULL,
 };
 _Static_assert(sizeof plan_row_csv_columns == sizeof plan_row_columns, "one CSV name per row key");
@@ -120,6 +120,7 @@ static void set_memory(json_t *row, const workload_memory *m)
 	set_r(row, "mem_activations", m->activations);
 	set_r(row, "mem_logits", m->logits);
 	set_r(row, "mem_buffers", m->buffers);
+	set_r(row, "mem_not_concurrent", m->not_concurrent);
 	set_r(row, "mem_reserve", m->reserve);
 	set_r(row, "mem_peak", m->peak);
 	set_r(row, "mem_capacity", m->capacity);

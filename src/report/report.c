@@ -124,10 +124,10 @@ json_t *report_run_json(const report_run *r)
 				      "sp_wire_off_node", v.sp_wire_off_node, "zero_wire_off_gpu", v.zero_wire_off_gpu,
 				      "zero_wire_off_node", v.zero_wire_off_node));
 	json_object_set_new(o, "memory_bytes",
-			    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "params", m->params, "grads",
+			    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "params", m->params, "grads",
 				      m->grads, "optimizer", m->optimizer, "activations", m->activations, "logits",
-				      m->logits, "buffers", m->buffers, "reserve", m->reserve, "peak", m->peak, "capacity",
-				      m->capacity));
+				      m->logits, "buffers", m->buffers, "not_concurrent", m->not_concurrent, "reserve",
+				      m->reserve, "peak", m->peak, "capacity", m->capacity));
 	json_object_set_new(o, "memory_reserve",
 			    json_pack("{s:b, s:f, s:f, s:f, s:f}", "declared", m->reserve_of.declared, "cuda_context",
 				      m->reserve_of.context, "cublas_workspace", m->reserve_of.cublas, "nccl_buffers",
@@ -295,6 +295,9 @@ void report_run_table(FILE *f, const report_run *r)
 	fprintf(f, "  activations %s, logits %s, buffers %s (impl %s)\n", report_bytes(m->activations, a, sizeof a),
 		report_bytes(m->logits, b2, sizeof b2), report_bytes(m->buffers, c, sizeof c),
 		config_impl_names[r->job->impl]);
+	if (m->not_concurrent > 0)
+		fprintf(f, "  not concurrent -%s (the loss phase, freed before a layer recomputes in backward)\n",
+			report_bytes(m->not_concurrent, a, sizeof a));
 	if (m->reserve_of.declared) {
 		fprintf(f, "  reserve %s (declared)\n", report_bytes(m->reserve, a, sizeof a));
 	} else {

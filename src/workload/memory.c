@@ -129,6 +129,46 @@ static double logits_bytes(const config_model *m, const config_job *job, const w
 	return (kept + 3.0 * FP32) * tv + grad;
 }
 
+/* Of logits_bytes, what stays alive through the whole backward: hf's bf16 logits, which the
+ * hand-written loop holds in the model output until engine.backward returns. Everything
+ * else of the loss (fp32 copy, log-softmax output, gradients, a tile, the head input's
+ * gradient) is freed once autograd has run the loss's and lm_head's backward. */
+static double logits_kept_bytes(const config_model *m, const config_job *job, const workload_layout *l)
+{
+	return job->impl == CONFIG_IMPL_HF && job->tile_logits <= 1 ? BF16 * (double)l->tokens_per_rank * m->vocab
+								    : 0.0;
+}
+
+/* ZeRO-3 (W > 1) gathers the output layer's weight whole, V·h bf16, for the head; spsim's
+ * gathered-parameter count (workload_zero3_gathered_elems) covers a layer's submodules only.
+ *   deepspeed: the head's weight is gathered for its forward and stays until its backward,
+ *     which follows at once: PartitionedParameterCoordinator.__params_to_release
+ *     (runtime/zero/partitioned_param_coordinator.py) keeps every parameter the trace uses
+ *     again within max_reuse_distance (1e9 elements by default) and releases the rest;
+ *     after the head's backward its next use is the next step. Alive in the loss phase only.
+ *   layer (PyTorch FSDP2, torchtitan's fully_shard of the root over the embedding, final norm
+ *     and output): the root group is not resharded after forward ("For the root, do not
+ *     reshard after forward", torch/distributed/fsdp/_fully_shard/_fsdp_state.py
+ *     FSDPState._lazy_init: post_forward_mesh_info = None), so embedding and output stay
+ *     gathered from the forward's start to the end of backward: whole step, V·h each (once
+ *     when tied). */
+typedef struct head_gathered {
+	double loss_phase, whole_step;
+} head_gathered;
+
+static head_gathered zero3_head_gathered(const config_model *m, const config_job *job, const workload_layout *l)
+{
+	head_gathered g = {0, 0};
+	if (job->zero_stage != 3 || l->world <= 1)
+		return g;
+	const double vh = BF16 * m->vocab * m->hidden;
+	if (job->zero3_prefetch == CONFIG_ZERO3_PREFETCH_LAYER)
+		g.whole_step = m->tied_embeddings ? vh : 2.0 * vh;
+	else
+		g.loss_phase = vh;
+	return g;
+}
+
 /* Derived reserve (each default cited; docs/model.md "Reserve"):
  * - CUDA context: 512 MiB. PyTorch's first CUDA call costs 300-800 MB of device memory
  *   depending on CUDA version and GPU (PyTorch forums, discuss.pytorch.org/t/73021 and
@@ -210,6 +250,17 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	if (job->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU) {
 		out->host_optimizer = (12.0 + FP32) * psi / W;
 		out->optimizer = 0;
+		/* ZeRO-3 keeps the bf16 gradient partition on the optimizer's device, the host when
+		 * offloading: stage3.py DeepSpeedZeroOptimizer_Stage3.__init__ sets self.device to
+		 * cpu under offload_optimizer, and _setup_for_real_optimizer allocates
+		 * grad_partitions_flat_buffer (sum of partition_numel, gradient_accumulation_dtype,
+		 * the model's bf16 under ZeRO) on self.device, pinned; partition_grads copies each
+		 * reduce-scattered partition into it and drops the GPU copy. The GPU keeps no
+		 * gradient shard: 2 bytes per parameter of the shard move to the host. */
+		if (Z == 3) {
+			out->host_optimizer += out->grads;
+			out->grads = 0;
+		}
 	}
 
 	const double t = (double)l->tokens_per_rank;
@@ -251,8 +302,27 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	} else {
 		out->activations = m->layers * keep + transient;
 	}
-	out->activations += norm_bytes(job->impl, t, m->hidden); /* final norm, lm_head's input */
+	const double final_norm = norm_bytes(job->impl, t, m->hidden); /* lm_head's input */
+	out->activations += final_norm;
 	out->logits = logits_bytes(m, job, l);
+	/* The loss phase and the transient never coexist. Backward runs the loss, lm_head and
+	 * the final norm first (the last layer's output gradient comes only through them), and
+	 * PyTorch's engine frees a node's saved tensors as soon as its backward has run
+	 * (torch/csrc/autograd/engine.cpp, Engine::evaluate_function: `if
+	 * (!graph_task->keep_graph_) fn.release_variables();`, keep_graph_ = retain_graph,
+	 * False in a training step); the loss's intermediate gradients die as their consumer
+	 * runs. The transient comes later, when autograd reaches a layer: torch.utils.checkpoint
+	 * rebuilds a layer inside its backward (CheckpointFunction.backward re-runs
+	 * ctx.run_function; the non-reentrant variant on the first unpack of a saved tensor,
+	 * _checkpoint_hook), Megatron's selective recompute re-runs the core attention in its
+	 * CheckpointFunction.backward, TiledMLP recomputes a tile in its backward (DeepSpeed's
+	 * runtime/sequence_parallel/ulysses_sp.py, TiledMLP.backward). So the peak
+	 * holds the larger of the two groups, and the smaller is counted twice in activations +
+	 * logits: not_concurrent. Megatron's loss likewise (its forward_step returns only the
+	 * loss; vocab-parallel cross entropy's saved softmax goes with its backward node). */
+	const head_gathered head = zero3_head_gathered(m, job, l);
+	const double loss_phase = out->logits - logits_kept_bytes(m, job, l) + final_norm + head.loss_phase;
+	out->not_concurrent = fmin(loss_phase, transient);
 
 	/* All-to-all: send and receive buffers of the largest (Q/O) exchange. */
 	double a2a = 0;
@@ -290,18 +360,32 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 		if (Z == 3) {
 			/* Gathered parameters (the current and the prefetched layer, or DeepSpeed's
 			 * current submodule and its prefetch window: workload_zero3_gathered_elems),
-			 * plus the reduce-scatter bucket. */
+			 * plus the reduce-scatter bucket and the head's gathered weight. */
 			double lp = config_model_layer_params(m);
 			zero = BF16 * workload_zero3_gathered_elems(m, job) + gb * (rb < lp ? rb : lp);
+			zero += head.loss_phase + head.whole_step;
 		} else {
-			zero = gb * rb + (Z >= 1 ? BF16 * ab : 0.0);
+			/* Stages 1-2 with overlap_comm double the reduce bucket: DeepSpeed's
+			 * stage_1_and_2.py DeepSpeedZeroOptimizer.backward allocates ipg_buffer buf_0
+			 * and, "if self.overlap_comm", buf_1 of reduce_bucket_size each ("Use double
+			 * buffers to avoid data access conflict when overlap_comm is enabled"). */
+			const double buckets = Z >= 1 && config_job_zero_overlap(job) ? 2.0 : 1.0;
+			zero = buckets * gb * rb + (Z >= 1 ? BF16 * ab : 0.0);
 		}
 	}
 	out->buffers = a2a + zero;
-	out->reserve_of = workload_memory_reserve(p, job, l, out->activations + out->logits + out->buffers);
+	/* The buffers stay summed with both phases: the ZeRO reduce bucket is allocated before
+	 * backward starts and held through it (DeepSpeed's stage_1_and_2.py
+	 * DeepSpeedZeroOptimizer.backward: ipg_buffer = torch.empty(reduce_bucket_size) before
+	 * loss.backward; stage3.py allocates its reduce bucket once, in _setup_for_real_optimizer),
+	 * ZeRO-3 gathers the parameters of whichever module's backward runs, in either phase
+	 * (the head's weight, loss phase only, is in loss_phase above: zero3_head_gathered);
+	 * the all-to-all buffers live while a layer's attention runs, beside the
+	 * transient (an upper bound by their size when the loss phase is the larger). */
+	const double dynamic = out->activations + out->logits + out->buffers - out->not_concurrent;
+	out->reserve_of = workload_memory_reserve(p, job, l, dynamic);
 	out->reserve = out->reserve_of.total;
-	out->peak = out->params + out->grads + out->optimizer + out->activations + out->logits + out->buffers +
-		    out->reserve;
+	out->peak = out->params + out->grads + out->optimizer + dynamic + out->reserve;
 	out->capacity = p->gpu.memory_bytes;
 	out->fits = out->peak <= out->capacity;
 	/* Host memory: every GPU of a node offloads into the node's memory. */

@@ -194,6 +194,12 @@ typedef struct workload_memory {
 	double activations;               /* saved for backward, all layers */
 	double logits;                    /* logits and the loss's fp32 tensors at their peak */
 	double buffers;                   /* all-to-all + ZeRO communication buffers */
+	/* Of activations, logits and buffers, the bytes never alive together: the smaller of
+	 * what the loss phase frees before backward reaches the last layer (the logits and loss
+	 * tensors no loop keeps, the final norm's, ZeRO-3's gathered head weight) and one
+	 * layer's backward transient (the rebuilt layer, the re-run attention, an MLP tile).
+	 * peak = the other fields summed minus this. */
+	double not_concurrent;
 	double reserve;                   /* CUDA context, cuBLAS, NCCL, fragmentation: reserve_of.total */
 	workload_reserve reserve_of;
 	double peak;                      /* everything above, reserve included */
@@ -203,8 +209,9 @@ typedef struct workload_memory {
 	 * they fit; fits includes host_fits. 0 and true without offload. */
 	double host, host_node, host_capacity;
 	/* Optimizer offload (--offload-optimizer cpu): of host, the bytes of this GPU's shard
-	 * of fp32 master weights, Adam m and v and the fp32 gradient (16 per parameter); the
-	 * GPU's optimizer is then 0. */
+	 * of fp32 master weights, Adam m and v and the fp32 gradient (16 per parameter; 18 with
+	 * ZeRO-3, whose bf16 gradient partition lives on the host too); the GPU's optimizer
+	 * (and with ZeRO-3 its grads) is then 0. */
 	double host_optimizer;
 	bool host_fits;
 	bool fits;
