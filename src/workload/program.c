@@ -266,8 +266,8 @@ static void sp_a2a_ring(builder *b, workload_block *blk, const char *pack, const
  *   accumulation boundary and copies after it.
  *   Under gradient accumulation (G micro-steps; offload_grad_share below):
  *   stage 2 accumulates through the GPU every micro-step (stage_1_and_2.py
- *   copy_grads_in_partition -> async_accumulate_grad_in_cpu_via_gpu, when
- *   gradient_accumulation_steps > 1): the bf16 partial sum comes back
+ *   copy_grads_in_partition -> async_accumulate_grad_in_cpu_via_gpu, skipped when the
+ *   first micro-step is the boundary, G = 1): the bf16 partial sum comes back
  *   (dest_buffer.copy_(accumulated_grads_in_cpu[...]) when micro_step_id > 0), the GPU adds
  *   it (grad_accum.data.view(-1).add_(dest_buffer): no CPU-side add, no host DRAM pass), and
  *   the sum goes out again in bf16 except at the boundary, which sends the fp32 copy above:
