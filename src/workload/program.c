@@ -844,12 +844,11 @@ static void grad_reduce(builder *b, workload_block *blk, const char *name2, cons
 		return;
 	zero_op(b, blk, Z == 2 ? name2 : name3, WL_PHASE_BWD, Z == 2 ? WL_COLL_ALLREDUCE : WL_COLL_REDUCESCATTER, zs,
 		elems * gbytes, chunks_of(elems, b->job->reduce_bucket_elems), blk->n_ops - 1, 0);
-	/* Optimizer offload: the reduced shard follows to the host's fp32 gradient buffer on the
-	 * same stream (offload_grad_share above) */
+	/* Optimizer offload (OFFLOAD_* above), on the same stream: ZeRO-3's partition out to
+	 * its bf16 accumulation buffer on the host and back, every micro-step; then the reduced
+	 * shard to the host's fp32 gradient buffer (offload_grad_share above) */
 	const double shard = elems / b->l->world;
 	if (Z == 3 && b->job->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU) {
-		/* ZeRO-3's host-side bf16 accumulation buffer: out and back every micro-step
-		 * (OFFLOAD_ACCUM_BYTES above) */
 		host_copy(b, blk, "opt_grad_accum_d2h", WL_PHASE_BWD, zs, OFFLOAD_ACCUM_BYTES * shard);
 		host_copy(b, blk, "opt_grad_accum_h2d", WL_PHASE_BWD, zs, OFFLOAD_ACCUM_BYTES * shard);
 	}
