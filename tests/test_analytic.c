@@ -4,6 +4,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -951,8 +952,10 @@ START_TEST(offload_optimizer_step_by_hand)
 	 *   + parameters back        1e-6 + 2·shard / 10e9
 	 *   - fused Adam on the GPU  30·shard / 1000e9.
 	 * ZeRO-3 (overlap on, its default) copies each layer's gradient shard on the ZeRO
-	 * stream behind backward: its step grows by at least the CPU step and the copy back
-	 * less the GPU Adam, and by at most that plus every gradient copy. */
+	 * stream behind backward, three copies per reduction (the bf16 partition out to the
+	 * host's accumulation buffer and back, then the fp32 copy: 2 + 2 + 4 = 8 bytes per
+	 * parameter, program.c OFFLOAD_*): its step grows by at least the CPU step and the
+	 * copy back less the GPU Adam, and by at most that plus every gradient copy. */
 	config_model m = tu_model();
 	config_platform p = offload_platform();
 	const double shard = config_model_params(&m) / 4;
@@ -973,48 +976,114 @@ START_TEST(offload_optimizer_step_by_hand)
 	cpu_r = run_job(&m, &p, j);
 	double grow = cpu_r.step_time - none.step_time;
 	ck_assert_msg(grow >= cpu + h2d - gpu - 1e-12, "%g < %g", grow, cpu + h2d - gpu);
-	/* every gradient copy: one per layer plus the head's and the embedding's, each with its
-	 * latency (the latencies bound the count from above: at most 8 copies) */
-	ck_assert_msg(grow <= cpu + h2d - gpu + 8e-6 + 4 * shard / 10e9 + 1e-12, "%g", grow);
-	/* the copies move the whole shard's gradient once (the layers', the head's and the
+	/* every gradient copy: three per reduction, one reduction per layer plus the head's and
+	 * the embedding's, each with its latency (the latencies bound the count from above: at
+	 * most 8 reductions, 24 copies) */
+	ck_assert_msg(grow <= cpu + h2d - gpu + 24e-6 + 8 * shard / 10e9 + 1e-12, "%g", grow);
+	/* the copies move 8 bytes per parameter of the shard (the layers', the head's and the
 	 * embedding's shards add up to psi/4), each copy paying its latency */
-	double copies = cpu_r.breakdown.host_comm - h2d - 4 * shard / 10e9;
-	ck_assert_msg(copies >= 1e-6 - 1e-12 && copies <= 8e-6 + 1e-12, "%g", copies);
+	double copies = cpu_r.breakdown.host_comm - h2d - 8 * shard / 10e9;
+	ck_assert_msg(copies >= 3e-6 - 1e-12 && copies <= 24e-6 + 1e-12, "%g", copies);
+}
+END_TEST
+
+/* Bytes per step of the program's optimizer-offload gradient copies (host-copy ops named
+ * opt_grad_*), out to the host (*_d2h) and back (*_h2d): the micro-step blocks count G
+ * times, each block its repeat times. */
+static void offload_grad_bytes(const workload_program *prog, double *d2h, double *h2d)
+{
+	*d2h = *h2d = 0;
+	for (int b = 0; b < prog->n_micro + prog->n_step; b++) {
+		const workload_block *blk = b < prog->n_micro ? &prog->micro[b] : &prog->step[b - prog->n_micro];
+		double times = (double)blk->repeat * (b < prog->n_micro ? prog->grad_accum : 1);
+		for (int i = 0; i < blk->n_ops; i++) {
+			const workload_op *o = &blk->ops[i];
+			if (o->kernel != WL_KERNEL_HOST_COPY || strncmp(o->name, "opt_grad", 8) != 0)
+				continue;
+			size_t n = strlen(o->name);
+			*(strcmp(o->name + n - 4, "_h2d") == 0 ? h2d : d2h) += times * o->bytes;
+		}
+	}
+}
+
+START_TEST(offload_optimizer_host_bytes_by_hand)
+{
+	/* What DeepSpeed moves over the host link per step for the gradients, per parameter
+	 * of the shard s = psi/W (program.c OFFLOAD_*), G micro-steps, bf16 model:
+	 * - ZeRO-3 (stage3.py partition_grads into the host's bf16 grad_partitions_flat_buffer):
+	 *   micro-step 0 copies the partition out (2) and back (.to(device), 2); each later
+	 *   micro-step brings the partial sum back (2) and sends the sum out (2); the boundary
+	 *   adds the fp32 copy out (4). Out 2G + 4, back 2G: G = 1: 6 and 2; G = 4: 12 and 8;
+	 *   with ZeRO overlap on or off alike (off, G = 4: the fp32 copy in the optimizer block).
+	 * - ZeRO-2 (stage_1_and_2.py async_accumulate_grad_in_cpu_via_gpu): G = 1: the fp32
+	 *   copy, 4; G = 4: out 2(G-1) + 4, back 2(G-1), 4G = 16 in all, issued as 4 bytes of
+	 *   opt_grad_d2h per micro-step (the link times a copy by its bytes in either
+	 *   direction).
+	 * - ZeRO-1: the fp32 copy after the boundary's all-reduce, 4, whatever G. */
+	config_model m = tu_model();
+	config_platform p = offload_platform();
+	const double s = config_model_params(&m) / 4;
+	static const struct {
+		int z, G, overlap;
+		double d2h, h2d; /* bytes per parameter of the shard, per step */
+	} c[] = {{3, 1, 1, 6, 2}, {3, 4, 1, 12, 8}, {3, 1, 0, 6, 2}, {3, 4, 0, 12, 8},
+		 {2, 1, 0, 4, 0}, {2, 4, 0, 16, 0}, {2, 4, 1, 16, 0}, {1, 4, 1, 4, 0}};
+	for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
+		config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 4096, c[k].z);
+		j.grad_accum = c[k].G;
+		j.zero_overlap = c[k].overlap;
+		j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+		config_error err;
+		ck_assert_msg(workload_check(&m, &p, &j, &err), "%s", err.msg);
+		workload_plan plan;
+		ck_assert(workload_plan_make(&m, &p, &j, &plan, &err));
+		double d2h, h2d;
+		offload_grad_bytes(&plan.program, &d2h, &h2d);
+		workload_plan_finish(&plan);
+		ck_assert_msg(fabs(d2h - c[k].d2h * s) <= 1e-9 * s && fabs(h2d - c[k].h2d * s) <= 1e-9 * s,
+			      "zero %d G %d overlap %d: out %.6g, back %.6g bytes per parameter, want %g and %g", c[k].z,
+			      c[k].G, c[k].overlap, d2h / s, h2d / s, c[k].d2h, c[k].h2d);
+	}
 }
 END_TEST
 
 START_TEST(offload_optimizer_under_grad_accum_by_hand)
 {
-	/* Gradient accumulation G = 4, ZeRO overlap off (every op on the main stream, in
-	 * sequence: the step grows by the sum of what offload adds), the platform of
-	 * offload_optimizer_step_by_hand, shard s = psi/4, the tiny model's 2 layers: the
-	 * backward reduces in 4 calls (2 layers, the head, the embedding), whose shards add up
-	 * to s. What DeepSpeed copies to the host per step (program.c OFFLOAD_*):
-	 * - ZeRO-3 keeps the partial sums on the GPU and copies once, at the boundary:
-	 *     + 1e-6 + 4·s/10e9 (one copy), not G·(4·1e-6 + 4·s/10e9) (one per call and
-	 *       micro-step, the over-count this replaces: 3·(4·s/10e9) + 15e-6 more);
-	 * - ZeRO-2 accumulates through the GPU every micro-step: bf16 out on micro-steps 0..G-2,
-	 *   bf16 back on 1..G-1, fp32 out at the boundary, 2·3 + 2·3 + 4 = 16 = 4·G bytes per
-	 *   parameter, issued as 4 bytes in each call of each micro-step:
-	 *     + G·(4·1e-6 + 4·s/10e9);
-	 * both + CPU Adam 28·s·4/100e9 + the copy back 1e-6 + 2·s/10e9 - fused Adam 30·s/1000e9. */
+	/* ZeRO overlap off (every op on the main stream, in sequence: the step grows by the
+	 * sum of what offload adds, the host link on the step's critical path), the platform
+	 * of offload_optimizer_step_by_hand (link 10 GB/s, 1 us), shard s = psi/4, the tiny
+	 * model's 2 layers: the backward reduces in 4 calls (2 layers, the head, the
+	 * embedding), whose shards add up to s. What DeepSpeed copies to the host per step
+	 * (offload_optimizer_host_bytes_by_hand, program.c OFFLOAD_*):
+	 * - ZeRO-3, G = 4: the bf16 partition out and back after each call of each micro-step,
+	 *   two copies: G·(2·4·1e-6 + (2 + 2)·s/10e9), and the fp32 copy once, at the boundary,
+	 *   in the optimizer block: + 1e-6 + 4·s/10e9;
+	 * - ZeRO-3, G = 1: three copies after each call (out, back, fp32):
+	 *   3·4·1e-6 + (2 + 2 + 4)·s/10e9;
+	 * - ZeRO-2, G = 4: 4·G bytes per parameter, issued as 4 bytes in each call of each
+	 *   micro-step: G·(4·1e-6 + 4·s/10e9);
+	 * each + CPU Adam 28·s·4/100e9 + the copy back 1e-6 + 2·s/10e9 - fused Adam 30·s/1000e9. */
 	config_model m = tu_model();
 	config_platform p = offload_platform();
 	const double s = config_model_params(&m) / 4, G = 4;
 	const double step = 28 * s * 4 / 100e9 + 1e-6 + 2 * s / 10e9 - 30 * s / 1000e9;
-	const double z3 = 1e-6 + 4 * s / 10e9, z2 = G * (4 * 1e-6 + 4 * s / 10e9);
-	for (int z = 2; z <= 3; z++) {
-		config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 4096, z);
-		j.grad_accum = 4;
+	const struct {
+		int z, G;
+		double copies;
+	} c[] = {{3, 4, G * (8e-6 + 4 * s / 10e9) + 1e-6 + 4 * s / 10e9},
+		 {3, 1, 12e-6 + 8 * s / 10e9},
+		 {2, 4, G * (4e-6 + 4 * s / 10e9)}};
+	for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
+		config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 4096, c[k].z);
+		j.grad_accum = c[k].G;
 		j.zero_overlap = 0;
 		engine_result none = run_job(&m, &p, j);
 		j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
 		engine_result cpu_r = run_job(&m, &p, j);
-		double copies = z == 3 ? z3 : z2;
-		ck_assert_msg(fabs(cpu_r.step_time - none.step_time - (copies + step)) <= 1e-9 * none.step_time,
-			      "zero %d: offload adds %.12g s, want %.12g s", z, cpu_r.step_time - none.step_time,
-			      copies + step);
-		ck_assert_close(cpu_r.breakdown.host_comm, copies + 1e-6 + 2 * s / 10e9, 1e-9);
+		ck_assert_msg(fabs(cpu_r.step_time - none.step_time - (c[k].copies + step)) <= 1e-9 * none.step_time,
+			      "zero %d G %d: offload adds %.12g s, want %.12g s", c[k].z, c[k].G,
+			      cpu_r.step_time - none.step_time, c[k].copies + step);
+		ck_assert_close(cpu_r.breakdown.host_comm, c[k].copies + 1e-6 + 2 * s / 10e9, 1e-9);
 	}
 }
 END_TEST
@@ -1200,6 +1269,7 @@ int main(void)
 	tcase_add_test(tc, zero3_deepspeed_fetch_never_beats_layer_prefetch);
 	tcase_add_test(tc, tokens_per_second_counts_every_replica);
 	tcase_add_test(tc, offload_optimizer_step_by_hand);
+	tcase_add_test(tc, offload_optimizer_host_bytes_by_hand);
 	tcase_add_test(tc, offload_optimizer_under_grad_accum_by_hand);
 	tcase_add_test(tc, analytic_trace_is_valid_json);
 	tcase_add_test(tc, collective_cache_follows_every_platform_field);

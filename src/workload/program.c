@@ -266,17 +266,30 @@ static void sp_a2a_ring(builder *b, workload_block *blk, const char *pack, const
  *   accumulation boundary and copies after it.
  *   Under gradient accumulation (G micro-steps; offload_grad_share below):
  *   stage 2 accumulates through the GPU every micro-step (stage_1_and_2.py
- *   copy_grads_in_partition -> async_accumulate_grad_in_cpu_via_gpu): the bf16 partial sum
- *   comes back (dest_buffer.copy_(accumulated_grads_in_cpu[...]) when micro_step_id > 0),
- *   the GPU adds it (grad_accum.data.view(-1).add_(dest_buffer): no CPU-side add, no host
- *   DRAM pass), and the sum goes out again in bf16 except at the boundary, which sends the
- *   fp32 copy above: 2(G-1) + 2(G-1) + 4 = 4G bytes per parameter per step, the program's
- *   4 bytes every micro-step. Stage 3 keeps the partial sums on the GPU (stage3.py
- *   partition_grads: grad_buffer.add_ into __param_id_to_grad_partition) and copies in the
- *   boundary micro-step's backward only: 4 bytes per step. Without overlap the step's
- *   stream runs that copy in sequence with everything else, so the program issues it once,
- *   at the boundary (the optimizer block); with overlap it rides the last backward on the
- *   reduction stream, which one program for every micro-step cannot single out: each
+ *   copy_grads_in_partition -> async_accumulate_grad_in_cpu_via_gpu, skipped when the
+ *   first micro-step is the boundary, G = 1): the bf16 partial sum comes back
+ *   (dest_buffer.copy_(accumulated_grads_in_cpu[...]) when micro_step_id > 0), the GPU adds
+ *   it (grad_accum.data.view(-1).add_(dest_buffer): no CPU-side add, no host DRAM pass), and
+ *   the sum goes out again in bf16 except at the boundary, which sends the fp32 copy above:
+ *   out 2(G-1) + 4, back 2(G-1), 4G bytes per parameter per step, the program's 4 bytes
+ *   every micro-step (the host link times a copy by its bytes whatever its direction, and
+ *   these run in sequence on one stream, each waiting for the one before: no duplex overlap
+ *   to model).
+ *   Stage 3 accumulates in the host too: under offload_optimizer its __init__ sets
+ *   self.device to the cpu, and _setup_for_real_optimizer allocates grad_partitions_flat_buffer
+ *   (which __param_id_to_grad_partition views) there, pinned, in gradient_accumulation_dtype,
+ *   the model's bf16 (engine.py get_data_types: grad_accum_dtype None -> the model dtype under
+ *   ZeRO). partition_grads, for each reduce-scattered partition, on the reduce-and-partition
+ *   stream: micro_step_id 0: grad_buffer.copy_(grad_partition) (out, 2) then
+ *   grad_buffer.to(device) (back, 2: the GPU copy the boundary's norm and fp32 copy read);
+ *   later micro-steps: cuda_grad_buffer = grad_buffer.to(device) (back, 2), the add on the
+ *   GPU, grad_buffer.copy_(cuda_grad_buffer) (out, 2); every micro-step thus 2 out and 2 back
+ *   (OFFLOAD_ACCUM_BYTES each), and at the boundary the fp32 copy above (4): 4G + 4 bytes per
+ *   parameter per step, 8 at G = 1. The program issues the two bf16 copies after every
+ *   reduce-scatter of every micro-step (exact), and the fp32 copy as follows: without overlap
+ *   the step's stream runs it in sequence with everything else, so the program issues it
+ *   once, at the boundary (the optimizer block); with overlap it rides the last backward on
+ *   the reduction stream, which one program for every micro-step cannot single out: each
  *   micro-step's backward carries 1/G of it (bytes per step exact, hidden alike; G-1 more
  *   copy latencies, on the hidden stream).
  * - CPU Adam, 28: DeepSpeedCPUAdam (csrc/adam/cpu_adam_impl.cpp, Step_AVX) streams the
@@ -291,6 +304,7 @@ static void sp_a2a_ring(builder *b, workload_block *blk, const char *pack, const
  *   (aten/src/ATen/native/cuda/Copy.cu copy_kernel_cuda: "For blocking transfers
  *   conversions are performed on CPU"). */
 #define OFFLOAD_GRAD_BYTES 4.0
+#define OFFLOAD_ACCUM_BYTES BF16
 #define CPU_ADAM_BYTES 28.0
 #define OFFLOAD_PARAM_BYTES 2.0
 
@@ -830,11 +844,17 @@ static void grad_reduce(builder *b, workload_block *blk, const char *name2, cons
 		return;
 	zero_op(b, blk, Z == 2 ? name2 : name3, WL_PHASE_BWD, Z == 2 ? WL_COLL_ALLREDUCE : WL_COLL_REDUCESCATTER, zs,
 		elems * gbytes, chunks_of(elems, b->job->reduce_bucket_elems), blk->n_ops - 1, 0);
-	/* Optimizer offload: the reduced shard follows to the host's fp32 gradient buffer on the
-	 * same stream (offload_grad_share above) */
+	/* Optimizer offload (OFFLOAD_* above), on the same stream: ZeRO-3's partition out to
+	 * its bf16 accumulation buffer on the host and back, every micro-step; then the reduced
+	 * shard to the host's fp32 gradient buffer (offload_grad_share above) */
+	const double shard = elems / b->l->world;
+	if (Z == 3 && b->job->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU) {
+		host_copy(b, blk, "opt_grad_accum_d2h", WL_PHASE_BWD, zs, OFFLOAD_ACCUM_BYTES * shard);
+		host_copy(b, blk, "opt_grad_accum_h2d", WL_PHASE_BWD, zs, OFFLOAD_ACCUM_BYTES * shard);
+	}
 	double share = offload_grad_share(b->job, zs != WL_STREAM_MAIN);
 	if (share > 0)
-		host_copy(b, blk, "opt_grad_d2h", WL_PHASE_BWD, zs, share * OFFLOAD_GRAD_BYTES * elems / b->l->world);
+		host_copy(b, blk, "opt_grad_d2h", WL_PHASE_BWD, zs, share * OFFLOAD_GRAD_BYTES * shard);
 }
 
 /* ---- ZeRO-3 parameter fetch, DeepSpeed style (docs/model.md "ZeRO-3 parameter fetch") ----
