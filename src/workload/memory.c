@@ -367,11 +367,13 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	 * Counted in the gradient communication precision, stage 3's buffer dtype. Stages 1-2
 	 * hold self.dtype (bf16: "Buffer's dtype is the same as the dtype of optimizer") and
 	 * flatten each reduction's slices into a copy in the communication dtype
-	 * (allreduce_bucket); that transient is not counted apart. Stage 0 (DeepSpeed's engine all-reduce) flattens the
-	 * gradients it holds into buckets of at most reduce_bucket_size: never more than Psi.
-	 * PyTorch FSDP (zero3_prefetch: layer) has no reduce bucket: it reduce-scatters one FSDP
-	 * unit's gradients at a time, at most a layer's parameters. The all-gather bucket of stages
-	 * 1-2 is a step-time flatten of the partitions, at most Psi. */
+	 * (allreduce_bucket); that transient is not counted apart. Stage 0 (DeepSpeed's engine
+	 * all-reduce) flattens the gradients it holds into buckets of at most
+	 * reduce_bucket_size: never more than Psi. PyTorch FSDP (zero3_prefetch: layer) has no
+	 * reduce bucket: it reduce-scatters one FSDP unit's gradients at a time (FSDP2's
+	 * foreach_reduce, torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, sizes
+	 * reduce_scatter_input to the unit's parameters), at most a layer's. The all-gather
+	 * bucket of stages 1-2 is a step-time flatten of the partitions, at most Psi. */
 	double gb = workload_grad_comm_bytes(job, l);
 	const double rb = job->reduce_bucket_elems;
 	double ab = job->allgather_bucket_elems < psi ? job->allgather_bucket_elems : psi;
