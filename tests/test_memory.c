@@ -196,6 +196,9 @@ START_TEST(max_seq_shrinks_with_reserve_and_hf)
 	config_platform p = tu_platform(1, 4, 1);
 	p.gpu.memory_bytes = 2e9;
 	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 1);
+	/* a reduce bucket sized for the tiny model: DeepSpeed allocates the configured size
+	 * whole, and the default 5e8 elements in fp32 would take the whole 2 GB */
+	j.reduce_bucket_elems = 1e6;
 	config_error err;
 	ck_assert(workload_check(&m, &p, &j, &err));
 	j.memory_reserve_set = true;
@@ -265,6 +268,7 @@ START_TEST(max_seq_is_the_fitting_boundary)
 	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 32, 3);
 	j.memory_reserve_set = true; /* none: 64 MB would not hold the default */
 	j.memory_reserve = 0;
+	j.reduce_bucket_elems = 1e6; /* nor the default 5e8-element bucket, allocated whole */
 	config_error err;
 	ck_assert(workload_check(&m, &p, &j, &err));
 	long best = workload_max_seq(&m, &p, &j, 64);
@@ -470,6 +474,7 @@ START_TEST(techniques_lengthen_max_seq)
 	config_job j = tu_job(CONFIG_STRATEGY_ULYSSES, 4, 4, 1, 64, 0);
 	j.memory_reserve_set = true;
 	j.memory_reserve = 0;
+	j.reduce_bucket_elems = 1e6; /* ZeRO-1 below allocates it whole: sized for 64 MB */
 	long none = workload_max_seq(&m, &p, &j, 64);
 	j.recompute = CONFIG_RECOMPUTE_SELECTIVE;
 	long sel = workload_max_seq(&m, &p, &j, 64);
@@ -690,8 +695,7 @@ START_TEST(zero3_gathers_the_head_weight)
 	 *   4800 + 2080 + 12800 = 19680 against the rebuilt layer 15552: not_concurrent 15552
 	 *   (6880 without the head), and buffers 12800 more than the layer units and bucket.
 	 * layer (FSDP2): the root group (embedding + output) is not resharded after forward:
-	 *   2·12800 for the whole step, 12800 when tied; not in the loss phase.
-	 * One GPU: nothing gathered. */
+	 *   2·12800 for the whole step, 12800 when tied; not in the loss phase. */
 	config_model m = tu_model();
 	config_platform p = tu_platform(1, 4, 1);
 	config_job j = tiny_megatron_job();
@@ -709,35 +713,30 @@ START_TEST(zero3_gathers_the_head_weight)
 	m.tied_embeddings = true;
 	mem_of(&m, &p, j, &tied);
 	ck_assert_close(fsdp.buffers - tied.buffers, 12800, 1e-12);
-	/* deepspeed's buffers: the layer units and the bucket plus the head */
+	/* deepspeed's buffers: the layer units and the whole reduce bucket (5e8 elements, fp32
+	 * with SP = 4: 2e9) plus the head */
 	m.tied_embeddings = false;
 	config_job k = j;
 	k.zero3_prefetch = CONFIG_ZERO3_PREFETCH_DEEPSPEED;
-	config_error err;
-	workload_layout l;
-	ck_assert(workload_check(&m, &p, &k, &err) && workload_layout_make(&m, &k, &l, &err));
-	const double lp = config_model_layer_params(&m);
-	const double rb = k.reduce_bucket_elems < lp ? k.reduce_bucket_elems : lp;
-	ck_assert_close(ds.buffers - 2048,
-			2.0 * workload_zero3_gathered_elems(&m, &k) + workload_grad_comm_bytes(&k, &l) * rb + 12800,
-			1e-12);
+	ck_assert_close(ds.buffers - 2048, 2.0 * workload_zero3_gathered_elems(&m, &k) + 4.0 * 5e8 + 12800, 1e-12);
+	/* One GPU: nothing gathered, but DeepSpeed's bucket is allocated all the same: 5e8
+	 * elements in bf16 (SP = 1) = 1e9. */
 	config_platform one = tu_platform(1, 1, 1);
 	workload_memory single;
 	mem_of(&m, &one, tu_job(CONFIG_STRATEGY_ULYSSES, 1, 1, 1, 32, 3), &single);
-	ck_assert_close(single.buffers, 0, 1e-12);
+	ck_assert_close(single.buffers, 1e9, 1e-12);
 }
 END_TEST
 
 START_TEST(zero12_overlap_doubles_the_reduce_bucket)
 {
 	/* ZeRO-1/2 with overlap_comm hold two reduce buckets (DeepSpeed's ipg_buffer buf_0 and
-	 * buf_1): tiny model, W = 4, the bucket capped at psi elements in the gradient
-	 * communication precision, 4 bytes (fp32 with SP > 1): overlap adds 4·psi to the
-	 * buffers and the peak (no recompute: no fragmentation share, no not_concurrent).
-	 * ZeRO-0 and ZeRO-3 keep one. */
+	 * buf_1): tiny model, W = 4, the bucket of reduce_bucket_size = 5e8 elements (allocated
+	 * whole) in the gradient communication precision, 4 bytes (fp32 with SP > 1): overlap
+	 * adds 4·5e8 = 2e9 to the buffers and the peak (no recompute: no fragmentation share, no
+	 * not_concurrent). ZeRO-0 and ZeRO-3 keep one. */
 	config_model m = tu_model();
 	config_platform p = tu_platform(1, 4, 1);
-	const double psi = config_model_params(&m);
 	for (int z = 0; z <= 3; z++) {
 		config_job j = tiny_megatron_job();
 		j.zero_stage = z;
@@ -746,10 +745,60 @@ START_TEST(zero12_overlap_doubles_the_reduce_bucket)
 		mem_of(&m, &p, j, &off);
 		j.zero_overlap = 1;
 		mem_of(&m, &p, j, &on);
-		const double more = z == 1 || z == 2 ? 4.0 * psi : 0.0;
+		const double more = z == 1 || z == 2 ? 4.0 * 5e8 : 0.0;
 		ck_assert_close(on.buffers - off.buffers, more, 1e-9);
 		ck_assert_close(on.peak - off.peak, more, 1e-9);
 	}
+}
+END_TEST
+
+START_TEST(reduce_bucket_is_allocated_whole)
+{
+	/* DeepSpeed allocates its reduce bucket at reduce_bucket_size elements before backward
+	 * (contiguous_gradients, on by default): no cap at the model's or a layer's
+	 * parameters. PyTorch FSDP (zero3_prefetch: layer) reduce-scatters one unit at a time:
+	 * at most one layer's parameters. Tiny model, Ulysses W = N = 4 (fp32 gradient
+	 * communication, 4 bytes), t = 8, megatron, no recompute, reserve 0:
+	 *   psi = embedding 6400 + head 6400 + 2 layers x 36992 + final norm 64 = 86848;
+	 *   a layer lp = q 4096 + k, v 4096 + o 4096 + MLP 24576 + norms 128 = 36992;
+	 *   all-to-all 2048 (activations_match_hand_derivation).
+	 * ZeRO-2, overlap_comm on, reduce_bucket 1e5 (> psi): two buckets 2·4·1e5 = 800000,
+	 *   plus the all-gather bucket capped at psi in bf16, 2·86848 = 173696:
+	 *   buffers = 2048 + 800000 + 173696 = 975744 (the old cap at psi: 2048 + 694784
+	 *   + 173696 = 870528).
+	 * ZeRO-3 (deepspeed), reduce_bucket 1e5: one bucket 4·1e5 = 400000 beside the gathered
+	 *   parameters and the head; going to 2e5 adds exactly 400000 more (before: 4·lp =
+	 *   147968 both times). FSDP: 4·lp = 147968 at either size. */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	ck_assert_close(config_model_params(&m), 86848, 1e-12);
+	ck_assert_close(config_model_layer_params(&m), 36992, 1e-12);
+	config_job j = tiny_megatron_job();
+	j.zero_stage = 2;
+	j.zero_overlap = 1;
+	j.reduce_bucket_elems = 1e5;
+	workload_memory mem;
+	mem_of(&m, &p, j, &mem);
+	ck_assert_close(mem.buffers, 975744, 1e-12);
+	ck_assert_close(mem.peak, mem.params + mem.grads + mem.optimizer + mem.activations + mem.logits + mem.buffers,
+			1e-12);
+
+	j = tiny_megatron_job();
+	j.zero_stage = 3;
+	j.reduce_bucket_elems = 1e5;
+	workload_memory a, b;
+	mem_of(&m, &p, j, &a);
+	ck_assert_close(a.buffers, 2048 + 2.0 * workload_zero3_gathered_elems(&m, &j) + 400000 + 12800, 1e-12);
+	j.reduce_bucket_elems = 2e5;
+	mem_of(&m, &p, j, &b);
+	ck_assert_close(b.buffers - a.buffers, 400000, 1e-12);
+	ck_assert_close(b.peak - a.peak, 400000, 1e-12);
+	j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_LAYER;
+	mem_of(&m, &p, j, &b);
+	j.reduce_bucket_elems = 1e5;
+	mem_of(&m, &p, j, &a);
+	ck_assert_close(a.buffers, b.buffers, 1e-12);
+	ck_assert_close(a.buffers, 2048 + 2.0 * workload_zero3_gathered_elems(&m, &j) + 4.0 * 36992 + 2 * 12800, 1e-12);
 }
 END_TEST
 
@@ -775,6 +824,7 @@ int main(void)
 	tcase_add_test(tc, loss_and_rebuilt_layer_never_coexist);
 	tcase_add_test(tc, zero3_gathers_the_head_weight);
 	tcase_add_test(tc, zero12_overlap_doubles_the_reduce_bucket);
+	tcase_add_test(tc, reduce_bucket_is_allocated_whole);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

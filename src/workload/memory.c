@@ -350,29 +350,52 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	} else if (l->group_size > 1) {
 		a2a = 2.0 * BF16 * t * m->heads * m->head_dim;
 	}
-	/* ZeRO buckets, capped by what they can hold (DeepSpeed allocates the bucket as it
-	 * fills: never more than the parameters). */
+	/* ZeRO buckets. DeepSpeed allocates its reduce bucket whole, reduce_bucket_size elements,
+	 * before any gradient is known, whenever contiguous_gradients is on (its default:
+	 * deepspeed/runtime/zero/config.py DeepSpeedZeroConfig, contiguous_gradients: bool = True;
+	 * stage 1/2 also forces it under optimizer offload, "CPU-Offload requires contiguous
+	 * gradients"), so the bucket is the configured size, not capped by the model or a layer,
+	 * and it exists on one GPU too (neither allocation looks at the data-parallel size):
+	 * - stage 3: stage3.py DeepSpeedZeroOptimizer_Stage3._setup_for_real_optimizer, "if
+	 *   self.contiguous_gradients:" bucket.buffer = torch.empty(self.reduce_bucket_size,
+	 *   dtype=dtype) for each communication dtype (ipg_buckets keyed by comm_dtype; releases
+	 *   before the per-dtype buckets took self.dtype);
+	 * - stages 1-2: stage_1_and_2.py DeepSpeedZeroOptimizer.setup_buckets (backward in older
+	 *   releases): buf_0 = torch.empty(int(self.reduce_bucket_size)) and, "if
+	 *   self.overlap_comm", buf_1 ("Use double buffers to avoid data access conflict when
+	 *   overlap_comm is enabled").
+	 * Counted in the gradient communication precision, stage 3's buffer dtype. Stages 1-2
+	 * hold self.dtype (bf16: "Buffer's dtype is the same as the dtype of optimizer") and
+	 * flatten each reduction's slices into a copy in the communication dtype
+	 * (allreduce_bucket); that transient is not counted apart. Stage 0 (DeepSpeed's engine
+	 * all-reduce) flattens the gradients it holds into buckets of at most
+	 * reduce_bucket_size: never more than Psi. PyTorch FSDP (zero3_prefetch: layer) has no
+	 * reduce bucket: it reduce-scatters one FSDP unit's gradients at a time (FSDP2's
+	 * foreach_reduce, torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, sizes
+	 * reduce_scatter_input to the unit's parameters), at most a layer's. The all-gather
+	 * bucket of stages 1-2 is a step-time flatten of the partitions, at most Psi. */
 	double gb = workload_grad_comm_bytes(job, l);
-	double rb = job->reduce_bucket_elems < psi ? job->reduce_bucket_elems : psi;
+	const double rb = job->reduce_bucket_elems;
 	double ab = job->allgather_bucket_elems < psi ? job->allgather_bucket_elems : psi;
 	double zero = 0;
-	if (l->world > 1) {
-		if (Z == 3) {
-			/* Gathered parameters (the current and the prefetched layer, or DeepSpeed's
-			 * current submodule and its prefetch window: workload_zero3_gathered_elems),
-			 * plus the reduce-scatter bucket and the head's gathered weight. */
+	if (Z == 3 && job->zero3_prefetch == CONFIG_ZERO3_PREFETCH_LAYER) {
+		if (l->world > 1) {
 			double lp = config_model_layer_params(m);
 			zero = BF16 * workload_zero3_gathered_elems(m, job) + gb * (rb < lp ? rb : lp);
-			zero += head.loss_phase + head.whole_step;
-		} else {
-			/* Stages 1-2 with overlap_comm double the reduce bucket: DeepSpeed's
-			 * stage_1_and_2.py DeepSpeedZeroOptimizer.backward allocates ipg_buffer buf_0
-			 * and, "if self.overlap_comm", buf_1 of reduce_bucket_size each ("Use double
-			 * buffers to avoid data access conflict when overlap_comm is enabled"). */
-			const double buckets = Z >= 1 && config_job_zero_overlap(job) ? 2.0 : 1.0;
-			zero = buckets * gb * rb + (Z >= 1 ? BF16 * ab : 0.0);
 		}
+	} else if (Z == 3) {
+		/* The reduce bucket, plus, over several GPUs, the gathered parameters (DeepSpeed's
+		 * current submodule and its prefetch window: workload_zero3_gathered_elems). */
+		zero = gb * rb;
+		if (l->world > 1)
+			zero += BF16 * workload_zero3_gathered_elems(m, job);
+	} else if (Z >= 1) {
+		const double buckets = config_job_zero_overlap(job) ? 2.0 : 1.0;
+		zero = buckets * gb * rb + (l->world > 1 ? BF16 * ab : 0.0);
+	} else if (l->world > 1) {
+		zero = gb * (rb < psi ? rb : psi);
 	}
+	zero += head.loss_phase + head.whole_step; /* ZeRO-3 over W > 1: the head's gathered weight */
 	out->buffers = a2a + zero;
 	/* The buffers stay summed with both phases: the ZeRO reduce bucket is allocated before
 	 * backward starts and held through it (DeepSpeed's stage_1_and_2.py
