@@ -1191,7 +1191,8 @@ START_TEST(job_errors)
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
 		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
-		     "attention_kernel, impl, zero3_prefetch, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, cp_comm_type, offload_activations, tile_mlp, tile_logits, offload_optimizer");
+		     "attention_kernel, impl, zero3_prefetch, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, cp_comm_type, offload_activations, tile_mlp, tile_logits, offload_optimizer, "
+		     "contiguous_gradients");
 	/* 2.5e8 is a whole count in exponent form (DeepSpeed's own spelling) and is taken; 0.5 is not whole */
 	expect_error(JOB, "job_bad_bucket.yaml",
 		     "4:21: 'allgather_bucket' must be a whole number from 1 to 1e+15 (e.g. 5e8), got '0.5'");
