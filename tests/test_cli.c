@@ -234,6 +234,38 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	expect(o, 0, "spsim run: warning: ZeRO-1 does not use --zero3-prefetch layer (ZeRO-3 only), --prefetch-bucket 1 "
 		     "(ZeRO-3 only); ignored");
 	free(o);
+	/* --contiguous-gradients: on or off; off at stage 0 (the engine's all-reduce, no ZeRO
+	 * optimizer) is said and ignored; at stage 3 it takes effect in the JSON job and moves
+	 * memory only (llama-3.1-8b, W = SP = 8: fp32 gradient communication, so the 5e8-element
+	 * bucket 4·5e8 = 2e9 bytes becomes 5e8·(2 + 4 + 4) = 5e9: the bf16 gradients, their fp32
+	 * casts and reduce_scatter_coalesced's flat copy, workload/memory.c) */
+	o = spsim("run", REF, "--seq-len", "16K", "--contiguous-gradients", "maybe", NULL);
+	expect(o, 2, "--contiguous-gradients expects on or off, got 'maybe'");
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--zero", "0", "--engine", "analytic", "--contiguous-gradients", "off",
+		  NULL);
+	expect(o, 0, "spsim run: warning: ZeRO-0 does not use --contiguous-gradients off (DeepSpeed ZeRO-1 to 3 only, not "
+		     "zero3_prefetch layer); ignored");
+	free(o);
+	{
+		double buf[2], step[2];
+		const char *v[] = {"on", "off"};
+		for (int i = 0; i < 2; i++) {
+			o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--format", "json",
+				  "--contiguous-gradients", v[i], NULL);
+			expect(o, 0, NULL);
+			json_t *r = json_loads(o->out, 0, NULL);
+			ck_assert_ptr_nonnull(r);
+			ck_assert(json_is_boolean(json_object_get(json_object_get(r, "job"), "contiguous_gradients")));
+			ck_assert(json_is_true(json_object_get(json_object_get(r, "job"), "contiguous_gradients")) == (i == 0));
+			buf[i] = json_number_value(json_object_get(json_object_get(r, "memory_bytes"), "buffers"));
+			step[i] = json_number_value(json_object_get(r, "step_time_s"));
+			json_decref(r);
+			free(o);
+		}
+		ck_assert_double_eq_tol(buf[1] - buf[0], 3e9, 1.0);
+		ck_assert_double_eq(step[1], step[0]);
+	}
 	/* a one-element reduce bucket at stage 3 is one reduce-scatter call per parameter of a
 	 * layer: Llama-3.1-8B's layer holds q and o 2 x 4096^2, k and v 2 x 4096 x 8 x 128, the
 	 * MLP 3 x 4096 x 14336 and two norms 2 x 4096: 218,112,000 parameters, 2.2e8 calls the SimGrid engine would simulate one by one (it ran for hours): refused

@@ -1048,6 +1048,18 @@ START_TEST(job_defaults)
 	j.fp32_grad_comm_set = 1;
 	j.fp32_grad_comm = false;
 	ck_assert(!config_job_fp32_grad_comm(&j, 8));
+	/* contiguous_gradients: on by default (DeepSpeedZeroConfig); off stays off except where
+	 * DeepSpeed forces it, optimizer offload at stages 1-2 (stage_1_and_2.py: "CPU-Offload
+	 * requires contiguous gradients"); stage 3 takes it as given */
+	ck_assert(j.contiguous_gradients);
+	ck_assert(config_job_contiguous_gradients(&j));
+	j.contiguous_gradients = false;
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+	for (j.zero_stage = 0; j.zero_stage <= 3; j.zero_stage++)
+		ck_assert(config_job_contiguous_gradients(&j) == (j.zero_stage == 1 || j.zero_stage == 2));
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_NONE;
+	for (j.zero_stage = 0; j.zero_stage <= 3; j.zero_stage++)
+		ck_assert(!config_job_contiguous_gradients(&j));
 }
 END_TEST
 
@@ -1113,6 +1125,31 @@ START_TEST(job_unused_zero_settings)
 	config_job_defaults(&j);
 	for (j.zero_stage = 0; j.zero_stage <= 3; j.zero_stage++)
 		ck_assert(!config_job_unused_zero(&j, buf, sizeof buf));
+	/* contiguous_gradients off: DeepSpeed's ZeRO optimizers only (not stage 0's engine
+	 * all-reduce, not PyTorch FSDP), and forced back on by optimizer offload at stages 1-2 */
+	char cg[CONFIG_PATH_MAX];
+	fixture(cg, sizeof cg, "job_contiguous.yaml");
+	config_job_defaults(&j);
+	ck_assert_msg(config_load_job(cg, &j, NULL, NULL, NULL, NULL, &e), "%s", e.msg);
+	ck_assert(!j.contiguous_gradients);
+	ck_assert_int_eq(j.zero_stage, 2);
+	ck_assert(!config_job_unused_zero(&j, buf, sizeof buf));
+	j.zero_stage = 3;
+	ck_assert(!config_job_unused_zero(&j, buf, sizeof buf));
+	j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_LAYER;
+	ck_assert(config_job_unused_zero(&j, buf, sizeof buf));
+	ck_assert_str_eq(buf, "--contiguous-gradients off (DeepSpeed ZeRO-1 to 3 only, not zero3_prefetch layer)");
+	j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_DEEPSPEED;
+	j.zero_stage = 0;
+	ck_assert(config_job_unused_zero(&j, buf, sizeof buf));
+	ck_assert_str_eq(buf, "--contiguous-gradients off (DeepSpeed ZeRO-1 to 3 only, not zero3_prefetch layer)");
+	j.zero_stage = 1;
+	j.offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
+	ck_assert(config_job_unused_zero(&j, buf, sizeof buf));
+	ck_assert_str_eq(buf, "--contiguous-gradients off (DeepSpeed forces it on under --offload-optimizer cpu)");
+	j.zero_stage = 3;
+	ck_assert(!config_job_unused_zero(&j, buf, sizeof buf));
+	config_job_defaults(&j);
 	/* a short buffer truncates, never overflows */
 	j.zero_stage = 0;
 	j.zero3_prefetch = CONFIG_ZERO3_PREFETCH_LAYER;
@@ -1187,11 +1224,13 @@ START_TEST(job_errors)
 	expect_error(JOB, "job_bad_zero.yaml", "3:9: 'zero' must be an integer from 0 to 3, got '5'");
 	expect_error(JOB, "job_bad_strategy.yaml", "2:13: 'strategy' must be one of: ulysses, basp, ring, usp, got 'tree'");
 	expect_error(JOB, "job_bad_overlap.yaml", "2:17: 'zero_overlap' must be true, false or default, got 'sometimes'");
+	expect_error(JOB, "job_bad_contiguous.yaml", "2:25: 'contiguous_gradients' must be true or false, got 'maybe'");
 	expect_error(JOB, "job_unknown_key.yaml",
 		     "2:3: unknown key 'seqlen' in 'job', expected one of: gpus, strategy, sp, micro_batch, seq_len, "
 		     "grad_accum, zero, recompute, dtype, zero_overlap, reduce_bucket, allgather_bucket, "
 		     "prefetch_bucket, fp32_grad_comm, model, platform, nodes, calibration, a2a, basp_uneven, "
-		     "attention_kernel, impl, zero3_prefetch, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, cp_comm_type, offload_activations, tile_mlp, tile_logits, offload_optimizer");
+		     "attention_kernel, impl, zero3_prefetch, memory_reserve, basp_inner, cp_split, ulysses_degree, ring_degree, what_if, cp_comm_type, offload_activations, tile_mlp, tile_logits, offload_optimizer, "
+		     "contiguous_gradients");
 	/* 2.5e8 is a whole count in exponent form (DeepSpeed's own spelling) and is taken; 0.5 is not whole */
 	expect_error(JOB, "job_bad_bucket.yaml",
 		     "4:21: 'allgather_bucket' must be a whole number from 1 to 1e+15 (e.g. 5e8), got '0.5'");

@@ -762,6 +762,7 @@ static const key_sample samples[] = {
 	{"allgather_bucket", {{"allgather_bucket", "3e8"}}, false},
 	{"prefetch_bucket", {{"zero", "3"}, {"prefetch_bucket", "1e7"}}, false},
 	{"fp32_grad_comm", {{"fp32_grad_comm", "true"}}, false},
+	{"contiguous_gradients", {{"zero", "2"}, {"contiguous_gradients", "false"}}, false},
 	{"model", {{"model", "llama-3.2-1b"}}, false},
 	{"platform", {{"platform", "dgx-h100"}}, false},
 	{"nodes", {{"nodes", "2"}}, false},

@@ -752,6 +752,80 @@ START_TEST(zero12_overlap_doubles_the_reduce_bucket)
 }
 END_TEST
 
+START_TEST(contiguous_gradients_off_reduces_from_the_gradients)
+{
+	/* contiguous_gradients: false allocates no reduce bucket; a bucket's worth of gradients,
+	 * e = min(reduce_bucket, psi) elements, waits in its own bf16 tensors and is reduced
+	 * through a flat copy (memory.c cites stage3.py and stage_1_and_2.py). Tiny model,
+	 * Ulysses W = N = 4: gb = 4 (fp32 communication with SP > 1), so the cast copy counts
+	 * (cast = 4); t = 8, megatron, no recompute, reserve 0; psi = 86848; all-to-all 2048;
+	 * all-gather bucket at stages 1-2 capped at psi in bf16: 173696.
+	 * ZeRO-2, overlap on, reduce_bucket 1e4 (e = 1e4):
+	 *   on:  two buckets 2·4·1e4 = 80000 -> buffers 2048 + 80000 + 173696 = 255744;
+	 *   off: two buckets' bf16 gradients 2·2·1e4 = 40000 + the flat bf16 copy 2·1e4 + its
+	 *        fp32 cast 4·1e4 = 60000 -> 2048 + 100000 + 173696 = 275744.
+	 * ZeRO-2, reduce_bucket 1e5 > psi (e = psi = 86848), off: 4·86848 + 6·86848 = 868480
+	 *   -> 2048 + 868480 + 173696 = 1044224 (on: 975744, reduce_bucket_is_allocated_whole).
+	 * ZeRO-1, overlap off, 1e4: its gradients are out->grads already: off 6·1e4 = 60000,
+	 *   on 4·1e4 = 40000 -> off - on = 20000.
+	 * ZeRO-3, 1e4: on 4·1e4 = 40000; off: bf16 gradients 2·1e4 + fp32 cast copies 4·1e4 +
+	 *   reduce_scatter_coalesced's fp32 flat buffer 4·1e4 = 100000 -> off - on = 60000.
+	 * One GPU, ZeRO-3, default bucket 5e8, SP = 1 (bf16, no cast): on 2·5e8 = 1e9; off
+	 *   e = psi: (2 + 2)·86848 = 347392. */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	config_job j = tiny_megatron_job();
+	j.zero_stage = 2;
+	j.zero_overlap = 1;
+	j.reduce_bucket_elems = 1e4;
+	workload_memory on, off;
+	mem_of(&m, &p, j, &on);
+	j.contiguous_gradients = false;
+	mem_of(&m, &p, j, &off);
+	ck_assert_close(on.buffers, 255744, 1e-12);
+	ck_assert_close(off.buffers, 275744, 1e-12);
+	ck_assert_close(off.peak,
+			off.params + off.grads + off.optimizer + off.activations + off.logits + off.buffers -
+				off.not_concurrent + off.reserve,
+			1e-12);
+	ck_assert_close(off.peak - on.peak, 20000, 1e-12);
+	j.reduce_bucket_elems = 1e5;
+	mem_of(&m, &p, j, &off);
+	ck_assert_close(off.buffers, 1044224, 1e-12);
+
+	j = tiny_megatron_job();
+	j.zero_stage = 1;
+	j.zero_overlap = 0;
+	j.reduce_bucket_elems = 1e4;
+	mem_of(&m, &p, j, &on);
+	j.contiguous_gradients = false;
+	mem_of(&m, &p, j, &off);
+	ck_assert_close(off.buffers - on.buffers, 20000, 1e-12);
+
+	j = tiny_megatron_job();
+	j.zero_stage = 3;
+	j.reduce_bucket_elems = 1e4;
+	mem_of(&m, &p, j, &on);
+	j.contiguous_gradients = false;
+	mem_of(&m, &p, j, &off);
+	ck_assert_close(on.buffers, 2048 + 2.0 * workload_zero3_gathered_elems(&m, &j) + 40000 + 12800, 1e-12);
+	ck_assert_close(off.buffers - on.buffers, 60000, 1e-12);
+	ck_assert_close(off.peak - on.peak, 60000, 1e-12);
+	ck_assert_close(off.peak,
+			off.params + off.grads + off.optimizer + off.activations + off.logits + off.buffers -
+				off.not_concurrent + off.reserve,
+			1e-12);
+
+	config_platform one = tu_platform(1, 1, 1);
+	config_job s = tu_job(CONFIG_STRATEGY_ULYSSES, 1, 1, 1, 32, 3);
+	mem_of(&m, &one, s, &on);
+	s.contiguous_gradients = false;
+	mem_of(&m, &one, s, &off);
+	ck_assert_close(on.buffers, 1e9, 1e-12);
+	ck_assert_close(off.buffers, 347392, 1e-12);
+}
+END_TEST
+
 START_TEST(reduce_bucket_is_allocated_whole)
 {
 	/* DeepSpeed allocates its reduce bucket at reduce_bucket_size elements before backward
@@ -825,6 +899,7 @@ int main(void)
 	tcase_add_test(tc, zero3_gathers_the_head_weight);
 	tcase_add_test(tc, zero12_overlap_doubles_the_reduce_bucket);
 	tcase_add_test(tc, reduce_bucket_is_allocated_whole);
+	tcase_add_test(tc, contiguous_gradients_off_reduces_from_the_gradients);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -841,6 +841,7 @@ START_TEST(sweep_settings_equal_their_job_files)
 		{"zero_overlap", {"false", "true"}, "", false},
 		{"zero_overlap", {"default", "true"}, "", true},
 		{"fp32_grad_comm", {"false", "true"}, "", false},
+		{"contiguous_gradients", {"false", "true"}, "  zero: 2\n", false},
 		{"reduce_bucket", {"5e8", "1e6"}, "  zero: 2\n", false},
 		{"allgather_bucket", {"5e8", "1e6"}, "  zero: 1\n", false},
 		{"prefetch_bucket", {"5e7", "1e5"}, "", false},
@@ -908,7 +909,7 @@ START_TEST(sweep_rows_carry_the_settings)
 		 "sweep:\n  model: llama-3.1-8b\n  platform: dgx-h100\n  seq_len: 16K\n"
 		 "  attention_kernel: cudnn\n  impl: megatron\n  recompute: full\n"
 		 "  offload_activations: true\n  tile_mlp: 4\n  tile_logits: 8\n  memory_reserve: 3GiB\n"
-		 "  zero_overlap: false\n  fp32_grad_comm: false\n  reduce_bucket: 1e7\n  allgather_bucket: 2e7\n"
+		 "  zero_overlap: false\n  fp32_grad_comm: false\n  contiguous_gradients: false\n  reduce_bucket: 1e7\n  allgather_bucket: 2e7\n"
 		 "  prefetch_bucket: 3e6\n  strategy: ring:split=naive\n");
 	ck_assert_msg(plan_spec_load(spec, &s, &e), "%s", e.msg);
 	json_t *r = plan_point_eval(&s, 0);
@@ -923,6 +924,7 @@ START_TEST(sweep_rows_carry_the_settings)
 	ck_assert_double_eq(plan_row_num(r, "memory_reserve"), 3.0 * 1073741824);
 	ck_assert(json_is_false(json_object_get(r, "zero_overlap")));
 	ck_assert(json_is_false(json_object_get(r, "fp32_grad_comm")));
+	ck_assert(json_is_false(json_object_get(r, "contiguous_gradients")));
 	ck_assert_double_eq(plan_row_num(r, "reduce_bucket"), 1e7);
 	ck_assert_double_eq(plan_row_num(r, "allgather_bucket"), 2e7);
 	ck_assert_double_eq(plan_row_num(r, "prefetch_bucket"), 3e6);
@@ -1023,6 +1025,7 @@ START_TEST(sweep_setting_errors_are_located)
 		{"  memory_reserve: [0, lots]\n", ":5:23: ", "'memory_reserve': "},
 		{"  zero_overlap: sometimes\n", ":5:17: ", "'zero_overlap' must be true, false or default, got 'sometimes'"},
 		{"  fp32_grad_comm: 2\n", ":5:19: ", "'fp32_grad_comm' must be true or false, got '2'"},
+		{"  contiguous_gradients: [true, maybe]\n", ":5:32: ", "'contiguous_gradients' must be true or false, got 'maybe'"},
 		{"  reduce_bucket: -1\n", ":5:18: ", "'reduce_bucket' must be"},
 		{"  dtype: fp16\n", ":5:10: ", "'dtype' must be one of: bf16, got 'fp16'"},
 		{"  impl: [hf, hf]\n", ":5:14: ", "'impl' lists 'hf' twice, expected distinct values"},
@@ -2087,7 +2090,7 @@ START_TEST(planner_takes_run_job_settings)
 	close(fd);
 	char *a[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "8",
 		     "--seq-len", "64K", "--global-batch", "1M", "--verify", "none", "--top", "1", "--format", "json",
-		     "--attention-kernel", "flash-attn-3", "--tile-logits", "4", "--zero-overlap", "off", NULL};
+		     "--attention-kernel", "flash-attn-3", "--tile-logits", "4", "--zero-overlap", "off", "--contiguous-gradients", "off", NULL};
 	ck_assert_int_eq(run_exe(a, log), 0);
 	json_t *j = json_load_file(log, 0, NULL);
 	ck_assert_ptr_nonnull(j);
@@ -2095,6 +2098,7 @@ START_TEST(planner_takes_run_job_settings)
 	ck_assert_str_eq(plan_row_str(top, "attention_kernel"), "flash-attn-3");
 	ck_assert_double_eq(plan_row_num(top, "tile_logits"), 4);
 	ck_assert(json_is_false(json_object_get(top, "zero_overlap")));
+	ck_assert(json_is_false(json_object_get(top, "contiguous_gradients")));
 	json_decref(j);
 	char *bad[] = {(char *)exe(), "plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "8",
 		       "--seq-len", "64K", "--global-batch", "1M", "--attention-kernel", "flash-attn-4", NULL};

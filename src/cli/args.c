@@ -14,7 +14,7 @@
 #define SET(bit) (1u << (bit))
 enum { S_GPUS, S_STRATEGY, S_SP, S_MB, S_SEQ, S_GA, S_ZERO, S_RECOMPUTE, S_DTYPE, S_OVERLAP, S_RB, S_AB, S_PB, S_FP32, S_A2A,
        S_UNEVEN, S_ATTN, S_IMPL, S_Z3P, S_RESERVE, S_UDEG, S_RDEG, S_CPCOMM, S_OFFLOAD, S_TILE_MLP, S_TILE_LOGITS,
-       S_OFFLOAD_OPT };
+       S_OFFLOAD_OPT, S_CONTIG };
 
 const struct option cli_job_options[] = {
 	{"model", required_argument, NULL, CLI_OPT_MODEL},
@@ -36,6 +36,7 @@ const struct option cli_job_options[] = {
 	{"allgather-bucket", required_argument, NULL, CLI_OPT_ALLGATHER_BUCKET},
 	{"prefetch-bucket", required_argument, NULL, CLI_OPT_PREFETCH_BUCKET},
 	{"fp32-grad-comm", required_argument, NULL, CLI_OPT_FP32_GRAD_COMM},
+	{"contiguous-gradients", required_argument, NULL, CLI_OPT_CONTIGUOUS_GRADIENTS},
 	{"engine", required_argument, NULL, CLI_OPT_ENGINE},
 	{"format", required_argument, NULL, CLI_OPT_FORMAT},
 	{"trace", required_argument, NULL, CLI_OPT_TRACE},
@@ -183,6 +184,9 @@ void cli_job_help(FILE *f)
 	      "  --reduce-bucket E, --allgather-bucket E, --prefetch-bucket E   ZeRO bucket sizes in elements\n"
 	      "                           (DeepSpeed defaults 5e8, 5e8, 5e7)\n"
 	      "  --fp32-grad-comm on|off|default  gradient reduction in fp32 (default: on when SP > 1)\n"
+	      "  --contiguous-gradients on|off  DeepSpeed ZeRO-1 to 3 copies gradients into a reduce bucket\n"
+	      "                           allocated whole (default on, DeepSpeed's); off: they are reduced\n"
+	      "                           from their own tensors through a flat copy per bucket\n"
 	      "  --ulysses-degree U, --ring-degree R  USP's degrees (--strategy usp, basp:inner=usp):\n"
 	      "                           U x R = the SP group; default U the largest in a node\n"
 	      "  --a2a direct|pairwise|hierarchical  SP all-to-all algorithm (default direct, as NCCL);\n"
@@ -326,6 +330,20 @@ bool cli_parse_range_long_as(config_range_id id, const char *flag, const char *a
 bool cli_parse_range_long(config_range_id id, const char *arg, long *out)
 {
 	return cli_parse_range_long_as(id, NULL, arg, out);
+}
+
+/* on|off (true|false): a setting without a derived default. */
+static bool parse_onoff(const char *flag, const char *s, int *out)
+{
+	if (strcmp(s, "on") == 0 || strcmp(s, "true") == 0)
+		*out = 1;
+	else if (strcmp(s, "off") == 0 || strcmp(s, "false") == 0)
+		*out = 0;
+	else {
+		cli_errorf("%s expects on or off, got '%s'\n", flag, s);
+		return false;
+	}
+	return true;
 }
 
 static bool parse_tristate(const char *flag, const char *s, int *out)
@@ -523,6 +541,14 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		j->fp32_grad_comm_set = t >= 0;
 		j->fp32_grad_comm = t == 1;
 		a->set |= SET(S_FP32);
+		return 1;
+	}
+	case CLI_OPT_CONTIGUOUS_GRADIENTS: {
+		int t;
+		if (!parse_onoff("--contiguous-gradients", arg, &t))
+			return -1;
+		j->contiguous_gradients = t == 1;
+		a->set |= SET(S_CONTIG);
 		return 1;
 	}
 	case CLI_OPT_REDUCE_BUCKET:
@@ -810,6 +836,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_Z3P, zero3_prefetch)
 		TAKE(S_OFFLOAD, offload_activations)
 		TAKE(S_OFFLOAD_OPT, offload_optimizer)
+		TAKE(S_CONTIG, contiguous_gradients)
 		TAKE(S_TILE_MLP, tile_mlp)
 		TAKE(S_TILE_LOGITS, tile_logits)
 		if (!(a->set & SET(S_RESERVE))) {

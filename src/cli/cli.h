@@ -81,6 +81,7 @@ enum {
 	CLI_OPT_TILE_MLP,
 	CLI_OPT_TILE_LOGITS,
 	CLI_OPT_OFFLOAD_OPTIMIZER,
+	CLI_OPT_CONTIGUOUS_GRADIENTS,
 	CLI_OPT_FIRST_FREE, /* commands number their own options from here */
 };
 

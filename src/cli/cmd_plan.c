@@ -29,6 +29,7 @@ static const int job_setting_ids[] = {
 	CLI_OPT_ATTENTION_KERNEL, CLI_OPT_OFFLOAD_ACTIVATIONS, CLI_OPT_TILE_MLP,	      CLI_OPT_TILE_LOGITS,
 	CLI_OPT_ZERO_OVERLAP,	  CLI_OPT_FP32_GRAD_COMM,      CLI_OPT_REDUCE_BUCKET, CLI_OPT_ALLGATHER_BUCKET,
 	CLI_OPT_PREFETCH_BUCKET,  CLI_OPT_DTYPE,	       CLI_OPT_ZERO3_PREFETCH, CLI_OPT_OFFLOAD_OPTIMIZER,
+	CLI_OPT_CONTIGUOUS_GRADIENTS,
 };
 #define N_JOB_SETTINGS ((int)(sizeof job_setting_ids / sizeof job_setting_ids[0]))
 
@@ -72,7 +73,7 @@ static void plan_help(FILE *f)
 	      "  --memory-reserve SIZE    memory lost to CUDA context, NCCL and fragmentation, or 0 (default derived)\n"
 	      "  --attention-kernel K, --offload-activations, --tile-mlp N, --tile-logits N, --zero-overlap V,\n"
 	      "  --fp32-grad-comm V, --reduce-bucket E, --allgather-bucket E, --prefetch-bucket E, --dtype bf16,\n"
-	      "  --zero3-prefetch deepspeed|layer, --offload-optimizer none|cpu\n"
+	      "  --zero3-prefetch deepspeed|layer, --offload-optimizer none|cpu, --contiguous-gradients on|off\n"
 	      "                           settings every configuration shares, as spsim run takes them (see\n"
 	      "                           spsim run --help; activation offload needs recompute full: --recompute\n"
 	      "                           full; optimizer offload skips ZeRO-0)\n"
@@ -483,6 +484,7 @@ const struct option cli_plan_options[] = {
 	{"dtype", required_argument, NULL, OPT_JOB_SETTING + 9},
 	{"zero3-prefetch", required_argument, NULL, OPT_JOB_SETTING + 10},
 	{"offload-optimizer", required_argument, NULL, OPT_JOB_SETTING + 11},
+	{"contiguous-gradients", required_argument, NULL, OPT_JOB_SETTING + 12},
 	{NULL, 0, NULL, 0},
 };
 

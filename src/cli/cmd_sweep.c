@@ -26,7 +26,7 @@ static void sweep_help(FILE *f)
 	      "  gpu_memory, and the job file's settings, read and checked as a job file reads them:\n"
 	      "  recompute a2a basp_uneven cp_comm_type attention_kernel impl zero3_prefetch offload_activations\n"
 	      "  offload_optimizer tile_mlp tile_logits memory_reserve zero_overlap fp32_grad_comm reduce_bucket\n"
-	      "  allgather_bucket prefetch_bucket dtype; plus name and baseline. strategy takes run's\n"
+	      "  allgather_bucket prefetch_bucket contiguous_gradients dtype; plus name and baseline. strategy takes run's\n"
 	      "  --strategy spellings (basp:inner=ring, ring:split=naive, usp:u=4:r=2) with :sp=N or\n"
 	      "  :sp=N/B; every key given is in the point key, so --resume tells its values apart. Unlike\n"
 	      "  spsim run, a spec without engine runs the analytic engine (engine: simgrid to change it).\n\n"

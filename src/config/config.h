@@ -502,6 +502,7 @@ typedef struct config_job {
 	double prefetch_bucket_elems;  /* stage3_prefetch_bucket_size */
 	bool fp32_grad_comm;         /* reduce gradients in fp32 (DeepSpeed default when SP > 1) */
 	int fp32_grad_comm_set;      /* 0: derive from SP, 1: explicit */
+	bool contiguous_gradients;   /* DeepSpeed ZeRO's contiguous_gradients (default true) */
 	config_a2a a2a;              /* SP all-to-all algorithm */
 	config_basp_uneven basp_uneven; /* what BASP does when N % B != 0 */
 	config_impl impl;            /* what each layer saves for backward (default hf) */
@@ -541,15 +542,17 @@ bool config_job_zero_overlap(const config_job *job);
 bool config_job_check(const config_job *job, config_error *err);
 /* The ZeRO settings a job moves off their defaults that its stage does not use
  * (prefetch_bucket and zero3_prefetch act at stage 3 only, allgather_bucket at stages
- * 1-3), as "--flag value (ZeRO-3 only), ..." into buf; false when there are none. */
+ * 1-3, contiguous_gradients off at DeepSpeed's stages 1-3 without optimizer offload at 1-2), as "--flag value (ZeRO-3 only), ..." into buf; false when there are none. */
 bool config_job_unused_zero(const config_job *job, char *buf, size_t n);
 bool config_job_fp32_grad_comm(const config_job *job, int sp);
+/* contiguous_gradients as DeepSpeed runs it: stages 1-2 force it on under optimizer offload. */
+bool config_job_contiguous_gradients(const config_job *job);
 /* The attention kernel a job runs: its own choice, else the platform's. */
 config_attn_kernel config_job_attention_kernel(const config_job *job, const config_platform *p);
 
 /* The job keys that set plain fields of config_job (recompute, dtype, a2a, basp_uneven,
  * attention_kernel, impl, memory_reserve, zero_overlap, the ZeRO buckets, fp32_grad_comm,
- * offload_activations, tile_mlp, tile_logits): one table (job.c) that job files and sweep
+ * contiguous_gradients, offload_activations, tile_mlp, tile_logits): one table (job.c) that job files and sweep
  * specs read through. find: a key's index, -1 when it is not one of them; key: the
  * index's key (NULL past the end); copy: the fields setting i sets, from src to dst. */
 int config_job_setting_find(const char *key);
@@ -647,6 +650,7 @@ bool config_load_calibration(const char *path, config_calibration *out, config_e
  *     zero_overlap: default      # true | false | default (DeepSpeed's per-stage default)
  *     reduce_bucket: 5e8         # elements; also allgather_bucket, prefetch_bucket
  *     fp32_grad_comm: true       # default: derived from SP
+ *     contiguous_gradients: true # DeepSpeed ZeRO-1..3: the reduce bucket allocated whole
  *     a2a: direct                # direct | pairwise | hierarchical
  *     basp_uneven: error         # error | unequal | extra-step
  *     impl: hf                   # hf | megatron: what each layer saves for backward

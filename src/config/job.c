@@ -29,6 +29,9 @@ void config_job_defaults(config_job *job)
 	job->prefetch_bucket_elems = 5e7;
 	job->fp32_grad_comm = false;
 	job->fp32_grad_comm_set = 0;
+	/* DeepSpeed's default: deepspeed/runtime/zero/config.py DeepSpeedZeroConfig,
+	 * contiguous_gradients: bool = True (docs/sources.md [DS-zero-config]). */
+	job->contiguous_gradients = true;
 	job->attention_kernel = -1; /* the platform's attention_kernel */
 	job->tile_mlp = 1;
 	job->tile_logits = 1;
@@ -37,6 +40,15 @@ void config_job_defaults(config_job *job)
 bool config_job_zero_overlap(const config_job *job)
 {
 	return job->zero_overlap < 0 ? job->zero_stage == 3 : job->zero_overlap != 0;
+}
+
+bool config_job_contiguous_gradients(const config_job *job)
+{
+	/* stage_1_and_2.py DeepSpeedZeroOptimizer.__init__: "CPU-Offload requires contiguous
+	 * gradients", self.contiguous_gradients = contiguous_gradients or self.cpu_offload;
+	 * stage3.py takes the setting as given. */
+	const bool offload12 = job->offload_optimizer == CONFIG_OFFLOAD_OPT_CPU && (job->zero_stage == 1 || job->zero_stage == 2);
+	return job->contiguous_gradients || offload12;
 }
 
 bool config_job_fp32_grad_comm(const config_job *job, int sp)
@@ -56,7 +68,7 @@ const char *const config_job_keys[] = {
 	"platform",      "nodes",            "calibration",     "a2a",            "basp_uneven",
 	"attention_kernel", "impl", "zero3_prefetch",         "memory_reserve",   "basp_inner",     "cp_split",
 	"ulysses_degree", "ring_degree", "what_if", "cp_comm_type", "offload_activations", "tile_mlp", "tile_logits",
-	"offload_optimizer", NULL,
+	"offload_optimizer", "contiguous_gradients", NULL,
 };
 
 /* ---------------------------------------------------------------- settings --- */
@@ -92,6 +104,7 @@ static const setting settings[] = {
 	{"allgather_bucket", K_RANGE, NULL, 0, CONFIG_R_ALLGATHER_BUCKET, FIELD(allgather_bucket_elems), NOFLAG},
 	{"prefetch_bucket", K_RANGE, NULL, 0, CONFIG_R_PREFETCH_BUCKET, FIELD(prefetch_bucket_elems), NOFLAG},
 	{"fp32_grad_comm", K_BOOL, NULL, 0, 0, FIELD(fp32_grad_comm), FIELD(fp32_grad_comm_set)},
+	{"contiguous_gradients", K_BOOL, NULL, 0, 0, FIELD(contiguous_gradients), NOFLAG},
 	{"offload_activations", K_BOOL, NULL, 0, 0, FIELD(offload_activations), NOFLAG},
 	{"offload_optimizer", K_ENUM, config_offload_optimizer_names, 2, 0, FIELD(offload_optimizer), NOFLAG},
 	{"tile_mlp", K_RANGE_INT, NULL, 0, CONFIG_R_TILE_MLP, FIELD(tile_mlp), NOFLAG},
@@ -328,6 +341,12 @@ bool config_job_unused_zero(const config_job *job, char *buf, size_t n)
 		{z != 3 && job->zero3_prefetch != d.zero3_prefetch, z3p, "ZeRO-3 only"},
 		{z != 3 && job->prefetch_bucket_elems != d.prefetch_bucket_elems, pb, "ZeRO-3 only"},
 		{z == 0 && job->allgather_bucket_elems != d.allgather_bucket_elems, ab, "ZeRO-1 to 3"},
+		/* contiguous_gradients is DeepSpeed's ZeRO optimizers' (stage 0 all-reduces in the
+		 * engine; PyTorch FSDP has no reduce bucket); stages 1-2 force it on under offload */
+		{!job->contiguous_gradients && (z == 0 || (z == 3 && job->zero3_prefetch == CONFIG_ZERO3_PREFETCH_LAYER)),
+		 "--contiguous-gradients off", "DeepSpeed ZeRO-1 to 3 only, not zero3_prefetch layer"},
+		{!config_job_contiguous_gradients(job) != !job->contiguous_gradients, "--contiguous-gradients off",
+		 "DeepSpeed forces it on under --offload-optimizer cpu"},
 	};
 	size_t at = 0;
 	if (n)

@@ -69,16 +69,16 @@ static const char *const dims[] = {
 	"model", "platform", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
 	"gpu_memory", "calibration", "engine", "placement", "what_if", "nodes", "gpus", "zero_stage", "recompute", "a2a",
 	"basp_uneven", "cp_comm_type", "attention_kernel", "impl", "zero3_prefetch", "offload_activations", "offload_optimizer",
-	"tile_mlp", "tile_logits", "memory_reserve", "zero_overlap", "fp32_grad_comm", "reduce_bucket", "allgather_bucket", "prefetch_bucket",
-	"grad_accum", "seq_len", "micro_batch", NULL,
+	"tile_mlp", "tile_logits", "memory_reserve", "zero_overlap", "fp32_grad_comm", "contiguous_gradients", "reduce_bucket", "allgather_bucket",
+	"prefetch_bucket", "grad_accum", "seq_len", "micro_batch", NULL,
 };
-enum { MAX_DIMS = 35 };
+enum { MAX_DIMS = 36 };
 
 /* The order in which fields are pinned to one value when a figure would be crowded:
  * details of the set-up first, the axes of the studies last. */
 static const char *const pin_order[] = {
 	"engine", "calibration", "placement", "what_if", "inter_latency", "intra_bandwidth", "nics", "gpus_per_node",
-	"gpu_memory", "reduce_bucket", "allgather_bucket", "prefetch_bucket", "fp32_grad_comm", "zero_overlap",
+	"gpu_memory", "reduce_bucket", "allgather_bucket", "prefetch_bucket", "contiguous_gradients", "fp32_grad_comm", "zero_overlap",
 	"memory_reserve", "tile_logits", "tile_mlp", "offload_optimizer", "offload_activations", "zero3_prefetch", "impl", "attention_kernel", "cp_comm_type",
 	"grad_accum", "a2a", "basp_uneven", "recompute", "zero_stage", "nic_bandwidth", "gpus", "nodes", "model",
 	"platform", "seq_len", "micro_batch", NULL,

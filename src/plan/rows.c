@@ -12,7 +12,7 @@ const char *const plan_row_columns[] = {
 	"inter_latency", "gpu_memory", "calibration", "gpus", "label", "strategy", "sp", "micro_batch", "group_size",
 	"dp_replicas", "seq_len", "zero_stage", "recompute", "grad_accum", "a2a", "basp_uneven", "cp_comm_type",
 	"attention_kernel", "impl", "zero3_prefetch", "offload_activations", "offload_optimizer", "tile_mlp", "tile_logits", "memory_reserve", "zero_overlap",
-	"fp32_grad_comm", "reduce_bucket", "allgather_bucket", "prefetch_bucket", "placement", "what_if", "parts",
+	"fp32_grad_comm", "contiguous_gradients", "reduce_bucket", "allgather_bucket", "prefetch_bucket", "placement", "what_if", "parts",
 	"tokens_per_gpu",
 	/* time, seconds per optimizer step */
 	"step_time_s", "compute_s", "gemm_s", "attention_s", "memory_bound_s", "optimizer_s", "sp_comm_s",
@@ -34,7 +34,7 @@ const char *const plan_row_csv_columns[] = {
 	"intra_bandwidth_bytes_per_s", "inter_latency_s", "gpu_memory_bytes", "calibration", "gpus", "label", "strategy",
 	"sp", "micro_batch", "group_size", "dp_replicas", "seq_len", "zero_stage", "recompute", "grad_accum", "a2a",
 	"basp_uneven", "cp_comm_type", "attention_kernel", "impl", "zero3_prefetch", "offload_activations", "offload_optimizer",
-	"tile_mlp", "tile_logits", "memory_reserve_bytes", "zero_overlap", "fp32_grad_comm", "reduce_bucket_elements", "allgather_bucket_elements",
+	"tile_mlp", "tile_logits", "memory_reserve_bytes", "zero_overlap", "fp32_grad_comm", "contiguous_gradients", "reduce_bucket_elements", "allgather_bucket_elements",
 	"prefetch_bucket_elements", "placement", "what_if", "parts", "tokens_per_gpu",
 	"step_time_s", "compute_s", "gemm_s", "attention_s", "memory_bound_s", "optimizer_s", "sp_comm_s",
 	"sp_comm_exposed_s", "zero_comm_s", "zero_comm_exposed_s",
@@ -101,6 +101,7 @@ void plan_row_set_job(json_t *row, const config_model *m, const config_platform 
 	set_r(row, "memory_reserve", job->memory_reserve_set ? job->memory_reserve : NAN); /* null: derived */
 	json_object_set_new(row, "zero_overlap", json_boolean(config_job_zero_overlap(job)));
 	json_object_set_new(row, "fp32_grad_comm", json_boolean(config_job_fp32_grad_comm(job, job->sp ? job->sp : job->gpus)));
+	json_object_set_new(row, "contiguous_gradients", json_boolean(config_job_contiguous_gradients(job)));
 	set_r(row, "reduce_bucket", job->reduce_bucket_elems);
 	set_r(row, "allgather_bucket", job->allgather_bucket_elems);
 	set_r(row, "prefetch_bucket", job->prefetch_bucket_elems);

@@ -23,7 +23,7 @@
  *
  * Every job-file key that sets a plain job field (recompute, a2a, basp_uneven,
  * attention_kernel, impl, offload_activations, offload_optimizer, tile_mlp, tile_logits, memory_reserve,
- * zero_overlap, fp32_grad_comm, the buckets, dtype) is an axis read through the job file's
+ * zero_overlap, fp32_grad_comm, contiguous_gradients, the buckets, dtype) is an axis read through the job file's
  * own table (config_job_setting_read), so a value means what it means in a job file.
  *
  * Errors are "file:line:column: what is wrong, what was expected" (config/yamltree.h). */
@@ -41,7 +41,7 @@ static const char *const axis_keys[PLAN_AXIS_COUNT] = {
 	"model", "platform", "nodes", "gpus_per_node", "nics", "nic_bandwidth", "intra_bandwidth", "inter_latency",
 	"gpu_memory", "calibration", "engine", "placement", "what_if", "gpus", "zero", "recompute", "a2a", "basp_uneven",
 	"cp_comm_type", "attention_kernel", "impl", "zero3_prefetch", "offload_activations", "offload_optimizer", "tile_mlp", "tile_logits",
-	"memory_reserve", "zero_overlap", "fp32_grad_comm", "reduce_bucket", "allgather_bucket", "prefetch_bucket", "dtype", "grad_accum",
+	"memory_reserve", "zero_overlap", "fp32_grad_comm", "contiguous_gradients", "reduce_bucket", "allgather_bucket", "prefetch_bucket", "dtype", "grad_accum",
 	"seq_len", "micro_batch", "strategy",
 };
 
@@ -222,6 +222,7 @@ static bool parse_item(loader *L, plan_axis a, const yt_node *it, size_t i, plan
 	case PLAN_AXIS_MEMORY_RESERVE:
 	case PLAN_AXIS_ZERO_OVERLAP:
 	case PLAN_AXIS_FP32_GRAD_COMM:
+	case PLAN_AXIS_CONTIGUOUS_GRADIENTS:
 	case PLAN_AXIS_REDUCE_BUCKET:
 	case PLAN_AXIS_ALLGATHER_BUCKET:
 	case PLAN_AXIS_PREFETCH_BUCKET:

@@ -93,6 +93,7 @@ json_t *report_run_json(const report_run *r)
 	json_object_set_new(json_object_get(o, "job"), "a2a", json_string(config_a2a_names[j->a2a]));
 	json_object_set_new(json_object_get(o, "job"), "impl", json_string(config_impl_names[j->impl]));
 	json_object_set_new(json_object_get(o, "job"), "zero3_prefetch", json_string(config_zero3_prefetch_names[j->zero3_prefetch]));
+	json_object_set_new(json_object_get(o, "job"), "contiguous_gradients", json_boolean(config_job_contiguous_gradients(j)));
 	{
 		char label[64];
 		json_object_set_new(json_object_get(o, "job"), "strategy_spec",

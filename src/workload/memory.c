@@ -373,9 +373,28 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	 * reduce bucket: it reduce-scatters one FSDP unit's gradients at a time (FSDP2's
 	 * foreach_reduce, torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, sizes
 	 * reduce_scatter_input to the unit's parameters), at most a layer's. The all-gather
-	 * bucket of stages 1-2 is a step-time flatten of the partitions, at most Psi. */
+	 * bucket of stages 1-2 is a step-time flatten of the partitions, at most Psi.
+	 * contiguous_gradients: false (DeepSpeed ZeRO-1 to 3; stages 1-2 force it back on under
+	 * optimizer offload, config_job_contiguous_gradients) allocates no bucket: the pending
+	 * gradients stay in their own bf16 tensors until a bucket's worth, e = min(reduce_bucket,
+	 * Psi) elements, is reduced, through a flat copy made at reduction time:
+	 * - stage 3: stage3.py __add_grad_to_ipg_bucket copies into the buffer only "if
+	 *   self.contiguous_gradients"; __avg_scatter_grads takes [p.grad ...], casts each to the
+	 *   communication dtype when it differs (g.to(communication_data_type): a second copy), and
+	 *   reduce_scatter_coalesced (runtime/comm/coalesced_collectives.py) torch.cat's the padded
+	 *   partitions into tensor_partition_flat_buffer: e bf16 gradients + e·gb flat copy (+ e·gb
+	 *   cast copies when gb != 2), all alive at the cat;
+	 * - stages 1-2: reduce_ipg_grads calls buffered_reduce_fallback(None, grads_in_ipg_bucket)
+	 *   when not contiguous, whose allreduce_bucket flattens the bucket (self.flatten, bf16)
+	 *   and casts the flat tensor to the communication dtype when it differs: e·2 + (e·gb when
+	 *   gb != 2). Stage 2's gradients are not in out->grads (its partition is) and count here,
+	 *   two buckets' worth with overlap_comm ("if self.overlap_comm and
+	 *   self.contiguous_gradients is False": previous_reduced_grads keeps the reduced bucket's
+	 *   gradients until the next reduction); stage 1's full gradients are out->grads. */
 	double gb = workload_grad_comm_bytes(job, l);
 	const double rb = job->reduce_bucket_elems;
+	const bool contiguous = config_job_contiguous_gradients(job);
+	const double e = rb < psi ? rb : psi, cast = gb != BF16 ? gb : 0.0; /* contiguous_gradients off */
 	double ab = job->allgather_bucket_elems < psi ? job->allgather_bucket_elems : psi;
 	double zero = 0;
 	if (Z == 3 && job->zero3_prefetch == CONFIG_ZERO3_PREFETCH_LAYER) {
@@ -386,12 +405,13 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	} else if (Z == 3) {
 		/* The reduce bucket, plus, over several GPUs, the gathered parameters (DeepSpeed's
 		 * current submodule and its prefetch window: workload_zero3_gathered_elems). */
-		zero = gb * rb;
+		zero = contiguous ? gb * rb : e * (BF16 + gb + cast);
 		if (l->world > 1)
 			zero += BF16 * workload_zero3_gathered_elems(m, job);
 	} else if (Z >= 1) {
 		const double buckets = config_job_zero_overlap(job) ? 2.0 : 1.0;
-		zero = buckets * gb * rb + (l->world > 1 ? BF16 * ab : 0.0);
+		zero = contiguous ? buckets * gb * rb : (Z == 2 ? buckets * BF16 * e : 0.0) + e * (BF16 + cast);
+		zero += l->world > 1 ? BF16 * ab : 0.0;
 	} else if (l->world > 1) {
 		zero = gb * (rb < psi ? rb : psi);
 	}
