@@ -359,19 +359,26 @@ END_TEST
 
 /* ------------------------------------------------------ collectives, closed --- */
 
+/* One collective alone on W ranks of p: the analytic closed form is `want` to 1e-12 and the
+ * SimGrid run lands on it to `tol` relative. */
+static void expect_alone(const config_platform *p, workload_coll c, workload_alg a, int W, engine_group_shape s,
+			 double bytes, double want, double tol)
+{
+	workload_op op = comm(c, a, WL_GROUP_SP, bytes);
+	hand h;
+	hand_init(&h, p, W, W, &op, 1, 1);
+	ck_assert_close(engine_collective_time(p, c, a, s, bytes), want, 1e-12);
+	ck_assert_close(sim(&h.in, NULL, NULL), want, tol);
+}
+
 START_TEST(alltoall_direct_inside_a_node)
 {
 	/* P = 4 on one NVSwitch node, 4 MB buffer: 1 MB to each of 3 peers at once; the
 	 * GPU's 100 GB/s up link carries 3 MB: 1 us + 3e6 / 100e9 = 31 us, as the analytic
 	 * closed form says. */
 	config_platform p = tu_platform(1, 4, 1);
-	workload_op op = comm(WL_COLL_ALLTOALL, WL_ALG_DIRECT, WL_GROUP_SP, 4e6);
-	hand h;
-	hand_init(&h, &p, 4, 4, &op, 1, 1);
-	double want = 31e-6;
 	engine_group_shape s = {.size = 4, .per_node = 4, .active_per_node = 4};
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, s, 4e6), want, 1e-12);
-	ck_assert_close(sim(&h.in, NULL, NULL), want, 1e-9);
+	expect_alone(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, 4, s, 4e6, 31e-6, 1e-9);
 }
 END_TEST
 
@@ -383,12 +390,8 @@ START_TEST(alltoall_direct_between_processes_pays_the_staging_drain)
 {
 	config_platform p = tu_platform(1, 4, 1);
 	p.nccl.processes = CONFIG_NCCL_PROCS_PER_GPU;
-	workload_op op = comm(WL_COLL_ALLTOALL, WL_ALG_DIRECT, WL_GROUP_SP, 4e6);
-	hand h;
-	hand_init(&h, &p, 4, 4, &op, 1, 1);
 	engine_group_shape s = {.size = 4, .per_node = 4, .active_per_node = 4};
-	ck_assert_close(engine_collective_time(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, s, 4e6), 37e-6, 1e-12);
-	ck_assert_close(sim(&h.in, NULL, NULL), 37e-6, 1e-9);
+	expect_alone(&p, WL_COLL_ALLTOALL, WL_ALG_DIRECT, 4, s, 4e6, 37e-6, 1e-9);
 }
 END_TEST
 
@@ -402,18 +405,6 @@ START_TEST(alltoall_pairwise_inside_a_node)
 	ck_assert_close(sim(&h.in, NULL, NULL), 33e-6, 1e-9);
 }
 END_TEST
-
-/* One collective alone on W ranks of p: the analytic closed form is `want` to 1e-12 and the
- * SimGrid run lands on it to `tol` relative. */
-static void expect_alone(const config_platform *p, workload_coll c, workload_alg a, int W, engine_group_shape s,
-			 double bytes, double want, double tol)
-{
-	workload_op op = comm(c, a, WL_GROUP_SP, bytes);
-	hand h;
-	hand_init(&h, p, W, W, &op, 1, 1);
-	ck_assert_close(engine_collective_time(p, c, a, s, bytes), want, 1e-12);
-	ck_assert_close(sim(&h.in, NULL, NULL), want, tol);
-}
 
 START_TEST(alltoall_pairwise_across_two_nodes)
 {

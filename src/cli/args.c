@@ -332,34 +332,27 @@ bool cli_parse_range_long(config_range_id id, const char *arg, long *out)
 	return cli_parse_range_long_as(id, NULL, arg, out);
 }
 
-/* on|off (true|false): a setting without a derived default. */
-static bool parse_onoff(const char *flag, const char *s, int *out)
+/* on|off (true|false), and with `with_default` also default (-1: the setting's derived
+ * value). */
+static bool parse_switch(const char *flag, const char *s, bool with_default, int *out)
 {
 	if (strcmp(s, "on") == 0 || strcmp(s, "true") == 0)
 		*out = 1;
 	else if (strcmp(s, "off") == 0 || strcmp(s, "false") == 0)
 		*out = 0;
+	else if (with_default && strcmp(s, "default") == 0)
+		*out = -1;
 	else {
-		cli_errorf("%s expects on or off, got '%s'\n", flag, s);
+		cli_errorf("%s expects %s, got '%s'\n", flag, with_default ? "on, off or default" : "on or off", s);
 		return false;
 	}
 	return true;
 }
 
-static bool parse_tristate(const char *flag, const char *s, int *out)
-{
-	if (strcmp(s, "on") == 0 || strcmp(s, "true") == 0)
-		*out = 1;
-	else if (strcmp(s, "off") == 0 || strcmp(s, "false") == 0)
-		*out = 0;
-	else if (strcmp(s, "default") == 0)
-		*out = -1;
-	else {
-		cli_errorf("%s expects on, off or default, got '%s'\n", flag, s);
-		return false;
-	}
-	return true;
-}
+/* on|off: a setting without a derived default. */
+static bool parse_onoff(const char *flag, const char *s, int *out) { return parse_switch(flag, s, false, out); }
+
+static bool parse_tristate(const char *flag, const char *s, int *out) { return parse_switch(flag, s, true, out); }
 
 bool cli_check_list(const char *cmd, const char *flag, const char *list, char sep, size_t max_len)
 {

@@ -345,7 +345,7 @@ bool config_job_unused_zero(const config_job *job, char *buf, size_t n)
 		 * engine; PyTorch FSDP has no reduce bucket); stages 1-2 force it on under offload */
 		{!job->contiguous_gradients && (z == 0 || (z == 3 && job->zero3_prefetch == CONFIG_ZERO3_PREFETCH_LAYER)),
 		 "--contiguous-gradients off", "DeepSpeed ZeRO-1 to 3 only, not zero3_prefetch layer"},
-		{!config_job_contiguous_gradients(job) != !job->contiguous_gradients, "--contiguous-gradients off",
+		{config_job_contiguous_gradients(job) != job->contiguous_gradients, "--contiguous-gradients off",
 		 "DeepSpeed forces it on under --offload-optimizer cpu"},
 	};
 	size_t at = 0;

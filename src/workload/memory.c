@@ -394,7 +394,8 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 	double gb = workload_grad_comm_bytes(job, l);
 	const double rb = job->reduce_bucket_elems;
 	const bool contiguous = config_job_contiguous_gradients(job);
-	const double e = rb < psi ? rb : psi, cast = gb != BF16 ? gb : 0.0; /* contiguous_gradients off */
+	/* a bucket's worth at most Psi (stage 0, contiguous_gradients off); the cast copy */
+	const double e = rb < psi ? rb : psi, cast = gb != BF16 ? gb : 0.0;
 	double ab = job->allgather_bucket_elems < psi ? job->allgather_bucket_elems : psi;
 	double zero = 0;
 	if (Z == 3 && job->zero3_prefetch == CONFIG_ZERO3_PREFETCH_LAYER) {
@@ -413,7 +414,7 @@ void workload_memory_compute(const config_model *m, const config_platform *p, co
 		zero = contiguous ? buckets * gb * rb : (Z == 2 ? buckets * BF16 * e : 0.0) + e * (BF16 + cast);
 		zero += l->world > 1 ? BF16 * ab : 0.0;
 	} else if (l->world > 1) {
-		zero = gb * (rb < psi ? rb : psi);
+		zero = gb * e;
 	}
 	zero += head.loss_phase + head.whole_step; /* ZeRO-3 over W > 1: the head's gathered weight */
 	out->buffers = a2a + zero;
