@@ -1360,23 +1360,6 @@ START_TEST(plan_progress_on_request_only)
 }
 END_TEST
 
-/* Whole file into a malloc'd string (NULL when unreadable). */
-static char *read_all(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-	int c;
-	while ((c = fgetc(f)) != EOF)
-		fputc(c, m);
-	fclose(f);
-	fclose(m);
-	return buf;
-}
-
 /* Every file under dir (recursively, dot entries skipped) is read and must not cite the
  * notes file that is not in the repository; returns the number of files read. */
 /* Whether docs/sources.md defines tag: a row of one of its tables starts with it
@@ -1431,7 +1414,7 @@ static int assert_no_notes_citation(const char *dir, const char *sources, int *t
 		if (S_ISDIR(st.st_mode)) {
 			files += assert_no_notes_citation(path, sources, tags);
 		} else if (S_ISREG(st.st_mode)) {
-			char *text = read_all(path);
+			char *text = tu_read_file(path);
 			ck_assert_ptr_nonnull(text);
 			ck_assert_msg(!strstr(text, "modeling.md"), "%s cites modeling.md", path);
 			size_t len = strlen(path);
@@ -1454,7 +1437,7 @@ START_TEST(shipped_files_cite_sources_in_the_repository)
 	const char *root = getenv("SPSIM_DATA_DIR");
 	char path[CONFIG_PATH_MAX];
 	snprintf(path, sizeof path, "%s/docs/sources.md", root);
-	char *sources = read_all(path);
+	char *sources = tu_read_file(path);
 	ck_assert_ptr_nonnull(sources);
 	static const char *const dirs[] = {"models", "platforms"};
 	int files = 0, tags = 0;
@@ -1464,7 +1447,7 @@ START_TEST(shipped_files_cite_sources_in_the_repository)
 		ck_assert_int_gt(n, 3);
 		for (int i = 0; i < n; i++) {
 			snprintf(path, sizeof path, "%s/%s/%s.yaml", root, dirs[d], names[i]);
-			char *text = read_all(path);
+			char *text = tu_read_file(path);
 			ck_assert_ptr_nonnull(text);
 			ck_assert_msg(!strstr(text, "modeling.md"), "%s cites modeling.md", path);
 			for (char *t = strchr(text, '['); t; t = strchr(t + 1, '[')) {

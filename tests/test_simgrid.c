@@ -23,6 +23,7 @@ int main(void) { return 77; } /* built without SimGrid: skipped */
 
 #include "engine/analytic.h"
 #include "engine/nccl.h"
+#include "engine/simgrid/sg_internal.h"
 #include "engine/simgrid/simgrid.h"
 #include "report/trace.h"
 #include "testutil.h"
@@ -240,6 +241,124 @@ START_TEST(large_platforms_group_zones)
 	ck_assert_str_eq(r, "n0nic0_UP spsim_0sw0 spsimsw0 spsim_3sw3 n99nic0_DOWN");
 	route_of("n33g0", "n34g1", r, sizeof r);
 	ck_assert_str_eq(r, "n33nic0_UP spsim_1sw1 n34nic0_DOWN");
+}
+END_TEST
+
+/* Every host, every link (bandwidth, latency, shared or not) and the routes between hosts
+ * (links in order, latency) of the loaded platform, one line each, in name order. Routes:
+ * every ordered pair when there are few hosts, else those from and to the first host. */
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void dump_platform(FILE *f)
+{
+	size_t nh = sg_host_count(), nl = sg_link_count();
+	sg_host_t *hosts = sg_host_list();
+	sg_link_t *links = sg_link_list();
+	char **names = calloc(nh + nl, sizeof *names);
+	for (size_t i = 0; i < nh; i++)
+		names[i] = strdup(sg_host_get_name(hosts[i]));
+	qsort(names, nh, sizeof *names, by_name);
+	for (size_t i = 0; i < nl; i++) {
+		char line[256];
+		snprintf(line, sizeof line, "%s bw %.17g lat %.17g shared %d", sg_link_get_name(links[i]),
+			 sg_link_get_bandwidth(links[i]), sg_link_get_latency(links[i]), sg_link_is_shared(links[i]));
+		names[nh + i] = strdup(line);
+	}
+	qsort(names + nh, nl, sizeof *names, by_name);
+	for (size_t i = 0; i < nh + nl; i++)
+		fprintf(f, "%s\n", names[i]);
+	for (size_t i = 0; i < nh; i++)
+		for (size_t j = 0; j < nh; j++) {
+			if (i == j || (nh > 40 && i != 0 && j != 0))
+				continue;
+			char r[1024];
+			route_of(names[i], names[j], r, sizeof r);
+			fprintf(f, "%s -> %s: %s (%.17g s)\n", names[i], names[j], r,
+				sg_host_get_route_latency(sg_host_by_name(names[i]), sg_host_by_name(names[j])));
+		}
+	for (size_t i = 0; i < nh + nl; i++)
+		free(names[i]);
+	free(names);
+	free(hosts);
+	free(links);
+}
+
+/* In a child process (SimGrid once per process): the platform of `s`, loaded from the XML
+ * writer's file (xml) or built by sgx_platform_build, dumped into a string. */
+static char *platform_dump_of(const sgx_spec *s, bool xml)
+{
+	char out[] = "/tmp/spsim-dump-XXXXXX";
+	int ofd = mkstemp(out);
+	ck_assert_int_ge(ofd, 0);
+	close(ofd);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int argc = 3;
+		char *argv[] = {"test", "--cfg=network/model:CM02", "--log=root.thresh:critical", NULL};
+		simgrid_init(&argc, argv);
+		config_error err;
+		if (xml) {
+			char path[] = "/tmp/spsim-test-XXXXXX";
+			int fd = mkstemp(path);
+			FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+			if (!f || !sgx_platform_write(s, f, NULL, &err))
+				_exit(1);
+			fclose(f);
+			simgrid_load_platform(path);
+			unlink(path);
+		} else if (!sgx_platform_build(s, &err)) {
+			_exit(2);
+		}
+		FILE *f = fopen(out, "w");
+		if (!f)
+			_exit(3);
+		dump_platform(f);
+		_exit(fclose(f) == 0 ? 0 : 4);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %s failed", xml ? "load" : "build");
+	char *buf = tu_read_file(out);
+	ck_assert_ptr_nonnull(buf);
+	unlink(out);
+	return buf;
+}
+
+START_TEST(built_platform_equals_the_xml_one)
+{
+	/* The engine builds its platform through SimGrid's C++ interface (platform_s4u.cpp);
+	 * `spsim platform --xml` and this test's other platforms load the XML writer's file.
+	 * Both walk the same generator: the hosts, links (bandwidth, latency, sharing) and
+	 * routes (links in order, latency) must be the same, on an NVSwitch node pair, an
+	 * NVLink mesh, PCIe, a two-leaf fat-tree, 100 nodes in zones of zones, and a
+	 * symmetry-reduced period with its ghost zone (routes of symmetrical="NO"). */
+	config_platform base = tu_platform(2, 4, 1);
+	config_platform ps[6];
+	sgx_spec specs[6];
+	for (int i = 0; i < 6; i++) {
+		ps[i] = base;
+		specs[i] = (sgx_spec){.p = &ps[i], .nodes = 2, .system_nodes = 2};
+	}
+	ps[1].intra.fabric = CONFIG_FABRIC_NVLINK_MESH;
+	ps[1].intra.pair_bandwidth = 40e9;
+	ps[2].intra.fabric = CONFIG_FABRIC_PCIE;
+	ps[3] = tu_platform(4, 2, 2);
+	ps[3].inter.topology = CONFIG_TOPO_FAT_TREE;
+	ps[3].inter.nodes_per_leaf = 2;
+	ps[3].inter.oversubscription = 4;
+	specs[3].nodes = specs[3].system_nodes = 4;
+	ps[4] = tu_platform(100, 2, 1);
+	specs[4].nodes = specs[4].system_nodes = 100;
+	ps[5] = ps[3];
+	specs[5] = (sgx_spec){.p = &ps[5], .nodes = 2, .system_nodes = 8, .wrap = true};
+	for (int i = 0; i < 6; i++) {
+		char *a = platform_dump_of(&specs[i], true), *b = platform_dump_of(&specs[i], false);
+		ck_assert_msg(strlen(a) > 100, "platform %d: empty dump", i);
+		ck_assert_msg(strcmp(a, b) == 0, "platform %d: the built platform differs from the XML one", i);
+		free(a);
+		free(b);
+	}
 }
 END_TEST
 
@@ -1736,6 +1855,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, platform_xml_has_every_gpu_link_and_nic);
 	tcase_add_test(tc, fat_tree_routes_climb_only_across_leaves);
 	tcase_add_test(tc, large_platforms_group_zones);
+	tcase_add_test(tc, built_platform_equals_the_xml_one);
 	tcase_add_test(tc, no_link_is_shared_by_the_whole_cluster);
 	tcase_add_test(tc, pcie_crosses_the_gpu_link_to_the_nic);
 	tcase_add_test(tc, shipped_platforms_load_in_simgrid);

@@ -117,6 +117,23 @@ static inline void tu_write_file(const char *path, const char *text)
 	fclose(f);
 }
 
+/* Whole file into a malloc'd string (NULL when unreadable). */
+static inline char *tu_read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	int c;
+	while ((c = fgetc(f)) != EOF)
+		fputc(c, m);
+	fclose(f);
+	fclose(m);
+	return buf;
+}
+
 static inline int tu_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);

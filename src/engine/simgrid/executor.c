@@ -437,28 +437,15 @@ static void simgrid_start(void)
 	simgrid_init(&argc, argv);
 }
 
-static bool write_platform(const sgx_spec *spec, char *path, size_t len, double *bytes, config_error *err)
+/* The size of the platform's XML description (sgx_platform_write), for the statistics:
+ * the platform is built directly (platform_s4u.cpp), never parsed. */
+static bool platform_xml_bytes(const sgx_spec *spec, double *bytes, config_error *err)
 {
-	const char *dir = getenv("TMPDIR");
-	if (!dir || !*dir)
-		dir = "/tmp";
-	if (snprintf(path, len, "%s/spsim-platform-XXXXXX", dir) >= (int)len)
-		return config_fail(err, "TMPDIR path too long");
-	int fd = mkstemp(path);
-	if (fd < 0)
-		return config_fail(err, "%s: cannot create the SimGrid platform file (is TMPDIR writable?)", path);
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(path);
-		return config_fail(err, "%s: cannot open the SimGrid platform file", path);
-	}
-	bool ok = sgx_platform_write(spec, f, err);
-	*bytes = (double)ftell(f);
-	if (fclose(f) != 0 && ok)
-		ok = config_fail(err, "%s: cannot write the SimGrid platform file (disk full?)", path);
-	if (!ok)
-		unlink(path);
+	FILE *f = fopen("/dev/null", "w");
+	if (!f)
+		return config_fail(err, "/dev/null: cannot open it for writing");
+	bool ok = sgx_platform_write(spec, f, bytes, err);
+	fclose(f);
 	return ok;
 }
 
@@ -595,8 +582,6 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 	if (!r)
 		return config_fail(err, "out of memory");
 	r->block_max = block_max;
-	char path[CONFIG_PATH_MAX];
-	path[0] = '\0';
 	bool ok = false;
 	if (!run_prepare(r, in, o, err))
 		goto done;
@@ -607,14 +592,13 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 			 .wrap = r->quotient,
 			 .whatif = in->opt.whatif};
 	double xml_bytes = 0;
-	if (!write_platform(&spec, path, sizeof path, &xml_bytes, err))
+	if (stats && !platform_xml_bytes(&spec, &xml_bytes, err))
 		goto done;
 
 	g_simgrid_used = true;
 	simgrid_start();
-	simgrid_load_platform(path);
-	unlink(path);
-	path[0] = '\0';
+	if (!sgx_platform_build(&spec, err))
+		goto done;
 	{
 		/* latencies are added per message (collectives.c): zero them in SimGrid */
 		size_t nl = sg_link_count();
@@ -656,6 +640,28 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 			goto done;
 		}
 	}
+	/* GPU hosts by node and local index, from one pass over the host list: sg_host_by_name
+	 * searches the zone tree from its root, zone by zone (docs/simgrid.md §7, "Platform
+	 * loading"), once per rank a cost quadratic in the nodes */
+	int gen_nodes = spec.nodes;
+	sg_host_t *by_gpu = calloc((size_t)gen_nodes * r->gpn, sizeof *by_gpu);
+	if (!by_gpu) {
+		free(actors);
+		config_fail(err, "out of memory");
+		goto done;
+	}
+	{
+		size_t nh = sg_host_count();
+		sg_host_t *hl = sg_host_list();
+		for (size_t h = 0; hl && h < nh; h++) {
+			int u, j, end = 0;
+			const char *hn = sg_host_get_name(hl[h]);
+			if (sscanf(hn, "n%dg%d%n", &u, &j, &end) == 2 && hn[end] == '\0' && u >= 0 && u < gen_nodes &&
+			    j >= 0 && j < r->gpn)
+				by_gpu[u * r->gpn + j] = hl[h];
+		}
+		free(hl);
+	}
 	char name[64];
 	for (int i = 0; i < r->Wsim; i++) {
 		sgx_rank *R = &r->ranks[i];
@@ -666,14 +672,16 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 		R->slow = config_whatif_compute_factor(in->opt.whatif, i, R->node);
 		int grp = config_platform_group_of(p, R->node);
 		R->plat = grp < 0 ? p : &r->group_plat[grp];
-		sgx_host_name(name, sizeof name, R->node, R->local);
-		R->host = sg_host_by_name(name);
+		R->host = R->node < gen_nodes ? by_gpu[R->node * r->gpn + R->local] : NULL;
 		if (!R->host) {
+			sgx_host_name(name, sizeof name, R->node, R->local);
+			free(by_gpu);
 			free(actors);
 			config_fail(err, "internal: host %s missing from the generated platform", name);
 			goto done;
 		}
 	}
+	free(by_gpu);
 	if (r->trace)
 		trace_names(r);
 	if (r->quotient)
@@ -765,8 +773,6 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 	}
 	ok = true;
 done:
-	if (path[0])
-		unlink(path);
 	run_free(r);
 	return ok;
 }

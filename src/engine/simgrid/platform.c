@@ -1,4 +1,7 @@
-/* Platform -> SimGrid platform XML (DTD 4.1), derived in docs/simgrid.md "The platform".
+/* Platform -> SimGrid platform, derived in docs/simgrid.md "The platform": one generator
+ * (sgx_platform_emit) declares the zones, hosts, links and routes in order, and a sink either
+ * writes them as XML (DTD 4.1, sgx_platform_write: `spsim platform --xml`) or creates them
+ * in the running engine (platform_s4u.cpp, what the engine simulates on).
  *
  * Zones: one per node (Full routing over its GPU hosts and a gateway router), grouped
  * under leaf zones for a fat-tree, and under plain switch zones of at most FANOUT children
@@ -22,6 +25,7 @@
  * Latencies: intra = 2 x half on the GPU links (or the pair link), inter = 2 x half on the
  * NICs, zero on switches, so every route carries exactly the platform's latency. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +45,7 @@ bool sgx_has_leaves(const config_platform *p, int system_nodes)
 }
 
 typedef struct writer {
-	FILE *f;
+	const sgx_sink *k;
 	const config_platform *p;
 	int gpn, nics;
 	bool pcie, mesh;
@@ -56,43 +60,51 @@ static double degraded(const writer *w, double bw, config_link_kind link, int no
 	return bw / config_whatif_link_factor(w->whatif, link, node, a, b);
 }
 
-static void link_xml(writer *w, const char *indent, const char *id, double bw, double lat, const char *policy)
+#define UP 1
+#define DOWN 2
+
+static void link_of(writer *w, const char *id, double bw, double lat, bool fatpipe)
 {
-	fprintf(w->f, "%s<link id=\"%s\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" sharing_policy=\"%s\"/>\n", indent, id,
-		bw, lat, policy);
+	w->k->link(w->k->ctx, id, bw, lat, fatpipe);
+}
+
+static void route_of(writer *w, const char *src, const char *dst, const sgx_hop *h, int n)
+{
+	w->k->route(w->k->ctx, src, dst, NULL, NULL, h, n, true);
 }
 
 static void gpu_link_name(char *buf, size_t len, int node, int j) { snprintf(buf, len, "n%dg%d_link", node, j); }
 
 static void nic_name(char *buf, size_t len, int node, int k) { snprintf(buf, len, "n%dnic%d", node, k); }
 
-static void node_zone(writer *w, int u, const char *ind)
+static void node_zone(writer *w, int u)
 {
 	const config_platform *p = w->p;
-	char a[64], b[64], c[64];
-	fprintf(w->f, "%s<zone id=\"n%d\" routing=\"Full\">\n", ind, u);
+	char a[64], b[64], c[64], d[64];
+	snprintf(a, sizeof a, "n%d", u);
+	w->k->zone_open(w->k->ctx, a, false);
 	for (int j = 0; j < w->gpn; j++) {
 		sgx_host_name(a, sizeof a, u, j);
 		/* every host runs at the platform's peak: executions carry time x that peak
 		 * (executor.c), each rank's time from its own node's GPU */
-		fprintf(w->f, "%s  <host id=\"%s\" speed=\"%.17gf\"/>\n", ind, a, p->gpu.peak_flops);
+		w->k->host(w->k->ctx, a, p->gpu.peak_flops);
 	}
+	char gw[64];
+	snprintf(gw, sizeof gw, "n%dgw", u);
 	if (w->gateways)
-		fprintf(w->f, "%s  <router id=\"n%dgw\"/>\n", ind, u);
-	char in2[64];
-	snprintf(in2, sizeof in2, "%s  ", ind);
+		w->k->router(w->k->ctx, gw);
 	if (w->mesh) {
 		for (int i = 0; i < w->gpn; i++)
 			for (int j = i + 1; j < w->gpn; j++) {
 				snprintf(a, sizeof a, "n%dg%d_g%d", u, i, j);
-				link_xml(w, in2, a, degraded(w, config_platform_intra_pair_bw(p), CONFIG_LINK_NVLINK, u, i, j),
-					 p->intra.latency, "SPLITDUPLEX");
+				link_of(w, a, degraded(w, config_platform_intra_pair_bw(p), CONFIG_LINK_NVLINK, u, i, j),
+					p->intra.latency, false);
 			}
 	} else {
 		for (int j = 0; j < w->gpn; j++) {
 			gpu_link_name(a, sizeof a, u, j);
-			link_xml(w, in2, a, degraded(w, config_platform_intra_bw(p), CONFIG_LINK_NVLINK, u, j, -1),
-				 p->intra.latency / 2, "SPLITDUPLEX");
+			link_of(w, a, degraded(w, config_platform_intra_bw(p), CONFIG_LINK_NVLINK, u, j, -1),
+				p->intra.latency / 2, false);
 		}
 	}
 	int nics = w->p->n_node_groups > 0 ? config_platform_nics_of(w->p, u) : w->nics; /* node groups */
@@ -101,8 +113,8 @@ static void node_zone(writer *w, int u, const char *ind)
 	if (w->gateways)
 		for (int k = 0; k < nics; k++) {
 			nic_name(a, sizeof a, u, k);
-			link_xml(w, in2, a, degraded(w, config_platform_nic_bw(p), CONFIG_LINK_NIC, u, k, -1),
-				 p->inter.latency / 2, "SPLITDUPLEX");
+			link_of(w, a, degraded(w, config_platform_nic_bw(p), CONFIG_LINK_NIC, u, k, -1),
+				p->inter.latency / 2, false);
 		}
 	/* intra-node routes, declared once per pair (symmetric: the reverse uses the other
 	 * direction of each SPLITDUPLEX link) */
@@ -110,29 +122,26 @@ static void node_zone(writer *w, int u, const char *ind)
 		for (int j = i + 1; j < w->gpn; j++) {
 			sgx_host_name(a, sizeof a, u, i);
 			sgx_host_name(b, sizeof b, u, j);
-			fprintf(w->f, "%s  <route src=\"%s\" dst=\"%s\">", ind, a, b);
 			if (w->mesh) {
-				fprintf(w->f, "<link_ctn id=\"n%dg%d_g%d\" direction=\"UP\"/>", u, i, j);
+				snprintf(c, sizeof c, "n%dg%d_g%d", u, i, j);
+				route_of(w, a, b, (sgx_hop[]){{c, UP}}, 1);
 			} else {
 				gpu_link_name(c, sizeof c, u, i);
-				fprintf(w->f, "<link_ctn id=\"%s\" direction=\"UP\"/>", c);
-				gpu_link_name(c, sizeof c, u, j);
-				fprintf(w->f, "<link_ctn id=\"%s\" direction=\"DOWN\"/>", c);
+				gpu_link_name(d, sizeof d, u, j);
+				route_of(w, a, b, (sgx_hop[]){{c, UP}, {d, DOWN}}, 2);
 			}
-			fprintf(w->f, "</route>\n");
 		}
 	if (w->gateways)
 		for (int j = 0; j < w->gpn; j++) {
 			sgx_host_name(a, sizeof a, u, j);
-			fprintf(w->f, "%s  <route src=\"%s\" dst=\"n%dgw\">", ind, a, u);
-			if (w->pcie) {
-				gpu_link_name(c, sizeof c, u, j);
-				fprintf(w->f, "<link_ctn id=\"%s\" direction=\"UP\"/>", c);
-			}
-			nic_name(c, sizeof c, u, j % nics);
-			fprintf(w->f, "<link_ctn id=\"%s\" direction=\"UP\"/></route>\n", c);
+			gpu_link_name(c, sizeof c, u, j);
+			nic_name(d, sizeof d, u, j % nics);
+			if (w->pcie)
+				route_of(w, a, gw, (sgx_hop[]){{c, UP}, {d, UP}}, 2);
+			else
+				route_of(w, a, gw, (sgx_hop[]){{d, UP}}, 1);
 		}
-	fprintf(w->f, "%s</zone>\n", ind);
+	w->k->zone_close(w->k->ctx);
 }
 
 /* A child of a zone of zones: its id and the gateway router a route to it ends at. */
@@ -153,89 +162,75 @@ static void port_name(char *buf, size_t len, const char *self, int i) { snprintf
 
 /* Declares the ports zone_routes uses: every child's but the last, and the last one's too
  * when the route up to the zone's gateway goes through the switch (no real uplink). */
-static void switch_ports(writer *w, const char *ind, const char *self, int n, bool up_through_switch)
+static void switch_ports(writer *w, const char *self, int n, bool up_through_switch)
 {
 	char port[80];
 	for (int i = 0; i < n; i++)
 		if (i + 1 < n || up_through_switch) {
 			port_name(port, sizeof port, self, i);
-			link_xml(w, ind, port, SWITCH_BW, 0, "FATPIPE");
+			link_of(w, port, SWITCH_BW, 0, true);
 		}
 }
 
-/* Writes the routes of a zone of zones: child i <-> child j > i through port i, child i ->
- * the zone's own switch through `up` (direction UP when `up_dir`) or, without it, through
- * port i when `want_up`. */
-static void zone_routes(writer *w, const char *ind, const char *self, const item *kids, int n, bool want_up,
-			const char *up, bool up_dir)
+/* Declares the routes of a zone of zones: child i <-> child j > i through port i, child i
+ * -> the zone's own switch through `up` (direction UP when `up_dir`) or, without it,
+ * through port i when `want_up`. */
+static void zone_routes(writer *w, const char *self, const item *kids, int n, bool want_up, const char *up,
+			bool up_dir)
 {
-	char port[80];
+	char port[80], sw[64], gw[64];
 	for (int i = 0; i < n; i++) {
 		port_name(port, sizeof port, self, i);
 		for (int j = i + 1; j < n; j++)
-			fprintf(w->f,
-				"%s  <zoneRoute src=\"%s\" dst=\"%s\" gw_src=\"%s\" gw_dst=\"%s\"><link_ctn id=\"%s\"/></zoneRoute>\n",
-				ind, kids[i].id, kids[j].id, kids[i].gw, kids[j].gw, port);
+			w->k->route(w->k->ctx, kids[i].id, kids[j].id, kids[i].gw, kids[j].gw, (sgx_hop[]){{port, 0}}, 1,
+				    true);
 	}
-	if (want_up)
+	if (want_up) {
+		snprintf(sw, sizeof sw, "%ss", self);
+		snprintf(gw, sizeof gw, "%sgw", self);
 		for (int i = 0; i < n; i++) {
-			fprintf(w->f, "%s  <zoneRoute src=\"%s\" dst=\"%ss\" gw_src=\"%s\" gw_dst=\"%sgw\">", ind, kids[i].id,
-				self, kids[i].gw, self);
 			port_name(port, sizeof port, self, i);
-			if (up && up_dir)
-				fprintf(w->f, "<link_ctn id=\"%s\" direction=\"UP\"/>", up);
-			else
-				fprintf(w->f, "<link_ctn id=\"%s\"/>", up ? up : port);
-			fprintf(w->f, "</zoneRoute>\n");
+			sgx_hop h = {up ? up : port, up && up_dir ? UP : 0};
+			w->k->route(w->k->ctx, kids[i].id, sw, kids[i].gw, gw, &h, 1, true);
 		}
+	}
 }
 
 /* The wrap zone: ghost hosts for node 0's GPUs, reached from anywhere through the
  * network and landing on node 0's NIC (and leaf downlink when the system has leaves). */
-static void wrap_zone(writer *w, const char *ind, bool leaves)
+static void wrap_zone(writer *w, bool leaves)
 {
-	char a[64], c[64];
-	fprintf(w->f, "%s<zone id=\"wrap\" routing=\"Full\">\n", ind);
+	char a[64], c[64], d[64];
+	w->k->zone_open(w->k->ctx, "wrap", false);
 	for (int j = 0; j < w->gpn; j++) {
 		sgx_ghost_name(a, sizeof a, j);
-		fprintf(w->f, "%s  <host id=\"%s\" speed=\"1f\"/>\n", ind, a);
+		w->k->host(w->k->ctx, a, 1);
 	}
-	fprintf(w->f, "%s  <router id=\"wrapgw\"/>\n", ind);
+	w->k->router(w->k->ctx, "wrapgw");
 	for (int j = 0; j < w->gpn; j++) {
 		sgx_ghost_name(a, sizeof a, j);
-		fprintf(w->f, "%s  <route src=\"wrapgw\" dst=\"%s\" symmetrical=\"NO\">", ind, a);
+		sgx_hop h[3];
+		int n = 0;
 		if (leaves)
-			fprintf(w->f, "<link_ctn id=\"leaf0up\" direction=\"DOWN\"/>");
+			h[n++] = (sgx_hop){"leaf0up", DOWN};
 		nic_name(c, sizeof c, 0, j % w->nics);
-		fprintf(w->f, "<link_ctn id=\"%s\" direction=\"DOWN\"/>", c);
+		h[n++] = (sgx_hop){c, DOWN};
 		if (w->pcie) {
-			gpu_link_name(c, sizeof c, 0, j);
-			fprintf(w->f, "<link_ctn id=\"%s\" direction=\"DOWN\"/>", c);
+			gpu_link_name(d, sizeof d, 0, j);
+			h[n++] = (sgx_hop){d, DOWN};
 		}
-		fprintf(w->f, "</route>\n");
+		w->k->route(w->k->ctx, "wrapgw", a, NULL, NULL, h, n, false);
 	}
-	fprintf(w->f, "%s</zone>\n", ind);
+	w->k->zone_close(w->k->ctx);
 }
 
-static void indent_of(char *buf, size_t len, int depth)
+/* Declares the zones holding nodes [first, first+count), grouped so that no zone has more
+ * than FANOUT children. leaf_size > 0: the lowest grouping is the fat-tree's leaves (with
+ * uplinks). Fills *out with the declared zone's id and gateway. */
+static void subtree(writer *w, int first, int count, int leaf_size, const char *name, item *out, bool want_gw)
 {
-	size_t n = (size_t)depth * 1;
-	if (n >= len)
-		n = len - 1;
-	memset(buf, ' ', n);
-	buf[n] = '\0';
-}
-
-/* Writes the zones holding nodes [first, first+count) at `depth`, grouped so that no zone
- * has more than FANOUT children. leaf_size > 0: the lowest grouping is the fat-tree's
- * leaves (with uplinks). Fills *out with the written zone's id and gateway. */
-static void subtree(writer *w, int first, int count, int leaf_size, int depth, const char *name, item *out,
-		    bool want_gw)
-{
-	char ind[64];
-	indent_of(ind, sizeof ind, depth);
 	if (count == 1 && leaf_size == 0) {
-		node_zone(w, first, ind);
+		node_zone(w, first);
 		snprintf(out->id, sizeof out->id, "n%d", first);
 		snprintf(out->gw, sizeof out->gw, "n%dgw", first);
 		return;
@@ -262,25 +257,29 @@ static void subtree(writer *w, int first, int count, int leaf_size, int depth, c
 		w->oom = true;
 		return;
 	}
-	fprintf(w->f, "%s<zone id=\"%s\" routing=\"Full\">\n", ind, name);
-	if (want_gw)
-		fprintf(w->f, "%s <zone id=\"%ss\" routing=\"None\"><router id=\"%sgw\"/></zone>\n", ind, name, name);
+	char buf[64];
+	w->k->zone_open(w->k->ctx, name, false);
+	if (want_gw) {
+		snprintf(buf, sizeof buf, "%ss", name);
+		w->k->zone_open(w->k->ctx, buf, true);
+		snprintf(buf, sizeof buf, "%sgw", name);
+		w->k->router(w->k->ctx, buf);
+		w->k->zone_close(w->k->ctx);
+	}
 	for (int i = 0; i < n; i++) {
 		int f = first + i * per_child;
 		int c = count - i * per_child < per_child ? count - i * per_child : per_child;
 		char child[48];
 		if (is_leaf || per_child == 1) {
-			indent_of(ind, sizeof ind, depth + 1);
-			node_zone(w, f, ind);
+			node_zone(w, f);
 			snprintf(kids[i].id, sizeof kids[i].id, "n%d", f);
 			snprintf(kids[i].gw, sizeof kids[i].gw, "n%dgw", f);
-			indent_of(ind, sizeof ind, depth);
 		} else if (leaf_size > 0 && c == leaf_size) {
 			snprintf(child, sizeof child, "leaf%d", f / leaf_size);
-			subtree(w, f, c, leaf_size, depth + 1, child, &kids[i], true);
+			subtree(w, f, c, leaf_size, child, &kids[i], true);
 		} else {
 			snprintf(child, sizeof child, "%s_%d", name, i);
-			subtree(w, f, c, leaf_size, depth + 1, child, &kids[i], true);
+			subtree(w, f, c, leaf_size, child, &kids[i], true);
 		}
 	}
 	char up[64];
@@ -291,19 +290,19 @@ static void subtree(writer *w, int first, int count, int leaf_size, int depth, c
 		double bw = p->inter.nodes_per_leaf * p->inter.nics_per_node * config_platform_nic_bw(p) /
 			    p->inter.oversubscription;
 		snprintf(up, sizeof up, "%sup", name);
-		link_xml(w, ind, up, degraded(w, bw, CONFIG_LINK_LEAF, first / leaf_size, -1, -1), 0, "SPLITDUPLEX");
+		link_of(w, up, degraded(w, bw, CONFIG_LINK_LEAF, first / leaf_size, -1, -1), 0, false);
 		uplink = up;
 		up_dir = true;
 	}
-	switch_ports(w, ind, name, n, want_gw && !uplink);
-	zone_routes(w, ind, name, kids, n, want_gw, uplink, up_dir);
-	fprintf(w->f, "%s</zone>\n", ind);
+	switch_ports(w, name, n, want_gw && !uplink);
+	zone_routes(w, name, kids, n, want_gw, uplink, up_dir);
+	w->k->zone_close(w->k->ctx);
 	snprintf(out->id, sizeof out->id, "%s", name);
 	snprintf(out->gw, sizeof out->gw, "%sgw", name);
 	free(kids);
 }
 
-bool sgx_platform_write(const sgx_spec *s, FILE *out, config_error *err)
+static bool spec_check(const sgx_spec *s, config_error *err)
 {
 	const config_platform *p = s->p;
 	if (s->nodes < 1 || p->gpus_per_node < 1)
@@ -311,11 +310,19 @@ bool sgx_platform_write(const sgx_spec *s, FILE *out, config_error *err)
 				   p->gpus_per_node);
 	if (p->inter.nics_per_node < 1 && (s->nodes > 1 || s->wrap))
 		return config_fail(err, "platform '%s': %d nodes but no NIC to join them", p->name, s->nodes);
-	bool leaves = sgx_has_leaves(p, s->system_nodes);
-	if (leaves && s->nodes % p->inter.nodes_per_leaf != 0)
+	if (sgx_has_leaves(p, s->system_nodes) && s->nodes % p->inter.nodes_per_leaf != 0)
 		return config_fail(err, "internal: %d generated nodes are not whole leaves of %d", s->nodes,
 				   p->inter.nodes_per_leaf);
-	writer w = {.f = out,
+	return true;
+}
+
+bool sgx_platform_emit(const sgx_spec *s, const sgx_sink *k, config_error *err)
+{
+	if (!spec_check(s, err))
+		return false;
+	const config_platform *p = s->p;
+	bool leaves = sgx_has_leaves(p, s->system_nodes);
+	writer w = {.k = k,
 		    .p = p,
 		    .gpn = p->gpus_per_node,
 		    .nics = p->inter.nics_per_node > 0 ? p->inter.nics_per_node : 1,
@@ -323,6 +330,112 @@ bool sgx_platform_write(const sgx_spec *s, FILE *out, config_error *err)
 		    .mesh = p->intra.fabric == CONFIG_FABRIC_NVLINK_MESH,
 		    .gateways = s->nodes > 1 || s->wrap,
 		    .whatif = s->whatif};
+	int leaf_size = leaves ? p->inter.nodes_per_leaf : 0;
+	item top;
+	if (!s->wrap) {
+		subtree(&w, 0, s->nodes, leaf_size, "spsim", &top, false);
+	} else {
+		/* root: the period's zones and the wrap zone, joined by the spine switch */
+		k->zone_open(k->ctx, "spsim", false);
+		item kids[2];
+		/* a period of exactly one leaf is that leaf (the ghosts' routes name leaf0up) */
+		subtree(&w, 0, s->nodes, leaf_size, leaf_size == s->nodes ? "leaf0" : "period", &kids[0], true);
+		wrap_zone(&w, leaves);
+		snprintf(kids[1].id, sizeof kids[1].id, "wrap");
+		snprintf(kids[1].gw, sizeof kids[1].gw, "wrapgw");
+		switch_ports(&w, "spsim", 2, false);
+		zone_routes(&w, "spsim", kids, 2, false, NULL, false);
+		k->zone_close(k->ctx);
+	}
+	if (w.oom)
+		return config_fail(err, "out of memory generating the SimGrid platform");
+	return true;
+}
+
+/* ------------------------------------------------------------------- XML --- */
+
+typedef struct xml_out {
+	FILE *f;
+	int depth;
+	double bytes; /* written so far */
+} xml_out;
+
+static void xp(xml_out *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void xp(xml_out *x, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vfprintf(x->f, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		x->bytes += n;
+}
+
+static void xml_indent(xml_out *x) { xp(x, "%*s", x->depth, ""); }
+
+static void xml_zone_open(void *ctx, const char *id, bool empty)
+{
+	xml_out *x = ctx;
+	xml_indent(x);
+	xp(x, "<zone id=\"%s\" routing=\"%s\">\n", id, empty ? "None" : "Full");
+	x->depth++;
+}
+
+static void xml_zone_close(void *ctx)
+{
+	xml_out *x = ctx;
+	x->depth--;
+	xml_indent(x);
+	xp(x, "</zone>\n");
+}
+
+static void xml_host(void *ctx, const char *id, double speed)
+{
+	xml_out *x = ctx;
+	xml_indent(x);
+	xp(x, "<host id=\"%s\" speed=\"%.17gf\"/>\n", id, speed);
+}
+
+static void xml_router(void *ctx, const char *id)
+{
+	xml_out *x = ctx;
+	xml_indent(x);
+	xp(x, "<router id=\"%s\"/>\n", id);
+}
+
+static void xml_link(void *ctx, const char *id, double bw, double lat, bool fatpipe)
+{
+	xml_out *x = ctx;
+	xml_indent(x);
+	xp(x, "<link id=\"%s\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" sharing_policy=\"%s\"/>\n", id, bw, lat,
+		fatpipe ? "FATPIPE" : "SPLITDUPLEX");
+}
+
+static void xml_route(void *ctx, const char *src, const char *dst, const char *gw_src, const char *gw_dst,
+		      const sgx_hop *h, int n, bool symmetrical)
+{
+	xml_out *x = ctx;
+	xml_indent(x);
+	if (gw_src)
+		xp(x, "<zoneRoute src=\"%s\" dst=\"%s\" gw_src=\"%s\" gw_dst=\"%s\"%s>", src, dst, gw_src, gw_dst,
+			symmetrical ? "" : " symmetrical=\"NO\"");
+	else
+		xp(x, "<route src=\"%s\" dst=\"%s\"%s>", src, dst, symmetrical ? "" : " symmetrical=\"NO\"");
+	for (int i = 0; i < n; i++)
+		xp(x, "<link_ctn id=\"%s\"%s/>", h[i].link,
+			h[i].dir == UP ? " direction=\"UP\"" : h[i].dir == DOWN ? " direction=\"DOWN\"" : "");
+	xp(x, "</%s>\n", gw_src ? "zoneRoute" : "route");
+}
+
+bool sgx_platform_write(const sgx_spec *s, FILE *out, double *bytes, config_error *err)
+{
+	const config_platform *p = s->p;
+	if (bytes)
+		*bytes = 0;
+	if (!spec_check(s, err))
+		return false;
+	xml_out x = {.f = out, .depth = 0};
 	/* The name comes from a user file: keep only characters that cannot end a comment. */
 	char name[CONFIG_NAME_MAX];
 	size_t k = 0;
@@ -331,45 +444,37 @@ bool sgx_platform_write(const sgx_spec *s, FILE *out, config_error *err)
 		    *c == '_' || (*c == '-' && k > 0 && name[k - 1] != '-'))
 			name[k++] = *c;
 	name[k] = '\0';
-	fprintf(out, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
-	fprintf(out, "<!-- spsim platform %s: %d node%s x %d GPUs, %s, %d NIC%s per node, %s", name, s->nodes,
-		s->nodes == 1 ? "" : "s", w.gpn, config_fabric_names[p->intra.fabric], p->inter.nics_per_node,
-		p->inter.nics_per_node == 1 ? "" : "s", config_topology_names[p->inter.topology]);
+	xp(&x, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
+	xp(&x, "<!-- spsim platform %s: %d node%s x %d GPUs, %s, %d NIC%s per node, %s", name, s->nodes,
+		s->nodes == 1 ? "" : "s", p->gpus_per_node, config_fabric_names[p->intra.fabric],
+		p->inter.nics_per_node, p->inter.nics_per_node == 1 ? "" : "s", config_topology_names[p->inter.topology]);
 	if (p->inter.topology == CONFIG_TOPO_FAT_TREE)
-		fprintf(out, " (%d nodes per leaf, oversubscription %g)", p->inter.nodes_per_leaf,
+		xp(&x, " (%d nodes per leaf, oversubscription %g)", p->inter.nodes_per_leaf,
 			p->inter.oversubscription);
 	if (s->wrap)
-		fprintf(out, "; first period of a %d-node system, ghosts stand for the next period", s->system_nodes);
-	fprintf(out, ".\n     Bandwidths are effective (x efficiency). Network model: --cfg=network/model:CM02\n"
+		xp(&x, "; first period of a %d-node system, ghosts stand for the next period", s->system_nodes);
+	xp(&x, ".\n     Bandwidths are effective (x efficiency). Network model: --cfg=network/model:CM02\n"
 		     "     --cfg=network/crosstraffic:0 --cfg=network/TCP-gamma:0 (pure alpha-beta, max-min). -->\n");
-	fprintf(out, "<platform version=\"4.1\">\n");
-	int leaf_size = leaves ? p->inter.nodes_per_leaf : 0;
-	item top;
-	if (!s->wrap) {
-		subtree(&w, 0, s->nodes, leaf_size, 0, "spsim", &top, false);
-	} else {
-		/* root: the period's zones and the wrap zone, joined by the spine switch */
-		fprintf(out, "<zone id=\"spsim\" routing=\"Full\">\n");
-		item kids[2];
-		/* a period of exactly one leaf is that leaf (the ghosts' routes name leaf0up) */
-		subtree(&w, 0, s->nodes, leaf_size, 1, leaf_size == s->nodes ? "leaf0" : "period", &kids[0], true);
-		wrap_zone(&w, " ", leaves);
-		snprintf(kids[1].id, sizeof kids[1].id, "wrap");
-		snprintf(kids[1].gw, sizeof kids[1].gw, "wrapgw");
-		switch_ports(&w, " ", "spsim", 2, false);
-		zone_routes(&w, " ", "spsim", kids, 2, false, NULL, false);
-		fprintf(out, "</zone>\n");
-	}
-	fprintf(out, "</platform>\n");
-	if (w.oom)
-		return config_fail(err, "out of memory generating the SimGrid platform");
+	xp(&x, "<platform version=\"4.1\">\n");
+	sgx_sink sink = {.ctx = &x,
+			 .zone_open = xml_zone_open,
+			 .zone_close = xml_zone_close,
+			 .host = xml_host,
+			 .router = xml_router,
+			 .link = xml_link,
+			 .route = xml_route};
+	if (!sgx_platform_emit(s, &sink, err))
+		return false;
+	xp(&x, "</platform>\n");
 	if (ferror(out))
 		return config_fail(err, "cannot write the SimGrid platform (disk full?)");
+	if (bytes)
+		*bytes = x.bytes;
 	return true;
 }
 
 bool engine_simgrid_platform_xml(const config_platform *p, FILE *out, config_error *err)
 {
 	sgx_spec s = {.p = p, .nodes = p->nodes, .system_nodes = p->nodes, .wrap = false};
-	return sgx_platform_write(&s, out, err);
+	return sgx_platform_write(&s, out, NULL, err);
 }

@@ -19,7 +19,35 @@ typedef struct sgx_spec {
 	const config_whatif *whatif; /* degraded links (NULL: none) */
 } sgx_spec;
 
-bool sgx_platform_write(const sgx_spec *s, FILE *out, config_error *err);
+/* Writes the platform as SimGrid XML; *bytes (when not NULL) = the bytes written. */
+bool sgx_platform_write(const sgx_spec *s, FILE *out, double *bytes, config_error *err);
+
+/* The same platform built in the running SimGrid engine through its C++ interface
+ * (platform_s4u.cpp), element for element what sgx_platform_write's XML declares. */
+bool sgx_platform_build(const sgx_spec *s, config_error *err);
+
+/* What the generator declares, in the order it declares it: the XML writer prints each
+ * element, the builder creates it. A hop of a route is a link and a direction (0: a
+ * plain link, 1: the UP half of a SPLITDUPLEX link, 2: its DOWN half). */
+typedef struct sgx_hop {
+	const char *link;
+	int dir;
+} sgx_hop;
+
+typedef struct sgx_sink {
+	void *ctx;
+	void (*zone_open)(void *ctx, const char *id, bool empty); /* empty: routing None */
+	void (*zone_close)(void *ctx);
+	void (*host)(void *ctx, const char *id, double speed);
+	void (*router)(void *ctx, const char *id);
+	void (*link)(void *ctx, const char *id, double bw, double lat, bool fatpipe); /* else SPLITDUPLEX */
+	/* gw_src/gw_dst NULL: a route between two hosts or routers of the zone */
+	void (*route)(void *ctx, const char *src, const char *dst, const char *gw_src, const char *gw_dst,
+		      const sgx_hop *hops, int n, bool symmetrical);
+} sgx_sink;
+
+/* Walks the platform of `s` into `k`; false (with err) on what cannot be generated. */
+bool sgx_platform_emit(const sgx_spec *s, const sgx_sink *k, config_error *err);
 
 /* Host names, shared by the generator and the executor. */
 void sgx_host_name(char *buf, size_t len, int node, int local);
