@@ -292,10 +292,10 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	free(o);
 	/* buckets count elements: DeepSpeed writes them in exponent form (5e8), never as a fraction */
 	o = spsim("run", REF, "--seq-len", "16K", "--zero", "2", "--reduce-bucket", "1.5", NULL);
-	expect(o, 2, "spsim run: --reduce-bucket expects a whole number from 1 to 1e+15 (e.g. 5e8), got '1.5'");
+	expect(o, 2, "spsim run: --reduce-bucket expects auto or a whole number from 1 to 1e+15 (e.g. 5e8), got '1.5'");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--prefetch-bucket", "2.5e0", NULL);
-	expect(o, 2, "spsim run: --prefetch-bucket expects a whole number from 1 to 1e+15 (e.g. 5e8), got '2.5e0'");
+	expect(o, 2, "spsim run: --prefetch-bucket expects auto or a whole number from 1 to 1e+15 (e.g. 5e8), got '2.5e0'");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--zero", "2", "--reduce-bucket", "5e8", NULL);
 	expect(o, 0, NULL);
@@ -1490,6 +1490,92 @@ END_TEST
 
 /* --cp-comm-type: Megatron-Core's context-parallel types name spsim's strategies; bad
  * values, conflicts and options that do not apply exit 2 with the choices. */
+/* stdout of one command that exits 0. */
+static char *out_of(cli_out *o)
+{
+	expect(o, 0, NULL);
+	char *s = strdup(o->out);
+	free(o);
+	return s;
+}
+
+START_TEST(auto_buckets_across_commands)
+{
+	/* --reduce-bucket auto and --prefetch-bucket auto: transformers' Trainer's fill from
+	 * the hidden size (llama-3.1-8b, h = 4096): reduce 4096^2 = 16777216, prefetch
+	 * int(0.9 * 4096 * 4096) = int(3686.4 * 4096) = int(15099494.4) = 15099494. Each
+	 * command prints byte for byte what it prints with the numbers written out, and not
+	 * what it prints with DeepSpeed's defaults (ZeRO-3 counts the reduce bucket whole). */
+	char dir[CONFIG_PATH_MAX];
+	tmp_dir(dir, sizeof dir);
+	static const char *const cmds[] = {"run", "compare", "max-seq"};
+	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+		char *a = out_of(spsim(cmds[i], REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--reduce-bucket",
+				       "auto", "--prefetch-bucket", "auto", "--format", "json", NULL));
+		char *n = out_of(spsim(cmds[i], REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--reduce-bucket",
+				       "16777216", "--prefetch-bucket", "15099494", "--format", "json", NULL));
+		char *d = out_of(spsim(cmds[i], REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--format",
+				       "json", NULL));
+		ck_assert_msg(strcmp(a, n) == 0, "%s: auto differs from the numbers written out", cmds[i]);
+		ck_assert_msg(strcmp(a, d) != 0, "%s: auto prints DeepSpeed's defaults", cmds[i]);
+		free(a);
+		free(n);
+		free(d);
+	}
+	/* a job file's auto; a flag's number over it wins for that bucket only */
+	const char *job = tmp_write(dir, "auto.yaml", "job:\n  seq_len: 16K\n  zero: 3\n  reduce_bucket: auto\n"
+						       "  prefetch_bucket: auto\n");
+	char *f = out_of(spsim("run", REF, "--job", job, "--engine", "analytic", "--format", "json", NULL));
+	char *n = out_of(spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--reduce-bucket",
+			       "16777216", "--prefetch-bucket", "15099494", "--format", "json", NULL));
+	ck_assert_str_eq(f, n);
+	free(f);
+	free(n);
+	f = out_of(spsim("run", REF, "--job", job, "--reduce-bucket", "5e8", "--engine", "analytic", "--format", "json", NULL));
+	n = out_of(spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--prefetch-bucket",
+			 "15099494", "--format", "json", NULL));
+	ck_assert_str_eq(f, n);
+	free(f);
+	free(n);
+	/* plan's rows print the resolved sizes */
+	cli_out *o = spsim("plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8", "--seq-len",
+			   "16K", "--global-batch", "64K", "--verify", "none", "--zero", "3", "--reduce-bucket", "auto",
+			   "--prefetch-bucket", "auto", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "\"reduce_bucket\": 16777216.0") && strstr(o->out, "\"prefetch_bucket\": 15099494.0") &&
+			      !strstr(o->out, "\"reduce_bucket\": 5e8"),
+		      "%s", o->out);
+	free(o);
+	/* the all-gather bucket has no auto (the Trainer never fills it); malformed values */
+	static const struct {
+		const char *cmd, *flag, *value, *want;
+	} bad[] = {
+		{"run", "--allgather-bucket", "auto",
+		 "spsim run: --allgather-bucket expects a whole number from 1 to 1e+15 (e.g. 5e8), got 'auto' (no auto here: "
+		 "transformers' Trainer fills reduce_bucket_size and stage3_prefetch_bucket_size from the model's hidden "
+		 "size, never allgather_bucket_size)"},
+		{"run", "--reduce-bucket", "autox",
+		 "spsim run: --reduce-bucket expects auto or a whole number from 1 to 1e+15 (e.g. 5e8), got 'autox'"},
+		{"run", "--prefetch-bucket", "-1",
+		 "spsim run: --prefetch-bucket expects auto or a whole number from 1 to 1e+15 (e.g. 5e8), got '-1'"},
+		{"max-seq", "--reduce-bucket", "AUTO", "spsim max-seq: --reduce-bucket expects auto or a whole number"},
+		{"plan", "--allgather-bucket", "auto", "spsim plan: --allgather-bucket expects a whole number from 1 to 1e+15 (e.g. 5e8), got 'auto' (no auto here"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		o = strcmp(bad[i].cmd, "plan") == 0
+			    ? spsim("plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8", "--seq-len",
+				    "16K", "--global-batch", "64K", "--verify", "none", bad[i].flag, bad[i].value, NULL)
+			    : spsim(bad[i].cmd, REF, "--seq-len", "16K", "--zero", "3", bad[i].flag, bad[i].value, NULL);
+		expect(o, 2, bad[i].want);
+		free(o);
+	}
+	job = tmp_write(dir, "ag.yaml", "job:\n  seq_len: 16K\n  allgather_bucket: auto\n");
+	o = spsim("run", REF, "--job", job, NULL);
+	expect(o, 2, "ag.yaml:3:21: 'allgather_bucket' must be a whole number from 1 to 1e+15 (e.g. 5e8), got 'auto' (no auto here");
+	free(o);
+}
+END_TEST
+
 START_TEST(cp_comm_type_flag)
 {
 	cli_out *o = spsim("run", REF, "--seq-len", "16K", "--cp-comm-type", "all_gather", "--engine", "analytic",
@@ -1912,6 +1998,7 @@ int main(void)
 	tcase_add_test(tc, shipped_files_cite_sources_in_the_repository);
 	tcase_add_test(tc, basp_unequal_pads_the_sequence);
 	tcase_add_test(tc, cp_comm_type_flag);
+	tcase_add_test(tc, auto_buckets_across_commands);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
