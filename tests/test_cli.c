@@ -1490,13 +1490,36 @@ END_TEST
 
 /* --cp-comm-type: Megatron-Core's context-parallel types name spsim's strategies; bad
  * values, conflicts and options that do not apply exit 2 with the choices. */
-/* stdout of one command that exits 0. */
-static char *out_of(cli_out *o)
+/* stdout of one command that exits 0, as JSON; *autos counts the true
+ * reduce_bucket_auto / prefetch_bucket_auto keys, which are removed (they are all that
+ * tells a run with auto from one with the numbers written out). */
+static void drop_auto_keys(json_t *j, int *autos)
+{
+	static const char *const keys[] = {"reduce_bucket_auto", "prefetch_bucket_auto"};
+	size_t i;
+	json_t *v;
+	const char *k;
+	if (json_is_array(j))
+		json_array_foreach(j, i, v) drop_auto_keys(v, autos);
+	if (!json_is_object(j))
+		return;
+	for (i = 0; i < 2; i++) {
+		*autos += json_is_true(json_object_get(j, keys[i]));
+		json_object_del(j, keys[i]);
+	}
+	json_object_foreach(j, k, v) drop_auto_keys(v, autos);
+}
+
+static json_t *json_of(cli_out *o, int *autos)
 {
 	expect(o, 0, NULL);
-	char *s = strdup(o->out);
+	json_error_t je;
+	json_t *j = json_loads(o->out, 0, &je);
+	ck_assert_msg(j, "not JSON: %s", je.text);
 	free(o);
-	return s;
+	*autos = 0;
+	drop_auto_keys(j, autos);
+	return j;
 }
 
 START_TEST(auto_buckets_across_commands)
@@ -1504,39 +1527,59 @@ START_TEST(auto_buckets_across_commands)
 	/* --reduce-bucket auto and --prefetch-bucket auto: transformers' Trainer's fill from
 	 * the hidden size (llama-3.1-8b, h = 4096): reduce 4096^2 = 16777216, prefetch
 	 * int(0.9 * 4096 * 4096) = int(3686.4 * 4096) = int(15099494.4) = 15099494. Each
-	 * command prints byte for byte what it prints with the numbers written out, and not
-	 * what it prints with DeepSpeed's defaults (ZeRO-3 counts the reduce bucket whole). */
+	 * command prints what it prints with the numbers written out, key for key and value
+	 * for value but the booleans that say auto (run and compare: one of each per run;
+	 * max-seq prints no job), and not what it prints with DeepSpeed's defaults (ZeRO-3
+	 * counts the reduce bucket whole). */
 	char dir[CONFIG_PATH_MAX];
 	tmp_dir(dir, sizeof dir);
-	static const char *const cmds[] = {"run", "compare", "max-seq"};
+	static const struct {
+		const char *cmd;
+		int autos;
+	} cmds[] = {{"run", 2}, {"compare", 4}, {"max-seq", 0}};
+	int na, nn, nd;
 	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
-		char *a = out_of(spsim(cmds[i], REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--reduce-bucket",
-				       "auto", "--prefetch-bucket", "auto", "--format", "json", NULL));
-		char *n = out_of(spsim(cmds[i], REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--reduce-bucket",
-				       "16777216", "--prefetch-bucket", "15099494", "--format", "json", NULL));
-		char *d = out_of(spsim(cmds[i], REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--format",
-				       "json", NULL));
-		ck_assert_msg(strcmp(a, n) == 0, "%s: auto differs from the numbers written out", cmds[i]);
-		ck_assert_msg(strcmp(a, d) != 0, "%s: auto prints DeepSpeed's defaults", cmds[i]);
-		free(a);
-		free(n);
-		free(d);
+		json_t *a = json_of(spsim(cmds[i].cmd, REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic",
+					  "--reduce-bucket", "auto", "--prefetch-bucket", "auto", "--format", "json", NULL),
+				    &na);
+		json_t *n = json_of(spsim(cmds[i].cmd, REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic",
+					  "--reduce-bucket", "16777216", "--prefetch-bucket", "15099494", "--format", "json", NULL),
+				    &nn);
+		json_t *d = json_of(spsim(cmds[i].cmd, REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic",
+					  "--format", "json", NULL),
+				    &nd);
+		ck_assert_msg(json_equal(a, n), "%s: auto differs from the numbers written out", cmds[i].cmd);
+		ck_assert_msg(!json_equal(a, d), "%s: auto prints DeepSpeed's defaults", cmds[i].cmd);
+		ck_assert_int_eq(na, cmds[i].autos);
+		ck_assert_int_eq(nn + nd, 0);
+		if (strcmp(cmds[i].cmd, "run") == 0) {
+			json_t *job = json_object_get(a, "job");
+			ck_assert(json_real_value(json_object_get(job, "reduce_bucket")) == 16777216);
+			ck_assert(json_real_value(json_object_get(job, "prefetch_bucket")) == 15099494);
+			ck_assert(json_real_value(json_object_get(job, "allgather_bucket")) == 5e8);
+		}
+		json_decref(a);
+		json_decref(n);
+		json_decref(d);
 	}
 	/* a job file's auto; a flag's number over it wins for that bucket only */
 	const char *job = tmp_write(dir, "auto.yaml", "job:\n  seq_len: 16K\n  zero: 3\n  reduce_bucket: auto\n"
 						       "  prefetch_bucket: auto\n");
-	char *f = out_of(spsim("run", REF, "--job", job, "--engine", "analytic", "--format", "json", NULL));
-	char *n = out_of(spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--reduce-bucket",
-			       "16777216", "--prefetch-bucket", "15099494", "--format", "json", NULL));
-	ck_assert_str_eq(f, n);
-	free(f);
-	free(n);
-	f = out_of(spsim("run", REF, "--job", job, "--reduce-bucket", "5e8", "--engine", "analytic", "--format", "json", NULL));
-	n = out_of(spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--prefetch-bucket",
-			 "15099494", "--format", "json", NULL));
-	ck_assert_str_eq(f, n);
-	free(f);
-	free(n);
+	json_t *f = json_of(spsim("run", REF, "--job", job, "--engine", "analytic", "--format", "json", NULL), &na);
+	json_t *n = json_of(spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--reduce-bucket",
+				  "16777216", "--prefetch-bucket", "15099494", "--format", "json", NULL),
+			    &nn);
+	ck_assert(json_equal(f, n) && na == 2);
+	json_decref(f);
+	json_decref(n);
+	f = json_of(spsim("run", REF, "--job", job, "--reduce-bucket", "5e8", "--engine", "analytic", "--format", "json", NULL),
+		    &na);
+	n = json_of(spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--prefetch-bucket",
+			  "15099494", "--format", "json", NULL),
+		    &nn);
+	ck_assert(json_equal(f, n) && na == 1);
+	json_decref(f);
+	json_decref(n);
 	/* plan's rows print the resolved sizes */
 	cli_out *o = spsim("plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8", "--seq-len",
 			   "16K", "--global-batch", "64K", "--verify", "none", "--zero", "3", "--reduce-bucket", "auto",
