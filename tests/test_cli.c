@@ -292,10 +292,10 @@ START_TEST(bad_flags_exit_2_with_a_sentence)
 	free(o);
 	/* buckets count elements: DeepSpeed writes them in exponent form (5e8), never as a fraction */
 	o = spsim("run", REF, "--seq-len", "16K", "--zero", "2", "--reduce-bucket", "1.5", NULL);
-	expect(o, 2, "spsim run: --reduce-bucket expects a whole number from 1 to 1e+15 (e.g. 5e8), got '1.5'");
+	expect(o, 2, "spsim run: --reduce-bucket expects auto or a whole number from 1 to 1e+15 (e.g. 5e8), got '1.5'");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--prefetch-bucket", "2.5e0", NULL);
-	expect(o, 2, "spsim run: --prefetch-bucket expects a whole number from 1 to 1e+15 (e.g. 5e8), got '2.5e0'");
+	expect(o, 2, "spsim run: --prefetch-bucket expects auto or a whole number from 1 to 1e+15 (e.g. 5e8), got '2.5e0'");
 	free(o);
 	o = spsim("run", REF, "--seq-len", "16K", "--zero", "2", "--reduce-bucket", "5e8", NULL);
 	expect(o, 0, NULL);
@@ -1490,6 +1490,135 @@ END_TEST
 
 /* --cp-comm-type: Megatron-Core's context-parallel types name spsim's strategies; bad
  * values, conflicts and options that do not apply exit 2 with the choices. */
+/* stdout of one command that exits 0, as JSON; *autos counts the true
+ * reduce_bucket_auto / prefetch_bucket_auto keys, which are removed (they are all that
+ * tells a run with auto from one with the numbers written out). */
+static void drop_auto_keys(json_t *j, int *autos)
+{
+	static const char *const keys[] = {"reduce_bucket_auto", "prefetch_bucket_auto"};
+	size_t i;
+	json_t *v;
+	const char *k;
+	if (json_is_array(j))
+		json_array_foreach(j, i, v) drop_auto_keys(v, autos);
+	if (!json_is_object(j))
+		return;
+	for (i = 0; i < 2; i++) {
+		*autos += json_is_true(json_object_get(j, keys[i]));
+		json_object_del(j, keys[i]);
+	}
+	json_object_foreach(j, k, v) drop_auto_keys(v, autos);
+}
+
+static json_t *json_of(cli_out *o, int *autos)
+{
+	expect(o, 0, NULL);
+	json_error_t je;
+	json_t *j = json_loads(o->out, 0, &je);
+	ck_assert_msg(j, "not JSON: %s", je.text);
+	free(o);
+	*autos = 0;
+	drop_auto_keys(j, autos);
+	return j;
+}
+
+START_TEST(auto_buckets_across_commands)
+{
+	/* --reduce-bucket auto and --prefetch-bucket auto: transformers' Trainer's fill from
+	 * the hidden size (llama-3.1-8b, h = 4096): reduce 4096^2 = 16777216, prefetch
+	 * int(0.9 * 4096 * 4096) = int(3686.4 * 4096) = int(15099494.4) = 15099494. Each
+	 * command prints what it prints with the numbers written out, key for key and value
+	 * for value but the booleans that say auto (run and compare: one of each per run;
+	 * max-seq prints no job), and not what it prints with DeepSpeed's defaults (ZeRO-3
+	 * counts the reduce bucket whole). */
+	char dir[CONFIG_PATH_MAX];
+	tmp_dir(dir, sizeof dir);
+	static const struct {
+		const char *cmd;
+		int autos;
+	} cmds[] = {{"run", 2}, {"compare", 4}, {"max-seq", 0}};
+	int na, nn, nd;
+	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+		json_t *a = json_of(spsim(cmds[i].cmd, REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic",
+					  "--reduce-bucket", "auto", "--prefetch-bucket", "auto", "--format", "json", NULL),
+				    &na);
+		json_t *n = json_of(spsim(cmds[i].cmd, REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic",
+					  "--reduce-bucket", "16777216", "--prefetch-bucket", "15099494", "--format", "json", NULL),
+				    &nn);
+		json_t *d = json_of(spsim(cmds[i].cmd, REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic",
+					  "--format", "json", NULL),
+				    &nd);
+		ck_assert_msg(json_equal(a, n), "%s: auto differs from the numbers written out", cmds[i].cmd);
+		ck_assert_msg(!json_equal(a, d), "%s: auto prints DeepSpeed's defaults", cmds[i].cmd);
+		ck_assert_int_eq(na, cmds[i].autos);
+		ck_assert_int_eq(nn + nd, 0);
+		if (strcmp(cmds[i].cmd, "run") == 0) {
+			json_t *job = json_object_get(a, "job");
+			ck_assert(json_real_value(json_object_get(job, "reduce_bucket")) == 16777216);
+			ck_assert(json_real_value(json_object_get(job, "prefetch_bucket")) == 15099494);
+			ck_assert(json_real_value(json_object_get(job, "allgather_bucket")) == 5e8);
+		}
+		json_decref(a);
+		json_decref(n);
+		json_decref(d);
+	}
+	/* a job file's auto; a flag's number over it wins for that bucket only */
+	const char *job = tmp_write(dir, "auto.yaml", "job:\n  seq_len: 16K\n  zero: 3\n  reduce_bucket: auto\n"
+						       "  prefetch_bucket: auto\n");
+	json_t *f = json_of(spsim("run", REF, "--job", job, "--engine", "analytic", "--format", "json", NULL), &na);
+	json_t *n = json_of(spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--reduce-bucket",
+				  "16777216", "--prefetch-bucket", "15099494", "--format", "json", NULL),
+			    &nn);
+	ck_assert(json_equal(f, n) && na == 2);
+	json_decref(f);
+	json_decref(n);
+	f = json_of(spsim("run", REF, "--job", job, "--reduce-bucket", "5e8", "--engine", "analytic", "--format", "json", NULL),
+		    &na);
+	n = json_of(spsim("run", REF, "--seq-len", "16K", "--zero", "3", "--engine", "analytic", "--prefetch-bucket",
+			  "15099494", "--format", "json", NULL),
+		    &nn);
+	ck_assert(json_equal(f, n) && na == 1);
+	json_decref(f);
+	json_decref(n);
+	/* plan's rows print the resolved sizes */
+	cli_out *o = spsim("plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8", "--seq-len",
+			   "16K", "--global-batch", "64K", "--verify", "none", "--zero", "3", "--reduce-bucket", "auto",
+			   "--prefetch-bucket", "auto", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "\"reduce_bucket\": 16777216.0") && strstr(o->out, "\"prefetch_bucket\": 15099494.0") &&
+			      !strstr(o->out, "\"reduce_bucket\": 5e8"),
+		      "%s", o->out);
+	free(o);
+	/* the all-gather bucket has no auto (the Trainer never fills it); malformed values */
+	static const struct {
+		const char *cmd, *flag, *value, *want;
+	} bad[] = {
+		{"run", "--allgather-bucket", "auto",
+		 "spsim run: --allgather-bucket expects a whole number from 1 to 1e+15 (e.g. 5e8), got 'auto' (no auto here: "
+		 "transformers' Trainer fills reduce_bucket_size and stage3_prefetch_bucket_size from the model's hidden "
+		 "size, never allgather_bucket_size)"},
+		{"run", "--reduce-bucket", "autox",
+		 "spsim run: --reduce-bucket expects auto or a whole number from 1 to 1e+15 (e.g. 5e8), got 'autox'"},
+		{"run", "--prefetch-bucket", "-1",
+		 "spsim run: --prefetch-bucket expects auto or a whole number from 1 to 1e+15 (e.g. 5e8), got '-1'"},
+		{"max-seq", "--reduce-bucket", "AUTO", "spsim max-seq: --reduce-bucket expects auto or a whole number"},
+		{"plan", "--allgather-bucket", "auto", "spsim plan: --allgather-bucket expects a whole number from 1 to 1e+15 (e.g. 5e8), got 'auto' (no auto here"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		o = strcmp(bad[i].cmd, "plan") == 0
+			    ? spsim("plan", "--model", "llama-3.1-8b", "--platform", "a100-2x4-ib400", "--gpus", "8", "--seq-len",
+				    "16K", "--global-batch", "64K", "--verify", "none", bad[i].flag, bad[i].value, NULL)
+			    : spsim(bad[i].cmd, REF, "--seq-len", "16K", "--zero", "3", bad[i].flag, bad[i].value, NULL);
+		expect(o, 2, bad[i].want);
+		free(o);
+	}
+	job = tmp_write(dir, "ag.yaml", "job:\n  seq_len: 16K\n  allgather_bucket: auto\n");
+	o = spsim("run", REF, "--job", job, NULL);
+	expect(o, 2, "ag.yaml:3:21: 'allgather_bucket' must be a whole number from 1 to 1e+15 (e.g. 5e8), got 'auto' (no auto here");
+	free(o);
+}
+END_TEST
+
 START_TEST(cp_comm_type_flag)
 {
 	cli_out *o = spsim("run", REF, "--seq-len", "16K", "--cp-comm-type", "all_gather", "--engine", "analytic",
@@ -1912,6 +2041,7 @@ int main(void)
 	tcase_add_test(tc, shipped_files_cite_sources_in_the_repository);
 	tcase_add_test(tc, basp_unequal_pads_the_sequence);
 	tcase_add_test(tc, cp_comm_type_flag);
+	tcase_add_test(tc, auto_buckets_across_commands);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

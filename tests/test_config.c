@@ -2,6 +2,7 @@
  * calibration and jobs. Fixtures live in tests/data/config/; SPSIM_DATA_DIR is the
  * source root (set by tests/meson.build). */
 #include "config/config.h"
+#include "config/ranges.h"
 #include "config/yamltree.h"
 
 #include <check.h>
@@ -1219,6 +1220,75 @@ START_TEST(job_cp_comm_type)
 }
 END_TEST
 
+/* A model with only the hidden size set: all config_job_resolve_auto reads. */
+static config_model hidden_only(int h)
+{
+	config_model m;
+	memset(&m, 0, sizeof m);
+	m.hidden = h;
+	return m;
+}
+
+START_TEST(job_auto_buckets_resolve_from_the_hidden_size)
+{
+	/* transformers' HfTrainerDeepSpeedConfig.trainer_config_finalize fills the auto sizes
+	 * from hidden_size h: reduce_bucket_size = h * h, stage3_prefetch_bucket_size =
+	 * int(0.9 * h * h) (Python: left to right in doubles, int() truncates). By hand:
+	 *   h = 5120 (Qwen2.5-14B): 5120^2 = 26214400; 0.9 * 5120 = 4608, 4608 * 5120 = 23592960
+	 *     (the numbers bench/corpus's ms-swift case used to write out);
+	 *   h = 2560 (Qwen3-4B): 6553600; 0.9 * 2560 = 2304, 2304 * 2560 = 5898240;
+	 *   h = 3: 9; 0.9 * 3 * 3 = 8.1 -> 8 (the truncation).
+	 * The file's allgather_bucket stays its number; the intent survives resolution, so
+	 * another model resolves again. */
+	char path[CONFIG_PATH_MAX];
+	fixture(path, sizeof path, "job_auto_bucket.yaml");
+	config_job j;
+	config_job_defaults(&j);
+	config_error e = {""};
+	ck_assert_msg(config_load_job(path, &j, NULL, NULL, NULL, NULL, &e), "%s", e.msg);
+	ck_assert(j.reduce_bucket_auto);
+	ck_assert(j.prefetch_bucket_auto);
+	ck_assert_double_eq(j.reduce_bucket_elems, 0); /* unresolved until the model is known */
+	ck_assert_double_eq(j.prefetch_bucket_elems, 0);
+	static const struct {
+		int h;
+		double reduce, prefetch;
+	} cases[] = {{5120, 26214400, 23592960}, {2560, 6553600, 5898240}, {3, 9, 8}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		config_model m = hidden_only(cases[i].h);
+		config_job_resolve_auto(&j, &m);
+		ck_assert_double_eq(j.reduce_bucket_elems, cases[i].reduce);
+		ck_assert_double_eq(j.prefetch_bucket_elems, cases[i].prefetch);
+		ck_assert_double_eq(j.allgather_bucket_elems, 3e8);
+		ck_assert(j.reduce_bucket_auto && j.prefetch_bucket_auto);
+	}
+	/* numbers are left alone: DeepSpeed's defaults stay the defaults */
+	config_job d;
+	config_job_defaults(&d);
+	config_model m = hidden_only(5120);
+	config_job_resolve_auto(&d, &m);
+	ck_assert(!d.reduce_bucket_auto && !d.prefetch_bucket_auto);
+	ck_assert_double_eq(d.reduce_bucket_elems, 5e8);
+	ck_assert_double_eq(d.prefetch_bucket_elems, 5e7);
+	/* a number given after auto (a sweep value, a flag over the file) clears the intent */
+	config_job_defaults(&d);
+	ck_assert(config_job_bucket_parse(CONFIG_R_REDUCE_BUCKET, "reduce_bucket", false, "auto", &d.reduce_bucket_elems,
+					  &d.reduce_bucket_auto, &e));
+	ck_assert(d.reduce_bucket_auto);
+	ck_assert(config_job_bucket_parse(CONFIG_R_REDUCE_BUCKET, "reduce_bucket", false, "2e6", &d.reduce_bucket_elems,
+					  &d.reduce_bucket_auto, &e));
+	ck_assert(!d.reduce_bucket_auto);
+	ck_assert_double_eq(d.reduce_bucket_elems, 2e6);
+	/* ZeRO-1 does not read the prefetch bucket: auto there is reported as such */
+	char buf[256];
+	j.zero_stage = 1;
+	ck_assert(config_job_unused_zero(&j, buf, sizeof buf));
+	ck_assert_str_eq(buf, "--prefetch-bucket auto (ZeRO-3 only)");
+	j.zero_stage = 3;
+	ck_assert(!config_job_unused_zero(&j, buf, sizeof buf));
+}
+END_TEST
+
 START_TEST(job_errors)
 {
 	expect_error(JOB, "job_bad_zero.yaml", "3:9: 'zero' must be an integer from 0 to 3, got '5'");
@@ -1234,6 +1304,15 @@ START_TEST(job_errors)
 	/* 2.5e8 is a whole count in exponent form (DeepSpeed's own spelling) and is taken; 0.5 is not whole */
 	expect_error(JOB, "job_bad_bucket.yaml",
 		     "4:21: 'allgather_bucket' must be a whole number from 1 to 1e+15 (e.g. 5e8), got '0.5'");
+	/* auto: what transformers' Trainer fills (reduce, prefetch), never the all-gather bucket */
+	expect_error(JOB, "job_bad_bucket_auto.yaml",
+		     "3:21: 'allgather_bucket' must be a whole number from 1 to 1e+15 (e.g. 5e8), got 'auto' (no auto "
+		     "here: transformers' Trainer fills reduce_bucket_size and stage3_prefetch_bucket_size from the "
+		     "model's hidden size, never allgather_bucket_size)");
+	expect_error(JOB, "job_bad_bucket_autox.yaml",
+		     "3:18: 'reduce_bucket' must be auto or a whole number from 1 to 1e+15 (e.g. 5e8), got 'autox'");
+	expect_error(JOB, "job_bad_bucket_negative.yaml",
+		     "3:20: 'prefetch_bucket' must be auto or a whole number from 1 to 1e+15 (e.g. 5e8), got '-1'");
 	expect_error(JOB, "job_bad_inner.yaml", "3:15: 'basp_inner' must be one of: ulysses, ring, usp, got 'tree'");
 	expect_error(JOB, "job_bad_zero3_prefetch.yaml", "3:19: 'zero3_prefetch' must be one of: deepspeed, layer, got 'fsdp'");
 	expect_error(JOB, "job_bad_split.yaml", "3:13: 'cp_split' must be one of: zigzag, naive, got 'spiral'");
@@ -1474,6 +1553,7 @@ static Suite *config_suite(void)
 	tcase_add_test(t, job_defaults);
 	tcase_add_test(t, job_full_file);
 	tcase_add_test(t, job_unused_zero_settings);
+	tcase_add_test(t, job_auto_buckets_resolve_from_the_hidden_size);
 	tcase_add_test(t, job_minimal_file);
 	tcase_add_test(t, job_errors);
 	tcase_add_test(t, job_impl_hf_trainer);

@@ -875,6 +875,62 @@ START_TEST(reduce_bucket_is_allocated_whole)
 }
 END_TEST
 
+/* Every memory field of two jobs, exactly. */
+static void same_memory(const workload_memory *a, const workload_memory *b)
+{
+	const double x[] = {a->params, a->grads, a->optimizer, a->activations, a->logits, a->buffers,
+			    a->not_concurrent, a->reserve, a->peak, a->host, a->host_optimizer};
+	const double y[] = {b->params, b->grads, b->optimizer, b->activations, b->logits, b->buffers,
+			    b->not_concurrent, b->reserve, b->peak, b->host, b->host_optimizer};
+	for (size_t i = 0; i < sizeof x / sizeof *x; i++)
+		ck_assert_double_eq(x[i], y[i]);
+	ck_assert(a->fits == b->fits);
+}
+
+START_TEST(auto_buckets_are_the_numbers_written_out)
+{
+	/* reduce_bucket and prefetch_bucket "auto" (transformers' Trainer: h^2 and
+	 * int(0.9 h^2)) are resolved against the model by workload_check. Tiny model, h = 64:
+	 * reduce 64^2 = 4096, prefetch 0.9 * 64 = 57.6, 57.6 * 64 = 3686.4 -> 3686. The job
+	 * with auto and the job with 4096 and 3686 written out have the same memory, field by
+	 * field, at ZeRO-2 and ZeRO-3; and the bucket moves the memory (so the equality is not
+	 * that of two defaults), by hand as in reduce_bucket_is_allocated_whole:
+	 *   ZeRO-2, overlap on: two buckets 2·4·4096 = 32768 + all-gather bucket 173696 +
+	 *     all-to-all 2048 = 208512;
+	 *   ZeRO-3: 2048 + 2·gathered + 4·4096 + 12800. */
+	config_model m = tu_model();
+	config_platform p = tu_platform(1, 4, 1);
+	for (int z = 2; z <= 3; z++) {
+		config_job a = tiny_megatron_job(), n = tiny_megatron_job();
+		a.zero_stage = n.zero_stage = z;
+		a.zero_overlap = n.zero_overlap = 1;
+		a.reduce_bucket_auto = a.prefetch_bucket_auto = true;
+		a.reduce_bucket_elems = a.prefetch_bucket_elems = 0; /* as the parser leaves them */
+		n.reduce_bucket_elems = 4096;
+		n.prefetch_bucket_elems = 3686;
+		config_error err;
+		config_job checked = a;
+		ck_assert_msg(workload_check(&m, &p, &checked, &err), "%s", err.msg);
+		ck_assert_double_eq(checked.reduce_bucket_elems, 4096);
+		ck_assert_double_eq(checked.prefetch_bucket_elems, 3686);
+		workload_memory ma, mn, md;
+		mem_of(&m, &p, a, &ma);
+		mem_of(&m, &p, n, &mn);
+		same_memory(&ma, &mn);
+		config_job d = tiny_megatron_job(); /* DeepSpeed's default buckets at the same stage */
+		d.zero_stage = z;
+		d.zero_overlap = 1;
+		mem_of(&m, &p, d, &md);
+		ck_assert(ma.buffers != md.buffers);
+		if (z == 2)
+			ck_assert_close(ma.buffers, 208512, 1e-12);
+		else
+			ck_assert_close(ma.buffers, 2048 + 2.0 * workload_zero3_gathered_elems(&m, &checked) + 4.0 * 4096 + 12800,
+					1e-12);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("memory");
@@ -898,6 +954,7 @@ int main(void)
 	tcase_add_test(tc, zero3_gathers_the_head_weight);
 	tcase_add_test(tc, zero12_overlap_doubles_the_reduce_bucket);
 	tcase_add_test(tc, reduce_bucket_is_allocated_whole);
+	tcase_add_test(tc, auto_buckets_are_the_numbers_written_out);
 	tcase_add_test(tc, contiguous_gradients_off_reduces_from_the_gradients);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);

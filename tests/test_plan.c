@@ -957,6 +957,50 @@ START_TEST(sweep_rows_carry_the_settings)
 }
 END_TEST
 
+/* reduce_bucket and prefetch_bucket auto in a sweep: resolved per point from that point's
+ * model, as transformers' Trainer fills them (h^2, int(0.9 h^2)); the rows hold the
+ * numbers. By hand (Python's int(0.9 * h * h)): llama-3.1-8b h = 4096: 16777216 and
+ * 15099494; llama-3.2-1b h = 2048: 4194304 and 3774873. auto and 1e7 are two values. */
+START_TEST(sweep_resolves_auto_buckets_per_model)
+{
+	char dir[64], spec[256];
+	tmpdir(dir, sizeof dir);
+	plan_spec s;
+	config_error e = {""};
+	put_file(spec, sizeof spec, dir, "spec.yaml",
+		 "sweep:\n  model: [llama-3.1-8b, llama-3.2-1b]\n  platform: dgx-h100\n  seq_len: 16K\n  zero: 3\n"
+		 "  strategy: ulysses\n  reduce_bucket: [auto, 1e7]\n  prefetch_bucket: auto\n");
+	ck_assert_msg(plan_spec_load(spec, &s, &e), "%s", e.msg);
+	ck_assert_int_eq(s.n_points, 4);
+	int autos = 0, tens = 0;
+	for (long i = 0; i < s.n_points; i++) {
+		json_t *r = plan_point_eval(&s, i);
+		ck_assert_str_eq(plan_row_str(r, "status"), "ok");
+		const bool big = strcmp(plan_row_str(r, "model"), "llama-3.1-8b") == 0;
+		const double rb = plan_row_num(r, "reduce_bucket");
+		ck_assert_double_eq(plan_row_num(r, "prefetch_bucket"), big ? 15099494 : 3774873);
+		if (rb == 1e7)
+			tens++;
+		else {
+			ck_assert_double_eq(rb, big ? 16777216 : 4194304);
+			autos++;
+		}
+		json_decref(r);
+	}
+	ck_assert_int_eq(autos, 2);
+	ck_assert_int_eq(tens, 2);
+	plan_spec_finish(&s);
+	/* the all-gather bucket has none, at its line and column */
+	put_file(spec, sizeof spec, dir, "spec.yaml",
+		 "sweep:\n  model: llama-3.1-8b\n  platform: dgx-h100\n  seq_len: 16K\n  allgather_bucket: [5e8, auto]\n");
+	ck_assert(!plan_spec_load(spec, &s, &e));
+	ck_assert_msg(strstr(e.msg, ":5:27: 'allgather_bucket' must be a whole number from 1 to 1e+15 (e.g. 5e8), got "
+				    "'auto' (no auto here"),
+		      "%s", e.msg);
+	rm_tree(dir);
+}
+END_TEST
+
 /* cp_comm_type against a strategy the spec names: the job file's rule (a non-BASP strategy
  * other than the type's is refused with both named), per point, as the job check's reason. */
 START_TEST(sweep_cp_comm_type_against_named_strategies)
@@ -1026,7 +1070,8 @@ START_TEST(sweep_setting_errors_are_located)
 		{"  zero_overlap: sometimes\n", ":5:17: ", "'zero_overlap' must be true, false or default, got 'sometimes'"},
 		{"  fp32_grad_comm: 2\n", ":5:19: ", "'fp32_grad_comm' must be true or false, got '2'"},
 		{"  contiguous_gradients: [true, maybe]\n", ":5:32: ", "'contiguous_gradients' must be true or false, got 'maybe'"},
-		{"  reduce_bucket: -1\n", ":5:18: ", "'reduce_bucket' must be"},
+		{"  reduce_bucket: -1\n", ":5:18: ", "'reduce_bucket' must be auto or a whole number"},
+		{"  prefetch_bucket: [auto, autox]\n", ":5:27: ", "'prefetch_bucket' must be auto or a whole number from 1 to 1e+15 (e.g. 5e8), got 'autox'"},
 		{"  dtype: fp16\n", ":5:10: ", "'dtype' must be one of: bf16, got 'fp16'"},
 		{"  impl: [hf, hf]\n", ":5:14: ", "'impl' lists 'hf' twice, expected distinct values"},
 		{"  placement: diagonal\n", ":5:14: ", "--placement"},
@@ -2655,6 +2700,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, sweep_rows_match_direct_runs);
 	tcase_add_test(t, sweep_settings_equal_their_job_files);
 	tcase_add_test(t, sweep_rows_carry_the_settings);
+	tcase_add_test(t, sweep_resolves_auto_buckets_per_model);
 	tcase_add_test(t, sweep_cp_comm_type_against_named_strategies);
 	tcase_add_test(t, sweep_setting_errors_are_located);
 	tcase_add_test(t, sweep_resume_tells_new_keys_apart);

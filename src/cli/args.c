@@ -182,7 +182,10 @@ void cli_job_help(FILE *f)
 	      "  --dtype bf16             training precision (only bf16)\n"
 	      "  --zero-overlap on|off|default   overlap ZeRO traffic with compute (default: on for stage 3 only)\n"
 	      "  --reduce-bucket E, --allgather-bucket E, --prefetch-bucket E   ZeRO bucket sizes in elements\n"
-	      "                           (DeepSpeed defaults 5e8, 5e8, 5e7)\n"
+	      "                           (DeepSpeed defaults 5e8, 5e8, 5e7); reduce and prefetch also take\n"
+	      "                           auto: hidden_size^2 and int(0.9 hidden_size^2) of the model, as the\n"
+	      "                           Hugging Face Trainer fills \"auto\" (transformers\n"
+	      "                           src/transformers/integrations/deepspeed.py)\n"
 	      "  --fp32-grad-comm on|off|default  gradient reduction in fp32 (default: on when SP > 1)\n"
 	      "  --contiguous-gradients on|off  DeepSpeed ZeRO-1 to 3 copies gradients into a reduce bucket\n"
 	      "                           allocated whole (default on, DeepSpeed's); off: they are reduced\n"
@@ -550,14 +553,18 @@ int cli_job_option(cli_job_args *a, int id, const char *arg)
 		config_range_id r = id == CLI_OPT_REDUCE_BUCKET	   ? CONFIG_R_REDUCE_BUCKET
 				     : id == CLI_OPT_ALLGATHER_BUCKET ? CONFIG_R_ALLGATHER_BUCKET
 								      : CONFIG_R_PREFETCH_BUCKET;
-		if (!cli_parse_range(r, arg, &d))
+		bool is_auto = false;
+		config_error e;
+		if (!config_job_bucket_parse(r, config_range_get(r)->flag, true, arg, &d, &is_auto, &e)) {
+			cli_errorf("%s\n", e.msg);
 			return -1;
+		}
 		if (id == CLI_OPT_REDUCE_BUCKET)
-			j->reduce_bucket_elems = d, a->set |= SET(S_RB);
+			j->reduce_bucket_elems = d, j->reduce_bucket_auto = is_auto, a->set |= SET(S_RB);
 		else if (id == CLI_OPT_ALLGATHER_BUCKET)
 			j->allgather_bucket_elems = d, a->set |= SET(S_AB);
 		else
-			j->prefetch_bucket_elems = d, a->set |= SET(S_PB);
+			j->prefetch_bucket_elems = d, j->prefetch_bucket_auto = is_auto, a->set |= SET(S_PB);
 		return 1;
 	}
 	case CLI_OPT_ULYSSES_DEGREE:
@@ -820,8 +827,10 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 		TAKE(S_DTYPE, dtype)
 		TAKE(S_OVERLAP, zero_overlap)
 		TAKE(S_RB, reduce_bucket_elems)
+		TAKE(S_RB, reduce_bucket_auto)
 		TAKE(S_AB, allgather_bucket_elems)
 		TAKE(S_PB, prefetch_bucket_elems)
+		TAKE(S_PB, prefetch_bucket_auto)
 		TAKE(S_A2A, a2a)
 		TAKE(S_UNEVEN, basp_uneven)
 		TAKE(S_ATTN, attention_kernel)

@@ -500,6 +500,11 @@ typedef struct config_job {
 	double reduce_bucket_elems;  /* DeepSpeed reduce_bucket_size */
 	double allgather_bucket_elems; /* DeepSpeed allgather_bucket_size */
 	double prefetch_bucket_elems;  /* stage3_prefetch_bucket_size */
+	/* reduce_bucket / prefetch_bucket given as "auto" (transformers' Trainer fills them
+	 * from the model's hidden size, config_job_resolve_auto); the _elems field is 0 until
+	 * workload_check resolves it against the model, then h^2 or floor(0.9 h^2). */
+	bool reduce_bucket_auto;
+	bool prefetch_bucket_auto;
 	bool fp32_grad_comm;         /* reduce gradients in fp32 (DeepSpeed default when SP > 1) */
 	int fp32_grad_comm_set;      /* 0: derive from SP, 1: explicit */
 	bool contiguous_gradients;   /* DeepSpeed ZeRO's contiguous_gradients (default true) */
@@ -540,6 +545,13 @@ void config_job_defaults(config_job *job);
 bool config_job_zero_overlap(const config_job *job);
 /* Every number of the job against the range table (gpus and sp may be 0: "all"). */
 bool config_job_check(const config_job *job, config_error *err);
+/* The "auto" bucket sizes against the model, as transformers' Trainer fills them
+ * (src/transformers/integrations/deepspeed.py, HfTrainerDeepSpeedConfig.trainer_config_finalize;
+ * docs/sources.md [HF-ds-auto]): reduce_bucket = h^2, prefetch_bucket = int(0.9 * h^2),
+ * h the model's hidden size. Sets the _elems fields of the settings given as auto and
+ * leaves the others; again with another model, it resolves them again. The one place
+ * auto is resolved: workload_check calls it, and engine_buckets_supported on its copy. */
+void config_job_resolve_auto(config_job *job, const config_model *m);
 /* The ZeRO settings a job moves off their defaults that its stage does not use
  * (prefetch_bucket and zero3_prefetch act at stage 3 only, allgather_bucket at stages
  * 1-3, contiguous_gradients off at DeepSpeed's stages 1-3 without optimizer offload at 1-2), as "--flag value (ZeRO-3 only), ..." into buf; false when there are none. */

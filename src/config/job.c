@@ -76,7 +76,7 @@ const char *const config_job_keys[] = {
  * here (job_read) and sweep specs read each of their values through the same entry
  * (config_job_setting_read on a one-entry mapping), so both take the same spellings,
  * ranges and messages. */
-typedef enum setting_kind { K_ENUM, K_BOOL, K_RANGE, K_RANGE_INT, K_SIZE_OR_ZERO, K_TRISTATE } setting_kind;
+typedef enum setting_kind { K_ENUM, K_BOOL, K_RANGE, K_RANGE_INT, K_SIZE_OR_ZERO, K_TRISTATE, K_BUCKET } setting_kind;
 typedef struct setting {
 	const char *key;
 	setting_kind kind;
@@ -84,7 +84,8 @@ typedef struct setting {
 	int n;
 	config_range_id range;    /* K_RANGE, K_RANGE_INT */
 	size_t off, size;         /* the field */
-	size_t flag_off, flag_size; /* a field set to 1 when the key is given (0 size: none) */
+	size_t flag_off, flag_size; /* a field set to 1 when the key is given (0 size: none);
+				     * K_BUCKET: whether the value is auto (0 size: auto refused) */
 } setting;
 
 static const char *const dtype_names[] = {"bf16"};
@@ -100,9 +101,9 @@ static const setting settings[] = {
 	{"zero3_prefetch", K_ENUM, config_zero3_prefetch_names, 2, 0, FIELD(zero3_prefetch), NOFLAG},
 	{"memory_reserve", K_SIZE_OR_ZERO, NULL, 0, 0, FIELD(memory_reserve), FIELD(memory_reserve_set)},
 	{"zero_overlap", K_TRISTATE, NULL, 0, 0, FIELD(zero_overlap), NOFLAG},
-	{"reduce_bucket", K_RANGE, NULL, 0, CONFIG_R_REDUCE_BUCKET, FIELD(reduce_bucket_elems), NOFLAG},
-	{"allgather_bucket", K_RANGE, NULL, 0, CONFIG_R_ALLGATHER_BUCKET, FIELD(allgather_bucket_elems), NOFLAG},
-	{"prefetch_bucket", K_RANGE, NULL, 0, CONFIG_R_PREFETCH_BUCKET, FIELD(prefetch_bucket_elems), NOFLAG},
+	{"reduce_bucket", K_BUCKET, NULL, 0, CONFIG_R_REDUCE_BUCKET, FIELD(reduce_bucket_elems), FIELD(reduce_bucket_auto)},
+	{"allgather_bucket", K_BUCKET, NULL, 0, CONFIG_R_ALLGATHER_BUCKET, FIELD(allgather_bucket_elems), NOFLAG},
+	{"prefetch_bucket", K_BUCKET, NULL, 0, CONFIG_R_PREFETCH_BUCKET, FIELD(prefetch_bucket_elems), FIELD(prefetch_bucket_auto)},
 	{"fp32_grad_comm", K_BOOL, NULL, 0, 0, FIELD(fp32_grad_comm), FIELD(fp32_grad_comm_set)},
 	{"contiguous_gradients", K_BOOL, NULL, 0, 0, FIELD(contiguous_gradients), NOFLAG},
 	{"offload_activations", K_BOOL, NULL, 0, 0, FIELD(offload_activations), NOFLAG},
@@ -186,6 +187,18 @@ bool config_job_setting_read(const yt_node *t, int i, config_job *job, bool *fou
 		ok = read_tristate(t, s->key, &k, err);
 		memcpy(field, &k, sizeof k);
 		break;
+	case K_BUCKET: {
+		const yt_node *v = yt_find(t, s->key);
+		config_error e;
+		if (v->kind != YT_SCALAR) /* the range's own message for a mapping or a sequence */
+			return yt_range(t, s->range, false, &d, NULL, err);
+		if (!config_job_bucket_parse(s->range, s->key, false, v->value, &d, &b, &e))
+			return yt_fail(err, v, "%s", e.msg);
+		memcpy(field, &d, sizeof d);
+		if (s->flag_size)
+			memcpy((char *)job + s->flag_off, &b, sizeof b);
+		return true;
+	}
 	}
 	if (ok && s->flag_size) {
 		const bool yes = true;
@@ -325,6 +338,49 @@ bool config_job_check(const config_job *job, config_error *err)
 	return config_range_check_all("job", NULL, v, sizeof v / sizeof v[0], err);
 }
 
+bool config_job_bucket_parse(config_range_id id, const char *name, bool flag, const char *text, double *elems,
+			     bool *is_auto, config_error *err)
+{
+	/* transformers fills reduce_bucket_size and stage3_prefetch_bucket_size from the model
+	 * when they read "auto" (config_job_resolve_auto); allgather_bucket_size never */
+	const bool can_auto = id != CONFIG_R_ALLGATHER_BUCKET;
+	if (can_auto && strcmp(text, "auto") == 0) {
+		*elems = 0;
+		*is_auto = true;
+		return true;
+	}
+	config_error re;
+	if (config_range_parse(id, name, text, elems, &re)) {
+		*is_auto = false;
+		return true;
+	}
+	char e[160];
+	config_range_expect(id, e, sizeof e);
+	const char *why = !can_auto && strcmp(text, "auto") == 0
+				  ? " (no auto here: transformers' Trainer fills reduce_bucket_size and "
+				    "stage3_prefetch_bucket_size from the model's hidden size, never allgather_bucket_size)"
+				  : "";
+	return flag ? config_fail(err, "%s expects %s%s, got '%.200s'%s", name, can_auto ? "auto or " : "", e, text, why)
+		    : config_fail(err, "'%s' must be %s%s, got '%.200s'%s", name, can_auto ? "auto or " : "", e, text, why);
+}
+
+void config_job_resolve_auto(config_job *job, const config_model *m)
+{
+	/* transformers, src/transformers/integrations/deepspeed.py,
+	 * HfTrainerDeepSpeedConfig.trainer_config_finalize: hidden_size = model.config.hidden_size;
+	 *   fill_only("zero_optimization.reduce_bucket_size", hidden_size * hidden_size)
+	 *   if self.is_zero3(): fill_only("zero_optimization.stage3_prefetch_bucket_size",
+	 *                                 int(0.9 * hidden_size * hidden_size))
+	 * (prefetch is filled at stage 3 only, the only stage spsim reads it at). 0.9 * h * h
+	 * is evaluated left to right in doubles as in Python, and int() truncates: floor for
+	 * a positive value. */
+	const double h = m->hidden;
+	if (job->reduce_bucket_auto)
+		job->reduce_bucket_elems = h * h;
+	if (job->prefetch_bucket_auto)
+		job->prefetch_bucket_elems = floor(0.9 * h * h);
+}
+
 bool config_job_unused_zero(const config_job *job, char *buf, size_t n)
 {
 	config_job d;
@@ -332,14 +388,18 @@ bool config_job_unused_zero(const config_job *job, char *buf, size_t n)
 	const int z = job->zero_stage;
 	char z3p[48], pb[48], ab[48];
 	snprintf(z3p, sizeof z3p, "--zero3-prefetch %s", config_zero3_prefetch_names[job->zero3_prefetch]);
-	snprintf(pb, sizeof pb, "--prefetch-bucket %g", job->prefetch_bucket_elems);
+	if (job->prefetch_bucket_auto)
+		snprintf(pb, sizeof pb, "--prefetch-bucket auto");
+	else
+		snprintf(pb, sizeof pb, "--prefetch-bucket %g", job->prefetch_bucket_elems);
 	snprintf(ab, sizeof ab, "--allgather-bucket %g", job->allgather_bucket_elems);
 	const struct {
 		bool unused;
 		const char *what, *stages;
 	} s[] = {
 		{z != 3 && job->zero3_prefetch != d.zero3_prefetch, z3p, "ZeRO-3 only"},
-		{z != 3 && job->prefetch_bucket_elems != d.prefetch_bucket_elems, pb, "ZeRO-3 only"},
+		{z != 3 && (job->prefetch_bucket_auto || job->prefetch_bucket_elems != d.prefetch_bucket_elems), pb,
+		 "ZeRO-3 only"},
 		{z == 0 && job->allgather_bucket_elems != d.allgather_bucket_elems, ab, "ZeRO-1 to 3"},
 		/* contiguous_gradients is DeepSpeed's ZeRO optimizers' (stage 0 all-reduces in the
 		 * engine; PyTorch FSDP has no reduce bucket); stages 1-2 force it on under offload */

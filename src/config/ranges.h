@@ -169,6 +169,12 @@ const char *config_range_expect(config_range_id id, char *buf, size_t len);
 /* Parses text by the row's type and checks the range. On failure err reads "'key' must be
  * EXPECT, got 'text'" with key the caller's name for it (NULL: the row's key). */
 bool config_range_parse(config_range_id id, const char *key, const char *text, double *out, config_error *err);
+/* A ZeRO bucket size (config/job.c) (id: CONFIG_R_REDUCE_BUCKET, _ALLGATHER_BUCKET or _PREFETCH_BUCKET)
+ * from text: a whole number in the range table, or auto (reduce and prefetch only: *is_auto
+ * set, *elems 0). Otherwise false with err naming `name` and what it accepts, as a flag
+ * ("--reduce-bucket expects ...") or as a key ("'reduce_bucket' must be ..."). */
+bool config_job_bucket_parse(config_range_id id, const char *name, bool flag, const char *text, double *elems,
+			     bool *is_auto, config_error *err);
 /* Checks a value already held (what a program set, or an override): "'key' is V, expected
  * EXPECT". */
 bool config_range_check(config_range_id id, const char *key, double v, config_error *err);

@@ -162,10 +162,13 @@ bool engine_placement_supported(const char *engine, const engine_options *opt, c
 				"strided or random placement");
 }
 
-bool engine_buckets_supported(const char *engine, const config_model *m, const config_job *job, config_error *err)
+bool engine_buckets_supported(const char *engine, const config_model *m, const config_job *given, config_error *err)
 {
 	if (strcmp(engine, "simgrid") != 0)
 		return true;
+	config_job resolved = *given; /* before workload_check: auto sizes resolved here too */
+	config_job_resolve_auto(&resolved, m);
+	const config_job *job = &resolved;
 	/* the most parameters one bucketed collective moves (workload/program.c): every
 	 * gradient or parameter at the step for stages 0-2, one layer's per layer at stage 3
 	 * (and stage 2's reduction), the embedding or head for stage 3's outer gathers */

@@ -94,6 +94,13 @@ json_t *report_run_json(const report_run *r)
 	json_object_set_new(json_object_get(o, "job"), "impl", json_string(config_impl_names[j->impl]));
 	json_object_set_new(json_object_get(o, "job"), "zero3_prefetch", json_string(config_zero3_prefetch_names[j->zero3_prefetch]));
 	json_object_set_new(json_object_get(o, "job"), "contiguous_gradients", json_boolean(config_job_contiguous_gradients(j)));
+	/* the ZeRO bucket sizes in elements as run (auto resolved from the model's hidden size)
+	 * and whether they came from auto (transformers' Trainer fill, config_job_resolve_auto) */
+	json_object_set_new(json_object_get(o, "job"), "reduce_bucket", json_real(j->reduce_bucket_elems));
+	json_object_set_new(json_object_get(o, "job"), "allgather_bucket", json_real(j->allgather_bucket_elems));
+	json_object_set_new(json_object_get(o, "job"), "prefetch_bucket", json_real(j->prefetch_bucket_elems));
+	json_object_set_new(json_object_get(o, "job"), "reduce_bucket_auto", json_boolean(j->reduce_bucket_auto));
+	json_object_set_new(json_object_get(o, "job"), "prefetch_bucket_auto", json_boolean(j->prefetch_bucket_auto));
 	{
 		char label[64];
 		json_object_set_new(json_object_get(o, "job"), "strategy_spec",

@@ -248,6 +248,7 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
 		return config_fail(err, "--grad-accum must be a positive number of micro-steps, got %d", job->grad_accum);
 	if (job->zero_stage < 0 || job->zero_stage > 3)
 		return config_fail(err, "--zero must be 0, 1, 2 or 3, got %d", job->zero_stage);
+	config_job_resolve_auto(job, m); /* auto bucket sizes from the model's hidden size */
 	if (!config_job_check(job, err))
 		return false;
 	const char *why = config_attn_kernel_unusable(p, config_job_attention_kernel(job, p));

@@ -872,7 +872,8 @@ static void grad_reduce(builder *b, workload_block *blk, const char *name2, cons
  * The program's fetch units are the layer's projection weights at spsim's GEMMs: q, k, v
  * (fused qkv_proj), o (out_proj), gate and up (fused mlp_gate_up), down (mlp_down); the
  * norm weights and biases are under param_persistence_threshold (1e5 elements: stage 3
- * never partitions them, [DS-zero-config]). A unit is prefetched at the hook of the first
+ * never partitions them, [DS-zero-config]; the Trainer's auto, 10 h [HF-ds-auto], splits
+ * them alike: norms h, biases at most 3h, projections at least h^2). A unit is prefetched at the hook of the first
  * unit whose end lies within the window (prefetch_bucket elements) of its start: at each
  * hook the gathered-ahead parameters reach at most one window beyond the current unit.
  * The hook's gather is issued when the main stream reaches the hook (the host in step
