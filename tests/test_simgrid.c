@@ -325,6 +325,23 @@ static char *platform_dump_of(const sgx_spec *s, bool xml)
 	return buf;
 }
 
+START_TEST(host_names_parse_back)
+{
+	/* the executor finds each rank's host by parsing the host list's names: the inverse
+	 * of sgx_host_name, and nothing else (ghosts, routers, suffixes) */
+	char name[32];
+	int u = -1, j = -1;
+	sgx_host_name(name, sizeof name, 2047, 7);
+	ck_assert(sgx_host_parse(name, &u, &j));
+	ck_assert_int_eq(u, 2047);
+	ck_assert_int_eq(j, 7);
+	ck_assert(!sgx_host_parse("wrapg0", &u, &j));
+	ck_assert(!sgx_host_parse("n3gw", &u, &j));
+	ck_assert(!sgx_host_parse("n3g1_link", &u, &j));
+	ck_assert(!sgx_host_parse("n-1g0", &u, &j));
+}
+END_TEST
+
 START_TEST(built_platform_equals_the_xml_one)
 {
 	/* The engine builds its platform through SimGrid's C++ interface (platform_s4u.cpp);
@@ -1856,6 +1873,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, fat_tree_routes_climb_only_across_leaves);
 	tcase_add_test(tc, large_platforms_group_zones);
 	tcase_add_test(tc, built_platform_equals_the_xml_one);
+	tcase_add_test(tc, host_names_parse_back);
 	tcase_add_test(tc, no_link_is_shared_by_the_whole_cluster);
 	tcase_add_test(tc, pcie_crosses_the_gpu_link_to_the_nic);
 	tcase_add_test(tc, shipped_platforms_load_in_simgrid);

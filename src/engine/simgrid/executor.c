@@ -654,10 +654,8 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 		size_t nh = sg_host_count();
 		sg_host_t *hl = sg_host_list();
 		for (size_t h = 0; hl && h < nh; h++) {
-			int u, j, end = 0;
-			const char *hn = sg_host_get_name(hl[h]);
-			if (sscanf(hn, "n%dg%d%n", &u, &j, &end) == 2 && hn[end] == '\0' && u >= 0 && u < gen_nodes &&
-			    j >= 0 && j < r->gpn)
+			int u, j;
+			if (sgx_host_parse(sg_host_get_name(hl[h]), &u, &j) && u < gen_nodes && j < r->gpn)
 				by_gpu[u * r->gpn + j] = hl[h];
 		}
 		free(hl);
@@ -851,6 +849,7 @@ typedef struct run_msg {
 typedef struct run_ctx {
 	const engine_input *in;
 	const engine_simgrid_options *o;
+	bool stats; /* fill run_msg.st (the platform's XML size is written to /dev/null for it) */
 } run_ctx;
 
 static void run_job(void *ctx, void *buf)
@@ -858,7 +857,7 @@ static void run_job(void *ctx, void *buf)
 	const run_ctx *c = ctx;
 	run_msg *m = buf;
 	memset(m, 0, sizeof *m);
-	m->ok = sgx_run_in_process(c->in, c->o, &m->r, &m->st, NULL, &m->err);
+	m->ok = sgx_run_in_process(c->in, c->o, &m->r, c->stats ? &m->st : NULL, NULL, &m->err);
 }
 
 /* One simulation in a child process; the child writes the trace. Adds the child's flows
@@ -867,7 +866,7 @@ static bool run_child(const engine_input *in, const engine_simgrid_options *o, e
 		      engine_simgrid_stats *acc, config_error *err)
 {
 	run_msg m;
-	run_ctx c = {.in = in, .o = o};
+	run_ctx c = {.in = in, .o = o, .stats = acc != NULL};
 	if (!in_child(run_job, &c, &m, sizeof m, err))
 		return false;
 	if (!m.ok) {
@@ -968,6 +967,7 @@ typedef struct xrun {
 	int g[SGX_MEMO], l[SGX_MEMO];
 	double f[SGX_MEMO][SGX_PERIODIC_FIELDS];
 	engine_simgrid_stats st;
+	bool want_stats; /* the caller asked for statistics (the XML size costs a write) */
 	long spent; /* layer iterations simulated in windows for the current micro-step count */
 	long *block_flows; /* sgx_count_flows: flows of one iteration of each block */
 	long spent_flows;  /* flows of the windows tried for the current micro-step count */
@@ -1040,7 +1040,7 @@ static bool totals_at(xrun *x, int g, int l, const double **f, config_error *err
 	engine_input cut = *x->in;
 	cut.plan = &plan;
 	engine_result r;
-	bool ok = run_child(&cut, x->o, &r, &x->st, err);
+	bool ok = run_child(&cut, x->o, &r, x->want_stats ? &x->st : NULL, err);
 	free(blocks);
 	if (!ok)
 		return false;
@@ -1189,6 +1189,7 @@ bool engine_simgrid_run_opt(const engine_input *in, const engine_simgrid_options
 		x->o = o;
 		x->L = layer_count(prog);
 		x->block_flows = block_flows;
+		x->want_stats = stats != NULL;
 	}
 	/* what the full program moves: the guard's yardstick (when there are windows to weigh),
 	 * and stats.full_flows */
@@ -1205,7 +1206,7 @@ bool engine_simgrid_run_opt(const engine_input *in, const engine_simgrid_options
 		if (ok)
 			result_of_fields(in, v, G, out);
 	} else if (ok) {
-		ok = run_child(in, o, out, &x->st, err);
+		ok = run_child(in, o, out, x->want_stats ? &x->st : NULL, err);
 	}
 	if (ok && stats) {
 		*stats = x->st;

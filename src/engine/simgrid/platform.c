@@ -36,6 +36,12 @@
 
 void sgx_host_name(char *buf, size_t len, int node, int local) { snprintf(buf, len, "n%dg%d", node, local); }
 
+bool sgx_host_parse(const char *name, int *node, int *local)
+{
+	int end = 0;
+	return sscanf(name, "n%dg%d%n", node, local, &end) == 2 && name[end] == '\0' && *node >= 0 && *local >= 0;
+}
+
 void sgx_ghost_name(char *buf, size_t len, int local) { snprintf(buf, len, "wrapg%d", local); }
 
 bool sgx_has_leaves(const config_platform *p, int system_nodes)

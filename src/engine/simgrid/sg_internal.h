@@ -23,7 +23,9 @@ typedef struct sgx_spec {
 bool sgx_platform_write(const sgx_spec *s, FILE *out, double *bytes, config_error *err);
 
 /* The same platform built in the running SimGrid engine through its C++ interface
- * (platform_s4u.cpp), element for element what sgx_platform_write's XML declares. */
+ * (platform_s4u.cpp): the zones, hosts, routers and routes sgx_platform_write's XML
+ * declares, and its links, created in the root zone rather than where the XML declares
+ * them (the same resources and routes; docs/simgrid.md §7 "Platform loading"). */
 bool sgx_platform_build(const sgx_spec *s, config_error *err);
 
 /* What the generator declares, in the order it declares it: the XML writer prints each
@@ -51,6 +53,8 @@ bool sgx_platform_emit(const sgx_spec *s, const sgx_sink *k, config_error *err);
 
 /* Host names, shared by the generator and the executor. */
 void sgx_host_name(char *buf, size_t len, int node, int local);
+/* The inverse of sgx_host_name: true when name is a GPU host's, with its node and index. */
+bool sgx_host_parse(const char *name, int *node, int *local);
 void sgx_ghost_name(char *buf, size_t len, int local);
 
 /* True when the fat-tree has more than one leaf in a system of `system_nodes` nodes. */
