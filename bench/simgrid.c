@@ -12,13 +12,15 @@
  *   gpus N wall_s X cpu_s C peak_rss_mb Y
  * with X, C and Y the larger of the strategies'.
  * Usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses]
- *          [--zero 0-3] [--cap CPU_SECONDS] [--no-repeat] [--against RECORD]
+ *          [--zero 0-3] [--cap CPU_SECONDS] [--no-repeat] [--no-share] [--against RECORD]
  *   --whole      no symmetry reduction; each line then also gives the ratio of its CPU time
  *                to the symmetric run's and the largest relative step-time difference
  *                between the two (below 1e-9)
  *   --cap S      a size whose slower run took more than S CPU seconds (default 600) ends the
  *                series; the sizes left are listed as skipped
  *   --no-repeat  simulate every layer and micro-step (the full program)
+ *   --no-share   run each layer window's counts as separate simulations instead of forks of
+ *                the largest (docs/simgrid.md §5.4, "Shared prefixes"): the same results
  *   --against F  compare each step time with a record of an earlier run (its "# gpus" lines,
  *                e.g. bench/simgrid-record.txt) and fail past 1e-9 relative */
 #define _DEFAULT_SOURCE /* wait4 */
@@ -44,6 +46,7 @@ typedef struct outcome {
 
 static int g_zero = 2;
 static bool g_repeat = true; /* --no-repeat: simulate every layer and micro-step */
+static bool g_share = true;  /* --no-share: no forked window runs */
 
 static void simulate(int gpus, config_strategy st, bool whole, outcome *o)
 {
@@ -74,6 +77,7 @@ static void simulate(int gpus, config_strategy st, bool whole, outcome *o)
 	engine_simgrid_options_default(&opt);
 	opt.symmetry = !whole;
 	opt.repeat = g_repeat;
+	opt.share_prefix = g_share;
 	engine_result r;
 	if (!engine_simgrid_run_opt(&in, &opt, &r, &o->stats, &err)) {
 		snprintf(o->err, sizeof o->err, "%s", err.msg);
@@ -158,7 +162,7 @@ static int load_record(const char *path, recorded *rec, int cap)
 static void usage_text(FILE *f)
 {
 	fprintf(f, "usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses] "
-		   "[--zero 0-3] [--cap SECONDS] [--no-repeat] [--against RECORD]\n");
+		   "[--zero 0-3] [--cap SECONDS] [--no-repeat] [--no-share] [--against RECORD]\n");
 }
 
 static int usage(void)
@@ -180,6 +184,7 @@ static int help(void)
 	       "  --zero Z     ZeRO stage 0-3 (default 2)\n"
 	       "  --cap S      a size whose slower run took more than S CPU seconds ends the series (default 600)\n"
 	       "  --no-repeat  simulate every layer and micro-step (no extrapolation)\n"
+	       "  --no-share   each window's layer counts as separate simulations (not forked from the largest)\n"
 	       "  --against F  compare each step time with a record (bench/simgrid-record.txt); fail past 1e-9\n");
 	return 0;
 }
@@ -214,6 +219,8 @@ int main(int argc, char **argv)
 			}
 		} else if (strcmp(argv[i], "--no-repeat") == 0) {
 			g_repeat = false;
+		} else if (strcmp(argv[i], "--no-share") == 0) {
+			g_share = false;
 		} else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
 			n_sizes = 0;
 			for (char *t = strtok(argv[++i], ","); t && n_sizes < 32; t = strtok(NULL, ","))

@@ -1550,6 +1550,37 @@ static engine_input planned_input(const config_model *m, const config_platform *
 	return in;
 }
 
+/* The jobs of the window tests (identical_layers_extrapolate_exactly,
+ * shared_prefix_equals_separate_runs): Llama-3.2-1B on the small platform (8 GPUs) or 32
+ * H100s (dgx), with a straggler and a degraded NIC where `whatif`. */
+static const struct {
+	config_strategy st;
+	int sp, zero, ga;
+	bool whatif, dgx;
+} window_cases[] = {
+	{CONFIG_STRATEGY_BASP, 8, 2, 1, false, false},
+	{CONFIG_STRATEGY_ULYSSES, 4, 2, 1, false, false},
+	{CONFIG_STRATEGY_BASP, 8, 1, 1, true, false},
+	{CONFIG_STRATEGY_BASP, 8, 2, 20, false, false},
+	{CONFIG_STRATEGY_ULYSSES, 4, 3, 1, false, false}, /* does not repeat: the full run */
+	{CONFIG_STRATEGY_ULYSSES, 8, 2, 1, false, true}, /* 32 H100s, one NIC per GPU */
+	{CONFIG_STRATEGY_BASP, 8, 1, 1, false, true},
+};
+
+/* Window case c's input (its plan in *plan, its what-ifs in *w) and the engine's default
+ * options with every window tried (repeat_always). */
+static engine_input window_case_input(size_t c, const config_model *m, const config_platform *small,
+				      const config_platform *dgx, config_job *job, workload_plan *plan,
+				      config_whatif *w, engine_simgrid_options *o)
+{
+	*job = tu_job(window_cases[c].st, window_cases[c].dgx ? 32 : 8, window_cases[c].sp, 2, 4096,
+		      window_cases[c].zero);
+	job->grad_accum = window_cases[c].ga;
+	engine_simgrid_options_default(o);
+	o->repeat_always = true;
+	return planned_input(m, window_cases[c].dgx ? dgx : small, job, plan, window_cases[c].whatif ? w : NULL);
+}
+
 START_TEST(identical_layers_extrapolate_exactly)
 {
 	/* The layer blocks repeat once per layer (16 for Llama-3.2-1B): engine_simgrid_run_opt
@@ -1567,30 +1598,13 @@ START_TEST(identical_layers_extrapolate_exactly)
 	config_model m;
 	config_platform small, dgx;
 	load_small_and_dgx(&m, &small, &dgx);
-	static const struct {
-		config_strategy st;
-		int sp, zero, ga;
-		bool whatif, dgx;
-	} cases[] = {
-		{CONFIG_STRATEGY_BASP, 8, 2, 1, false, false},
-		{CONFIG_STRATEGY_ULYSSES, 4, 2, 1, false, false},
-		{CONFIG_STRATEGY_BASP, 8, 1, 1, true, false},
-		{CONFIG_STRATEGY_BASP, 8, 2, 20, false, false},
-		{CONFIG_STRATEGY_ULYSSES, 4, 3, 1, false, false}, /* does not repeat: the full run */
-		{CONFIG_STRATEGY_ULYSSES, 8, 2, 1, false, true}, /* 32 H100s, one NIC per GPU */
-		{CONFIG_STRATEGY_BASP, 8, 1, 1, false, true},
-	};
-	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-		const config_platform *pp = cases[c].dgx ? &dgx : &small;
-		config_job job = tu_job(cases[c].st, cases[c].dgx ? 32 : 8, cases[c].sp, 2, 4096, cases[c].zero);
-		job.grad_accum = cases[c].ga;
+	for (size_t c = 0; c < sizeof window_cases / sizeof *window_cases; c++) {
+		config_job job;
 		workload_plan plan;
 		config_whatif w = {0};
-		engine_input in = planned_input(&m, pp, &job, &plan, cases[c].whatif ? &w : NULL);
 		engine_simgrid_options o;
-		engine_simgrid_options_default(&o);
+		engine_input in = window_case_input(c, &m, &small, &dgx, &job, &plan, &w, &o);
 		o.symmetry = false;
-		o.repeat_always = true;
 		engine_result res[2];
 		engine_simgrid_stats st[2];
 		same_without(&in, &o, &o.repeat, res, st);
@@ -1613,6 +1627,51 @@ START_TEST(identical_layers_extrapolate_exactly)
 			      sf.flows, sf.executions, su.flows, su.executions);
 		workload_plan_finish(&plan);
 	}
+}
+END_TEST
+
+START_TEST(shared_prefix_equals_separate_runs)
+{
+	/* The windows' layer counts (1, 2, 3 and the check at 6) run as one simulation of 6
+	 * layers that forks a copy of itself at the first instant a stream with ops in a layer
+	 * block would start iteration n (n = 1, 2, 3): up to there the two programs do the same
+	 * thing, so each copy goes on as the n-layer run would (executor.c fork_window). Every
+	 * result equals the separate runs' exactly (the same floating-point operations in the
+	 * same order, not merely to 1e-9), on the cases of identical_layers_extrapolate_exactly
+	 * (BASP and Ulysses, ZeRO-1 to 3, a straggler with a degraded NIC, where ranks leave
+	 * the layers at different instants, 20 micro-steps, a schedule that does not repeat),
+	 * whole and, on the 32 H100s, with the symmetry reduction (ghost nodes) too. The copies
+	 * simulate only what follows their fork: fewer flows and executions than the separate
+	 * runs. */
+	config_model m;
+	config_platform small, dgx;
+	load_small_and_dgx(&m, &small, &dgx);
+	for (size_t c = 0; c < sizeof window_cases / sizeof *window_cases; c++)
+		for (int sym = 0; sym <= (window_cases[c].dgx ? 1 : 0); sym++) {
+			config_job job;
+			workload_plan plan;
+			config_whatif w = {0};
+			engine_simgrid_options o;
+			engine_input in = window_case_input(c, &m, &small, &dgx, &job, &plan, &w, &o);
+			o.symmetry = sym;
+			engine_result r[2];
+			engine_simgrid_stats st[2];
+			same_without(&in, &o, &o.share_prefix, r, st);
+			const engine_breakdown *x = &r[0].breakdown, *y = &r[1].breakdown;
+			const double a[] = {r[0].step_time, x->compute,   x->gemm,	     x->attention,
+					    x->memory_bound, x->optimizer, x->sp_comm,	     x->sp_comm_exposed,
+					    x->zero_comm,    x->zero_comm_exposed, r[0].fwd_time, r[0].bwd_time};
+			const double b[] = {r[1].step_time, y->compute,   y->gemm,	     y->attention,
+					    y->memory_bound, y->optimizer, y->sp_comm,	     y->sp_comm_exposed,
+					    y->zero_comm,    y->zero_comm_exposed, r[1].fwd_time, r[1].bwd_time};
+			for (size_t i = 0; i < sizeof a / sizeof *a; i++)
+				ck_assert_msg(a[i] == b[i], "case %zu (symmetry %d), field %zu: shared %.17g, separate %.17g",
+					      c, sym, i, a[i], b[i]);
+			ck_assert_msg(st[0].flows < st[1].flows && st[0].executions < st[1].executions,
+				      "case %zu (symmetry %d): shared %ld flows, %ld executions; separate %ld, %ld", c,
+				      sym, st[0].flows, st[0].executions, st[1].flows, st[1].executions);
+			workload_plan_finish(&plan);
+		}
 }
 END_TEST
 
@@ -1921,6 +1980,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, engine_runs_any_number_of_simulations_per_process);
 	tcase_add_test(tc, identical_micro_steps_extrapolate_exactly);
 	tcase_add_test(tc, identical_layers_extrapolate_exactly);
+	tcase_add_test(tc, shared_prefix_equals_separate_runs);
 	tcase_add_test(tc, flow_count_guards_the_extrapolation);
 	tcase_add_test(tc, compute_as_a_timer_equals_the_execution);
 	tcase_add_test(tc, merged_flows_equal_the_separate_flows);

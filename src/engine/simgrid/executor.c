@@ -30,6 +30,9 @@
 #include "engine/simgrid/sg_internal.h"
 #include "util/intmath.h"
 
+/* At most this many layer counts share one simulation (a window's four, fork_window). */
+#define SGX_SHARE_MAX 4
+
 typedef struct sgx_actor {
 	sgx_rank *R;
 	int s;
@@ -48,13 +51,14 @@ typedef struct walker {
 	long pos[WL_STREAM_COUNT];
 	pending *pend;
 	int np, cap;
+	long gap; /* unused op numbers (sgx_run.layer_span) counted done with the pending ops */
 } walker;
 
 void engine_simgrid_options_default(engine_simgrid_options *o)
 {
 	*o = (engine_simgrid_options){
 		.ring = ENGINE_SG_RING_AGGREGATED, .symmetry = true, .merge_compute = true, .compute_timer = true,
-		.repeat = true, .merge_flows = true};
+		.repeat = true, .merge_flows = true, .share_prefix = true};
 }
 
 /* ------------------------------------------------------------------ actors --- */
@@ -154,8 +158,9 @@ static void flush(walker *w)
 		record(R, q->bidx, q->it, q->micro, q->op, t, t + q->dur);
 		t += q->dur;
 	}
-	R->done[w->me] += w->np;
+	R->done[w->me] += w->np + w->gap;
 	w->np = 0;
+	w->gap = 0;
 	notify(R, w->me);
 }
 
@@ -175,6 +180,66 @@ static bool push(walker *w, int bidx, int it, int micro, const workload_op *op, 
 	return true;
 }
 
+/* ------------------------------------------------- shared window prefixes --- */
+/* The windows of docs/simgrid.md §5.4 simulate one program at a few layer counts (1, 2, 3
+ * and 6). Up to the first instant at which a stream with ops in a layer block would start
+ * iteration n of that block, a run of more layers does exactly what a run of n layers
+ * does: every other op, before and after the layer blocks, is the same op, and the ops of
+ * a layer block do not depend on the iteration. So a run of the largest count (the trunk)
+ * forks a copy of itself at that instant for each smaller count n; the copy sets its
+ * layer blocks to n iterations and goes on as the run of n layers would from there.
+ * Op instances keep the trunk's numbers (a stream with no ops in a layer block has walked
+ * it at its full count, in no time, before the fork): a stream leaving a layer block
+ * after n iterations skips the numbers of the missing ones (sgx_run.layer_span), so every
+ * dependency still names the same op. Each copy writes its result to its own pipe. */
+static struct {
+	int n, next;            /* forks planned, the next one */
+	int at[SGX_SHARE_MAX];  /* their layer counts, ascending */
+	int fd[SGX_SHARE_MAX];  /* write ends of their result pipes (-1: closed) */
+	int out;                /* this process's result pipe (-1: none) */
+	bool copy;              /* this process is a fork of a trunk */
+	long flows0, execs0;    /* flows and executions the trunk had run when it forked this copy */
+} g_fork = {.out = -1};
+
+static void fork_window(sgx_run *r)
+{
+	int k = g_fork.next++;
+	fflush(stdout);
+	fflush(stderr);
+	pid_t trunk = getpid();
+	pid_t pid = fork();
+	if (pid != 0) { /* the trunk (or no fork: the caller then runs that count alone) */
+		close(g_fork.fd[k]);
+		g_fork.fd[k] = -1;
+		return;
+	}
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != trunk)
+		_exit(4);
+	for (int j = 0; j < g_fork.n; j++)
+		if (j != k && g_fork.fd[j] >= 0)
+			close(g_fork.fd[j]);
+	if (g_fork.out >= 0)
+		close(g_fork.out);
+	g_fork.out = g_fork.fd[k];
+	g_fork.n = 0;
+	g_fork.copy = true;
+	g_fork.flows0 = r->flows;
+	g_fork.execs0 = r->execs;
+	int n = g_fork.at[k];
+	for (int b = 0; b < r->n_blocks; b++) {
+		if (!r->blocks[b].layer)
+			continue;
+		/* the process's own copy of the program's blocks (totals_at's) */
+		workload_block *blk = (workload_block *)r->blocks[b].blk;
+		if (!r->layer_span)
+			r->layer_span = blk->repeat;
+		if (blk->layer_step < 0) /* a backward block walks the layers down to 0 */
+			blk->layer_first = n - 1;
+		blk->repeat = n;
+	}
+}
+
 static void walk_block(walker *w, int bidx, int micro)
 {
 	const sgx_block_info *bi = &w->R->run->blocks[bidx];
@@ -192,7 +257,11 @@ static void walk_block(walker *w, int bidx, int micro)
 			if (x != me && r->stream_used[x])
 				wait_for(R, me, x, w->pos[x] - 1);
 	}
-	for (int it = 0; it < blk->repeat; it++)
+	for (int it = 0;; it++) {
+		if (bi->layer && g_fork.next < g_fork.n && it == g_fork.at[g_fork.next] && bi->cnt[me] > 0)
+			fork_window(r); /* a copy returns with blk->repeat == it */
+		if (it >= blk->repeat)
+			break;
 		for (int j = 0; j < blk->n_ops; j++) {
 			const workload_op *op = &blk->ops[j];
 			int os = op->stream;
@@ -248,6 +317,19 @@ static void walk_block(walker *w, int bidx, int micro)
 			}
 			w->pos[me]++;
 		}
+	}
+	if (bi->layer && r->layer_span > blk->repeat) {
+		/* a forked copy: skip the numbers of the trunk's further iterations */
+		long skip = r->layer_span - blk->repeat;
+		for (int x = 0; x < WL_STREAM_COUNT; x++)
+			w->pos[x] += skip * bi->cnt[x];
+		if (w->np > 0) {
+			w->gap += skip * bi->cnt[me];
+		} else if (bi->cnt[me] > 0) {
+			R->done[me] += skip * bi->cnt[me];
+			notify(R, me);
+		}
+	}
 }
 
 /* Stream actors started and finished in this process's one simulation: SimGrid returns
@@ -271,12 +353,12 @@ static void stream_actor(int argc, char **argv)
 	for (int m = 0; m < prog->grad_accum; m++)
 		for (int b = 0; b < prog->n_micro; b++) {
 			walk_block(&w, b, m);
-			if (tell)
+			if (tell && !g_fork.copy) /* a forked copy: its trunk reports */
 				o->progress(o->progress_ctx, ++done, total);
 		}
 	for (int b = 0; b < prog->n_step; b++) {
 		walk_block(&w, prog->n_micro + b, prog->grad_accum);
-		if (tell)
+		if (tell && !g_fork.copy)
 			o->progress(o->progress_ctx, ++done, total);
 	}
 	flush(&w);
@@ -308,6 +390,7 @@ static bool blocks_build(sgx_run *r, config_error *err)
 		const workload_block *blk = b < prog->n_micro ? &prog->micro[b] : &prog->step[b - prog->n_micro];
 		sgx_block_info *bi = &r->blocks[b];
 		bi->blk = blk;
+		bi->layer = blk->layer_first >= 0 && blk->n_ops > 0;
 		int n = blk->n_ops;
 		bi->pre = calloc((size_t)(n ? n : 1), sizeof *bi->pre);
 		bi->target = calloc((size_t)(n ? n : 1), sizeof *bi->target);
@@ -765,8 +848,9 @@ bool sgx_run_in_process(const engine_input *in, const engine_simgrid_options *o,
 	if (stats) {
 		stats->simulated_ranks = r->Wsim;
 		stats->period_nodes = r->quotient ? T : 0;
-		stats->flows = r->flows;
-		stats->executions = r->execs;
+		/* a forked copy counts what it simulated after the fork */
+		stats->flows = r->flows - g_fork.flows0;
+		stats->executions = r->execs - g_fork.execs0;
 		stats->xml_bytes = xml_bytes;
 	}
 	ok = true;
@@ -782,51 +866,90 @@ done:
  * (PR_SET_PDEATHSIG, prctl(2)): a caller killed for a timeout or an interrupt (the planner's
  * worker pool, src/plan/pool.c) leaves no simulation running on. A child that died of SIGINT
  * (a terminal's Ctrl-C reaches the whole process group) is passed on: the caller raises
- * SIGINT itself, so that whoever waits for it sees an interrupt, not a failed simulation. */
-static bool in_child(void (*job)(void *ctx, void *buf), void *ctx, void *buf, size_t len, config_error *err)
+ * SIGINT itself, so that whoever waits for it sees an interrupt, not a failed simulation.
+ * With nfork > 0 the child is a trunk (fork_window): bufs holds nfork + 1 messages of len
+ * bytes, the k-th from the copy forked at layer count fork_at[k], the last the trunk's own;
+ * got[k] says whether copy k's arrived (one that could not be forked or died leaves its
+ * count to be simulated alone). */
+static bool in_child_n(void (*job)(void *ctx, void *buf), void *ctx, void *bufs, size_t len, int nfork,
+		       const int *fork_at, bool *got, config_error *err)
 {
-	int fd[2];
-	if (pipe(fd) != 0)
-		return config_fail(err, "cannot start the SimGrid simulation: no pipe available");
+	int fd[SGX_SHARE_MAX][2];
+	int n = nfork + 1;
+	for (int k = 0; k < n; k++)
+		if (pipe(fd[k]) != 0) {
+			for (int j = 0; j < k; j++) {
+				close(fd[j][0]);
+				close(fd[j][1]);
+			}
+			return config_fail(err, "cannot start the SimGrid simulation: no pipe available");
+		}
 	fflush(stdout);
 	fflush(stderr);
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
-		close(fd[0]);
-		close(fd[1]);
+		for (int k = 0; k < n; k++) {
+			close(fd[k][0]);
+			close(fd[k][1]);
+		}
 		return config_fail(err, "cannot start the SimGrid simulation: fork failed");
 	}
 	if (pid == 0) {
-		close(fd[0]);
+		for (int k = 0; k < n; k++)
+			close(fd[k][0]);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(4); /* the caller died before the line above */
-		job(ctx, buf);
-		const char *p = buf;
+		g_fork.n = nfork;
+		g_fork.next = 0;
+		for (int k = 0; k < nfork; k++) {
+			g_fork.at[k] = fork_at[k];
+			g_fork.fd[k] = fd[k][1];
+		}
+		g_fork.out = fd[nfork][1];
+		char *p = (char *)bufs + (size_t)nfork * len;
+		job(ctx, p); /* a copy forked inside it returns here too, with its own result */
+		/* forks the run never reached: their pipes close, so the caller finds nothing */
+		for (int j = 0; j < g_fork.n; j++)
+			if (g_fork.fd[j] >= 0)
+				close(g_fork.fd[j]);
 		size_t left = len;
 		while (left > 0) {
-			ssize_t k = write(fd[1], p, left);
+			ssize_t k = write(g_fork.out, p, left);
 			if (k <= 0)
 				_exit(3);
 			p += k;
 			left -= (size_t)k;
 		}
+		close(g_fork.out);
+		/* the copies die with this process: wait for them */
+		while (wait(NULL) > 0)
+			;
 		_exit(0);
 	}
-	close(fd[1]);
-	size_t got = 0;
-	while (got < len) {
-		ssize_t k = read(fd[0], (char *)buf + got, len - got);
-		if (k <= 0)
-			break;
-		got += (size_t)k;
+	for (int k = 0; k < n; k++)
+		close(fd[k][1]);
+	size_t got_last = 0;
+	for (int k = 0; k < n; k++) {
+		size_t have = 0;
+		char *b = (char *)bufs + (size_t)k * len;
+		while (have < len) {
+			ssize_t r = read(fd[k][0], b + have, len - have);
+			if (r <= 0)
+				break;
+			have += (size_t)r;
+		}
+		close(fd[k][0]);
+		if (k < nfork)
+			got[k] = have == len;
+		else
+			got_last = have;
 	}
-	close(fd[0]);
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0)
 		;
-	if (got == len)
+	if (got_last == len)
 		return true;
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT)
 		raise(SIGINT);
@@ -837,6 +960,11 @@ static bool in_child(void (*job)(void *ctx, void *buf), void *ctx, void *buf, si
 	return config_fail(err,
 			   "the SimGrid simulation stopped (exit %d); rerun with SPSIM_SIMGRID_LOG=root.thresh:warning to see SimGrid's messages",
 			   WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+static bool in_child(void (*job)(void *ctx, void *buf), void *ctx, void *buf, size_t len, config_error *err)
+{
+	return in_child_n(job, ctx, buf, len, 0, NULL, NULL, err);
 }
 
 typedef struct run_msg {
@@ -860,6 +988,27 @@ static void run_job(void *ctx, void *buf)
 	m->ok = sgx_run_in_process(c->in, c->o, &m->r, c->stats ? &m->st : NULL, NULL, &m->err);
 }
 
+/* A child's result: its error, or its result with its flows and executions added to *acc
+ * (may be NULL). */
+static bool msg_take(const run_msg *m, engine_result *out, engine_simgrid_stats *acc, config_error *err)
+{
+	if (!m->ok) {
+		if (err)
+			*err = m->err;
+		return false;
+	}
+	*out = m->r;
+	out->engine = "simgrid";
+	if (acc) {
+		acc->simulated_ranks = m->st.simulated_ranks;
+		acc->period_nodes = m->st.period_nodes;
+		acc->flows += m->st.flows;
+		acc->executions += m->st.executions;
+		acc->xml_bytes = m->st.xml_bytes;
+	}
+	return true;
+}
+
 /* One simulation in a child process; the child writes the trace. Adds the child's flows
  * and executions to *acc (may be NULL). */
 static bool run_child(const engine_input *in, const engine_simgrid_options *o, engine_result *out,
@@ -867,23 +1016,7 @@ static bool run_child(const engine_input *in, const engine_simgrid_options *o, e
 {
 	run_msg m;
 	run_ctx c = {.in = in, .o = o, .stats = acc != NULL};
-	if (!in_child(run_job, &c, &m, sizeof m, err))
-		return false;
-	if (!m.ok) {
-		if (err)
-			*err = m.err;
-		return false;
-	}
-	*out = m.r;
-	out->engine = "simgrid";
-	if (acc) {
-		acc->simulated_ranks = m.st.simulated_ranks;
-		acc->period_nodes = m.st.period_nodes;
-		acc->flows += m.st.flows;
-		acc->executions += m.st.executions;
-		acc->xml_bytes = m.st.xml_bytes;
-	}
-	return true;
+	return in_child(run_job, &c, &m, sizeof m, err) && msg_take(&m, out, acc, err);
 }
 
 /* ------------------------------------- identical layers and micro-steps, once --- */
@@ -1006,6 +1139,43 @@ static bool memo_has(const xrun *x, int g, int l)
 	return false;
 }
 
+/* The program of a step of g micro-steps whose layer blocks repeat l times: *plan shares
+ * the ops of the input's, *blocks (to free; NULL at the full layer count) holds its blocks. */
+static bool cut_program(const xrun *x, int g, int l, workload_plan *plan, workload_block **blocks,
+			config_error *err)
+{
+	const workload_program *prog = &x->in->plan->program;
+	int nb = prog->n_micro + prog->n_step;
+	*blocks = NULL;
+	*plan = *x->in->plan; /* shares the ops: only the counts change */
+	plan->program.grad_accum = g;
+	if (l == x->L)
+		return true;
+	workload_block *b = malloc((size_t)(nb ? nb : 1) * sizeof *b);
+	if (!b)
+		return config_fail(err, "out of memory");
+	for (int i = 0; i < nb; i++) {
+		b[i] = i < prog->n_micro ? prog->micro[i] : prog->step[i - prog->n_micro];
+		if (b[i].layer_first >= 0 && b[i].n_ops > 0) { /* sgx_block_info.layer */
+			/* a backward block walks the layers down: keep its last layer index 0 */
+			if (b[i].layer_step < 0)
+				b[i].layer_first = l - 1;
+			b[i].repeat = l;
+		}
+	}
+	plan->program.micro = b;
+	plan->program.step = b + prog->n_micro;
+	*blocks = b;
+	return true;
+}
+
+static void memo_put(xrun *x, int g, int l, const engine_result *r)
+{
+	x->g[x->n] = g;
+	x->l[x->n] = l;
+	periodic_fields(r, g, x->f[x->n++]);
+}
+
 /* Totals of a step of g micro-steps whose layer blocks repeat l times (one simulation). */
 static bool totals_at(xrun *x, int g, int l, const double **f, config_error *err)
 {
@@ -1016,27 +1186,10 @@ static bool totals_at(xrun *x, int g, int l, const double **f, config_error *err
 		}
 	if (x->n == SGX_MEMO)
 		return config_fail(err, "internal: too many partial simulations");
-	const workload_program *prog = &x->in->plan->program;
-	int nb = prog->n_micro + prog->n_step;
-	workload_block *blocks = NULL;
-	workload_plan plan = *x->in->plan; /* shares the ops: only the counts change */
-	plan.program.grad_accum = g;
-	if (l != x->L) {
-		blocks = malloc((size_t)(nb ? nb : 1) * sizeof *blocks);
-		if (!blocks)
-			return config_fail(err, "out of memory");
-		for (int b = 0; b < nb; b++) {
-			blocks[b] = b < prog->n_micro ? prog->micro[b] : prog->step[b - prog->n_micro];
-			if (blocks[b].layer_first >= 0 && blocks[b].n_ops > 0) {
-				/* a backward block walks the layers down: keep its last layer index 0 */
-				if (blocks[b].layer_step < 0)
-					blocks[b].layer_first = l - 1;
-				blocks[b].repeat = l;
-			}
-		}
-		plan.program.micro = blocks;
-		plan.program.step = blocks + prog->n_micro;
-	}
+	workload_plan plan;
+	workload_block *blocks;
+	if (!cut_program(x, g, l, &plan, &blocks, err))
+		return false;
 	engine_input cut = *x->in;
 	cut.plan = &plan;
 	engine_result r;
@@ -1044,11 +1197,59 @@ static bool totals_at(xrun *x, int g, int l, const double **f, config_error *err
 	free(blocks);
 	if (!ok)
 		return false;
-	x->g[x->n] = g;
-	x->l[x->n] = l;
-	periodic_fields(&r, g, x->f[x->n]);
-	*f = x->f[x->n++];
+	memo_put(x, g, l, &r);
+	*f = x->f[x->n - 1];
 	return true;
+}
+
+/* The layer counts want[0..nw) of g micro-steps not simulated yet, as one simulation of the
+ * largest that forks a copy of itself for each smaller one (fork_window); a count whose copy
+ * brought no result is left to totals_at. Nothing to share (fewer than two such counts, or
+ * share_prefix off) leaves them all to totals_at. */
+static bool totals_shared(xrun *x, int g, const int *want, int nw, config_error *err)
+{
+	int cnt[SGX_SHARE_MAX], n = 0;
+	for (int k = 0; k < nw; k++) {
+		bool dup = memo_has(x, g, want[k]) || want[k] >= x->L;
+		for (int j = 0; j < n && !dup; j++)
+			dup = cnt[j] == want[k];
+		if (!dup && n < SGX_SHARE_MAX)
+			cnt[n++] = want[k];
+	}
+	if (n < 2 || !x->o->share_prefix || x->n + n > SGX_MEMO)
+		return true;
+	for (int i = 1; i < n; i++) /* ascending */
+		for (int j = i; j > 0 && cnt[j] < cnt[j - 1]; j--) {
+			int t = cnt[j];
+			cnt[j] = cnt[j - 1];
+			cnt[j - 1] = t;
+		}
+	workload_plan plan;
+	workload_block *blocks;
+	if (!cut_program(x, g, cnt[n - 1], &plan, &blocks, err))
+		return false;
+	engine_input cut = *x->in;
+	cut.plan = &plan;
+	run_msg *m = malloc((size_t)n * sizeof *m);
+	if (!m) {
+		free(blocks);
+		return config_fail(err, "out of memory");
+	}
+	bool got[SGX_SHARE_MAX] = {false};
+	run_ctx c = {.in = &cut, .o = x->o, .stats = x->want_stats};
+	bool ok = in_child_n(run_job, &c, m, sizeof *m, n - 1, cnt, got, err);
+	got[n - 1] = ok;
+	for (int k = 0; ok && k < n; k++) {
+		engine_result r;
+		if (!got[k])
+			continue;
+		ok = msg_take(&m[k], &r, x->want_stats ? &x->st : NULL, err);
+		if (ok)
+			memo_put(x, g, cnt[k], &r);
+	}
+	free(m);
+	free(blocks);
+	return ok;
 }
 
 /* Totals of `full` iterations of one repeated part (micro-steps when `micro`, else
@@ -1130,6 +1331,11 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 		*spent_flows += need_flows;
 		x->spent += need;
 		double f[4][SGX_PERIODIC_FIELDS];
+		if (!micro) {
+			int want[4] = {a, a + P, a + 2 * P, check};
+			if (!totals_shared(x, other, want, 4, err))
+				return false;
+		}
 		for (int k = 0; k < 4; k++) {
 			int n = k < 3 ? a + k * P : check;
 			bool ok;

@@ -126,6 +126,8 @@ typedef struct sgx_block_info {
 	int cnt[WL_STREAM_COUNT]; /* ops per iteration on each stream */
 	int *pre;                 /* index of op j among its stream's ops in one iteration */
 	bool *target;             /* op j is a dependency of an op on another stream */
+	bool layer;               /* a layer block (layer_first >= 0, ops): the windows of
+				     docs/simgrid.md §5.4 change its repeat */
 } sgx_block_info;
 
 struct sgx_run {
@@ -165,6 +167,9 @@ struct sgx_run {
 	bool broken; /* the symmetry reduction met a flow it cannot map (internal error) */
 	bool unweighted; /* a merged flow's network action could not take its weight (internal) */
 	bool told;   /* a stream actor reports progress (engine_options.progress) */
+	int layer_span; /* a copy forked from a run of this many layers (executor.c
+			   fork_window): op instances keep that run's numbers, each layer block
+			   leaving the missing iterations' numbers unused (0: not a copy) */
 	void *bg;    /* whatif.c: the background traffic's ring edges */
 	config_platform *group_plat; /* per node group: the platform with that group's GPU */
 };

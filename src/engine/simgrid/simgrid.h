@@ -45,6 +45,9 @@ typedef struct engine_simgrid_options {
 	bool merge_flows; /* identical flows of a phase (same ends, same size: the ring channels
 			     that share a GPU pair) as one flow weighted as all of them
 			     (docs/simgrid.md §5.5) */
+	bool share_prefix; /* with repeat: a window's layer counts run as one simulation of the
+			      largest that forks a copy of itself at the instant each smaller
+			      count's program departs from it (docs/simgrid.md §5.4) */
 } engine_simgrid_options;
 
 typedef struct engine_simgrid_stats {
