@@ -211,6 +211,11 @@ static void fork_window(sgx_run *r)
 	if (pid != 0) { /* the trunk (or no fork: the caller then runs that count alone) */
 		close(g_fork.fd[k]);
 		g_fork.fd[k] = -1;
+		/* one process simulates at a time: run side by side on one core, the copies and
+		 * the trunk evict each other's state from the caches, and the CPU time grows more
+		 * than the flows fall (docs/simgrid.md §7) */
+		while (pid > 0 && waitpid(pid, NULL, 0) < 0)
+			;
 		return;
 	}
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
