@@ -12,7 +12,8 @@
  *   gpus N wall_s X cpu_s C peak_rss_mb Y
  * with X, C and Y the larger of the strategies'.
  * Usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses]
- *          [--zero 0-3] [--cap CPU_SECONDS] [--no-repeat] [--no-share] [--against RECORD]
+ *          [--zero 0-3] [--grad-accum G] [--cap CPU_SECONDS] [--no-repeat] [--no-share]
+ *          [--against RECORD]
  *   --whole      no symmetry reduction; each line then also gives the ratio of its CPU time
  *                to the symmetric run's and the largest relative step-time difference
  *                between the two (below 1e-9)
@@ -45,6 +46,7 @@ typedef struct outcome {
 } outcome;
 
 static int g_zero = 2;
+static int g_accum = 1; /* --grad-accum: micro-steps per step */
 static bool g_repeat = true; /* --no-repeat: simulate every layer and micro-step */
 static bool g_share = true;  /* --no-share: no forked window runs */
 
@@ -66,7 +68,7 @@ static void simulate(int gpus, config_strategy st, bool whole, outcome *o)
 	job.sp = 8;
 	job.micro_batch = 4; /* BASP: 4 groups of K = 2 per SP domain */
 	job.seq_len = 32768;
-	job.grad_accum = 1;
+	job.grad_accum = g_accum;
 	job.zero_stage = g_zero;
 	if (!workload_check(&m, &p, &job, &err) || !workload_plan_make(&m, &p, &job, &plan, &err)) {
 		snprintf(o->err, sizeof o->err, "%s", err.msg);
@@ -162,7 +164,7 @@ static int load_record(const char *path, recorded *rec, int cap)
 static void usage_text(FILE *f)
 {
 	fprintf(f, "usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses] "
-		   "[--zero 0-3] [--cap SECONDS] [--no-repeat] [--no-share] [--against RECORD]\n");
+		   "[--zero 0-3] [--grad-accum G] [--cap SECONDS] [--no-repeat] [--no-share] [--against RECORD]\n");
 }
 
 static int usage(void)
@@ -182,6 +184,7 @@ static int help(void)
 	       "  --whole      no symmetry reduction; adds the CPU ratio to the symmetric run and their step gap\n"
 	       "  --strategy S basp or ulysses only (default both)\n"
 	       "  --zero Z     ZeRO stage 0-3 (default 2)\n"
+	       "  --grad-accum G  micro-steps per step, 1-4096 (default 1; the record holds G = 1)\n"
 	       "  --cap S      a size whose slower run took more than S CPU seconds ends the series (default 600)\n"
 	       "  --no-repeat  simulate every layer and micro-step (no extrapolation)\n"
 	       "  --no-share   each window's layer counts as separate simulations (not forked from the largest)\n"
@@ -240,6 +243,10 @@ int main(int argc, char **argv)
 			g_zero = atoi(argv[++i]);
 			if (g_zero < 0 || g_zero > 3)
 				return usage();
+		} else if (strcmp(argv[i], "--grad-accum") == 0 && i + 1 < argc) {
+			g_accum = atoi(argv[++i]);
+			if (g_accum < 1 || g_accum > 4096)
+				return usage();
 		} else if (strcmp(argv[i], "--cap") == 0 && i + 1 < argc) {
 			cap = atof(argv[++i]);
 			if (!(cap > 0))
@@ -250,8 +257,14 @@ int main(int argc, char **argv)
 			return usage();
 		}
 	}
-	printf("# llama-3.1-8b on dgx-h100, one step: seq 32768, micro-batch 4, SP domain 8, ZeRO-%d%s\n", g_zero,
-	       whole ? ", whole system simulated" : "");
+	if (n_rec > 0 && g_accum != 1) {
+		fprintf(stderr, "bench/simgrid: --against: the record holds steps of one micro-step, not %d\n", g_accum);
+		return 2;
+	}
+	printf("# llama-3.1-8b on dgx-h100, one step: seq 32768, micro-batch 4, SP domain 8, ZeRO-%d%s%s\n", g_zero,
+	       g_accum > 1 ? ", gradient accumulation" : "", whole ? ", whole system simulated" : "");
+	if (g_accum > 1)
+		printf("# %d micro-steps per step\n", g_accum);
 	fflush(stdout);
 	int failed = 0;
 	for (int k = 0; k < n_sizes; k++) {

@@ -63,11 +63,29 @@ static void hand_init(hand *h, const config_platform *p, int world, int group_si
 	h->in = (engine_input){.model = &h->model, .platform = p, .job = &h->job, .plan = &h->plan};
 }
 
+/* Adds a barrier step block running `ops` after the hand-made block. */
+static void hand_step(hand *h, workload_op *ops, int n)
+{
+	h->blk[1] = (workload_block){.name = "step", .repeat = 1, .barrier = true, .layer_first = -1, .ops = ops,
+				     .n_ops = n, .cap_ops = n};
+	h->plan.program.n_step = 1;
+}
+
 static workload_op comm(workload_coll c, workload_alg a, workload_group_kind g, double bytes)
 {
 	return (workload_op){.name = "comm", .kind = WL_OP_COMM,
 			     .cat = g == WL_GROUP_SP ? WL_CAT_SP_COMM : WL_CAT_ZERO_COMM, .stream = WL_STREAM_MAIN,
 			     .coll = c, .alg = a, .group = g, .bytes = bytes, .chunks = 1, .dep = -1};
+}
+
+/* b[0]: the main stream computes 1e11 FLOPs; b[1]: the zero stream sends `bytes` to the
+ * other rank (no dependency). */
+static void compute_and_send(workload_op b[2], double bytes)
+{
+	b[0] = (workload_op){.name = "c1", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
+			     .kernel = WL_KERNEL_GEMM, .flops = 1e11, .dep = -1};
+	b[1] = comm(WL_COLL_SENDRECV, WL_ALG_DIRECT, WL_GROUP_WORLD, bytes);
+	b[1].stream = WL_STREAM_ZERO;
 }
 
 static double sim(const engine_input *in, const engine_simgrid_options *o, engine_result *res)
@@ -790,19 +808,13 @@ START_TEST(barrier_block_waits_for_every_stream)
 	 * two nodes (10 us + 1 us network post + 1 ms); block 2 (barrier) computes 1 ms after
 	 * both: step = 1.011 ms + 1 ms; exposed ZeRO time = step - compute = 11 us. */
 	config_platform p = tu_platform(2, 1, 1);
-	workload_op b1[2] = {
-		{.name = "c1", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE, .stream = WL_STREAM_MAIN,
-		 .kernel = WL_KERNEL_GEMM, .flops = 1e11, .dep = -1},
-		comm(WL_COLL_SENDRECV, WL_ALG_DIRECT, WL_GROUP_WORLD, 10e6),
-	};
-	b1[1].stream = WL_STREAM_ZERO;
+	workload_op b1[2];
+	compute_and_send(b1, 10e6);
 	workload_op b2[1] = {{.name = "c2", .kind = WL_OP_COMPUTE, .cat = WL_CAT_COMPUTE,
 			      .stream = WL_STREAM_MAIN, .kernel = WL_KERNEL_MEMORY, .hbm_bytes = 1e9, .dep = -1}};
 	hand h;
 	hand_init(&h, &p, 2, 2, b1, 2, 1);
-	h.blk[1] = (workload_block){.name = "step", .repeat = 1, .barrier = true, .layer_first = -1, .ops = b2,
-				    .n_ops = 1, .cap_ops = 1};
-	h.plan.program.n_step = 1;
+	hand_step(&h, b2, 1);
 	engine_result r;
 	ck_assert_close(sim(&h.in, NULL, &r), 2.011e-3, 1e-9);
 	ck_assert_close(r.breakdown.zero_comm_exposed, 11e-6, 1e-6);
@@ -1556,7 +1568,7 @@ static engine_input planned_input(const config_model *m, const config_platform *
 static const struct {
 	config_strategy st;
 	int sp, zero, ga;
-	bool whatif, dgx;
+	bool whatif, dgx, offload;
 } window_cases[] = {
 	{CONFIG_STRATEGY_BASP, 8, 2, 1, false, false},
 	{CONFIG_STRATEGY_ULYSSES, 4, 2, 1, false, false},
@@ -1565,6 +1577,8 @@ static const struct {
 	{CONFIG_STRATEGY_ULYSSES, 4, 3, 1, false, false}, /* does not repeat: the full run */
 	{CONFIG_STRATEGY_ULYSSES, 8, 2, 1, false, true}, /* 32 H100s, one NIC per GPU */
 	{CONFIG_STRATEGY_BASP, 8, 1, 1, false, true},
+	{CONFIG_STRATEGY_ULYSSES, 4, 2, 20, true, false}, /* 20 micro-steps, ranks out of step */
+	{CONFIG_STRATEGY_BASP, 8, 2, 20, false, false, true}, /* optimizer offload */
 };
 
 /* Window case c's input (its plan in *plan, its what-ifs in *w) and the engine's default
@@ -1576,6 +1590,8 @@ static engine_input window_case_input(size_t c, const config_model *m, const con
 	*job = tu_job(window_cases[c].st, window_cases[c].dgx ? 32 : 8, window_cases[c].sp, 2, 4096,
 		      window_cases[c].zero);
 	job->grad_accum = window_cases[c].ga;
+	if (window_cases[c].offload)
+		job->offload_optimizer = CONFIG_OFFLOAD_OPT_CPU;
 	engine_simgrid_options_default(o);
 	o->repeat_always = true;
 	return planned_input(m, window_cases[c].dgx ? dgx : small, job, plan, window_cases[c].whatif ? w : NULL);
@@ -1670,8 +1686,55 @@ START_TEST(shared_prefix_equals_separate_runs)
 			ck_assert_msg(st[0].flows < st[1].flows && st[0].executions < st[1].executions,
 				      "case %zu (symmetry %d): shared %ld flows, %ld executions; separate %ld, %ld", c,
 				      sym, st[0].flows, st[0].executions, st[1].flows, st[1].executions);
+			/* every copy brought its result (none was simulated again alone) */
+			ck_assert_msg(st[0].copies >= 3 && st[0].copies_missing == 0 && st[1].copies == 0,
+				      "case %zu: %d copies, %d missing", c, st[0].copies, st[0].copies_missing);
 			workload_plan_finish(&plan);
 		}
+}
+END_TEST
+
+START_TEST(shared_prefix_skips_an_idle_stream)
+{
+	/* A stream with no op in the micro-steps (here the prefetch stream, used by the step's
+	 * barrier block only) walks every micro-step at once, in no simulated time, and waits
+	 * at the step's barrier for the numbers of all 20 micro-steps before any micro-step
+	 * copy is forked; a copy of g micro-steps must count the trunk's further micro-steps
+	 * as skipped (executor.c stream_actor, sgx_run.micro_span), or that wait never ends.
+	 * Hand-made program on two GPUs of two nodes: a layer block of 16 iterations (main
+	 * computes 1 ms, the zero stream sends 10 MB after it), 20 micro-steps, and a barrier
+	 * step block whose only op, on the prefetch stream, sends 1 MB. The micro-step windows
+	 * (2, 3, 4 and 8) each at layer counts 1, 2, 3 and 6 run as one tree of forks; every
+	 * result equals the separate runs' exactly and the full run's to 1e-9. */
+	config_platform p = tu_platform(2, 1, 1);
+	workload_op layer[2];
+	compute_and_send(layer, 10e6);
+	layer[1].dep = 0;
+	workload_op step[1] = {comm(WL_COLL_SENDRECV, WL_ALG_DIRECT, WL_GROUP_WORLD, 1e6)};
+	step[0].stream = WL_STREAM_PREFETCH;
+	hand h;
+	hand_init(&h, &p, 2, 2, layer, 2, 16);
+	h.blk[0].layer_first = 0;
+	h.blk[0].layer_step = 1;
+	hand_step(&h, step, 1);
+	h.plan.program.grad_accum = 20;
+	h.job.grad_accum = 20;
+	engine_simgrid_options o;
+	engine_simgrid_options_default(&o);
+	o.repeat_always = true;
+	engine_result r[2], full;
+	engine_simgrid_stats st[2];
+	same_without(&h.in, &o, &o.share_prefix, r, st);
+	ck_assert_msg(r[0].step_time == r[1].step_time && r[0].breakdown.zero_comm == r[1].breakdown.zero_comm,
+		      "shared %.17g, separate %.17g", r[0].step_time, r[1].step_time);
+	ck_assert_msg(st[0].flows < st[1].flows, "shared %ld flows, separate %ld", st[0].flows, st[1].flows);
+	/* one tree: 4 micro-step counts x 4 layer counts, 15 of them forked copies, all back */
+	ck_assert_msg(st[0].copies == 15 && st[0].copies_missing == 0, "%d copies, %d missing", st[0].copies,
+		      st[0].copies_missing);
+	o.repeat = false;
+	config_error err;
+	ck_assert_msg(engine_simgrid_run_opt(&h.in, &o, &full, NULL, &err), "%s", err.msg);
+	expect_same_result(&r[0], &full);
 }
 END_TEST
 
@@ -1981,6 +2044,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, identical_micro_steps_extrapolate_exactly);
 	tcase_add_test(tc, identical_layers_extrapolate_exactly);
 	tcase_add_test(tc, shared_prefix_equals_separate_runs);
+	tcase_add_test(tc, shared_prefix_skips_an_idle_stream);
 	tcase_add_test(tc, flow_count_guards_the_extrapolation);
 	tcase_add_test(tc, compute_as_a_timer_equals_the_execution);
 	tcase_add_test(tc, merged_flows_equal_the_separate_flows);

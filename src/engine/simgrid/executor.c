@@ -182,35 +182,60 @@ static bool push(walker *w, int bidx, int it, int micro, const workload_op *op, 
 
 /* ------------------------------------------------- shared window prefixes --- */
 /* The windows of docs/simgrid.md §5.4 simulate one program at a few layer counts (1, 2, 3
- * and 6). Up to the first instant at which a stream with ops in a layer block would start
- * iteration n of that block, a run of more layers does exactly what a run of n layers
- * does: every other op, before and after the layer blocks, is the same op, and the ops of
- * a layer block do not depend on the iteration. So a run of the largest count (the trunk)
- * forks a copy of itself at that instant for each smaller count n; the copy sets its
- * layer blocks to n iterations and goes on as the run of n layers would from there.
- * Op instances keep the trunk's numbers (a stream with no ops in a layer block has walked
- * it at its full count, in no time, before the fork): a stream leaving a layer block
- * after n iterations skips the numbers of the missing ones (sgx_run.layer_span), so every
- * dependency still names the same op. Each copy writes its result to its own pipe. */
+ * and 6) and, with gradient accumulation, a few micro-step counts. Up to the first instant
+ * at which a stream with ops in a layer block would start iteration n of that block, a run
+ * of more layers does exactly what a run of n layers does: every other op, before and after
+ * the layer blocks, is the same op, and the ops of a layer block do not depend on the
+ * iteration. Likewise a run of more micro-steps and one of g, up to the first instant a
+ * stream with ops in the micro-step would start micro-step g. So a run of the largest counts
+ * (the trunk) forks a copy of itself at that instant for each smaller count; the copy sets
+ * its program to that count and goes on as that run would from there. Layer copies come
+ * first (inside micro-step 0), and each of them forks the micro-step copies of its own layer
+ * count, so one trunk yields every combination. Op instances keep the trunk's numbers (a
+ * stream with no ops in a block has walked it at its full count, in no time, before the
+ * fork): a stream leaving a layer block after n iterations, or the micro-steps after g,
+ * skips the numbers of the missing ones (sgx_run.layer_span, micro_span), so every
+ * dependency still names the same op. Each process writes its result to its own pipe. */
 static struct {
-	int n, next;            /* forks planned, the next one */
-	int at[SGX_SHARE_MAX];  /* their layer counts, ascending */
-	int fd[SGX_SHARE_MAX];  /* write ends of their result pipes (-1: closed) */
-	int out;                /* this process's result pipe (-1: none) */
-	bool copy;              /* this process is a fork of a trunk */
-	long flows0, execs0;    /* flows and executions the trunk had run when it forked this copy */
-} g_fork = {.out = -1};
+	int nl, nm;                      /* layer and micro-step forks planned */
+	int next_l, next_m;              /* the next of each */
+	int l_at[SGX_SHARE_MAX];         /* their layer counts, ascending */
+	int m_at[SGX_SHARE_MAX];         /* their micro-step counts, ascending */
+	int row;                         /* results per layer count: the micro-step forks first
+					    planned + 1 */
+	int fd[SGX_SHARE_MAX * SGX_SHARE_MAX]; /* result pipes' write ends, [layer][micro], row
+						  per layer count (-1: closed) */
+	int li, mi;                      /* this process's result: fd[li * row + mi] */
+	bool copy;                       /* this process is a fork of a trunk */
+	long flows0, execs0;             /* flows and executions run when this copy was forked */
+} g_fork;
 
-static void fork_window(sgx_run *r)
+static void fork_close(int i)
 {
-	int k = g_fork.next++;
+	if (g_fork.fd[i] >= 0)
+		close(g_fork.fd[i]);
+	g_fork.fd[i] = -1;
+}
+
+/* At the instant the program of the next smaller layer count (micro: micro-step count)
+ * departs from this process's: forks the copy that runs it, and waits for it. */
+static void fork_copy(sgx_run *r, bool micro)
+{
+	int k = micro ? g_fork.next_m++ : g_fork.next_l++;
+	int row = g_fork.row, nfd = SGX_SHARE_MAX * SGX_SHARE_MAX;
+	/* the copy's results: (li, k) for a micro-step copy; a layer copy's row k, its own
+	 * (k, nm) and those of the micro-step copies it will fork */
+	bool mine[SGX_SHARE_MAX * SGX_SHARE_MAX];
+	for (int i = 0; i < nfd; i++) /* (closed entries are -1: fork_close skips them) */
+		mine[i] = micro ? i == g_fork.li * row + k : i / row == k;
 	fflush(stdout);
 	fflush(stderr);
 	pid_t trunk = getpid();
 	pid_t pid = fork();
-	if (pid != 0) { /* the trunk (or no fork: the caller then runs that count alone) */
-		close(g_fork.fd[k]);
-		g_fork.fd[k] = -1;
+	if (pid != 0) { /* this process (or no fork: the caller then runs those counts alone) */
+		for (int i = 0; i < nfd; i++)
+			if (mine[i])
+				fork_close(i);
 		/* one process simulates at a time: run side by side on one core, the copies and
 		 * the trunk evict each other's state from the caches, and the CPU time grows more
 		 * than the flows fall (docs/simgrid.md §7) */
@@ -221,27 +246,49 @@ static void fork_window(sgx_run *r)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != trunk)
 		_exit(4);
-	for (int j = 0; j < g_fork.n; j++)
-		if (j != k && g_fork.fd[j] >= 0)
-			close(g_fork.fd[j]);
-	if (g_fork.out >= 0)
-		close(g_fork.out);
-	g_fork.out = g_fork.fd[k];
-	g_fork.n = 0;
+	for (int i = 0; i < nfd; i++)
+		if (!mine[i])
+			fork_close(i);
 	g_fork.copy = true;
 	g_fork.flows0 = r->flows;
 	g_fork.execs0 = r->execs;
-	int n = g_fork.at[k];
+	g_fork.nl = 0; /* layer copies are made first: none is left to a copy */
+	if (micro) {
+		g_fork.mi = k;
+		g_fork.nm = 0;
+		/* the process's own copy of the program (totals_tree's) */
+		workload_program *prog = (workload_program *)r->prog;
+		if (!r->micro_span)
+			r->micro_span = prog->grad_accum;
+		prog->grad_accum = g_fork.m_at[k];
+		return;
+	}
+	g_fork.li = k;
+	int n = g_fork.l_at[k];
 	for (int b = 0; b < r->n_blocks; b++) {
 		if (!r->blocks[b].layer)
 			continue;
-		/* the process's own copy of the program's blocks (totals_at's) */
 		workload_block *blk = (workload_block *)r->blocks[b].blk;
 		if (!r->layer_span)
 			r->layer_span = blk->repeat;
 		if (blk->layer_step < 0) /* a backward block walks the layers down to 0 */
 			blk->layer_first = n - 1;
 		blk->repeat = n;
+	}
+}
+
+/* Counts `count` op instances of stream w->me done that no stream will run (the numbers a
+ * forked copy skips): with the pending merged compute when there is some, so that no waiter
+ * is released before that compute has run. */
+static void skip_done(walker *w, long count)
+{
+	if (count <= 0)
+		return;
+	if (w->np > 0) {
+		w->gap += count;
+	} else {
+		w->R->done[w->me] += count;
+		notify(w->R, w->me);
 	}
 }
 
@@ -263,8 +310,8 @@ static void walk_block(walker *w, int bidx, int micro)
 				wait_for(R, me, x, w->pos[x] - 1);
 	}
 	for (int it = 0;; it++) {
-		if (bi->layer && g_fork.next < g_fork.n && it == g_fork.at[g_fork.next] && bi->cnt[me] > 0)
-			fork_window(r); /* a copy returns with blk->repeat == it */
+		if (bi->layer && g_fork.next_l < g_fork.nl && it == g_fork.l_at[g_fork.next_l] && bi->cnt[me] > 0)
+			fork_copy(r, false); /* a copy returns with blk->repeat == it */
 		if (it >= blk->repeat)
 			break;
 		for (int j = 0; j < blk->n_ops; j++) {
@@ -328,12 +375,7 @@ static void walk_block(walker *w, int bidx, int micro)
 		long skip = r->layer_span - blk->repeat;
 		for (int x = 0; x < WL_STREAM_COUNT; x++)
 			w->pos[x] += skip * bi->cnt[x];
-		if (w->np > 0) {
-			w->gap += skip * bi->cnt[me];
-		} else if (bi->cnt[me] > 0) {
-			R->done[me] += skip * bi->cnt[me];
-			notify(R, me);
-		}
+		skip_done(w, skip * bi->cnt[me]);
 	}
 }
 
@@ -355,12 +397,38 @@ static void stream_actor(int argc, char **argv)
 	if (tell)
 		r->told = true;
 	long done = 0, total = (long)prog->grad_accum * prog->n_micro + prog->n_step;
-	for (int m = 0; m < prog->grad_accum; m++)
+	/* op instances of each stream in one micro-step, by the trunk's numbers (fork_copy) */
+	long per_micro[WL_STREAM_COUNT] = {0};
+	for (int b = 0; b < prog->n_micro; b++) {
+		const sgx_block_info *bi = &r->blocks[b];
+		for (int x = 0; x < WL_STREAM_COUNT; x++)
+			per_micro[x] += (long)bi->cnt[x] * (bi->layer && r->layer_span ? r->layer_span : bi->blk->repeat);
+	}
+	for (int m = 0;; m++) {
+		if (g_fork.next_m < g_fork.nm && m == g_fork.m_at[g_fork.next_m] && per_micro[A->s] > 0)
+			fork_copy(r, true); /* a copy returns with prog->grad_accum == m */
+		if (m >= prog->grad_accum)
+			break;
 		for (int b = 0; b < prog->n_micro; b++) {
 			walk_block(&w, b, m);
 			if (tell && !g_fork.copy) /* a forked copy: its trunk reports */
 				o->progress(o->progress_ctx, ++done, total);
 		}
+	}
+	if (r->micro_span > prog->grad_accum) { /* a forked copy: skip the trunk's further micro-steps */
+		long skip = r->micro_span - prog->grad_accum;
+		/* per_micro again: a layer copy forked since this actor started has its span now */
+		for (int x = 0; x < WL_STREAM_COUNT; x++) {
+			long per = 0;
+			for (int b = 0; b < prog->n_micro; b++) {
+				const sgx_block_info *bi = &r->blocks[b];
+				per += (long)bi->cnt[x] * (bi->layer && r->layer_span ? r->layer_span : bi->blk->repeat);
+			}
+			w.pos[x] += skip * per;
+			if (x == w.me)
+				skip_done(&w, skip * per);
+		}
+	}
 	for (int b = 0; b < prog->n_step; b++) {
 		walk_block(&w, prog->n_micro + b, prog->grad_accum);
 		if (tell && !g_fork.copy)
@@ -872,15 +940,17 @@ done:
  * worker pool, src/plan/pool.c) leaves no simulation running on. A child that died of SIGINT
  * (a terminal's Ctrl-C reaches the whole process group) is passed on: the caller raises
  * SIGINT itself, so that whoever waits for it sees an interrupt, not a failed simulation.
- * With nfork > 0 the child is a trunk (fork_window): bufs holds nfork + 1 messages of len
- * bytes, the k-th from the copy forked at layer count fork_at[k], the last the trunk's own;
- * got[k] says whether copy k's arrived (one that could not be forked or died leaves its
- * count to be simulated alone). */
-static bool in_child_n(void (*job)(void *ctx, void *buf), void *ctx, void *bufs, size_t len, int nfork,
-		       const int *fork_at, bool *got, config_error *err)
+ * With forks planned (nl at layer counts l_at, nm at micro-step counts m_at, both ascending)
+ * the child is a trunk (fork_copy): bufs holds (nl + 1) x (nm + 1) messages of len bytes, the
+ * one at li x (nm + 1) + mi from the run of layer count l_at[li] (li = nl: the trunk's) and
+ * micro-step count m_at[mi] (mi = nm: the trunk's), the last the trunk's own; got[i] says
+ * whether message i arrived (a copy that could not be forked or died leaves its counts to be
+ * simulated alone; the trunk's missing is an error). */
+static bool in_child_n(void (*job)(void *ctx, void *buf), void *ctx, void *bufs, size_t len, int nl,
+		       const int *l_at, int nm, const int *m_at, bool *got, config_error *err)
 {
-	int fd[SGX_SHARE_MAX][2];
-	int n = nfork + 1;
+	int fd[SGX_SHARE_MAX * SGX_SHARE_MAX][2];
+	int n = (nl + 1) * (nm + 1);
 	for (int k = 0; k < n; k++)
 		if (pipe(fd[k]) != 0) {
 			for (int j = 0; j < k; j++) {
@@ -906,29 +976,36 @@ static bool in_child_n(void (*job)(void *ctx, void *buf), void *ctx, void *bufs,
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(4); /* the caller died before the line above */
-		g_fork.n = nfork;
-		g_fork.next = 0;
-		for (int k = 0; k < nfork; k++) {
-			g_fork.at[k] = fork_at[k];
-			g_fork.fd[k] = fd[k][1];
-		}
-		g_fork.out = fd[nfork][1];
-		char *p = (char *)bufs + (size_t)nfork * len;
-		job(ctx, p); /* a copy forked inside it returns here too, with its own result */
-		/* forks the run never reached: their pipes close, so the caller finds nothing */
-		for (int j = 0; j < g_fork.n; j++)
-			if (g_fork.fd[j] >= 0)
-				close(g_fork.fd[j]);
+		g_fork.nl = nl;
+		g_fork.nm = nm;
+		for (int k = 0; k < nl; k++)
+			g_fork.l_at[k] = l_at[k];
+		for (int k = 0; k < nm; k++)
+			g_fork.m_at[k] = m_at[k];
+		for (int k = 0; k < SGX_SHARE_MAX * SGX_SHARE_MAX; k++)
+			g_fork.fd[k] = k < n ? fd[k][1] : -1;
+		g_fork.row = nm + 1;
+		g_fork.li = nl;
+		g_fork.mi = nm;
+		job(ctx, (char *)bufs + (size_t)(n - 1) * len);
+		/* a copy forked inside job returns here too, with its own result: each process
+		 * writes its message at its own index and closes the pipes of forks never made,
+		 * so that the caller finds nothing there */
+		int me = g_fork.li * g_fork.row + g_fork.mi, out = g_fork.fd[me];
+		for (int k = 0; k < n; k++)
+			if (k != me)
+				fork_close(k);
+		const char *p = (const char *)bufs + (size_t)(n - 1) * len;
 		size_t left = len;
 		while (left > 0) {
-			ssize_t k = write(g_fork.out, p, left);
+			ssize_t k = write(out, p, left);
 			if (k <= 0)
 				_exit(3);
 			p += k;
 			left -= (size_t)k;
 		}
-		close(g_fork.out);
-		/* the copies die with this process: wait for them */
+		close(out);
+		/* the copies die with this process: wait for any left (fork_copy waits already) */
 		while (wait(NULL) > 0)
 			;
 		_exit(0);
@@ -946,7 +1023,7 @@ static bool in_child_n(void (*job)(void *ctx, void *buf), void *ctx, void *bufs,
 			have += (size_t)r;
 		}
 		close(fd[k][0]);
-		if (k < nfork)
+		if (k < n - 1)
 			got[k] = have == len;
 		else
 			got_last = have;
@@ -969,7 +1046,7 @@ static bool in_child_n(void (*job)(void *ctx, void *buf), void *ctx, void *bufs,
 
 static bool in_child(void (*job)(void *ctx, void *buf), void *ctx, void *buf, size_t len, config_error *err)
 {
-	return in_child_n(job, ctx, buf, len, 0, NULL, NULL, err);
+	return in_child_n(job, ctx, buf, len, 0, NULL, 0, NULL, NULL, err);
 }
 
 typedef struct run_msg {
@@ -1103,6 +1180,7 @@ typedef struct xrun {
 	int L; /* layers of the full program (0: no layer blocks) */
 	int n;
 	int g[SGX_MEMO], l[SGX_MEMO];
+	bool unpaid[SGX_MEMO]; /* made ahead by totals_tree, not yet weighed (memo_paid) */
 	double f[SGX_MEMO][SGX_PERIODIC_FIELDS];
 	engine_simgrid_stats st;
 	bool want_stats; /* the caller asked for statistics (the XML size costs a write) */
@@ -1134,6 +1212,24 @@ static long step_flows(const xrun *x, int g)
 		return full;
 	long w = flows_at(x, g, 1) + flows_at(x, g, 2) + flows_at(x, g, 3) + flows_at(x, g, 6);
 	return w < full || x->o->repeat_always ? w : full;
+}
+
+/* Memoized and already weighed by a layer search's guard: the runs totals_tree makes ahead
+ * for step_totals (micro-step windows) are weighed when that search first takes them, so the
+ * search makes the choices it would have made without them. */
+static bool memo_paid(const xrun *x, int g, int l)
+{
+	for (int i = 0; i < x->n; i++)
+		if (x->g[i] == g && x->l[i] == l)
+			return !x->unpaid[i];
+	return false;
+}
+
+static void memo_pay(xrun *x, int g, int l)
+{
+	for (int i = 0; i < x->n; i++)
+		if (x->g[i] == g && x->l[i] == l)
+			x->unpaid[i] = false;
 }
 
 static bool memo_has(const xrun *x, int g, int l)
@@ -1174,8 +1270,9 @@ static bool cut_program(const xrun *x, int g, int l, workload_plan *plan, worklo
 	return true;
 }
 
-static void memo_put(xrun *x, int g, int l, const engine_result *r)
+static void memo_put(xrun *x, int g, int l, const engine_result *r, bool unpaid)
 {
+	x->unpaid[x->n] = unpaid;
 	x->g[x->n] = g;
 	x->l[x->n] = l;
 	periodic_fields(r, g, x->f[x->n++]);
@@ -1202,55 +1299,75 @@ static bool totals_at(xrun *x, int g, int l, const double **f, config_error *err
 	free(blocks);
 	if (!ok)
 		return false;
-	memo_put(x, g, l, &r);
+	memo_put(x, g, l, &r, false);
 	*f = x->f[x->n - 1];
 	return true;
 }
 
-/* The layer counts want[0..nw) of g micro-steps not simulated yet, as one simulation of the
- * largest that forks a copy of itself for each smaller one (fork_window); a count whose copy
- * brought no result is left to totals_at. Nothing to share (fewer than two such counts, or
- * share_prefix off) leaves them all to totals_at. */
-static bool totals_shared(xrun *x, int g, const int *want, int nw, config_error *err)
+/* Sorts want[0..nw) ascending into out without repeats; returns how many. */
+static int counts_sorted(const int *want, int nw, int *out)
 {
-	int cnt[SGX_SHARE_MAX], n = 0;
+	int n = 0;
 	for (int k = 0; k < nw; k++) {
-		bool dup = memo_has(x, g, want[k]) || want[k] >= x->L;
-		for (int j = 0; j < n && !dup; j++)
-			dup = cnt[j] == want[k];
-		if (!dup && n < SGX_SHARE_MAX)
-			cnt[n++] = want[k];
-	}
-	if (n < 2 || !x->o->share_prefix || x->n + n > SGX_MEMO)
-		return true;
-	for (int i = 1; i < n; i++) /* ascending */
-		for (int j = i; j > 0 && cnt[j] < cnt[j - 1]; j--) {
-			int t = cnt[j];
-			cnt[j] = cnt[j - 1];
-			cnt[j - 1] = t;
+		int v = want[k], j = n;
+		bool dup = false;
+		for (int i = 0; i < n; i++)
+			dup |= out[i] == v;
+		if (dup || n == SGX_SHARE_MAX)
+			continue;
+		while (j > 0 && out[j - 1] > v) {
+			out[j] = out[j - 1];
+			j--;
 		}
+		out[j] = v;
+		n++;
+	}
+	return n;
+}
+
+/* Every combination of the micro-step counts gs and the layer counts ls, none simulated yet,
+ * as one simulation of the largest of each that forks a copy of itself for each smaller one
+ * (fork_copy); a combination whose copy brought no result is left to totals_at. With nothing
+ * to share (a single combination, share_prefix off, one already simulated) it does nothing
+ * and leaves them all to totals_at. `unpaid`: the runs are made ahead of the layer searches
+ * that will use them (memo_paid). */
+static bool totals_tree(xrun *x, const int *gs, int ngw, const int *ls, int nlw, bool unpaid, config_error *err)
+{
+	int g[SGX_SHARE_MAX], l[SGX_SHARE_MAX];
+	int ng = counts_sorted(gs, ngw, g), nl = counts_sorted(ls, nlw, l);
+	if (ng * nl < 2 || !x->o->share_prefix || x->n + ng * nl > SGX_MEMO || l[nl - 1] > x->L)
+		return true;
+	for (int a = 0; a < ng; a++)
+		for (int b = 0; b < nl; b++)
+			if (memo_has(x, g[a], l[b]))
+				return true;
 	workload_plan plan;
 	workload_block *blocks;
-	if (!cut_program(x, g, cnt[n - 1], &plan, &blocks, err))
+	if (!cut_program(x, g[ng - 1], l[nl - 1], &plan, &blocks, err))
 		return false;
 	engine_input cut = *x->in;
 	cut.plan = &plan;
+	int n = ng * nl;
 	run_msg *m = malloc((size_t)n * sizeof *m);
 	if (!m) {
 		free(blocks);
 		return config_fail(err, "out of memory");
 	}
-	bool got[SGX_SHARE_MAX] = {false};
+	bool got[SGX_SHARE_MAX * SGX_SHARE_MAX] = {false};
 	run_ctx c = {.in = &cut, .o = x->o, .stats = x->want_stats};
-	bool ok = in_child_n(run_job, &c, m, sizeof *m, n - 1, cnt, got, err);
+	bool ok = in_child_n(run_job, &c, m, sizeof *m, nl - 1, l, ng - 1, g, got, err);
 	got[n - 1] = ok;
 	for (int k = 0; ok && k < n; k++) {
 		engine_result r;
+		if (k < n - 1) {
+			x->st.copies += got[k];
+			x->st.copies_missing += !got[k];
+		}
 		if (!got[k])
 			continue;
 		ok = msg_take(&m[k], &r, x->want_stats ? &x->st : NULL, err);
 		if (ok)
-			memo_put(x, g, cnt[k], &r);
+			memo_put(x, g[k % ng], l[k / ng], &r, unpaid);
 	}
 	free(m);
 	free(blocks);
@@ -1310,9 +1427,9 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 			/* windows cost at most max(L/2, 12) layer iterations per micro-step
 			 * count: a schedule that does not repeat costs at most that more than
 			 * the full run */
-			need = memo_has(x, other, check) ? 0 : check;
+			need = memo_paid(x, other, check) ? 0 : check;
 			for (int k = 0; k < 3; k++)
-				need += memo_has(x, other, a + k * P) ? 0 : a + k * P;
+				need += memo_paid(x, other, a + k * P) ? 0 : a + k * P;
 			if (x->spent + need > (full / 2 > SGX_LAYER_BUDGET ? full / 2 : SGX_LAYER_BUDGET))
 				continue;
 		}
@@ -1326,7 +1443,7 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 			int n = k < 3 ? a + k * P : check;
 			if (micro)
 				need_flows += step_flows(x, n);
-			else if (!memo_has(x, other, n))
+			else if (!memo_paid(x, other, n))
 				need_flows += flows_at(x, other, n);
 		}
 		long full_flows = micro ? step_flows(x, full) : flows_at(x, other, full);
@@ -1335,10 +1452,21 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 			continue;
 		*spent_flows += need_flows;
 		x->spent += need;
+		for (int k = 0; k < 4 && !micro; k++)
+			memo_pay(x, other, k < 3 ? a + k * P : check);
 		double f[4][SGX_PERIODIC_FIELDS];
-		if (!micro) {
-			int want[4] = {a, a + P, a + 2 * P, check};
-			if (!totals_shared(x, other, want, 4, err))
+		int want[4] = {a, a + P, a + 2 * P, check};
+		if (!micro && !totals_tree(x, &other, 1, want, 4, false, err))
+			return false;
+		if (micro) {
+			/* the micro-step counts, each at the layer counts step_totals will ask for
+			 * first: its first layer window where that pays (step_flows), else every
+			 * layer */
+			bool win = x->L >= SGX_LAYERS_FROM;
+			for (int k = 0; k < 4 && win; k++)
+				win = step_flows(x, want[k]) < flows_at(x, want[k], x->L) || x->o->repeat_always;
+			int lw[4] = {1, 2, 3, 6}, all = x->L;
+			if (!totals_tree(x, want, 4, win ? lw : &all, win ? 4 : 1, true, err))
 				return false;
 		}
 		for (int k = 0; k < 4; k++) {

@@ -168,8 +168,9 @@ struct sgx_run {
 	bool unweighted; /* a merged flow's network action could not take its weight (internal) */
 	bool told;   /* a stream actor reports progress (engine_options.progress) */
 	int layer_span; /* a copy forked from a run of this many layers (executor.c
-			   fork_window): op instances keep that run's numbers, each layer block
-			   leaving the missing iterations' numbers unused (0: not a copy) */
+			   fork_copy): op instances keep that run's numbers, each layer block
+			   leaving the missing iterations' numbers unused (0: not such a copy) */
+	int micro_span; /* the same for a copy forked from a run of this many micro-steps */
 	void *bg;    /* whatif.c: the background traffic's ring edges */
 	config_platform *group_plat; /* per node group: the platform with that group's GPU */
 };

@@ -58,6 +58,9 @@ typedef struct engine_simgrid_stats {
 	long full_flows;     /* engine_simgrid_run_opt: flows the full program moves (counted
 				without simulating), against which the windows are weighed */
 	double xml_bytes;    /* size of the generated platform */
+	int copies;          /* results of forked copies used (docs/simgrid.md §5.4 "Shared prefixes") */
+	int copies_missing;  /* forked copies that brought no result (their counts were then
+				simulated alone: the same result, more work) */
 } engine_simgrid_stats;
 
 void engine_simgrid_options_default(engine_simgrid_options *o);
