@@ -1327,14 +1327,21 @@ static int counts_sorted(const int *want, int nw, int *out)
 
 /* Every combination of the micro-step counts gs and the layer counts ls, none simulated yet,
  * as one simulation of the largest of each that forks a copy of itself for each smaller one
- * (fork_copy); a combination whose copy brought no result is left to totals_at. With nothing
- * to share (a single combination, share_prefix off, one already simulated) it does nothing
- * and leaves them all to totals_at. `unpaid`: the runs are made ahead of the layer searches
+ * (fork_copy); a combination whose copy brought no result is left to totals_at. With one
+ * micro-step count, the layer counts already simulated are left out; with nothing to share
+ * (a single combination, share_prefix off, with several micro-step counts one already
+ * simulated) it does nothing and leaves them all to totals_at. `unpaid`: the runs are made ahead of the layer searches
  * that will use them (memo_paid). */
 static bool totals_tree(xrun *x, const int *gs, int ngw, const int *ls, int nlw, bool unpaid, config_error *err)
 {
-	int g[SGX_SHARE_MAX], l[SGX_SHARE_MAX];
+	int g[SGX_SHARE_MAX], l[SGX_SHARE_MAX], fresh[SGX_SHARE_MAX], nf = 0;
 	int ng = counts_sorted(gs, ngw, g), nl = counts_sorted(ls, nlw, l);
+	if (ng == 1) { /* one micro-step count: share what is left of a window */
+		for (int b = 0; b < nl; b++)
+			if (!memo_has(x, g[0], l[b]))
+				fresh[nf++] = l[b];
+		nl = counts_sorted(fresh, nf, l);
+	}
 	if (ng * nl < 2 || !x->o->share_prefix || x->n + ng * nl > SGX_MEMO || l[nl - 1] > x->L)
 		return true;
 	for (int a = 0; a < ng; a++)
