@@ -8,7 +8,8 @@
  * children's) is the figure to compare on a shared machine; wall time counts other load.
  *
  * Prints, per size, comment lines with each strategy's result (the flows its simulations
- * moved, and those of the full program, counted: docs/simgrid.md §5.4), then
+ * moved, and those of the full program, counted: docs/simgrid.md §5.4; the window runs
+ * forked from a longer one, "Shared prefixes"), then
  *   gpus N wall_s X cpu_s C peak_rss_mb Y
  * with X, C and Y the larger of the strategies'.
  * Usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses]
@@ -283,9 +284,10 @@ int main(int argc, char **argv)
 				failed = 1;
 				continue;
 			}
-			printf("# gpus %d %-7s step %.9f s (sp comm %.9f, zero comm %.9f); simulated ranks %d%s, %ld flows (full program %ld), %ld executions, platform %.1f MB; wall %.3f s, cpu %.3f s, rss %.1f MB\n",
+			printf("# gpus %d %-7s step %.9f s (sp comm %.9f, zero comm %.9f); simulated ranks %d%s, %ld flows (full program %ld), %ld executions, %d forked copies%s, platform %.1f MB; wall %.3f s, cpu %.3f s, rss %.1f MB\n",
 			       n, workload_strategy_name(s), o.step_time, o.sp_comm, o.zero_comm, o.stats.simulated_ranks,
 			       o.stats.period_nodes ? " (one period)" : "", o.stats.flows, o.stats.full_flows, o.stats.executions,
+			       o.stats.copies, o.stats.copies_missing ? " (some brought no result)" : "",
 			       o.stats.xml_bytes / 1e6, wall, cpu, rss);
 			for (int j = 0; j < n_rec; j++)
 				if (rec[j].zero == g_zero && rec[j].gpus == n &&
