@@ -1651,7 +1651,7 @@ START_TEST(shared_prefix_equals_separate_runs)
 	/* The windows' layer counts (1, 2, 3 and the check at 6) run as one simulation of 6
 	 * layers that forks a copy of itself at the first instant a stream with ops in a layer
 	 * block would start iteration n (n = 1, 2, 3): up to there the two programs do the same
-	 * thing, so each copy goes on as the n-layer run would (executor.c fork_window). Every
+	 * thing, so each copy goes on as the n-layer run would (executor.c fork_copy). Every
 	 * result equals the separate runs' exactly (the same floating-point operations in the
 	 * same order, not merely to 1e-9), on the cases of identical_layers_extrapolate_exactly
 	 * (BASP and Ulysses, ZeRO-1 to 3, a straggler with a degraded NIC, where ranks leave

@@ -30,7 +30,8 @@
 #include "engine/simgrid/sg_internal.h"
 #include "util/intmath.h"
 
-/* At most this many layer counts share one simulation (a window's four, fork_window). */
+/* At most this many layer counts, and as many micro-step counts, share one simulation (a
+ * window's four): fork_copy. */
 #define SGX_SHARE_MAX 4
 
 typedef struct sgx_actor {
@@ -51,7 +52,7 @@ typedef struct walker {
 	long pos[WL_STREAM_COUNT];
 	pending *pend;
 	int np, cap;
-	long gap; /* unused op numbers (sgx_run.layer_span) counted done with the pending ops */
+	long gap; /* op numbers a forked copy skips (skip_done), counted done with the pending ops */
 } walker;
 
 void engine_simgrid_options_default(engine_simgrid_options *o)
@@ -292,6 +293,18 @@ static void skip_done(walker *w, long count)
 	}
 }
 
+/* Op instances of stream x in one micro-step, by the trunk's numbers (a layer copy's layer
+ * blocks count the trunk's iterations, sgx_run.layer_span). */
+static long micro_instances(const sgx_run *r, int x)
+{
+	long n = 0;
+	for (int b = 0; b < r->prog->n_micro; b++) {
+		const sgx_block_info *bi = &r->blocks[b];
+		n += (long)bi->cnt[x] * (bi->layer && r->layer_span ? r->layer_span : bi->blk->repeat);
+	}
+	return n;
+}
+
 static void walk_block(walker *w, int bidx, int micro)
 {
 	const sgx_block_info *bi = &w->R->run->blocks[bidx];
@@ -397,15 +410,10 @@ static void stream_actor(int argc, char **argv)
 	if (tell)
 		r->told = true;
 	long done = 0, total = (long)prog->grad_accum * prog->n_micro + prog->n_step;
-	/* op instances of each stream in one micro-step, by the trunk's numbers (fork_copy) */
-	long per_micro[WL_STREAM_COUNT] = {0};
-	for (int b = 0; b < prog->n_micro; b++) {
-		const sgx_block_info *bi = &r->blocks[b];
-		for (int x = 0; x < WL_STREAM_COUNT; x++)
-			per_micro[x] += (long)bi->cnt[x] * (bi->layer && r->layer_span ? r->layer_span : bi->blk->repeat);
-	}
+	bool micro_ops = micro_instances(r, A->s) > 0;
 	for (int m = 0;; m++) {
-		if (g_fork.next_m < g_fork.nm && m == g_fork.m_at[g_fork.next_m] && per_micro[A->s] > 0)
+		/* only a stream with ops in the micro-steps forks (one without walks them in no time) */
+		if (g_fork.next_m < g_fork.nm && m == g_fork.m_at[g_fork.next_m] && micro_ops)
 			fork_copy(r, true); /* a copy returns with prog->grad_accum == m */
 		if (m >= prog->grad_accum)
 			break;
@@ -417,17 +425,9 @@ static void stream_actor(int argc, char **argv)
 	}
 	if (r->micro_span > prog->grad_accum) { /* a forked copy: skip the trunk's further micro-steps */
 		long skip = r->micro_span - prog->grad_accum;
-		/* per_micro again: a layer copy forked since this actor started has its span now */
-		for (int x = 0; x < WL_STREAM_COUNT; x++) {
-			long per = 0;
-			for (int b = 0; b < prog->n_micro; b++) {
-				const sgx_block_info *bi = &r->blocks[b];
-				per += (long)bi->cnt[x] * (bi->layer && r->layer_span ? r->layer_span : bi->blk->repeat);
-			}
-			w.pos[x] += skip * per;
-			if (x == w.me)
-				skip_done(&w, skip * per);
-		}
+		for (int x = 0; x < WL_STREAM_COUNT; x++)
+			w.pos[x] += skip * micro_instances(r, x);
+		skip_done(&w, skip * micro_instances(r, w.me));
 	}
 	for (int b = 0; b < prog->n_step; b++) {
 		walk_block(&w, prog->n_micro + b, prog->grad_accum);
@@ -1203,41 +1203,47 @@ static long flows_at(const xrun *x, int g, int l)
 	return n;
 }
 
-/* Flows step_totals(g) is expected to move: the first layer window (1, 2, 3 layers and the
- * check at 6) where it moves fewer than the full layer count, else the full count. */
+/* The first layer window a search tries (a = 1, P = 1: 1, 2, 3 layers and the check at 6). */
+static const int first_layer_window[4] = {1, 2, 3, 6};
+
+/* Flows step_totals(g) is expected to move: the first layer window where it moves fewer
+ * than the full layer count, else the full count. */
 static long step_flows(const xrun *x, int g)
 {
 	long full = flows_at(x, g, x->L);
 	if (x->L < SGX_LAYERS_FROM)
 		return full;
-	long w = flows_at(x, g, 1) + flows_at(x, g, 2) + flows_at(x, g, 3) + flows_at(x, g, 6);
+	long w = 0;
+	for (int k = 0; k < 4; k++)
+		w += flows_at(x, g, first_layer_window[k]);
 	return w < full || x->o->repeat_always ? w : full;
 }
+
+/* The memo entry of g micro-steps and l layers, or -1. */
+static int memo_find(const xrun *x, int g, int l)
+{
+	for (int i = 0; i < x->n; i++)
+		if (x->g[i] == g && x->l[i] == l)
+			return i;
+	return -1;
+}
+
+static bool memo_has(const xrun *x, int g, int l) { return memo_find(x, g, l) >= 0; }
 
 /* Memoized and already weighed by a layer search's guard: the runs totals_tree makes ahead
  * for step_totals (micro-step windows) are weighed when that search first takes them, so the
  * search makes the choices it would have made without them. */
 static bool memo_paid(const xrun *x, int g, int l)
 {
-	for (int i = 0; i < x->n; i++)
-		if (x->g[i] == g && x->l[i] == l)
-			return !x->unpaid[i];
-	return false;
+	int i = memo_find(x, g, l);
+	return i >= 0 && !x->unpaid[i];
 }
 
 static void memo_pay(xrun *x, int g, int l)
 {
-	for (int i = 0; i < x->n; i++)
-		if (x->g[i] == g && x->l[i] == l)
-			x->unpaid[i] = false;
-}
-
-static bool memo_has(const xrun *x, int g, int l)
-{
-	for (int i = 0; i < x->n; i++)
-		if (x->g[i] == g && x->l[i] == l)
-			return true;
-	return false;
+	int i = memo_find(x, g, l);
+	if (i >= 0)
+		x->unpaid[i] = false;
 }
 
 /* The program of a step of g micro-steps whose layer blocks repeat l times: *plan shares
@@ -1281,11 +1287,11 @@ static void memo_put(xrun *x, int g, int l, const engine_result *r, bool unpaid)
 /* Totals of a step of g micro-steps whose layer blocks repeat l times (one simulation). */
 static bool totals_at(xrun *x, int g, int l, const double **f, config_error *err)
 {
-	for (int i = 0; i < x->n; i++)
-		if (x->g[i] == g && x->l[i] == l) {
-			*f = x->f[i];
-			return true;
-		}
+	int i = memo_find(x, g, l);
+	if (i >= 0) {
+		*f = x->f[i];
+		return true;
+	}
 	if (x->n == SGX_MEMO)
 		return config_fail(err, "internal: too many partial simulations");
 	workload_plan plan;
@@ -1330,8 +1336,8 @@ static int counts_sorted(const int *want, int nw, int *out)
  * (fork_copy); a combination whose copy brought no result is left to totals_at. With one
  * micro-step count, the layer counts already simulated are left out; with nothing to share
  * (a single combination, share_prefix off, with several micro-step counts one already
- * simulated) it does nothing and leaves them all to totals_at. `unpaid`: the runs are made ahead of the layer searches
- * that will use them (memo_paid). */
+ * simulated) it does nothing and leaves them all to totals_at. `unpaid`: the runs are made
+ * ahead of the layer searches that will use them (memo_paid). */
 static bool totals_tree(xrun *x, const int *gs, int ngw, const int *ls, int nlw, bool unpaid, config_error *err)
 {
 	int g[SGX_SHARE_MAX], l[SGX_SHARE_MAX], fresh[SGX_SHARE_MAX], nf = 0;
@@ -1429,14 +1435,14 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 		int check = a + 2 * P + P * ((a + 2 * P + P - 1) / P);
 		if (check >= full)
 			continue;
+		const int want[4] = {a, a + P, a + 2 * P, check};
 		long need = 0; /* layer iterations the window adds */
 		if (!micro) {
 			/* windows cost at most max(L/2, 12) layer iterations per micro-step
 			 * count: a schedule that does not repeat costs at most that more than
 			 * the full run */
-			need = memo_paid(x, other, check) ? 0 : check;
-			for (int k = 0; k < 3; k++)
-				need += memo_paid(x, other, a + k * P) ? 0 : a + k * P;
+			for (int k = 0; k < 4; k++)
+				need += memo_paid(x, other, want[k]) ? 0 : want[k];
 			if (x->spent + need > (full / 2 > SGX_LAYER_BUDGET ? full / 2 : SGX_LAYER_BUDGET))
 				continue;
 		}
@@ -1447,11 +1453,10 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 		 * a failed search to the full run's flows, then runs the full count. */
 		long need_flows = 0;
 		for (int k = 0; k < 4; k++) {
-			int n = k < 3 ? a + k * P : check;
 			if (micro)
-				need_flows += step_flows(x, n);
-			else if (!memo_paid(x, other, n))
-				need_flows += flows_at(x, other, n);
+				need_flows += step_flows(x, want[k]);
+			else if (!memo_paid(x, other, want[k]))
+				need_flows += flows_at(x, other, want[k]);
 		}
 		long full_flows = micro ? step_flows(x, full) : flows_at(x, other, full);
 		long *spent_flows = micro ? &micro_spent : &x->spent_flows;
@@ -1460,9 +1465,8 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 		*spent_flows += need_flows;
 		x->spent += need;
 		for (int k = 0; k < 4 && !micro; k++)
-			memo_pay(x, other, k < 3 ? a + k * P : check);
+			memo_pay(x, other, want[k]);
 		double f[4][SGX_PERIODIC_FIELDS];
-		int want[4] = {a, a + P, a + 2 * P, check};
 		if (!micro && !totals_tree(x, &other, 1, want, 4, false, err))
 			return false;
 		if (micro) {
@@ -1472,18 +1476,17 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 			bool win = x->L >= SGX_LAYERS_FROM;
 			for (int k = 0; k < 4 && win; k++)
 				win = step_flows(x, want[k]) < flows_at(x, want[k], x->L) || x->o->repeat_always;
-			int lw[4] = {1, 2, 3, 6}, all = x->L;
-			if (!totals_tree(x, want, 4, win ? lw : &all, win ? 4 : 1, true, err))
+			int all = x->L;
+			if (!totals_tree(x, want, 4, win ? first_layer_window : &all, win ? 4 : 1, true, err))
 				return false;
 		}
 		for (int k = 0; k < 4; k++) {
-			int n = k < 3 ? a + k * P : check;
 			bool ok;
 			if (micro) {
-				ok = step_totals(x, n, f[k], err);
+				ok = step_totals(x, want[k], f[k], err);
 			} else {
 				const double *t;
-				ok = totals_at(x, other, n, &t, err);
+				ok = totals_at(x, other, want[k], &t, err);
 				if (ok)
 					memcpy(f[k], t, sizeof f[k]);
 			}
