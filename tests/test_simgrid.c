@@ -1460,9 +1460,9 @@ START_TEST(identical_micro_steps_extrapolate_exactly)
 	config_platform p;
 	config_error err;
 	ck_assert(config_load_model("llama-3.2-1b", &m, &err) && config_load_platform("a100-2x4-ib400", &p, &err));
-	static const int zero[] = {2, 3, 1};
-	static const int ga[] = {20, 21, 24}; /* from SGX_EXTRAPOLATE_FROM = 17 on */
-	for (int c = 0; c < 3; c++) {
+	static const int zero[] = {2, 3, 1, 2};
+	static const int ga[] = {20, 21, 24, 10}; /* from SGX_EXTRAPOLATE_FROM = 9 on */
+	for (int c = 0; c < 4; c++) {
 		config_job job = tu_job(CONFIG_STRATEGY_BASP, 8, 8, 2, 4096, zero[c]);
 		job.grad_accum = ga[c];
 		ck_assert_msg(workload_check(&m, &p, &job, &err), "%s", err.msg);

@@ -1125,7 +1125,10 @@ static bool run_child(const engine_input *in, const engine_simgrid_options *o, e
  * (docs/simgrid.md §5.4). */
 #define SGX_PERIODIC_FIELDS 16
 #define SGX_MAX_PERIOD 2
-#define SGX_EXTRAPOLATE_FROM 17 /* micro-steps */
+/* micro-steps: the first window (2, 3, 4 and its check at 8) fits from 9; the flow guard
+ * then decides whether it pays (with shared prefixes, from about 9; simulated one by one,
+ * from 18) */
+#define SGX_EXTRAPOLATE_FROM 9
 #define SGX_LAYERS_FROM 8       /* layer iterations */
 #define SGX_LAYER_BUDGET 12     /* layer iterations a failing search may cost at least: the first
                                  * window (1, 2, 3 layers) and its check (6) */
@@ -1331,6 +1334,42 @@ static int counts_sorted(const int *want, int nw, int *out)
 	return n;
 }
 
+/* The layer counts step_totals asks for first at each of the micro-step counts want[0..4):
+ * its first layer window where that pays for all of them (step_flows), else every layer.
+ * Returns how many (in ls). */
+static int micro_tree_layers(const xrun *x, const int *want, int *ls)
+{
+	bool win = x->L >= SGX_LAYERS_FROM;
+	for (int k = 0; k < 4 && win; k++)
+		win = step_flows(x, want[k]) < flows_at(x, want[k], x->L) || x->o->repeat_always;
+	if (!win) {
+		ls[0] = x->L;
+		return 1;
+	}
+	memcpy(ls, first_layer_window, sizeof first_layer_window);
+	return 4;
+}
+
+/* Flows the tree of a micro-step window (totals_tree) is expected to move: its largest
+ * micro-step count at each of its layer counts (the trunk and its layer copies, counted
+ * whole: their shared prefix is a small part), and the copies of fewer micro-steps, each of
+ * which simulates the step's last blocks (flows_at with no micro-step). */
+static long micro_tree_flows(const xrun *x, const int *want)
+{
+	int ls[4];
+	int nl = micro_tree_layers(x, want, ls);
+	long n = 0, separate = 0;
+	bool tree = true; /* totals_tree runs no tree where one combination is simulated already */
+	for (int k = 0; k < 4; k++) {
+		separate += step_flows(x, want[k]);
+		for (int j = 0; j < nl; j++)
+			tree &= !memo_has(x, want[k], ls[j]);
+	}
+	for (int k = 0; k < nl; k++)
+		n += flows_at(x, want[3], ls[k]) + 3 * flows_at(x, 0, ls[k]);
+	return tree ? n : separate;
+}
+
 /* Every combination of the micro-step counts gs and the layer counts ls, none simulated yet,
  * as one simulation of the largest of each that forks a copy of itself for each smaller one
  * (fork_copy); a combination whose copy brought no result is left to totals_at. With one
@@ -1453,11 +1492,13 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 		 * a failed search to the full run's flows, then runs the full count. */
 		long need_flows = 0;
 		for (int k = 0; k < 4; k++) {
-			if (micro)
+			if (micro && !x->o->share_prefix)
 				need_flows += step_flows(x, want[k]);
-			else if (!memo_paid(x, other, want[k]))
+			else if (!micro && !memo_paid(x, other, want[k]))
 				need_flows += flows_at(x, other, want[k]);
 		}
+		if (micro && x->o->share_prefix) /* one tree of forks (totals_tree) */
+			need_flows = micro_tree_flows(x, want);
 		long full_flows = micro ? step_flows(x, full) : flows_at(x, other, full);
 		long *spent_flows = micro ? &micro_spent : &x->spent_flows;
 		if (!x->o->repeat_always && *spent_flows + need_flows >= full_flows)
@@ -1469,15 +1510,10 @@ static bool totals_of(xrun *x, bool micro, int full, int other, double *v, bool 
 		double f[4][SGX_PERIODIC_FIELDS];
 		if (!micro && !totals_tree(x, &other, 1, want, 4, false, err))
 			return false;
-		if (micro) {
-			/* the micro-step counts, each at the layer counts step_totals will ask for
-			 * first: its first layer window where that pays (step_flows), else every
-			 * layer */
-			bool win = x->L >= SGX_LAYERS_FROM;
-			for (int k = 0; k < 4 && win; k++)
-				win = step_flows(x, want[k]) < flows_at(x, want[k], x->L) || x->o->repeat_always;
-			int all = x->L;
-			if (!totals_tree(x, want, 4, win ? first_layer_window : &all, win ? 4 : 1, true, err))
+		if (micro) { /* the micro-step counts at the layer counts step_totals asks for first */
+			int ls[4];
+			int nl = micro_tree_layers(x, want, ls);
+			if (!totals_tree(x, want, 4, ls, nl, true, err))
 				return false;
 		}
 		for (int k = 0; k < 4; k++) {
