@@ -11,7 +11,10 @@
  * moved, and those of the full program, counted: docs/simgrid.md §5.4; the window runs
  * forked from a longer one, "Shared prefixes"), then
  *   gpus N wall_s X cpu_s C peak_rss_mb Y
- * with X, C and Y the larger of the strategies'.
+ * with X, C and Y the larger of the strategies'. cpu_s counts every process of a run (the
+ * window runs forked from a longer one included); peak_rss_mb is the largest process's: a
+ * forked copy runs beside its paused trunk, the two sharing the pages the copy has not
+ * written, so the two together hold up to about twice that (docs/simgrid.md §7).
  * Usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses]
  *          [--zero 0-3] [--grad-accum G] [--cap CPU_SECONDS] [--no-repeat] [--no-share]
  *          [--against RECORD]
@@ -179,7 +182,8 @@ static int help(void)
 	usage_text(stdout);
 	printf("One full Llama-3.1-8B step on dgx-h100 nodes (SP domain 8) per size, each in its own process;\n"
 	       "prints `gpus N wall_s X cpu_s C peak_rss_mb Y` per size (CPU time is the figure to compare\n"
-	       "on a shared machine).\n"
+	       "on a shared machine; it counts every process of a run, peak_rss_mb the largest: a window's\n"
+	       "forked copy and its paused trunk hold up to about twice that together).\n"
 	       "  MAX_GPUS     the largest size run (default 16384)\n"
 	       "  --sizes L    the sizes, comma-separated, run in ascending order (default 8,64,512,1024,4096,16384)\n"
 	       "  --whole      no symmetry reduction; adds the CPU ratio to the symmetric run and their step gap\n"
