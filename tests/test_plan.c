@@ -788,6 +788,14 @@ static void put_file(char *out, size_t len, const char *dir, const char *name, c
 	ck_assert_int_eq(fclose(f), 0);
 }
 
+/* Writes `yaml` to DIR/spec.yaml (its path into spec) and loads it into *s: it must load. */
+static void load_sweep(char *spec, size_t n, const char *dir, const char *yaml, plan_spec *s)
+{
+	config_error e = {""};
+	put_file(spec, n, dir, "spec.yaml", yaml);
+	ck_assert_msg(plan_spec_load(spec, s, &e), "%s", e.msg);
+}
+
 /* A job run the way `spsim run --job FILE` runs it: the job file read by config_load_job,
  * its model and platform loaded, nodes applied, the job check, then the analytic engine
  * over the composite (plan_simulate is run's pipeline: workload_compose + every part). */
@@ -905,13 +913,12 @@ START_TEST(sweep_rows_carry_the_settings)
 	tmpdir(dir, sizeof dir);
 	plan_spec s;
 	config_error e = {""};
-	put_file(spec, sizeof spec, dir, "spec.yaml",
+	load_sweep(spec, sizeof spec, dir,
 		 "sweep:\n  model: llama-3.1-8b\n  platform: dgx-h100\n  seq_len: 16K\n"
 		 "  attention_kernel: cudnn\n  impl: megatron\n  recompute: full\n"
 		 "  offload_activations: true\n  tile_mlp: 4\n  tile_logits: 8\n  memory_reserve: 3GiB\n"
 		 "  zero_overlap: false\n  fp32_grad_comm: false\n  contiguous_gradients: false\n  reduce_bucket: 1e7\n  allgather_bucket: 2e7\n"
-		 "  prefetch_bucket: 3e6\n  strategy: ring:split=naive\n");
-	ck_assert_msg(plan_spec_load(spec, &s, &e), "%s", e.msg);
+		 "  prefetch_bucket: 3e6\n  strategy: ring:split=naive\n", &s);
 	json_t *r = plan_point_eval(&s, 0);
 	ck_assert_str_eq(plan_row_str(r, "status"), "ok");
 	ck_assert_str_eq(plan_row_str(r, "strategy"), "ring");
@@ -967,10 +974,9 @@ START_TEST(sweep_resolves_auto_buckets_per_model)
 	tmpdir(dir, sizeof dir);
 	plan_spec s;
 	config_error e = {""};
-	put_file(spec, sizeof spec, dir, "spec.yaml",
+	load_sweep(spec, sizeof spec, dir,
 		 "sweep:\n  model: [llama-3.1-8b, llama-3.2-1b]\n  platform: dgx-h100\n  seq_len: 16K\n  zero: 3\n"
-		 "  strategy: ulysses\n  reduce_bucket: [auto, 1e7]\n  prefetch_bucket: auto\n");
-	ck_assert_msg(plan_spec_load(spec, &s, &e), "%s", e.msg);
+		 "  strategy: ulysses\n  reduce_bucket: [auto, 1e7]\n  prefetch_bucket: auto\n", &s);
 	ck_assert_int_eq(s.n_points, 4);
 	int autos = 0, tens = 0;
 	for (long i = 0; i < s.n_points; i++) {
@@ -1030,10 +1036,9 @@ START_TEST(sweep_cp_comm_type_against_named_strategies)
 	}
 	plan_spec_finish(&s);
 	/* without a strategy key the default pair [ulysses, basp] takes the type: ring and BASP over ring */
-	put_file(spec, sizeof spec, dir, "spec.yaml",
+	load_sweep(spec, sizeof spec, dir,
 		 "sweep:\n  model: llama-3.1-8b\n  platform: dgx-h100\n  seq_len: 16K\n  micro_batch: 2\n"
-		 "  cp_comm_type: p2p\n");
-	ck_assert_msg(plan_spec_load(spec, &s, &e), "%s", e.msg);
+		 "  cp_comm_type: p2p\n", &s);
 	for (int i = 0; i < 2; i++) {
 		plan_point p;
 		config_platform pl;
