@@ -12,7 +12,10 @@
 
 int main(int argc, char **argv)
 {
-	long min_configs = argc > 1 ? strtol(argv[1], NULL, 10) : 10000;
+	long min_configs;
+	int status = bench_min_configs("bench/analytic", "Configurations per second of the analytic engine over a grid of models, platforms, node counts,\nstrategies, micro-batches, sequence lengths, ZeRO stages and recompute,", argc, argv, &min_configs);
+	if (status >= 0)
+		return status;
 	static const char *const models[] = {"llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", "qwen1.5-7b",
 					     "llama-3.1-70b"};
 	static const char *const platforms[] = {"a100-2x4-ib400", "dgx-a100", "dgx-h100", "hgx-h200"};

@@ -13,7 +13,10 @@
 
 int main(int argc, char **argv)
 {
-	long min_configs = argc > 1 ? strtol(argv[1], NULL, 10) : 10000;
+	long min_configs;
+	int status = bench_min_configs("bench/plan", "How fast the planner searches: plan queries over models, platforms and GPU budgets,", argc, argv, &min_configs);
+	if (status >= 0)
+		return status;
 	static const char *const models[] = {"llama-3.1-8b", "qwen1.5-7b", "llama-3.1-70b"};
 	static const char *const platforms[] = {"dgx-a100", "dgx-h100", "hgx-h200"};
 	static const int budgets[] = {8, 16, 32, 64, 128, 256, 512, 1024};

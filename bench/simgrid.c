@@ -16,8 +16,13 @@
  * forked copy runs beside its paused trunk, the two sharing the pages the copy has not
  * written, so the two together hold up to about twice that (docs/simgrid.md §7).
  * Usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses]
- *          [--zero 0-3] [--grad-accum G] [--cap CPU_SECONDS] [--no-repeat] [--no-share]
- *          [--against RECORD]
+ *          [--zero 0-3] [--grad-accum G] [--runs N] [--cap CPU_SECONDS] [--no-repeat]
+ *          [--no-share] [--against RECORD]
+ *   --runs N     run each simulation N times, BASP and Ulysses alternating, and print the best
+ *                run's wall and CPU time (the slower strategy's best), adding `runs N cpu_s_max C`
+ *                with the worst run's CPU time; single runs of one binary spread by up to 2x on a
+ *                shared machine (docs/simgrid.md §7). Every rerun must give the first run's step
+ *                time exactly (the simulation is deterministic), or the bench fails.
  *   --whole      no symmetry reduction; each line then also gives the ratio of its CPU time
  *                to the symmetric run's and the largest relative step-time difference
  *                between the two (below 1e-9)
@@ -48,6 +53,9 @@ typedef struct outcome {
 	engine_simgrid_stats stats;
 	char err[CONFIG_ERROR_MAX];
 } outcome;
+
+#define PROG "bench/simgrid"
+#define MAX_SIZE 1048576L /* GPUs: 64 times the largest size of the series */
 
 static int g_zero = 2;
 static int g_accum = 1; /* --grad-accum: micro-steps per step */
@@ -168,7 +176,7 @@ static int load_record(const char *path, recorded *rec, int cap)
 static void usage_text(FILE *f)
 {
 	fprintf(f, "usage: bench/simgrid [MAX_GPUS] [--whole] [--sizes N,N,...] [--strategy basp|ulysses] "
-		   "[--zero 0-3] [--grad-accum G] [--cap SECONDS] [--no-repeat] [--no-share] [--against RECORD]\n");
+		   "[--zero 0-3] [--grad-accum G] [--runs N] [--cap SECONDS] [--no-repeat] [--no-share] [--against RECORD]\n");
 }
 
 static int usage(void)
@@ -190,6 +198,9 @@ static int help(void)
 	       "  --strategy S basp or ulysses only (default both)\n"
 	       "  --zero Z     ZeRO stage 0-3 (default 2)\n"
 	       "  --grad-accum G  micro-steps per step, 1-4096 (default 1; the record holds G = 1)\n"
+	       "  --runs N     each simulation N times (1-100, default 1), the strategies interleaved; the line gives\n"
+	       "               the best run's times and adds `runs N cpu_s_max C` (the worst), for a machine whose\n"
+	       "               speed drifts; every rerun must give the same step, or the bench fails\n"
 	       "  --cap S      a size whose slower run took more than S CPU seconds ends the series (default 600)\n"
 	       "  --no-repeat  simulate every layer and micro-step (no extrapolation)\n"
 	       "  --no-share   each window's layer counts as separate simulations (not forked from the largest)\n"
@@ -211,6 +222,7 @@ int main(int argc, char **argv)
 	bool whole = false;
 	int only = -1;    /* -1: both strategies */
 	double cap = 600; /* a size whose slower run took longer (CPU s) ends the series */
+	int runs = 1;     /* --runs: each simulation this many times, interleaved; the best is printed */
 	static recorded rec[256];
 	int n_rec = 0;
 	double rec_diff = -1;
@@ -231,9 +243,18 @@ int main(int argc, char **argv)
 			g_share = false;
 		} else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
 			n_sizes = 0;
-			for (char *t = strtok(argv[++i], ","); t && n_sizes < 32; t = strtok(NULL, ","))
-				if ((sizes[n_sizes++] = atoi(t)) < 1)
-					return usage();
+			long v;
+			for (char *t = strtok(argv[++i], ","); t; t = strtok(NULL, ",")) {
+				if (n_sizes == 32) {
+					fprintf(stderr, "bench/simgrid: --sizes: at most 32 sizes\n");
+					return 2;
+				}
+				if (!bench_long(PROG, "--sizes", t, 1, MAX_SIZE, &v))
+					return 2;
+				sizes[n_sizes++] = (int)v;
+			}
+			if (n_sizes == 0)
+				return usage();
 			/* ascending, so that MAX_GPUS and --cap end the series where they should */
 			qsort(sizes, (size_t)n_sizes, sizeof *sizes, by_int);
 		} else if (strcmp(argv[i], "--strategy") == 0 && i + 1 < argc) {
@@ -245,19 +266,26 @@ int main(int argc, char **argv)
 			else
 				return usage();
 		} else if (strcmp(argv[i], "--zero") == 0 && i + 1 < argc) {
-			g_zero = atoi(argv[++i]);
-			if (g_zero < 0 || g_zero > 3)
-				return usage();
+			long v;
+			if (!bench_long(PROG, "--zero", argv[++i], 0, 3, &v))
+				return 2;
+			g_zero = (int)v;
 		} else if (strcmp(argv[i], "--grad-accum") == 0 && i + 1 < argc) {
-			g_accum = atoi(argv[++i]);
-			if (g_accum < 1 || g_accum > 4096)
-				return usage();
+			long v;
+			if (!bench_long(PROG, "--grad-accum", argv[++i], 1, 4096, &v))
+				return 2;
+			g_accum = (int)v;
+		} else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
+			long v;
+			if (!bench_long(PROG, "--runs", argv[++i], 1, 100, &v))
+				return 2;
+			runs = (int)v;
 		} else if (strcmp(argv[i], "--cap") == 0 && i + 1 < argc) {
-			cap = atof(argv[++i]);
-			if (!(cap > 0))
-				return usage();
+			if (!bench_double(PROG, "--cap", argv[++i], 1e-3, 1e7, &cap))
+				return 2;
 		} else if (argv[i][0] >= '0' && argv[i][0] <= '9') {
-			max_gpus = strtol(argv[i], NULL, 10);
+			if (!bench_long(PROG, "MAX_GPUS", argv[i], 1, MAX_SIZE, &max_gpus))
+				return 2;
 		} else {
 			return usage();
 		}
@@ -276,53 +304,89 @@ int main(int argc, char **argv)
 		int n = sizes[k];
 		if (n > max_gpus)
 			break;
-		double wall_max = 0, cpu_max = 0, rss_max = 0, sym_max = 0, diff_max = 0;
-		for (int st = 0; st < 2; st++) {
-			if (only >= 0 && st != only)
-				continue;
-			config_strategy s = st ? CONFIG_STRATEGY_ULYSSES : CONFIG_STRATEGY_BASP;
-			outcome o;
-			double wall, cpu, rss;
-			if (!run_child(n, s, whole, &o, &wall, &cpu, &rss) || !o.ok) {
-				printf("# gpus %d %s: failed: %s\n", n, workload_strategy_name(s), o.err);
-				failed = 1;
-				continue;
-			}
-			printf("# gpus %d %-7s step %.9f s (sp comm %.9f, zero comm %.9f); simulated ranks %d%s, %ld flows (full program %ld), %ld executions, %d forked copies%s, platform %.1f MB; wall %.3f s, cpu %.3f s, rss %.1f MB\n",
-			       n, workload_strategy_name(s), o.step_time, o.sp_comm, o.zero_comm, o.stats.simulated_ranks,
-			       o.stats.period_nodes ? " (one period)" : "", o.stats.flows, o.stats.full_flows, o.stats.executions,
-			       o.stats.copies, o.stats.copies_missing ? " (some brought no result)" : "",
-			       o.stats.xml_bytes / 1e6, wall, cpu, rss);
-			for (int j = 0; j < n_rec; j++)
-				if (rec[j].zero == g_zero && rec[j].gpus == n &&
-				    strcmp(rec[j].strategy, workload_strategy_name(s)) == 0) {
-					double d = fabs(o.step_time - rec[j].step) / rec[j].step;
-					printf("# gpus %d %-7s recorded step %.9f s, relative difference %.1e\n", n,
-					       workload_strategy_name(s), rec[j].step, d);
-					if (d > rec_diff)
-						rec_diff = d;
+		/* per strategy: the best and worst of its runs; the line gives the slower strategy's */
+		double best_wall[2] = {INFINITY, INFINITY}, best_cpu[2] = {INFINITY, INFINITY}, worst_cpu[2] = {0, 0};
+		double rss_max = 0, sym_best[2] = {INFINITY, INFINITY}, diff_max = 0;
+		double first_step[2] = {-1, -1};
+		bool done[2] = {false, false};
+		for (int run = 0; run < runs; run++)
+			for (int st = 0; st < 2; st++) {
+				if ((only >= 0 && st != only) || (run > 0 && !done[st]))
+					continue;
+				config_strategy s = st ? CONFIG_STRATEGY_ULYSSES : CONFIG_STRATEGY_BASP;
+				const char *name = workload_strategy_name(s);
+				outcome o;
+				double wall, cpu, rss;
+				if (!run_child(n, s, whole, &o, &wall, &cpu, &rss) || !o.ok) {
+					printf("# gpus %d %s: failed: %s\n", n, name, o.err);
+					failed = 1; /* a failed rerun keeps the runs before it on the line */
+					continue;
 				}
-			if (wall > wall_max)
-				wall_max = wall;
-			if (cpu > cpu_max)
-				cpu_max = cpu;
-			if (rss > rss_max)
-				rss_max = rss;
-			outcome so;
-			double swall, scpu, srss;
-			if (whole && run_child(n, s, false, &so, &swall, &scpu, &srss) && so.ok) {
-				double d = fabs(so.step_time - o.step_time) / o.step_time;
-				if (scpu > sym_max)
-					sym_max = scpu;
-				if (d > diff_max)
-					diff_max = d;
+				char of_runs[32] = "";
+				if (runs > 1)
+					snprintf(of_runs, sizeof of_runs, " (run %d of %d)", run + 1, runs);
+				printf("# gpus %d %-7s step %.9f s (sp comm %.9f, zero comm %.9f); simulated ranks %d%s, %ld flows (full program %ld), %ld executions, %d forked copies%s, platform %.1f MB; wall %.3f s, cpu %.3f s, rss %.1f MB%s\n",
+				       n, name, o.step_time, o.sp_comm, o.zero_comm, o.stats.simulated_ranks,
+				       o.stats.period_nodes ? " (one period)" : "", o.stats.flows, o.stats.full_flows,
+				       o.stats.executions, o.stats.copies,
+				       o.stats.copies_missing ? " (some brought no result)" : "", o.stats.xml_bytes / 1e6, wall,
+				       cpu, rss, of_runs);
+				if (run == 0) {
+					done[st] = true;
+					first_step[st] = o.step_time;
+					for (int j = 0; j < n_rec; j++)
+						if (rec[j].zero == g_zero && rec[j].gpus == n && strcmp(rec[j].strategy, name) == 0) {
+							double d = fabs(o.step_time - rec[j].step) / rec[j].step;
+							printf("# gpus %d %-7s recorded step %.9f s, relative difference %.1e\n", n, name,
+							       rec[j].step, d);
+							if (d > rec_diff)
+								rec_diff = d;
+						}
+				} else if (o.step_time != first_step[st]) {
+					/* the simulation is deterministic: a rerun that differs is a bug */
+					printf("# gpus %d %s: run %d gave step %.17g s, run 1 %.17g s\n", n, name, run + 1,
+					       o.step_time, first_step[st]);
+					failed = 1;
+				}
+				if (wall < best_wall[st])
+					best_wall[st] = wall;
+				if (cpu < best_cpu[st])
+					best_cpu[st] = cpu;
+				if (cpu > worst_cpu[st])
+					worst_cpu[st] = cpu;
+				if (rss > rss_max)
+					rss_max = rss;
+				outcome so;
+				double swall, scpu, srss;
+				if (whole && run_child(n, s, false, &so, &swall, &scpu, &srss) && so.ok) {
+					double d = fabs(so.step_time - o.step_time) / o.step_time;
+					if (scpu < sym_best[st])
+						sym_best[st] = scpu;
+					if (d > diff_max)
+						diff_max = d;
+				}
 			}
+		double wall_max = 0, cpu_max = 0, cpu_worst = 0, sym_max = 0;
+		for (int st = 0; st < 2; st++) {
+			if (!done[st])
+				continue;
+			if (best_wall[st] > wall_max)
+				wall_max = best_wall[st];
+			if (best_cpu[st] > cpu_max) {
+				cpu_max = best_cpu[st];
+				sym_max = isfinite(sym_best[st]) ? sym_best[st] : 0;
+			}
+			if (worst_cpu[st] > cpu_worst)
+				cpu_worst = worst_cpu[st];
 		}
+		char spread[64] = "";
+		if (runs > 1)
+			snprintf(spread, sizeof spread, " runs %d cpu_s_max %.3f", runs, cpu_worst);
 		if (whole && sym_max > 0)
-			printf("gpus %d wall_s %.3f cpu_s %.3f peak_rss_mb %.1f ratio_to_symmetric %.1f step_rel_diff %.1e\n",
-			       n, wall_max, cpu_max, rss_max, cpu_max / sym_max, diff_max);
+			printf("gpus %d wall_s %.3f cpu_s %.3f peak_rss_mb %.1f ratio_to_symmetric %.1f step_rel_diff %.1e%s\n",
+			       n, wall_max, cpu_max, rss_max, cpu_max / sym_max, diff_max, spread);
 		else
-			printf("gpus %d wall_s %.3f cpu_s %.3f peak_rss_mb %.1f\n", n, wall_max, cpu_max, rss_max);
+			printf("gpus %d wall_s %.3f cpu_s %.3f peak_rss_mb %.1f%s\n", n, wall_max, cpu_max, rss_max, spread);
 		fflush(stdout);
 		if (cpu_max > cap) {
 			for (int j = k + 1; j < n_sizes && sizes[j] <= max_gpus; j++)

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../bench/bench.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "testutil.h"
@@ -356,12 +357,39 @@ START_TEST(every_flag_refuses_bad_values)
 }
 END_TEST
 
+/* The benchmarks' numeric arguments (bench/bench.h): the whole text a number in range, so
+ * that `--sizes 16k` or `--zero 2x` is refused instead of read as 16 or 2 (atoi's reading). */
+START_TEST(bench_arguments_are_strict)
+{
+	long v = -7;
+	ck_assert(bench_long("t", "x", "3", 0, 3, &v) && v == 3);
+	ck_assert(bench_long("t", "x", "1048576", 1, 1048576, &v) && v == 1048576);
+	const char *bad_long[] = {"16k", "2x", "", " 3", "3 ", "4", "-1", "1.5", "0x3", "99999999999999999999999"};
+	for (size_t i = 0; i < sizeof bad_long / sizeof *bad_long; i++) {
+		v = -7;
+		ck_assert_msg(!bench_long("t", "x", bad_long[i], 0, 3, &v), "'%s' taken", bad_long[i]);
+		ck_assert_int_eq(v, -7); /* untouched on error */
+	}
+	ck_assert(!bench_long("t", "x", NULL, 0, 3, &v));
+	double d = -7;
+	ck_assert(bench_double("t", "x", "600", 1e-3, 1e7, &d) && d == 600);
+	ck_assert(bench_double("t", "x", "2.5e1", 1e-3, 1e7, &d) && d == 25);
+	const char *bad_double[] = {"nan", "inf", "-inf", "1e400", "0", "-5", "1e8", "600s", ""};
+	for (size_t i = 0; i < sizeof bad_double / sizeof *bad_double; i++) {
+		d = -7;
+		ck_assert_msg(!bench_double("t", "x", bad_double[i], 1e-3, 1e7, &d), "'%s' taken", bad_double[i]);
+		ck_assert(d == -7);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("robust");
 	TCase *tc = tcase_create("robust");
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, every_flag_refuses_bad_values);
+	tcase_add_test(tc, bench_arguments_are_strict);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
