@@ -1732,18 +1732,104 @@ START_TEST(shared_prefix_skips_an_idle_stream)
 }
 END_TEST
 
+/* The hand-made step of quiet_bucket_calls_extrapolate_exactly with `chunks` calls of
+ * `per_call` bytes, with repeat (the calls extrapolated where §5.6 allows) or without. */
+static void bucket_run(hand *h, workload_op *op, int chunks, double per_call, bool repeat, engine_result *r,
+		       engine_simgrid_stats *st)
+{
+	op->chunks = chunks;
+	op->bytes = chunks * per_call;
+	engine_simgrid_options o;
+	engine_simgrid_options_default(&o);
+	o.repeat = repeat;
+	config_error err;
+	ck_assert_msg(engine_simgrid_run_opt(&h->in, &o, r, st, &err), "%s", err.msg);
+}
+
+START_TEST(quiet_bucket_calls_extrapolate_exactly)
+{
+	/* docs/simgrid.md §5.6. Two nodes of 4 GPUs, two NICs each (a ring of two channels, its
+	 * intra-node edges merged): a micro-step block where the main stream computes 1e11
+	 * FLOPs while the zero stream sends 10 MB to the next rank, then a barrier step block
+	 * whose only op is a world ring all-gather of C bucket calls of 8 MB each (DeepSpeed's
+	 * parameter all-gather after the optimizer). Once the first call has ended, every rank
+	 * leaves each call at the same instant with nothing else running, so each call takes
+	 * the same time: the full simulation of 10 calls is that of 3 plus 7 times one call (by
+	 * the full runs of 3 and 4 calls), and with repeat on only 3 calls are simulated (the
+	 * flows of the full run of 3), the result equal to the full run's. */
+	config_platform p = tu_platform(2, 4, 2);
+	workload_op b1[2];
+	compute_and_send(b1, 10e6);
+	workload_op step[2] = {comm(WL_COLL_ALLGATHER, WL_ALG_RING, WL_GROUP_WORLD, 0)};
+	hand h;
+	hand_init(&h, &p, 8, 8, b1, 2, 1);
+	hand_step(&h, step, 1);
+	engine_result r, f10, f3, f4;
+	engine_simgrid_stats s, t10, t3, t4;
+	bucket_run(&h, &step[0], 10, 8e6, true, &r, &s);
+	bucket_run(&h, &step[0], 10, 8e6, false, &f10, &t10);
+	bucket_run(&h, &step[0], 3, 8e6, false, &f3, &t3);
+	bucket_run(&h, &step[0], 4, 8e6, false, &f4, &t4);
+	expect_same_result(&r, &f10);
+	ck_assert_close(f10.step_time - f3.step_time, 7 * (f4.step_time - f3.step_time), 1e-9);
+	ck_assert_msg(s.flows == t3.flows && t3.flows < t4.flows && t4.flows < t10.flows,
+		      "repeat %ld flows; full runs of 3, 4, 10 calls: %ld, %ld, %ld", s.flows, t3.flows, t4.flows,
+		      t10.flows);
+	ck_assert_int_eq(s.full_flows, s.flows); /* counted as simulated */
+	ck_assert_int_eq(t10.full_flows, t10.flows);
+	/* three calls or fewer: nothing to extrapolate */
+	bucket_run(&h, &step[0], 3, 8e6, true, &r, &s);
+	ck_assert_int_eq(s.flows, t3.flows);
+	/* a straggler and a degraded NIC: the ranks reach the block at different instants, the
+	 * first call ends for all at once; still exact, still 3 calls */
+	config_whatif w = {0};
+	config_error err;
+	ck_assert(config_whatif_add(&w, CONFIG_WHATIF_SLOW_GPU, "5:1.5", &err));
+	ck_assert(config_whatif_add(&w, CONFIG_WHATIF_DEGRADE, "nic:1:2", &err));
+	h.in.opt.whatif = &w;
+	bucket_run(&h, &step[0], 10, 8e6, true, &r, &s);
+	bucket_run(&h, &step[0], 10, 8e6, false, &f10, &t10);
+	expect_same_result(&r, &f10);
+	ck_assert_msg(f10.step_time > f4.step_time, "the what-ifs cost time");
+	ck_assert_int_eq(s.flows, t3.flows);
+	h.in.opt.whatif = NULL;
+	/* not quiet, so every call is simulated: the block without its barrier (the zero
+	 * stream may still be sending), or with an op on another stream beside the calls */
+	h.blk[1].barrier = false;
+	bucket_run(&h, &step[0], 10, 8e6, true, &r, &s);
+	ck_assert_int_eq(s.flows, t10.flows);
+	h.blk[1].barrier = true;
+	/* ... or a later block without a barrier, whose zero-stream send runs beside the calls */
+	step[1] = comm(WL_COLL_SENDRECV, WL_ALG_DIRECT, WL_GROUP_WORLD, 1e6);
+	step[1].stream = WL_STREAM_ZERO;
+	h.blk[2] = (workload_block){.name = "after", .repeat = 1, .layer_first = -1, .ops = &step[1], .n_ops = 1,
+				    .cap_ops = 1};
+	h.plan.program.n_step = 2;
+	bucket_run(&h, &step[0], 10, 8e6, true, &r, &s);
+	bucket_run(&h, &step[0], 10, 8e6, false, &f10, &t10);
+	ck_assert_int_eq(s.flows, t10.flows);
+	expect_same_result(&r, &f10);
+	hand_step(&h, step, 2); /* ... or the send in the calls' own block */
+	bucket_run(&h, &step[0], 10, 8e6, true, &r, &s);
+	bucket_run(&h, &step[0], 10, 8e6, false, &f10, &t10);
+	ck_assert_int_eq(s.flows, t10.flows);
+	expect_same_result(&r, &f10);
+}
+END_TEST
+
 START_TEST(flow_count_guards_the_extrapolation)
 {
 	/* sgx_count_flows walks every rank's collectives through the same phases without
 	 * simulating them: its count of the full program (stats.full_flows) is the flows a full
 	 * run starts, on a reduced (symmetric) run, a whole one, ZeRO-1 to 3 and a failed node
 	 * re-placing the job. engine_simgrid_run_opt weighs the layer windows by it. BASP with
-	 * ZeRO-1 on Llama-3.1-8B (32 layers, 16 H100s, node 0 failed) moves few flows per layer
-	 * beside those of the blocks outside the layers (16,640 in full), so the
-	 * first window (1, 2, 3 layers and the check at 6: 12 layer iterations and four times
-	 * what lies outside the layers) moves more than the full run: the guard runs the full
-	 * program (flows = full_flows) where repeat_always, which tries the window anyway, moves
-	 * 22,016. Where the layers carry most flows (Llama-3.2-1B with ZeRO-2 on 8 A100s,
+	 * ZeRO-1 on Llama-3.1-8B (32 layers, 16 H100s, the symmetric run) moves few flows per
+	 * layer beside those of the blocks outside the layers, so the first window (1, 2, 3 layers
+	 * and the check at 6: 12 layer iterations and four times what lies outside the layers)
+	 * moves more than the full run: the guard runs the full program (flows = full_flows)
+	 * where repeat_always, which tries the window anyway, moves more. The same job on the
+	 * whole system with node 0 failed simulates three of the 17 bucket calls of its gradient
+	 * all-reduce and of its parameter all-gather (§5.6), so there the window pays. Where the layers carry most flows (Llama-3.2-1B with ZeRO-2 on 8 A100s,
 	 * Llama-3.1-8B with Ulysses) the window pays and the guard keeps it. A search that
 	 * fails (ZeRO-3 whose schedule does not repeat) is cut before it moves the full run's
 	 * flows. Every result equals the full run's to 1e-9 (expect_same_result). */
@@ -1764,6 +1850,7 @@ START_TEST(flow_count_guards_the_extrapolation)
 		{true, CONFIG_STRATEGY_ULYSSES, 16, 8, 2, false, false},
 		{true, CONFIG_STRATEGY_ULYSSES, 32, 8, 3, true, false},
 		{true, CONFIG_STRATEGY_BASP, 16, 8, 1, false, true},
+		{true, CONFIG_STRATEGY_BASP, 16, 8, 1, true, false},
 	};
 	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
 		const config_platform *pp = cases[c].big ? &dgx : &small;
@@ -1790,19 +1877,27 @@ START_TEST(flow_count_guards_the_extrapolation)
 		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &always, &sa, &err), "%s", err.msg);
 		o.repeat = false;
 		ck_assert_msg(engine_simgrid_run_opt(&in, &o, &full, &su, &err), "%s", err.msg);
-		/* the count is the full run's flows, whichever path ran */
-		ck_assert_msg(su.flows == su.full_flows && sg.full_flows == su.flows && sa.full_flows == su.flows,
-			      "case %zu: counted %ld, full run %ld", c, su.full_flows, su.flows);
+		/* the count is the full run's flows, whichever path ran: every bucket call without
+		 * repeat; with it, the calls §5.6 simulates (the first three of a quiet step block's
+		 * bucket calls: ZeRO-1's gradient all-reduce and ZeRO-1/2's parameter all-gather,
+		 * 17 calls each on Llama-3.1-8B; none on Llama-3.2-1B's 3 calls, nor under ZeRO-3, nor
+		 * in the symmetric run) */
+		ck_assert_msg(su.flows == su.full_flows, "case %zu: counted %ld, full run %ld", c, su.full_flows,
+			      su.flows);
+		ck_assert_msg(sg.full_flows == sa.full_flows, "case %zu: %ld, %ld", c, sg.full_flows, sa.full_flows);
+		bool buckets = cases[c].big && cases[c].zero < 3 && !cases[c].symmetry;
+		ck_assert_msg(buckets ? sg.full_flows < su.flows : sg.full_flows == su.flows,
+			      "case %zu: counted %ld, full run %ld", c, sg.full_flows, su.flows);
 		ck_assert_int_eq(su.simulated_ranks, cases[c].symmetry ? 8 : cases[c].gpus);
 		expect_same_result(&guarded, &full);
 		expect_same_result(&always, &full);
 		/* a search the guard lets run moves fewer flows than the full run before it
 		 * gives up, so never twice the full run's */
 		ck_assert_msg(sg.flows < 2 * su.flows, "case %zu: guarded %ld, full %ld", c, sg.flows, su.flows);
-		if (c == 4) /* the window cannot pay: the full run */
+		if (c == 5) /* the window cannot pay: the full run */
 			ck_assert_msg(sg.flows == su.flows && sa.flows > su.flows, "guarded %ld, full %ld, always %ld",
 				      sg.flows, su.flows, sa.flows);
-		if (c == 0 || c == 2) /* the window pays: kept */
+		if (c == 0 || c == 2 || c == 4) /* the window pays: kept */
 			ck_assert_msg(sg.flows == sa.flows && sg.flows < su.flows, "guarded %ld, full %ld, always %ld",
 				      sg.flows, su.flows, sa.flows);
 		workload_plan_finish(&plan);
@@ -2040,6 +2135,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, shared_prefix_equals_separate_runs);
 	tcase_add_test(tc, shared_prefix_skips_an_idle_stream);
 	tcase_add_test(tc, flow_count_guards_the_extrapolation);
+	tcase_add_test(tc, quiet_bucket_calls_extrapolate_exactly);
 	tcase_add_test(tc, compute_as_a_timer_equals_the_execution);
 	tcase_add_test(tc, merged_flows_equal_the_separate_flows);
 	tcase_add_test(tc, a_linear_transient_is_not_extrapolated);

@@ -31,6 +31,7 @@
 #include <simgrid/actor.h>
 #include <simgrid/barrier.h>
 #include <simgrid/comm.h>
+#include <simgrid/engine.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/semaphore.h>
 
@@ -701,6 +702,16 @@ void sgx_collective(sgx_rank *R, int s, const workload_op *op)
 		return;
 	int chunks = op->chunks > 1 ? op->chunks : 1;
 	double b = op->bytes / chunks;
+	/* bucket calls in a quiet system (executor.c chunk_ops_find, docs/simgrid.md §5.6):
+	 * every rank ends each call at the same instant (the world barrier, then the same
+	 * wait), so each measures the same lengths and makes the same choice; when the second
+	 * and third calls took the same time, the others take it too */
+	bool quiet = false;
+	for (int k = 0; k < r->n_chunk_ops && !quiet; k++)
+		quiet = r->chunk_ops[k] == op && P > 1;
+	double last_end = 0, last_len = -1;
+	if (quiet && !r->counting)
+		last_end = simgrid_get_clock();
 	/* NCCL's terms, the same the analytic engine charges (engine_collective_time) */
 	nccl_cost nc = r->counting ? (nccl_cost){0}
 				   : nccl_cost_of(r->p, op->coll, op->alg, engine_op_shape(r->p, r->lay, op), b);
@@ -746,5 +757,19 @@ void sgx_collective(sgx_rank *R, int s, const workload_op *op)
 		}
 		R->link_latency[s] = true;
 		R->wire[s][0] = R->wire[s][1] = 1.0;
+		if (!quiet || k + 1 == chunks)
+			continue;
+		if (r->counting) {
+			if (k == 2) /* the calls the simulation will run (if the lengths agree) */
+				break;
+			continue;
+		}
+		double now = simgrid_get_clock(), len = now - last_end;
+		if (k == 2 && fabs(len - last_len) <= SGX_CHUNK_TOL * len) {
+			idle(R, (chunks - 1 - k) * len);
+			break;
+		}
+		last_end = now;
+		last_len = len;
 	}
 }

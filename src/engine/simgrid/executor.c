@@ -642,6 +642,47 @@ bool engine_simgrid_run_with(const engine_input *in, const engine_simgrid_option
 	return sgx_run_in_process(in, o, out, stats, NULL, err);
 }
 
+bool sgx_extrapolates(const engine_input *in, const engine_simgrid_options *o)
+{
+	/* background traffic has its own period, so iterations need not repeat: run it whole */
+	return o->repeat && !in->opt.trace_path && getenv("SPSIM_SIMGRID_FULL") == NULL &&
+	       sgx_background_last_node(in->opt.whatif) < 0;
+}
+
+/* The ops whose bucket calls run in a quiet system (docs/simgrid.md §5.6): a world-group
+ * ring collective of SGX_CHUNKS_FROM calls or more in a step block that has a barrier,
+ * whose ops are all on one stream, and after which every block has a barrier. Then, once
+ * its first call has ended (its world barrier releases every rank at one instant), every
+ * rank's other streams have drained (each passed the block's barrier before joining the
+ * call) and wait for this stream (the later barriers), and no other actor runs (no
+ * background traffic, no ghosts: the whole system, not its quotient), so each further call
+ * starts from the same state and takes the same time. Counting (sgx_count_flows) sees the
+ * same ops and counts the calls that will be simulated. */
+static void chunk_ops_find(sgx_run *r)
+{
+	r->n_chunk_ops = 0;
+	if (r->quotient || r->W < 2 || !sgx_extrapolates(r->in, &r->opt))
+		return;
+	const workload_program *prog = r->prog;
+	for (int b = 0; b < prog->n_step; b++) {
+		const workload_block *blk = &prog->step[b];
+		bool quiet = blk->barrier && blk->n_ops > 0;
+		for (int j = 1; quiet && j < blk->n_ops; j++)
+			quiet = blk->ops[j].stream == blk->ops[0].stream;
+		for (int a = b + 1; quiet && a < prog->n_step; a++)
+			quiet = prog->step[a].barrier || prog->step[a].n_ops == 0;
+		for (int j = 0; quiet && j < blk->n_ops; j++) {
+			const workload_op *op = &blk->ops[j];
+			bool ring_coll = op->coll == WL_COLL_ALLGATHER || op->coll == WL_COLL_REDUCESCATTER ||
+					 op->coll == WL_COLL_ALLREDUCE;
+			if (op->kind == WL_OP_COMM && op->group == WL_GROUP_WORLD && ring_coll &&
+			    op->alg != WL_ALG_HIERARCHICAL && op->chunks >= SGX_CHUNKS_FROM &&
+			    r->n_chunk_ops < SGX_CHUNK_OPS_MAX)
+				r->chunk_ops[r->n_chunk_ops++] = op;
+		}
+	}
+}
+
 /* What a run and a flow count share: the options, the program's blocks, the placement,
  * the nodes the job spans and the symmetry period (r->Wsim ranks get actors). */
 static bool run_prepare(sgx_run *r, const engine_input *in, const engine_simgrid_options *o, config_error *err)
@@ -686,6 +727,7 @@ static bool run_prepare(sgx_run *r, const engine_input *in, const engine_simgrid
 	r->quotient = T > 0;
 	r->period_nodes = T;
 	r->Wsim = r->quotient ? T * r->gpn : r->W;
+	chunk_ops_find(r);
 	return true;
 }
 
@@ -1559,9 +1601,7 @@ bool engine_simgrid_run_opt(const engine_input *in, const engine_simgrid_options
 	engine_simgrid_options_default(&def);
 	if (!o)
 		o = &def;
-	/* background traffic has its own period, so iterations need not repeat: run it whole */
-	bool repeat = o->repeat && !in->opt.trace_path && getenv("SPSIM_SIMGRID_FULL") == NULL &&
-		      sgx_background_last_node(in->opt.whatif) < 0;
+	bool repeat = sgx_extrapolates(in, o);
 	int G = in->plan->program.grad_accum;
 	const workload_program *prog = &in->plan->program;
 	xrun *x = calloc(1, sizeof *x);

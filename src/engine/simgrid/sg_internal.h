@@ -121,6 +121,13 @@ typedef struct sgx_proxy {
 	bool *failed; /* set when that flow cannot take its weight (sgx_run.unweighted) */
 } sgx_proxy;
 
+/* Bucket calls (workload_op.chunks) of a quiet step block: from this many calls on, the
+ * calls after the third are extrapolated (docs/simgrid.md §5.6); at most this many such ops. */
+#define SGX_CHUNKS_FROM 4
+#define SGX_CHUNK_OPS_MAX 8
+/* two call lengths agree when within this relative gap (the windows' tolerance, §5.4) */
+#define SGX_CHUNK_TOL 1e-9
+
 typedef struct sgx_block_info {
 	const workload_block *blk;
 	int cnt[WL_STREAM_COUNT]; /* ops per iteration on each stream */
@@ -172,6 +179,10 @@ struct sgx_run {
 			   leaving the missing iterations' numbers unused (0: not such a copy) */
 	int micro_span; /* the same for a copy forked from a run of this many micro-steps */
 	void *bg;    /* whatif.c: the background traffic's ring edges */
+	/* step-block ops whose bucket calls run in a quiet system (executor.c chunk_ops_find):
+	 * after two calls of equal length the rest are one wait (docs/simgrid.md §5.6) */
+	const workload_op *chunk_ops[SGX_CHUNK_OPS_MAX];
+	int n_chunk_ops;
 	config_platform *group_plat; /* per node group: the platform with that group's GPU */
 };
 
@@ -194,6 +205,11 @@ bool sgx_background_start(sgx_run *r, config_error *err);
 /* collectives.c */
 bool sgx_groups_build(sgx_run *r, config_error *err);
 void sgx_groups_free(sgx_run *r);
+/* executor.c: whether identical iterations are simulated a few times and extrapolated
+ * (engine_simgrid_options.repeat, unless a trace, SPSIM_SIMGRID_FULL or background
+ * traffic asks for every op). */
+bool sgx_extrapolates(const engine_input *in, const engine_simgrid_options *o);
+
 /* Runs one collective op (all its chunks) for rank R on stream s; blocks in simulated time. */
 void sgx_collective(sgx_rank *R, int s, const workload_op *op);
 double sgx_latency(const sgx_run *r, int a, int b);
