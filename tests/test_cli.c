@@ -732,6 +732,39 @@ START_TEST(basp_uneven_reports_its_parts)
 }
 END_TEST
 
+/* The job line's BASP groups hold one sequence each: K = SP / B ranks, whatever runs inside
+ * them. BASP over USP with u=2, r=2 on N = 8, B = 2: 2 groups of K = 2 x 2 = 4 (the layout's
+ * group_size is USP's all-to-all degree U = 2, which the line once printed as K). The
+ * planner's verdict counts the same ranks: basp-usp at SP 16, B = 2 on two dgx-h100 nodes
+ * has groups of K = 8 (USP inside with U = 4, R = 2), and plain USP over SP 8 is one group
+ * of 8 per sequence. */
+START_TEST(basp_groups_count_the_ranks_of_one_sequence)
+{
+	cli_out *o = spsim("run", REF, "--seq-len", "16K", "--micro-batch", "2", "--strategy",
+			   "basp:inner=usp:u=2:r=2", "--engine", "analytic", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "micro-batch 2 -> 2 groups of K=4 per domain"), "%s", o->out);
+	ck_assert_msg(strstr(o->out, "all-to-all group 2, rings of 2"), "%s", o->out);
+	free(o);
+	o = spsim("run", REF, "--seq-len", "16K", "--micro-batch", "2", "--strategy", "basp:inner=ring", "--engine",
+		  "analytic", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "micro-batch 2 -> 2 groups of K=4 per domain"), "%s", o->out);
+	free(o);
+	o = spsim("plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "16", "--seq-len", "32K",
+		  "--global-batch", "64K", "--strategies", "basp-usp", "--verify", "none", "--top", "1", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "basp-usp wins: #1 is a basp-usp layout, groups of K=8 GPUs with one sequence each"),
+		      "%s", o->out);
+	free(o);
+	o = spsim("plan", "--model", "llama-3.1-8b", "--platform", "dgx-h100", "--gpus", "16", "--seq-len", "32K",
+		  "--global-batch", "1M", "--strategies", "usp", "--verify", "none", "--top", "1", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "usp wins: #1 is a usp layout, one group of 8 GPUs per sequence"), "%s", o->out);
+	free(o);
+}
+END_TEST
+
 START_TEST(ignored_inputs_are_said)
 {
 	/* compare runs --strategies; a --strategy there used to vanish */
@@ -2022,6 +2055,7 @@ int main(void)
 	tcase_add_test(tc, listing_commands);
 	tcase_add_test(tc, max_seq_reports_a_fitting_length);
 	tcase_add_test(tc, basp_uneven_reports_its_parts);
+	tcase_add_test(tc, basp_groups_count_the_ranks_of_one_sequence);
 	tcase_add_test(tc, ignored_inputs_are_said);
 	tcase_add_test(tc, files_and_directories);
 	tcase_add_test(tc, job_file_takes_token_units_and_relative_paths);

@@ -394,13 +394,14 @@ static json_t *verdict(const plan_query *q, const plan_candidate *head, long nh,
 					 st->variant_valid[vi]);
 		} else if (rank == 0) {
 			wins = true;
-			if (best->layout.group_size < best->job.sp) /* BASP: B groups of K, one sequence each */
+			int K = workload_layout_seq_ranks(&best->layout);
+			if (K < best->job.sp) /* BASP: B groups of K, one sequence each */
 				snprintf(text, sizeof text,
 					 "%s wins: #1 is a %s layout, groups of K=%d GPUs with one sequence each%s%s", v->name,
-					 v->name, best->layout.group_size, as, vs);
-			else /* one group spans the SP domain (plain ring, all-gather, USP) */
+					 v->name, K, as, vs);
+			else /* one group spans the SP domain (Ulysses, plain ring, all-gather, USP) */
 				snprintf(text, sizeof text, "%s wins: #1 is a %s layout, one group of %d GPUs per sequence%s%s",
-					 v->name, v->name, best->layout.group_size, as, vs);
+					 v->name, v->name, K, as, vs);
 		} else {
 			plan_explain(q, best, top, PLAN_RANK_THROUGHPUT, why, sizeof why);
 			snprintf(text, sizeof text, "%s does not win here: its best layout (#%ld, K=%d)%s is behind #1 (%s): %s%s",

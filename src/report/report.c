@@ -187,8 +187,10 @@ static void job_line(FILE *f, const report_run *r)
 	char label[64];
 	fprintf(f, "job: %s, %d GPUs, SP %d (%d replica%s), micro-batch %d", config_strategy_label(j, label, sizeof label),
 		j->gpus, j->sp, l->world / l->sp, l->world / l->sp == 1 ? "" : "s", j->micro_batch);
-	if (j->strategy == CONFIG_STRATEGY_BASP && (!r->composite || r->composite->kind == WL_COMPOSE_SINGLE))
-		fprintf(f, " -> %d groups of K=%d per domain", j->sp / l->group_size, l->group_size);
+	if (j->strategy == CONFIG_STRATEGY_BASP && (!r->composite || r->composite->kind == WL_COMPOSE_SINGLE)) {
+		int K = workload_layout_seq_ranks(l);
+		fprintf(f, " -> %d groups of K=%d per domain", j->sp / K, K);
+	}
 	fprintf(f, ", seq %ld, ZeRO-%d, recompute %s, grad-accum %d, attention %s, impl %s", j->seq_len,
 		j->zero_stage, config_recompute_names[j->recompute], j->grad_accum,
 		config_attn_kernel_names[config_job_attention_kernel(j, r->platform)], config_impl_names[j->impl]);

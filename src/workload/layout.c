@@ -374,3 +374,8 @@ bool workload_layout_make(const config_model *m, const config_job *job, workload
 	l->kv_replicated = m->kv_heads >= P ? m->kv_heads : P;
 	return true;
 }
+
+int workload_layout_seq_ranks(const workload_layout *l)
+{
+	return l->ring && l->ring_stride > 1 ? l->group_size * l->ring : l->group_size;
+}

@@ -269,6 +269,9 @@ bool workload_check(const config_model *m, const config_platform *p, config_job 
  * from 1 to the tokens a GPU holds. */
 bool workload_check_techniques(const config_platform *p, const config_job *job, config_error *err);
 bool workload_layout_make(const config_model *m, const config_job *job, workload_layout *out, config_error *err);
+/* Ranks that hold one sequence: the SP domain, or a BASP group of K = N/B. Under USP the
+ * layout's group_size is the all-to-all's U and each sequence spans U x R ranks. */
+int workload_layout_seq_ranks(const workload_layout *l);
 /* Builds the whole plan: layout, program, memory. workload_check must have passed. */
 bool workload_plan_make(const config_model *m, const config_platform *p, const config_job *job, workload_plan *out,
 			config_error *err);
