@@ -33,6 +33,8 @@ typedef enum config_unit_kind {
  * "b"/"bps" are bits. On failure writes "what is wrong, what was expected" (no location)
  * into err and returns false. The value must be finite and > 0. */
 bool config_parse_quantity(const char *text, config_unit_kind kind, double *out, config_error *err);
+/* The same, where 0 is a value too ("0us", "0 GB/s"): the range table's rows that hold 0. */
+bool config_parse_quantity_or_zero(const char *text, config_unit_kind kind, double *out, config_error *err);
 
 /* The SI base unit of a kind: "B/s", "s", "B", "FLOP/s". */
 const char *config_unit_name(config_unit_kind kind);

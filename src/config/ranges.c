@@ -112,13 +112,15 @@ bool config_range_parse(config_range_id id, const char *key, const char *text, d
 	case CONFIG_RANGE_NUMBER:
 	case CONFIG_RANGE_COUNT: parsed = plain_number(text, false, &v); break;
 	default: {
-		/* A quantity; a bare 0 where the range holds 0 (e.g. no per-call overhead). */
+		/* A quantity; 0, bare or with a unit, where the range holds 0 (no per-call overhead,
+		 * a fitted latency at its lower bound: spsim calibrate writes it as 0us). */
 		config_error qe;
 		if (r->lo <= 0 && plain_number(text, false, &v) && v == 0) {
 			parsed = true;
 			break;
 		}
-		parsed = config_parse_quantity(text, (config_unit_kind)r->type, &v, &qe);
+		parsed = r->lo <= 0 ? config_parse_quantity_or_zero(text, (config_unit_kind)r->type, &v, &qe)
+				    : config_parse_quantity(text, (config_unit_kind)r->type, &v, &qe);
 		if (!parsed && !strstr(qe.msg, "positive") && !strstr(qe.msg, "out of range"))
 			return config_fail(err, "'%s': %s", key, qe.msg);
 	}

@@ -24,8 +24,10 @@
 /* Links: 1 MB/s is 100x below 1 Gb Ethernet; 1 PB/s is 500x NVLink 5's 1.8 TB/s per GPU
  * (NVIDIA Blackwell datasheet). Bytes / bandwidth then stays finite for any size. */
 #define CONFIG_RANGE_LINK_BW 1e6, 1e15
-/* Latencies: 1 ps keeps a latency positive; 1 s is 5x a round trip around the Earth. */
-#define CONFIG_RANGE_LATENCY 1e-12, 1.0
+/* Latencies: 0 is an ideal link, and what spsim calibrate writes for a fitted latency pinned
+ * at its lower bound (the engines add a latency, never divide by it); 1 s is 5x a round trip
+ * around the Earth. */
+#define CONFIG_RANGE_LATENCY 0, 1.0
 /* Achievable fractions of a peak: below 0.1% a kernel or link is not modelled, it is a
  * typo (measured GEMM/FlashAttention/NCCL efficiencies sit at 0.3-0.9). */
 #define CONFIG_RANGE_EFFICIENCY 1e-3, 1.0

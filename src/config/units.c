@@ -224,6 +224,11 @@ bool config_parse_quantity(const char *text, config_unit_kind kind, double *out,
 	return parse_quantity(text, kind, false, out, err);
 }
 
+bool config_parse_quantity_or_zero(const char *text, config_unit_kind kind, double *out, config_error *err)
+{
+	return parse_quantity(text, kind, true, out, err);
+}
+
 bool config_parse_size_or_zero(const char *text, double *out, config_error *err)
 {
 	const char *s = text ? text : "";
