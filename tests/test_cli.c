@@ -33,17 +33,30 @@ static void slurp(int fd, char *buf, size_t cap)
 
 /* Runs spsim with a NULL-terminated argument list, capturing stdout and stderr (each to
  * a temporary file, so neither pipe can fill up). */
+static cli_out *spsim_argv(const char *const *args);
+
 static cli_out *spsim(const char *arg, ...)
+{
+	const char *args[64];
+	int n = 0;
+	va_list ap;
+	va_start(ap, arg);
+	for (const char *a = arg; a && n < 63; a = va_arg(ap, const char *))
+		args[n++] = a;
+	va_end(ap);
+	args[n] = NULL;
+	return spsim_argv(args);
+}
+
+/* The same with the arguments in a NULL-terminated array. */
+static cli_out *spsim_argv(const char *const *args)
 {
 	const char *exe = getenv("SPSIM_EXE");
 	ck_assert_msg(exe != NULL, "SPSIM_EXE is not set");
 	const char *argv[64] = {exe};
 	int n = 1;
-	va_list ap;
-	va_start(ap, arg);
-	for (const char *a = arg; a && n < 63; a = va_arg(ap, const char *))
-		argv[n++] = a;
-	va_end(ap);
+	for (const char *const *a = args; *a && n < 63; a++)
+		argv[n++] = *a;
 	argv[n] = NULL;
 	char po[] = "/tmp/spsim-cli-out-XXXXXX", pe[] = "/tmp/spsim-cli-err-XXXXXX";
 	int fo = mkstemp(po), fe = mkstemp(pe);
@@ -172,6 +185,45 @@ START_TEST(usage_and_help)
 	}
 	o = spsim("frobnicate", NULL);
 	expect(o, 2, "unknown command 'frobnicate'");
+	free(o);
+}
+END_TEST
+
+/* spsim --help's example is a job worth trying: run as printed (its lines joined where they
+ * end in a backslash), it exits 0 and prints a speedup for every column, i.e. every
+ * configuration fits (the example once left out --zero 3 --recompute full, and both of its
+ * columns said '- (no fit)'). */
+START_TEST(help_example_runs_and_fits)
+{
+	cli_out *o = spsim("--help", NULL);
+	expect(o, 0, NULL);
+	const char *ex = strstr(o->out, "Example: spsim ");
+	ck_assert_msg(ex != NULL, "%s", o->out);
+	static char line[512];
+	size_t n = 0;
+	for (const char *p = ex + strlen("Example: spsim "); *p && *p != '\n' && n + 1 < sizeof line; p++) {
+		if (p[0] == '\\' && p[1] == '\n') { /* continuation: the next line's indent is a space */
+			p += 2;
+			while (p[0] == ' ' && p[1] == ' ')
+				p++;
+		}
+		line[n++] = *p;
+	}
+	line[n] = '\0';
+	free(o);
+	const char *args[64];
+	int k = 0;
+	for (char *tok = strtok(line, " "); tok && k < 63; tok = strtok(NULL, " "))
+		args[k++] = tok;
+	args[k] = NULL;
+	ck_assert_int_gt(k, 3);
+	o = spsim_argv(args);
+	expect(o, 0, NULL);
+	const char *row = strstr(o->out, "speedup (tokens/s)");
+	ck_assert_msg(row != NULL, "%s", o->out);
+	char speedups[256];
+	snprintf(speedups, sizeof speedups, "%.*s", (int)strcspn(row, "\n"), row);
+	ck_assert_msg(!strstr(speedups, "no fit"), "the example does not fit: %s", o->out);
 	free(o);
 }
 END_TEST
@@ -2040,6 +2092,7 @@ int main(void)
 	TCase *tc = tcase_create("cli");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, usage_and_help);
+	tcase_add_test(tc, help_example_runs_and_fits);
 	tcase_add_test(tc, every_parsed_option_is_in_its_help);
 	tcase_add_test(tc, every_command_refuses_alike);
 	tcase_add_test(tc, bad_flags_exit_2_with_a_sentence);

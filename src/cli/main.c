@@ -13,7 +13,8 @@ static void usage(FILE *f)
 		   "(DeepSpeed-Ulysses, BASP) on any cluster.\n\ncommands:\n");
 	for (int i = 0; cli_commands[i].name; i++)
 		fprintf(f, "  %-12s %s\n", cli_commands[i].name, cli_commands[i].summary);
-	fprintf(f, "\nExample: spsim compare --model llama-3.1-8b --platform a100-2x4-ib400 --micro-batch 2 --seq-len 16K\n");
+	fprintf(f, "\nExample: spsim compare --model llama-3.1-8b --platform a100-2x4-ib400 \\\n"
+		   "         --micro-batch 2 --seq-len 16K --zero 3 --recompute full\n");
 }
 
 int main(int argc, char **argv)
