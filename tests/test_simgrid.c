@@ -1817,6 +1817,41 @@ START_TEST(quiet_bucket_calls_extrapolate_exactly)
 }
 END_TEST
 
+START_TEST(collective_series_times_each_size_from_one_start)
+{
+	/* `spsim collective --engine simgrid` times a series of sizes in one simulation, one
+	 * barrier block per size. Ranks leave a size at different instants (a send/recv ring over
+	 * two DGX A100 nodes: the pairs inside a node end before the ones over the network), so
+	 * without a common start a size's time depended on the sizes run before it (128 KiB:
+	 * 26.74 us alone, 27.47 after 1 KiB..64 KiB). Each size now starts on every rank at one
+	 * instant, as nccl-tests times it after its Barrier(): every size of the series equals
+	 * the size simulated alone (to 1e-9), for send/recv, all-to-all and all-gather. */
+	config_platform p;
+	config_error err;
+	ck_assert(config_load_platform("dgx-a100", &p, &err));
+	p.nodes = 2;
+	static const workload_coll colls[] = {WL_COLL_SENDRECV, WL_COLL_ALLTOALL, WL_COLL_ALLGATHER};
+	static const workload_alg algs[] = {WL_ALG_DIRECT, WL_ALG_DIRECT, WL_ALG_RING};
+	double sizes[8];
+	for (int i = 0; i < 8; i++)
+		sizes[i] = 1024.0 * (1 << (2 * i)); /* 1 KiB .. 16 MiB */
+	for (size_t c = 0; c < sizeof colls / sizeof *colls; c++) {
+		double series[8];
+		ck_assert_msg(engine_simgrid_collective_times(&p, colls[c], algs[c], 16, 16, NULL, sizes, 8, series, &err),
+			      "%s", err.msg);
+		for (int i = 0; i < 8; i++) {
+			double alone;
+			ck_assert_msg(engine_simgrid_collective_times(&p, colls[c], algs[c], 16, 16, NULL, &sizes[i], 1,
+								      &alone, &err),
+				      "%s", err.msg);
+			ck_assert_msg(alone > 0 && fabs(series[i] - alone) <= 1e-9 * alone,
+				      "%s %.0f B: %.6f us in the series, %.6f us alone", workload_coll_name(colls[c]),
+				      sizes[i], series[i] * 1e6, alone * 1e6);
+		}
+	}
+}
+END_TEST
+
 START_TEST(flow_count_guards_the_extrapolation)
 {
 	/* sgx_count_flows walks every rank's collectives through the same phases without
@@ -2141,6 +2176,7 @@ static Suite *simgrid_suite(void)
 	tcase_add_test(tc, a_linear_transient_is_not_extrapolated);
 	tcase_add_test(tc, extrapolation_never_yields_a_negative_total);
 	tcase_add_test(tc, same_input_bit_identical_output);
+	tcase_add_test(tc, collective_series_times_each_size_from_one_start);
 	suite_add_tcase(s, tc);
 	return s;
 }

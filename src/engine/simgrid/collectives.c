@@ -560,6 +560,8 @@ static void group_barrier(sgx_run *r, sgx_group *g, int s)
 	sg_barrier_wait(g->bar[s]);
 }
 
+void sgx_world_barrier(sgx_rank *R, int s) { group_barrier(R->run, &R->run->world, s); }
+
 /* ---------------------------------------------------------------- algorithms --- */
 
 /* Ring of `steps` steps of bytes/P each over g's channels, for member i; bg is the group

@@ -321,6 +321,8 @@ static void walk_block(walker *w, int bidx, int micro)
 		for (int x = 0; x < WL_STREAM_COUNT; x++)
 			if (x != me && r->stream_used[x])
 				wait_for(R, me, x, w->pos[x] - 1);
+		if (r->opt.sync_blocks && bi->cnt[me] > 0) /* every rank's stream, at one instant */
+			sgx_world_barrier(R, me);
 	}
 	for (int it = 0;; it++) {
 		if (bi->layer && g_fork.next_l < g_fork.nl && it == g_fork.l_at[g_fork.next_l] && bi->cnt[me] > 0)
@@ -1665,7 +1667,12 @@ static void timer_job(void *ctx, void *buf)
 	for (int i = 0; i < c->n; i++)
 		times[i] = 0;
 	engine_result r;
-	*ok = sgx_run_in_process(c->in, NULL, &r, NULL, times, e);
+	/* each size from one common start, as nccl-tests times it after a barrier: without it a
+	 * size's time depended on the sizes before it (ranks leave a size at different instants) */
+	engine_simgrid_options o;
+	engine_simgrid_options_default(&o);
+	o.sync_blocks = true;
+	*ok = sgx_run_in_process(c->in, &o, &r, NULL, times, e);
 }
 
 bool engine_simgrid_collective_times(const config_platform *p, workload_coll coll, workload_alg alg, int gpus,

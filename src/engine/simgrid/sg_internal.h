@@ -210,6 +210,9 @@ void sgx_groups_free(sgx_run *r);
  * traffic asks for every op). */
 bool sgx_extrapolates(const engine_input *in, const engine_simgrid_options *o);
 
+/* collectives.c: waits until every simulated rank's stream s has called it. */
+void sgx_world_barrier(sgx_rank *R, int s);
+
 /* Runs one collective op (all its chunks) for rank R on stream s; blocks in simulated time. */
 void sgx_collective(sgx_rank *R, int s, const workload_op *op);
 double sgx_latency(const sgx_run *r, int a, int b);

@@ -48,6 +48,9 @@ typedef struct engine_simgrid_options {
 	bool share_prefix; /* with repeat: a window's layer counts run as one simulation of the
 			      largest that forks a copy of itself at the instant each smaller
 			      count's program departs from it (docs/simgrid.md §5.4) */
+	bool sync_blocks; /* every barrier block starts when every rank has reached it (a world
+			     barrier, as nccl-tests' Barrier() before each size it times): the
+			     collective timer's sizes, each timed from one common start */
 } engine_simgrid_options;
 
 typedef struct engine_simgrid_stats {
