@@ -711,9 +711,7 @@ void sgx_collective(sgx_rank *R, int s, const workload_op *op)
 	bool quiet = false;
 	for (int k = 0; k < r->n_chunk_ops && !quiet; k++)
 		quiet = r->chunk_ops[k] == op && P > 1;
-	double last_end = 0, last_len = -1;
-	if (quiet && !r->counting)
-		last_end = simgrid_get_clock();
+	double last_end = 0, last_len = -1; /* the previous call's end and length */
 	/* NCCL's terms, the same the analytic engine charges (engine_collective_time) */
 	nccl_cost nc = r->counting ? (nccl_cost){0}
 				   : nccl_cost_of(r->p, op->coll, op->alg, engine_op_shape(r->p, r->lay, op), b);
