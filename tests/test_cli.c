@@ -1109,6 +1109,57 @@ START_TEST(max_seq_says_which_time_settings_it_ignores)
 }
 END_TEST
 
+START_TEST(max_seq_is_not_held_to_an_engine)
+{
+	/* max-seq runs no engine: what only an engine refuses does not stop it. A 1000-element
+	 * reduce bucket makes the 1.24e9 parameters of llama-3.2-1b 1.24e6 calls, past the
+	 * simgrid engine's 10,000 (run refuses it there), and the analytic engine places ranks
+	 * contiguously only (run refuses --placement strided there); the bucket changes only
+	 * the buffer and the placement nothing on a uniform platform, so the answers stand. */
+	cli_out *r = spsim("run", "--model", "llama-3.2-1b", "--platform", "dgx-a100", "--seq-len", "8K", "--engine",
+			   "simgrid", "--reduce-bucket", "1000", NULL);
+	expect(r, 2, "simgrid engine simulates each");
+	free(r);
+	cli_out *o = spsim("max-seq", "--model", "llama-3.2-1b", "--platform", "dgx-a100", "--reduce-bucket", "1000", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "longest sequence that fits: "), "%s", o->out);
+	free(o);
+	o = spsim("max-seq", "--model", "llama-3.2-1b", "--platform", "dgx-a100", "--engine", "analytic", "--placement",
+		  "strided", NULL);
+	expect(o, 0, "note: --placement is not used");
+	ck_assert_msg(strstr(o->out, "longest sequence that fits: "), "%s", o->out);
+	free(o);
+}
+END_TEST
+
+START_TEST(simgrid_node_size_is_refused_up_front)
+{
+	/* A platform of 72 GPUs per node (an NVL72 rack) is within the file's range (1024)
+	 * but past the simgrid engine's 64: refused before anything runs, exit 2 (it failed
+	 * inside the run with exit 1), by every command that would run it; the analytic
+	 * engine takes it. */
+	char dir[64];
+	tmp_dir(dir, sizeof dir);
+	const char *p72 = platform_variant(dir, "p72.yaml", "gpus_per_node: 8", "gpus_per_node: 72");
+	const char *want = "72 GPUs per node, and the simgrid engine simulates at most 64";
+	cli_out *o = spsim("run", "--model", "llama-3.2-1b", "--platform", p72, "--gpus", "8", "--seq-len", "8K", "--engine",
+			   "simgrid", NULL);
+	expect(o, 2, want);
+	free(o);
+	o = spsim("collective", "allreduce", "--platform", p72, "--engine", "simgrid", NULL);
+	expect(o, 2, want);
+	free(o);
+	o = spsim("plan", "--model", "llama-3.2-1b", "--platform", p72, "--gpus", "8", "--seq-len", "4K", "--global-batch",
+		  "64K", "--quiet", "--verify", "simgrid", NULL);
+	expect(o, 2, want);
+	free(o);
+	o = spsim("run", "--model", "llama-3.2-1b", "--platform", p72, "--gpus", "8", "--seq-len", "8K", "--engine",
+		  "analytic", NULL);
+	expect(o, 0, NULL);
+	free(o);
+}
+END_TEST
+
 START_TEST(max_seq_takes_lists_and_says_what_blocks)
 {
 	/* 70B on 4 DGX-H100 nodes: every combination of two strategies, ZeRO 1 and 3, and
@@ -2115,6 +2166,8 @@ int main(void)
 	tcase_add_test(tc, one_vocabulary_across_commands);
 	tcase_add_test(tc, max_seq_takes_lists_and_says_what_blocks);
 	tcase_add_test(tc, max_seq_says_which_time_settings_it_ignores);
+	tcase_add_test(tc, max_seq_is_not_held_to_an_engine);
+	tcase_add_test(tc, simgrid_node_size_is_refused_up_front);
 	tcase_add_test(tc, compare_refuses_a_repeated_strategy);
 	tcase_add_test(tc, memory_technique_flags);
 	tcase_add_test(tc, optimizer_offload_flags);

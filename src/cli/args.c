@@ -903,8 +903,11 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 			return false;
 		a->opt.trace_path = a->trace;
 	}
-	if (!engine_placement_supported(a->engine, &a->opt, &err) ||
-	    !engine_buckets_supported(a->engine, &a->m, &a->job, &err)) {
+	/* max-seq runs no engine (a memory bound): what only an engine refuses does not apply */
+	const bool simulates = strcmp(cmd, "max-seq") != 0;
+	if (simulates && (!engine_placement_supported(a->engine, &a->opt, &err) ||
+			  !engine_platform_supported(a->engine, &a->p, &err) ||
+			  !engine_buckets_supported(a->engine, &a->m, &a->job, &err))) {
 		fprintf(stderr, "spsim %s: %s\n", cmd, err.msg);
 		return false;
 	}
@@ -915,7 +918,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 	if (a->whatif.n > 0)
 		a->opt.whatif = &a->whatif;
 	if (a->p.n_node_groups > 0) {
-		if (config_platform_heterogeneous(&a->p) && strcmp(a->engine, "analytic") == 0) {
+		if (simulates && config_platform_heterogeneous(&a->p) && strcmp(a->engine, "analytic") == 0) {
 			fprintf(stderr, "spsim %s: the analytic engine times one kind of node; platform '%s' mixes node "
 					"groups of different GPUs or NIC counts: use --engine simgrid\n", cmd, a->p.name);
 			return false;
@@ -925,7 +928,7 @@ bool cli_job_resolve(cli_job_args *a, const char *cmd)
 	}
 	if (a->whatif.n > 0) {
 		if (!config_whatif_check(&a->whatif, &a->p, a->job.gpus, &err) ||
-		    !engine_whatif_supported(a->engine, &a->opt, &err)) {
+		    (simulates && !engine_whatif_supported(a->engine, &a->opt, &err))) {
 			fprintf(stderr, "spsim %s: %s\n", cmd, err.msg);
 			return false;
 		}

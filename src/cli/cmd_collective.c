@@ -419,7 +419,7 @@ static int predict(coll_args *a)
 	if (!resolve_alg(a, a->coll, &s.alg, &p))
 		return CLI_USAGE;
 	config_error err;
-	if (!nccltests_setup_check(&s, &err)) {
+	if (!nccltests_setup_check(&s, &err) || !engine_platform_supported(a->job.engine, &p, &err)) {
 		fprintf(stderr, "spsim collective: %s\n", err.msg);
 		return CLI_USAGE;
 	}
@@ -603,6 +603,10 @@ static int compare(coll_args *a)
 			     .placement = ENGINE_PLACE_CONTIGUOUS};
 	if (!resolve_alg(a, log.coll, &s.alg, &p))
 		goto out;
+	if (!engine_platform_supported(a->job.engine, &p, &err)) { /* the log's layout */
+		fprintf(stderr, "spsim collective: --compare %s: %s\n", a->compare, err.msg);
+		goto out;
+	}
 	int col = a->in_place ? NCCLTESTS_IP : NCCLTESTS_OOP;
 	if (col >= log.groups) {
 		fprintf(stderr, "spsim collective: %s has no in-place columns\n", a->compare);

@@ -680,6 +680,11 @@ int cli_cmd_plan(int argc, char **argv)
 			goto out;
 		}
 	}
+	for (int i = 0; i < a.n_platforms; i++) /* the verify engine runs on every platform */
+		if (!engine_platform_supported(a.verify, &plats[i], &err)) {
+			fprintf(stderr, "spsim plan: --verify %s: %s\n", a.verify, err.msg);
+			goto out;
+		}
 	int usable = 0;
 	for (int i = 0; i < a.n_platforms; i++)
 		for (int b = 0; b < a.n_budgets; b++)

@@ -117,6 +117,12 @@ bool engine_placement_supported(const char *engine, const engine_options *opt, c
  * analytic engine times any count in closed form). */
 #define ENGINE_MAX_BUCKETS 10000
 bool engine_buckets_supported(const char *engine, const config_model *m, const config_job *job, config_error *err);
+/* False, saying why, when the engine cannot run on platform p: the SimGrid engine builds at
+ * most ENGINE_SIMGRID_MAX_GPUS_PER_NODE GPUs per node (its per-node tables have that many
+ * slots; the platform file's bound is CONFIG_R_GPUS_PER_NODE's, 1024). Checked before a run,
+ * so a platform the engine refuses is bad input, not a failed run. */
+#define ENGINE_SIMGRID_MAX_GPUS_PER_NODE 64
+bool engine_platform_supported(const char *engine, const config_platform *p, config_error *err);
 
 typedef struct engine_input {
 	const config_model *model;

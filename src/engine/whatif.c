@@ -195,6 +195,16 @@ bool engine_buckets_supported(const char *engine, const config_model *m, const c
 	return true;
 }
 
+bool engine_platform_supported(const char *engine, const config_platform *p, config_error *err)
+{
+	if (strcmp(engine, "simgrid") != 0 || p->gpus_per_node <= ENGINE_SIMGRID_MAX_GPUS_PER_NODE)
+		return true;
+	return config_fail(err,
+			   "platform '%s' has %d GPUs per node, and the simgrid engine simulates at most %d per node; "
+			   "use the analytic engine, or a platform of at most %d GPUs per node",
+			   p->name, p->gpus_per_node, ENGINE_SIMGRID_MAX_GPUS_PER_NODE, ENGINE_SIMGRID_MAX_GPUS_PER_NODE);
+}
+
 double engine_placed_gpu_memory(const config_platform *p, int world, const engine_options *opt)
 {
 	if (p->n_node_groups == 0)

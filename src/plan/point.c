@@ -118,7 +118,8 @@ bool plan_point_job(const plan_spec *s, const plan_point *pt, config_platform *p
 		return false;
 	const char *engine = s->values[PLAN_AXIS_ENGINE][pt->at[PLAN_AXIS_ENGINE]].text;
 	engine_options o = plan_point_options(s, pt);
-	if (!engine_placement_supported(engine, &o, err) || !engine_buckets_supported(engine, m, job, err))
+	if (!engine_placement_supported(engine, &o, err) || !engine_platform_supported(engine, platform, err) ||
+	    !engine_buckets_supported(engine, m, job, err))
 		return false;
 	return !o.whatif || (config_whatif_check(o.whatif, platform, job->gpus, err) &&
 			     engine_whatif_supported(engine, &o, err));
