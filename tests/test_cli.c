@@ -580,6 +580,44 @@ START_TEST(csv_rows_match_the_header)
 }
 END_TEST
 
+START_TEST(csv_quotes_names_from_user_files)
+{
+	/* A model file may name its model with a comma and a quote; every CSV writer quotes it
+	 * (RFC 4180), so the row keeps the header's column count. max-seq's two tables wrote
+	 * the name bare: one column more than the header. */
+	char dir[64];
+	tmp_dir(dir, sizeof dir);
+	const char *model = tmp_write(dir, "m.yaml",
+				      "model:\n  name: 'a,b\"c'\n  layers: 2\n  hidden: 64\n  heads: 8\n  ffn: 128\n"
+				      "  vocab: 100\n  max_position: 1000000000\n");
+	const char *const extra[][3] = {{"run", "--seq-len", "8K"}, {"max-seq", NULL, NULL},
+					{"max-seq", "--techniques", "none,full"}};
+	for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+		cli_out *o = spsim(extra[i][0], "--model", model, "--platform", "dgx-a100", "--engine", "analytic", "--format",
+				   "csv", extra[i][1], extra[i][2], NULL);
+		expect(o, 0, NULL);
+		const char *row = strchr(o->out, '\n');
+		ck_assert_ptr_nonnull(row);
+		row++;
+		ck_assert_msg(strncmp(row, "\"a,b\"\"c\",dgx-a100,", 18) == 0 || strstr(row, ",\"a,b\"\"c\",dgx-a100,"),
+			      "%s: %s", extra[i][0], o->out);
+		/* commas outside quotes: as many in the row as in the header */
+		int hdr = 0, fields = 0;
+		for (const char *c = o->out; c < row; c++)
+			hdr += *c == ',';
+		bool quoted = false;
+		for (const char *c = row; *c && *c != '\n'; c++) {
+			if (*c == '"')
+				quoted = !quoted;
+			fields += *c == ',' && !quoted;
+		}
+		ck_assert_msg(fields == hdr, "%s: %d commas in the row, %d in the header: %s", extra[i][0], fields, hdr,
+			      o->out);
+		free(o);
+	}
+}
+END_TEST
+
 START_TEST(job_file_and_flag_override)
 {
 	cli_out *o = spsim("run", "--job", data("job.yaml"), "--format", "json", NULL);
@@ -2152,6 +2190,7 @@ int main(void)
 	tcase_add_test(tc, run_json_has_the_documented_keys);
 	tcase_add_test(tc, compare_reports_speedups_over_the_first);
 	tcase_add_test(tc, csv_rows_match_the_header);
+	tcase_add_test(tc, csv_quotes_names_from_user_files);
 	tcase_add_test(tc, job_file_and_flag_override);
 	tcase_add_test(tc, calibration_moves_the_prediction);
 	tcase_add_test(tc, calibration_from_another_gpu_is_refused);

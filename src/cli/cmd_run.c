@@ -724,6 +724,16 @@ static config_job maxseq_tech_job(const config_job *row, const maxseq_tech *t, c
 }
 
 /* Prints the table (or JSON/CSV) of rows x technique sets; returns the exit code. */
+/* A max-seq CSV row's first fields, the model and platform names (quoted when a user file's
+ * name holds a comma or a quote), each followed by a comma. */
+static void maxseq_csv_names(const cli_job_args *a)
+{
+	plan_csv_string(stdout, a->m.name);
+	putchar(',');
+	plan_csv_string(stdout, a->p.name);
+	putchar(',');
+}
+
 static int maxseq_tech_table(const cli_job_args *a, const maxseq_ctx *c, const maxseq_row *rows, int n)
 {
 	maxseq_tech techs[MAXSEQ_MAX_TECH];
@@ -796,7 +806,8 @@ static int maxseq_tech_table(const cli_job_args *a, const maxseq_ctx *c, const m
 		for (int i = 0; i < n; i++)
 			for (int k = 0; k < nt; k++) {
 				config_job j = maxseq_tech_job(&rows[i].job, &techs[k], &a->job);
-				printf("%s,%s,%s,%d,%d,%d,%s,%s,%s,%d,%d,", a->m.name, a->p.name, rows[i].strategy,
+				maxseq_csv_names(a);
+				printf("%s,%d,%d,%d,%s,%s,%s,%d,%d,", rows[i].strategy,
 				       rows[i].job.gpus, rows[i].job.sp, rows[i].job.zero_stage, techs[k].name,
 				       config_recompute_names[j.recompute], j.offload_activations ? "true" : "false",
 				       j.tile_mlp, j.tile_logits);
@@ -946,7 +957,8 @@ int cli_cmd_max_seq(int argc, char **argv)
 		       "model_states_bytes,unblock,unblock_max_seq_len\n");
 		for (int i = 0; i < n; i++) {
 			const maxseq_row *r = &rows[i];
-			printf("%s,%s,%s,%d,%d,%d,%d,%s,%ld,%s,%.0f,%s,%ld\n", a.m.name, a.p.name, r->strategy, r->job.gpus,
+			maxseq_csv_names(&a);
+			printf("%s,%d,%d,%d,%d,%s,%ld,%s,%.0f,%s,%ld\n", r->strategy, r->job.gpus,
 			       r->job.sp, r->job.micro_batch, r->job.zero_stage, config_recompute_names[r->job.recompute],
 			       r->best, r->invalid[0] ? "invalid" : r->blocked_by,
 			       r->at_limit.params + r->at_limit.grads + r->at_limit.optimizer, r->invalid[0] ? "" : r->unblock,

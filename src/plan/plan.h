@@ -217,6 +217,9 @@ void plan_row_set_status(json_t *row, const char *status, const char *error);
 json_t *plan_row_from_run(const report_run *r, long index);
 void plan_row_csv_header(FILE *f);
 void plan_row_csv(FILE *f, const json_t *row);
+/* One CSV field: s as is, or quoted (RFC 4180: inner quotes doubled) when it holds a comma,
+ * a quote or a line break; names from user files may. */
+void plan_csv_string(FILE *f, const char *s);
 /* Field access that tolerates missing fields: NAN / "" / false. */
 double plan_row_num(const json_t *row, const char *key);
 const char *plan_row_str(const json_t *row, const char *key);

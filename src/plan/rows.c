@@ -202,7 +202,7 @@ json_t *plan_row_from_run(const report_run *r, long index)
 }
 
 /* ------------------------------------------------------------------- CSV --- */
-static void csv_string(FILE *f, const char *s)
+void plan_csv_string(FILE *f, const char *s)
 {
 	if (!strpbrk(s, ",\"\n\r")) {
 		fputs(s, f);
@@ -233,7 +233,7 @@ void plan_row_csv(FILE *f, const json_t *row)
 		switch (v ? json_typeof(v) : JSON_NULL) {
 		case JSON_INTEGER: fprintf(f, "%lld", (long long)json_integer_value(v)); break;
 		case JSON_REAL: fprintf(f, "%.10g", json_real_value(v)); break;
-		case JSON_STRING: csv_string(f, json_string_value(v)); break;
+		case JSON_STRING: plan_csv_string(f, json_string_value(v)); break;
 		case JSON_TRUE: fputs("true", f); break;
 		case JSON_FALSE: fputs("false", f); break;
 		default: break;
