@@ -580,6 +580,10 @@ START_TEST(test_parse_row_numbers_have_ranges)
 		{{"1024", "256", "nan", "0.10", "0.10", "0"}, "all_reduce.log:10:59: time 'nan' is not a duration"},
 		{{"1024", "256", "inf", "0.10", "0.10", "0"}, "all_reduce.log:10:59: time 'inf'"},
 		{{"1024", "256", "1e999", "0.10", "0.10", "0"}, "all_reduce.log:10:57: time '1e999'"},
+		/* strtod's other forms: hex (16 us) and hex float (8 GB/s) are no nccl-tests output */
+		{{"1024", "256", "0x10", "0.10", "0.10", "0"}, "all_reduce.log:10:58: time '0x10' is not a duration"},
+		{{"1024", "256", "10.00", "0x1p3", "0.10", "0"}, "all_reduce.log:10:65: algbw '0x1p3' is not a rate"},
+		{{"1024", "256", "10.00", "0.10", "0.10", "0x0"}, "all_reduce.log:10:82: #wrong '0x0'"},
 		{{"1024", "256", "10.00", "-0.10", "0.10", "0"}, "all_reduce.log:10:65: algbw '-0.10' is not a rate or count"},
 		{{"1024", "256", "10.00", "0.10", "nan", "0"}, "all_reduce.log:10:75: busbw 'nan' is not a rate or count"},
 		{{"1024", "256", "10.00", "0.10", "inf", "0"}, "all_reduce.log:10:75: busbw 'inf'"},

@@ -57,7 +57,7 @@ const char *config_range_expect(config_range_id id, char *buf, size_t len)
 }
 
 /* A plain decimal integer or number: no inf, nan, hex, or trailing text. */
-static bool plain_number(const char *s, bool integer, double *out)
+bool config_parse_plain_number(const char *s, bool integer, double *out)
 {
 	const char *p = s;
 	if (*p == '+' || *p == '-')
@@ -90,7 +90,7 @@ bool config_range_parse(config_range_id id, const char *key, const char *text, d
 	double v = NAN;
 	bool parsed;
 	switch (r->type) {
-	case CONFIG_RANGE_INT: parsed = plain_number(text, true, &v); break;
+	case CONFIG_RANGE_INT: parsed = config_parse_plain_number(text, true, &v); break;
 	case CONFIG_RANGE_TOKENS: {
 		/* K and M are powers of 1024 here, as for --seq-len */
 		size_t n = strlen(text);
@@ -102,7 +102,7 @@ bool config_range_parse(config_range_id id, const char *key, const char *text, d
 				mul = 1024, num[n - 1] = '\0';
 			else if (num[n - 1] == 'M' || num[n - 1] == 'm')
 				mul = 1048576, num[n - 1] = '\0';
-			parsed = plain_number(num, true, &v);
+			parsed = config_parse_plain_number(num, true, &v);
 			v *= mul;
 		} else {
 			parsed = false;
@@ -110,12 +110,12 @@ bool config_range_parse(config_range_id id, const char *key, const char *text, d
 		break;
 	}
 	case CONFIG_RANGE_NUMBER:
-	case CONFIG_RANGE_COUNT: parsed = plain_number(text, false, &v); break;
+	case CONFIG_RANGE_COUNT: parsed = config_parse_plain_number(text, false, &v); break;
 	default: {
 		/* A quantity; 0, bare or with a unit, where the range holds 0 (no per-call overhead,
 		 * a fitted latency at its lower bound: spsim calibrate writes it as 0us). */
 		config_error qe;
-		if (r->lo <= 0 && plain_number(text, false, &v) && v == 0) {
+		if (r->lo <= 0 && config_parse_plain_number(text, false, &v) && v == 0) {
 			parsed = true;
 			break;
 		}

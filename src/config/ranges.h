@@ -165,6 +165,10 @@ typedef struct config_range {
 const config_range *config_range_get(config_range_id id);
 /* Whether v is in the range (finite, and whole for INT and TOKENS). */
 bool config_range_ok(config_range_id id, double v);
+/* A plain decimal number as the table's NUMBER and INT rows read it: an optional sign, then
+ * digits (integer) or digits, '.' and an exponent; finite. No hex (0x10), inf, nan or
+ * spaces, which strtod alone would take. */
+bool config_parse_plain_number(const char *s, bool integer, double *out);
 /* What the range expects, e.g. "an integer from 1 to 1048576" or "a bandwidth from
  * 1 MB/s to 1 PB/s"; returns buf. */
 const char *config_range_expect(config_range_id id, char *buf, size_t len);
