@@ -403,6 +403,11 @@ START_TEST(model_errors)
 	expect_error(MODEL, "model_wrong_top.yaml", "1:1: unknown key 'modle' at the top level, expected one of: model");
 	expect_error(MODEL, "empty.yaml", "1:1: empty file, expected a mapping with the key 'model'");
 	expect_error(MODEL, "model_alias.yaml", "3:11: alias '*n' is not supported, expected plain values");
+	/* A quoted "\0" ended the C string: the name read 'llama' without a word. A quoted
+	 * "\n" split every table, CSV row and message that prints the name. */
+	expect_error(MODEL, "model_nul.yaml", "2:9: a NUL character (\\0) in a value, expected text");
+	expect_error(MODEL, "model_control.yaml",
+		     "2:9: 'name' holds a control character (byte 0x0a at position 4), expected printable text");
 	/* Syntax errors carry libyaml's position: the unclosed flow sequence "[1, 2" opened on
 	 * line 3 is found unterminated at the next key, line 4 column 9 ("hidden" + ':'). */
 	expect_error(MODEL, "syntax_error.yaml",

@@ -229,6 +229,13 @@ static bool parse(yaml_parser_t *parser, yt_doc *doc, config_error *err)
 			done = true;
 			break;
 		case YAML_SCALAR_EVENT:
+			/* a quoted "\0" would end the C string there: the rest of the value lost */
+			if (strlen((const char *)ev.data.scalar.value) != ev.data.scalar.length) {
+				config_fail(err, "%s:%d:%d: a NUL character (\\0) in a value, expected text", doc->file,
+					    (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1);
+				yaml_event_delete(&ev);
+				goto out;
+			}
 			n = node_new(YT_SCALAR, &ev.start_mark, doc->file);
 			if (n && !(n->value = dup_str((const char *)ev.data.scalar.value))) {
 				free(n);
@@ -652,6 +659,12 @@ bool yt_string(const yt_node *map, const char *key, bool required, char *out, si
 	size_t n = strlen(v->value);
 	if (n >= len)
 		return yt_fail(err, v, "'%s' is %zu characters long, expected at most %zu", key, n, len - 1);
+	/* names and paths are printed in tables, CSV and messages: a line break or escape
+	 * sequence ("a\nb" in quotes) would break them */
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)v->value[i] < 0x20 || v->value[i] == 0x7f)
+			return yt_fail(err, v, "'%s' holds a control character (byte 0x%02x at position %zu), expected "
+				       "printable text", key, (unsigned char)v->value[i], i + 1);
 	memcpy(out, v->value, n + 1);
 	return true;
 }
