@@ -165,7 +165,9 @@ START_TEST(every_numeric_flag_reads_the_table)
 	ck_assert_ptr_nonnull(strstr(e.msg, "--background"));
 	ck_assert(!config_whatif_add(&w, CONFIG_WHATIF_BACKGROUND, "1GiB:1e-300s:4-5", &e));
 	ck_assert(!config_whatif_add(&w, CONFIG_WHATIF_BACKGROUND, "1GiB:2e6s:4-5", &e));
-	expect_exit(2, "--background", "run " REF " --engine simgrid --seq-len 4K --background 1e30B:100ms:0-1");
+	expect_exit(2, "--background",
+		    "run --model llama-3.1-8b --platform a100-2x4-ib400 --engine simgrid --seq-len 4K --background "
+		    "1e30B:100ms:0-1");
 }
 END_TEST
 

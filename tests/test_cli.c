@@ -618,6 +618,61 @@ START_TEST(csv_quotes_names_from_user_files)
 }
 END_TEST
 
+START_TEST(a_flag_given_twice_is_refused)
+{
+	/* A value-taking flag given twice kept the last value without a word (run --seq-len 8K
+	 * --seq-len 16K ran 16K; max-seq --zero 2 --zero 3 printed ZeRO-3 only). Every command
+	 * refuses it, naming both values, under any spelling of the flag. */
+	char log[CONFIG_PATH_MAX], spec[CONFIG_PATH_MAX];
+	snprintf(log, sizeof log, "%s/tests/data/nccltests/all_reduce_perf.1x8.log", getenv("SPSIM_DATA_DIR"));
+	snprintf(spec, sizeof spec, "%s/tests/data/plan/grid.yaml", getenv("SPSIM_DATA_DIR"));
+	static const char *const calls[][16] = {
+		{"run", REF, "--seq-len", "8K", "--engine", "analytic", "--seq-len", "16K", NULL},
+		{"compare", REF, "--seq-len", "8K", "--engine", "analytic", "--strategies", "ulysses", "--strategies", "basp", NULL},
+		{"max-seq", REF, "--zero", "2", "--zero", "3", NULL},
+		{"platform", "dgx-a100", "--nodes", "2", "--nodes", "3", NULL},
+		{"models", "--format", "json", "--format", "csv", NULL},
+		{"collective", "allreduce", "--platform", "dgx-a100", "-b", "8", "--minbytes", "16", NULL},
+		{"plan", REF, "--gpus", "8", "--seq-len", "4K", "--global-batch", "64K", "--top", "3", "--top", "5", NULL},
+	};
+	static const char *const want[] = {
+		"spsim run: --seq-len given twice ('8K', then '16K'), expected it once",
+		"spsim compare: --strategies given twice ('ulysses', then 'basp')",
+		"spsim max-seq: --zero given twice ('2', then '3')",
+		"spsim platform: --nodes given twice ('2', then '3')",
+		"spsim models: --format given twice ('json', then 'csv')",
+		"spsim collective: -b/--minbytes given twice ('8', then '16')",
+		"spsim plan: --top given twice ('3', then '5')",
+	};
+	for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+		const char *const *c = calls[i];
+		/* REF is four words; the rest fit the 16 slots */
+		cli_out *o = spsim(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13],
+				   c[14], c[15], NULL);
+		expect(o, 2, want[i]);
+		free(o);
+	}
+	cli_out *o = spsim("calibrate", "--from-nccl-tests", log, "-o", "/tmp/a.yaml", "--out", "/tmp/b.yaml", NULL);
+	expect(o, 2, "spsim calibrate: -o/--output given twice ('/tmp/a.yaml', then '/tmp/b.yaml')");
+	free(o);
+	o = spsim("sweep", spec, "--dry-run", "-j", "2", "--jobs", "3", NULL);
+	expect(o, 2, "spsim sweep: -j/--jobs given twice ('2', then '3')");
+	free(o);
+	/* what adds up may be repeated: what-ifs, compare's columns, plan's lists, logs */
+	o = spsim("run", REF, "--seq-len", "8K", "--engine", "analytic", "--slow-gpu", "0:2", "--slow-gpu", "1:2", NULL);
+	expect(o, 0, NULL);
+	free(o);
+	o = spsim("compare", REF, "--seq-len", "8K", "--engine", "analytic", "--what-if", "slow-gpu=0:2", "--what-if",
+		  "slow-gpu=1:3", NULL);
+	expect(o, 0, NULL);
+	free(o);
+	o = spsim("plan", REF, "--gpus", "8", "--gpus", "16", "--seq-len", "4K", "--global-batch", "64K", "--verify", "none",
+		  "--quiet", NULL);
+	expect(o, 0, NULL);
+	free(o);
+}
+END_TEST
+
 START_TEST(job_file_and_flag_override)
 {
 	cli_out *o = spsim("run", "--job", data("job.yaml"), "--format", "json", NULL);
@@ -2191,6 +2246,7 @@ int main(void)
 	tcase_add_test(tc, compare_reports_speedups_over_the_first);
 	tcase_add_test(tc, csv_rows_match_the_header);
 	tcase_add_test(tc, csv_quotes_names_from_user_files);
+	tcase_add_test(tc, a_flag_given_twice_is_refused);
 	tcase_add_test(tc, job_file_and_flag_override);
 	tcase_add_test(tc, calibration_moves_the_prediction);
 	tcase_add_test(tc, calibration_from_another_gpu_is_refused);

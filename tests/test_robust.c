@@ -151,6 +151,20 @@ static int add_option_calls(call *calls, int n, const cli_command *cmd, const st
 					snprintf(c->alias[c->n_alias++], 64, "--%s", tables[tt][j].name);
 		if (o->val > 0 && o->val < 128 && c->n_alias < 4)
 			snprintf(c->alias[c->n_alias++], 64, "-%c", o->val);
+		/* the base line's own value of this option goes: a second one is refused as given
+		 * twice, and the call is about the bad value */
+		if (o->has_arg != no_argument)
+			for (int a = 1; a + 1 < c->argc;) {
+				bool same = strcmp(c->argv[a], c->flag) == 0;
+				for (int al = 0; al < c->n_alias && !same; al++)
+					same = strcmp(c->argv[a], c->alias[al]) == 0;
+				if (!same) {
+					a++;
+					continue;
+				}
+				memmove(&c->argv[a], &c->argv[a + 2], (size_t)(c->argc - a - 2) * sizeof c->argv[0]);
+				c->argc -= 2;
+			}
 		if (o->has_arg == no_argument) {
 			snprintf(c->eq, sizeof c->eq, "--%s=1", o->name);
 			c->argv[c->argc++] = c->eq;

@@ -123,6 +123,33 @@ int cli_getopt_refused(int c, char **argv)
 	return CLI_USAGE;
 }
 
+bool cli_option_once(cli_seen *s, const struct option *opts, int id, const char *arg, const char *cmd,
+		     const int *repeatable)
+{
+	const struct option *o = NULL;
+	for (int i = 0; opts[i].name && !o; i++)
+		if (opts[i].val == id && !opts[i].flag)
+			o = &opts[i];
+	if (!o || o->has_arg != required_argument || id < 0 || id >= CLI_SEEN_IDS)
+		return true;
+	for (const int *r = repeatable; r && *r; r++)
+		if (*r == id)
+			return true;
+	if (!s->seen[id]) {
+		s->seen[id] = true;
+		s->value[id] = arg;
+		return true;
+	}
+	char name[64];
+	if (id > 0 && id < 128)
+		snprintf(name, sizeof name, "-%c/--%s", id, o->name);
+	else
+		snprintf(name, sizeof name, "--%s", o->name);
+	fprintf(stderr, "spsim %s: %s given twice ('%s', then '%s'), expected it once (the second would replace the "
+			"first)\n", cmd, name, s->value[id], arg);
+	return false;
+}
+
 struct option *cli_options_concat(const struct option *extra)
 {
 	const size_t n_job = sizeof cli_job_options / sizeof cli_job_options[0] - 1;

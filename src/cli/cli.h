@@ -167,6 +167,19 @@ bool cli_parse_processes(const char *arg, int *out);
  * both given is refused with a message (the second would undo the first in silence). */
 bool cli_progress_flag(int *mode, bool progress);
 int cli_getopt_refused(int c, char **argv);
+/* The value-taking options a command has seen, for cli_option_once (zero-initialise). */
+#define CLI_SEEN_IDS 1024
+typedef struct cli_seen {
+	const char *value[CLI_SEEN_IDS];
+	bool seen[CLI_SEEN_IDS];
+} cli_seen;
+/* False, with "spsim CMD: --flag given twice ('a', then 'b'), expected it once ..." printed,
+ * when option id, one of opts that takes a value, was given before under any of its
+ * spellings: the later value would replace the earlier without a word. Options that
+ * accumulate (the what-ifs, list flags that append) are named in repeatable, a 0-terminated
+ * list (NULL: none). */
+bool cli_option_once(cli_seen *s, const struct option *opts, int id, const char *arg, const char *cmd,
+		     const int *repeatable);
 
 /* Fills out the option table: cli_job_options followed by extra (NULL-terminated). */
 struct option *cli_options_concat(const struct option *extra);

@@ -14,7 +14,6 @@
 
 enum {
 	OPT_FROM = CLI_OPT_FIRST_FREE,
-	OPT_OUTPUT,
 	OPT_OP,
 	OPT_GPUS_PER_NODE,
 	OPT_LOG_NODES,
@@ -26,8 +25,8 @@ enum {
 const struct option cli_calibrate_options[] = {
 	{"from-nccl-tests", required_argument, NULL, OPT_FROM},
 	{"platform", required_argument, NULL, CLI_OPT_PLATFORM},
-	{"output", required_argument, NULL, OPT_OUTPUT},
-	{"out", required_argument, NULL, OPT_OUTPUT},
+	{"output", required_argument, NULL, 'o'}, /* one id with -o: given twice is refused under any spelling */
+	{"out", required_argument, NULL, 'o'},
 	{"collective", required_argument, NULL, OPT_OP},
 	{"op", required_argument, NULL, OPT_OP}, /* older spelling of --collective */
 	{"gpus-per-node", required_argument, NULL, OPT_GPUS_PER_NODE},
@@ -107,9 +106,13 @@ static int parse_args(int argc, char **argv, cal_args *a)
 {
 	long v;
 	int c;
+	cli_seen seen = {0};
+	static const int repeatable[] = {OPT_FROM, 0}; /* more logs */
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":b:e:o:h", cli_calibrate_options, NULL)) != -1) {
+		if (!cli_option_once(&seen, cli_calibrate_options, c, optarg, "calibrate", repeatable))
+			return CLI_USAGE;
 		switch (c) {
 		case 'h': usage(stdout); return CLI_OK;
 		case OPT_FROM: a->logs[a->n_logs++] = optarg; break;
@@ -124,8 +127,7 @@ static int parse_args(int argc, char **argv, cal_args *a)
 			}
 			strcpy(a->platform, optarg);
 			break;
-		case 'o':
-		case OPT_OUTPUT: a->output = optarg; break;
+		case 'o': a->output = optarg; break;
 		case OPT_OP:
 			if (!nccltests_coll_from_name(optarg, &a->po.coll)) {
 				fprintf(stderr, "spsim calibrate: --collective expects allreduce, allgather, reducescatter, alltoall, "

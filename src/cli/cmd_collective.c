@@ -139,9 +139,12 @@ static int parse_args(int argc, char **argv, coll_args *a)
 	a->redop = NULL;
 	long v;
 	int c;
+	cli_seen seen = {0};
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":b:e:f:i:g:d:o:h", cli_collective_options, NULL)) != -1) {
+		if (!cli_option_once(&seen, cli_collective_options, c, optarg, "collective", NULL))
+			return CLI_USAGE;
 		switch (c) {
 		case 'h': usage(stdout); return CLI_OK;
 		case 'b':
@@ -205,14 +208,7 @@ static int parse_args(int argc, char **argv, coll_args *a)
 			a->sizing_flag = "--groups";
 			break;
 		case OPT_ALG: a->alg_name = optarg; break;
-		case OPT_COMPARE:
-			if (a->compare) {
-				fprintf(stderr, "spsim collective: --compare given twice ('%s', then '%s'), expected one log\n",
-					a->compare, optarg);
-				return CLI_USAGE;
-			}
-			a->compare = optarg;
-			break;
+		case OPT_COMPARE: a->compare = optarg; break;
 		case OPT_GPUS_PER_NODE:
 			if (!cli_parse_range_long(CONFIG_R_GPUS_PER_NODE, optarg, &v))
 				return CLI_USAGE;

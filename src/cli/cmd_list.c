@@ -50,9 +50,12 @@ static int list_parse(int argc, char **argv, const struct option *opts, void (*h
 		      const char **positional)
 {
 	int c;
+	cli_seen seen = {0};
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (!cli_option_once(&seen, opts, c, optarg, argv[0], NULL))
+			return CLI_USAGE;
 		if (c == CLI_OPT_HELP || c == 'h') {
 			help(stdout);
 			return CLI_OK;

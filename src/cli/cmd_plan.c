@@ -498,12 +498,23 @@ int cli_cmd_plan(int argc, char **argv)
 	cli_job_init(&jargs);
 	char *lists[64];
 	int n_lists = 0;
+	cli_seen *seen = NULL;
 	long v;
 	int c;
 	int rc = CLI_USAGE;
 	optind = 1;
 	opterr = 0;
+	/* list flags append (each_item); every other value-taking option is given once */
+	static const int repeatable[] = {OPT_PLATFORM, OPT_GPUS, OPT_ZERO,       OPT_RECOMPUTE,
+					 OPT_A2A,      OPT_STRATEGIES, OPT_PLACEMENT, 0};
+	seen = calloc(1, sizeof *seen);
+	if (!seen) {
+		rc = CLI_FAIL;
+		goto out;
+	}
 	while ((c = getopt_long(argc, argv, ":j:", cli_plan_options, NULL)) != -1) {
+		if (!cli_option_once(seen, cli_plan_options, c, optarg, "plan", repeatable))
+			goto out;
 		char *copy = optarg ? strdup(optarg) : NULL;
 		if (copy && n_lists < 64)
 			lists[n_lists++] = copy;
@@ -903,5 +914,6 @@ done:
 out:
 	for (int i = 0; i < n_lists; i++)
 		free(lists[i]);
+	free(seen);
 	return rc;
 }

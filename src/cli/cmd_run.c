@@ -103,7 +103,11 @@ static int parse(int argc, char **argv, cli_job_args *a, const struct option *ex
 		cli_errorf("out of memory\n");
 		return CLI_FAIL;
 	}
-	int c, rc = -1;
+	/* the what-ifs add up; every other value-taking option is given once */
+	static const int repeatable[] = {CLI_OPT_SLOW_GPU, CLI_OPT_SLOW_NODE, CLI_OPT_DEGRADE, CLI_OPT_FAIL_NODE,
+					 CLI_OPT_BACKGROUND, OPT_WHAT_IF, 0};
+	cli_seen *seen = calloc(1, sizeof *seen);
+	int c, rc = seen ? -1 : CLI_FAIL;
 	optind = 1;
 	opterr = 0;
 	while (rc < 0 && (c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
@@ -112,6 +116,8 @@ static int parse(int argc, char **argv, cli_job_args *a, const struct option *ex
 			rc = CLI_OK;
 		} else if (c == '?' || c == ':') {
 			rc = cli_getopt_refused(c, argv);
+		} else if (!cli_option_once(seen, opts, c, optarg, argv[0], repeatable)) {
+			rc = CLI_USAGE;
 		} else {
 			/* the command's own options first: max-seq takes lists where run takes one value */
 			int r = cb ? cb(ctx, c, optarg) : 0;
@@ -126,6 +132,7 @@ static int parse(int argc, char **argv, cli_job_args *a, const struct option *ex
 			argv[0]);
 		rc = CLI_USAGE;
 	}
+	free(seen);
 	free(opts);
 	return rc;
 }
@@ -477,6 +484,11 @@ static int maxseq_keep(char **slot, const char *flag, const char *arg, size_t ma
 	/* a value twice would print its rows twice */
 	if (!cli_check_list("max-seq", flag, arg, ',', max_len) || !cli_list_once("max-seq", flag, arg, ','))
 		return -1;
+	if (*slot) { /* --strategy, then --strategies (one list, two names): the second replaced the first */
+		fprintf(stderr, "spsim max-seq: %s '%s': a list was given already ('%s'), expected one list\n", flag, arg,
+			*slot);
+		return -1;
+	}
 	free(*slot);
 	*slot = strdup(arg);
 	return *slot ? 1 : -1;

@@ -101,9 +101,12 @@ int cli_cmd_sweep(int argc, char **argv)
 	bool resume = false, force = false, dry = false;
 	long v;
 	int c;
+	cli_seen seen = {0};
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:j:", cli_sweep_options, NULL)) != -1) {
+		if (!cli_option_once(&seen, cli_sweep_options, c, optarg, "sweep", NULL))
+			return CLI_USAGE;
 		switch (c) {
 		case OPT_OUTPUT:
 			if (!cli_check_output_dir("--output", optarg, true)) /* plan_output_open makes the parents */
