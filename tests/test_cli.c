@@ -758,6 +758,55 @@ START_TEST(trace_written_only_on_success)
 }
 END_TEST
 
+START_TEST(outputs_leave_other_files_alone)
+{
+	/* Outputs are written beside their path and renamed over it; the file beside was
+	 * PATH.tmp, so a user's own PATH.tmp was overwritten and then renamed away (lost).
+	 * Now it is a fresh name: the user's file is kept, the output is written, and nothing
+	 * is left behind. A log name with a line break went verbatim into the YAML comment
+	 * of calibrate's output, ending the comment: the rest of the name became YAML. */
+	char dir[64], keep[160], out[128], text[256];
+	tmp_dir(dir, sizeof dir);
+	const char *const outs[] = {"cal.yaml", "trace.json"};
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(out, sizeof out, "%s/%s", dir, outs[i]);
+		snprintf(keep, sizeof keep, "%s.tmp", out);
+		tmp_write(dir, i ? "trace.json.tmp" : "cal.yaml.tmp", "the user's own notes\n");
+		cli_out *o = i ? spsim("run", REF, "--seq-len", "4K", "--engine", "analytic", "--trace", out, NULL)
+			       : spsim("calibrate", "--from-nccl-tests", data("../nccltests/all_reduce_perf.1x8.log"), "-o", out,
+				       NULL);
+		expect(o, 0, NULL);
+		free(o);
+		read_text(keep, text, sizeof text);
+		ck_assert_str_eq(text, "the user's own notes\n");
+		struct stat st;
+		ck_assert_int_eq(stat(out, &st), 0);
+		ck_assert_int_gt(st.st_size, 0);
+	}
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	int files = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		files += e->d_name[0] != '.';
+	closedir(d);
+	ck_assert_int_eq(files, 4); /* the two outputs and the two notes: no temporary left */
+	/* a log named with a line break: its name is written with '?' for the break, and the
+	 * output loads as a calibration */
+	static char log_text[16384];
+	read_text(data("../nccltests/all_reduce_perf.1x8.log"), log_text, sizeof log_text);
+	const char *evil = tmp_write(dir, "evil\ncalibration: {}\n#.log", log_text);
+	snprintf(out, sizeof out, "%s/evil-cal.yaml", dir);
+	cli_out *o = spsim("calibrate", "--from-nccl-tests", evil, "-o", out, NULL);
+	expect(o, 0, NULL);
+	free(o);
+	read_text(out, text, sizeof text);
+	ck_assert_msg(strstr(text, "evil?calibration: {}?#.log\ncalibration:\n"), "%s", text);
+	o = spsim("run", REF, "--seq-len", "4K", "--engine", "analytic", "--calibration", out, NULL);
+	expect(o, 0, NULL);
+	free(o);
+}
+END_TEST
+
 START_TEST(listing_commands)
 {
 	cli_out *o = spsim("models", "--format", "json", NULL);
@@ -2251,6 +2300,7 @@ int main(void)
 	tcase_add_test(tc, calibration_moves_the_prediction);
 	tcase_add_test(tc, calibration_from_another_gpu_is_refused);
 	tcase_add_test(tc, trace_written_only_on_success);
+	tcase_add_test(tc, outputs_leave_other_files_alone);
 	tcase_add_test(tc, listing_commands);
 	tcase_add_test(tc, max_seq_reports_a_fitting_length);
 	tcase_add_test(tc, basp_uneven_reports_its_parts);

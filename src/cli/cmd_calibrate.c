@@ -298,19 +298,20 @@ int cli_cmd_calibrate(int argc, char **argv)
 	FILE *f = stdout;
 	char tmp[CONFIG_PATH_MAX + 16];
 	if (a.output) {
-		if (snprintf(tmp, sizeof tmp, "%s.tmp", a.output) >= (int)sizeof tmp) {
-			fprintf(stderr, "spsim calibrate: --output %s: path too long\n", a.output);
-			goto out;
-		}
-		f = fopen(tmp, "w");
-		if (!f) {
-			fprintf(stderr, "spsim calibrate: cannot write %s: %s\n", tmp, strerror(errno));
+		config_error oe;
+		if (!(f = config_open_beside(a.output, tmp, sizeof tmp, &oe))) {
+			fprintf(stderr, "spsim calibrate: --output %s\n", oe.msg);
 			goto out;
 		}
 	}
+	/* the logs' names in a comment: a line break in one would end the comment and put
+	 * the rest of the name in the YAML */
 	fprintf(f, "# Fitted by spsim calibrate from nccl-tests output:");
-	for (int i = 0; i < a.n_logs; i++)
-		fprintf(f, " %s", a.logs[i]);
+	for (int i = 0; i < a.n_logs; i++) {
+		fputc(' ', f);
+		for (const char *c = a.logs[i]; *c; c++)
+			fputc((unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c, f);
+	}
 	fprintf(f, "\n");
 	bool ok = config_write_calibration(f, &cal);
 	if (f != stdout) {

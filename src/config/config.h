@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define CONFIG_NAME_MAX 64
 #define CONFIG_PATH_MAX 1024
@@ -633,6 +634,11 @@ bool config_find_data(const char *kind, const char *name_or_path, char *out, siz
 bool config_check_file(const char *path, const char *what, config_error *err);
 /* The directory part of a file's path ("." when none). */
 void config_dir_of(const char *path, char *out, size_t len);
+/* Opens a new, uniquely named file beside path (path + ".XXXXXX", created, never an
+ * existing file: a user's PATH.tmp is not overwritten), with the permissions a new file
+ * gets from the umask, for writing a file whole and renaming it over path. tmp (len
+ * bytes) receives its name. NULL with err set when it cannot be created. */
+FILE *config_open_beside(const char *path, char *tmp, size_t len, config_error *err);
 /* A value that names a file (has a '/' or ends in .yaml/.yml) and is relative is taken
  * relative to dir; shipped names and absolute paths are copied as they are. False when
  * the result does not fit in len. */

@@ -4,10 +4,12 @@
 #include "spsim_build.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The search roots in order; unset or empty entries are NULL. */
 static void data_roots(const char *roots[3])
@@ -64,6 +66,28 @@ void config_dir_of(const char *path, char *out, size_t len)
 		snprintf(out, len, "/");
 	else
 		snprintf(out, len, "%.*s", (int)(slash - path), path);
+}
+
+FILE *config_open_beside(const char *path, char *tmp, size_t len, config_error *err)
+{
+	if (snprintf(tmp, len, "%s.XXXXXX", path) >= (int)len) {
+		config_fail(err, "%s: path too long", path);
+		return NULL;
+	}
+	int fd = mkstemp(tmp); /* O_EXCL: a name no file has */
+	if (fd < 0) {
+		config_fail(err, "%s: cannot create a file beside it: %s", path, strerror(errno));
+		return NULL;
+	}
+	mode_t um = umask(0); /* mkstemp makes 0600; a new file's mode is 0666 less the umask */
+	umask(um);
+	FILE *f = fchmod(fd, 0666 & ~um) == 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		config_fail(err, "%s: cannot write beside it: %s", path, strerror(errno));
+		close(fd);
+		unlink(tmp);
+	}
+	return f;
 }
 
 static bool path_like(const char *s)

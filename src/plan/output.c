@@ -105,10 +105,10 @@ static bool write_line(FILE *f, const json_t *row)
 /* Replaces the record and the CSV with rows, through temporary files renamed into place. */
 static bool rewrite(plan_output *o, const json_t *rows, config_error *err)
 {
-	char tj[sizeof o->jsonl + 8], tc[sizeof o->csv + 8];
-	snprintf(tj, sizeof tj, "%s.tmp", o->jsonl);
-	snprintf(tc, sizeof tc, "%s.tmp", o->csv);
-	FILE *fj = fopen(tj, "w"), *fc = fopen(tc, "w");
+	char tj[sizeof o->jsonl + 8] = "", tc[sizeof o->csv + 8] = "";
+	config_error oe;
+	FILE *fj = config_open_beside(o->jsonl, tj, sizeof tj, &oe);
+	FILE *fc = fj ? config_open_beside(o->csv, tc, sizeof tc, &oe) : NULL;
 	bool ok = fj && fc;
 	if (ok) {
 		plan_row_csv_header(fc);
@@ -126,8 +126,10 @@ static bool rewrite(plan_output *o, const json_t *rows, config_error *err)
 		ok = false;
 	if (!ok || rename(tj, o->jsonl) != 0 || rename(tc, o->csv) != 0) {
 		int e = errno;
-		unlink(tj);
-		unlink(tc);
+		if (fj)
+			unlink(tj);
+		if (fc)
+			unlink(tc);
 		return config_fail(err, "cannot rewrite %s: %s", o->jsonl, strerror(e));
 	}
 	return true;

@@ -108,13 +108,19 @@ void report_trace_op(report_trace *t, int pid, int tid, const workload_op *op, i
 bool report_trace_write(report_trace *t, const char *path, config_error *err)
 {
 	char tmp[CONFIG_PATH_MAX + 16];
-	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-		return config_fail(err, "%s: trace path too long", path);
 	json_t *root = json_pack("{s:O, s:s}", "traceEvents", t->events, "displayTimeUnit", "ms");
 	if (!root)
 		return config_fail(err, "%s: out of memory building the trace", path);
-	int rc = json_dump_file(root, tmp, JSON_COMPACT);
+	config_error oe;
+	FILE *f = config_open_beside(path, tmp, sizeof tmp, &oe);
+	if (!f) {
+		json_decref(root);
+		return config_fail(err, "%s: cannot write the trace (check the folder exists and is writable)", path);
+	}
+	int rc = json_dumpf(root, f, JSON_COMPACT);
 	json_decref(root);
+	if (fclose(f) != 0)
+		rc = -1;
 	if (rc != 0) {
 		unlink(tmp);
 		return config_fail(err, "%s: cannot write the trace (check the folder exists and is writable)", path);
