@@ -459,8 +459,9 @@ bool sgx_platform_write(const sgx_spec *s, FILE *out, double *bytes, config_erro
 			p->inter.oversubscription);
 	if (s->wrap)
 		xp(&x, "; first period of a %d-node system, ghosts stand for the next period", s->system_nodes);
-	xp(&x, ".\n     Bandwidths are effective (x efficiency). Network model: --cfg=network/model:CM02\n"
-		     "     --cfg=network/crosstraffic:0 --cfg=network/TCP-gamma:0 (pure alpha-beta, max-min). -->\n");
+	/* no "--" inside a comment (XML 1.0 section 2.5): the --cfg options are named bare */
+	xp(&x, ".\n     Bandwidths are effective (x efficiency). Network model (SimGrid cfg): network/model:CM02\n"
+		     "     network/crosstraffic:0 network/TCP-gamma:0 (pure alpha-beta, max-min). -->\n");
 	xp(&x, "<platform version=\"4.1\">\n");
 	sgx_sink sink = {.ctx = &x,
 			 .zone_open = xml_zone_open,
