@@ -605,6 +605,16 @@ START_TEST(test_parse_row_numbers_have_ranges)
 		expect_contains(parse_error("all_reduce.log", t, NULL), bad[i].want);
 		free(t);
 	}
+	/* the redop column holds one of nccl-tests' reduction names (or none); anything else
+	 * was kept and printed back by collective --compare ('nan' in its redop column) */
+	char *r = row_with("1024", "256", "10.00", "0.10", "0.20", "0");
+	char *op = strstr(r, "     sum  ");
+	ck_assert_ptr_nonnull(op);
+	memcpy(op, "     nan  ", 10); /* "sum" at columns 42-44 of the row */
+	expect_contains(parse_error("all_reduce.log", r, NULL),
+			"all_reduce.log:10:42: redop 'nan' is not a reduction nccl-tests prints, expected sum, prod, max, "
+			"min, avg, mulsum or none");
+	free(r);
 	/* the same row with good numbers is read */
 	char *t = row_with("1024", "256", "10.00", "0.10", "0.20", "0");
 	nccltests_log log;

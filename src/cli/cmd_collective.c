@@ -188,13 +188,8 @@ static int parse_args(int argc, char **argv, coll_args *a)
 		case 'o': {
 			/* nccl-tests' -o names (its test_opnames; "none" is the column of a collective
 			 * that does not reduce); a prediction has one, so not "all" */
-			static const char *const ops[] = {"sum", "prod", "max", "min", "avg", "mulsum", "none"};
-			bool known = false;
-			for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
-				known |= strcmp(optarg, ops[k]) == 0;
-			if (!known) {
-				fprintf(stderr, "spsim collective: -o/--op expects sum, prod, max, min, avg, mulsum or none, "
-						"got '%s'\n", optarg);
+			if (!nccltests_redop_known(optarg)) {
+				fprintf(stderr, "spsim collective: -o/--op expects " NCCLTESTS_REDOPS ", got '%s'\n", optarg);
 				return CLI_USAGE;
 			}
 			a->redop = optarg;

@@ -65,6 +65,15 @@ int nccltests_type_size(const char *type)
 	return 0;
 }
 
+bool nccltests_redop_known(const char *name)
+{
+	static const char *const ops[] = {"sum", "prod", "max", "min", "avg", "mulsum", "none"};
+	for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+		if (strcmp(name, ops[k]) == 0)
+			return true;
+	return false;
+}
+
 /* nccl-tests passes its reduction name to every test that takes one (all_reduce,
  * reduce_scatter, sendrecv) and "none" otherwise; only rooted tests print a root. */
 const char *nccltests_default_redop(workload_coll c)

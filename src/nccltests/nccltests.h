@@ -37,6 +37,10 @@ const char *nccltests_test_name(workload_coll c);
 int nccltests_type_size(const char *type);
 /* The redop and root columns nccl-tests prints for a collective run with its defaults. */
 const char *nccltests_default_redop(workload_coll c);
+/* Whether name is a redop column nccl-tests prints: its test_opnames (sum, prod, max, min,
+ * avg, mulsum; src/common.cu) or "none" (a collective that does not reduce). */
+bool nccltests_redop_known(const char *name);
+#define NCCLTESTS_REDOPS "sum, prod, max, min, avg, mulsum or none"
 int nccltests_default_root(workload_coll c);
 /* The "count" column for a size: elements per rank for all-gather, reduce-scatter and
  * all-to-all, elements of the whole buffer otherwise. */

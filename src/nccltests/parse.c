@@ -282,8 +282,13 @@ static bool parse_row(parse_state *st, char **tok, int n, int line, config_error
 		return config_fail(err, "%s:%d:%d: count %s x %d B (%s) does not divide size %s, expected count = size / "
 				   "type size (/ ranks for all-gather, reduce-scatter and all-to-all)", st->name, line,
 				   r.count_col, tc, type_size, r.type, ts_);
-	if (c->idx_redop >= 0)
-		snprintf(r.redop, sizeof r.redop, "%s", tok[c->idx_redop]);
+	if (c->idx_redop >= 0) {
+		const char *t = tok[c->idx_redop];
+		if (!nccltests_redop_known(t)) /* it is printed back in collective --compare */
+			return config_fail(err, "%s:%d:%d: redop '%s' is not a reduction nccl-tests prints, expected "
+					   NCCLTESTS_REDOPS, st->name, line, col_of(st, t), t);
+		snprintf(r.redop, sizeof r.redop, "%s", t);
+	}
 	if (c->idx_root >= 0) {
 		long root;
 		const char *t = tok[c->idx_root];
