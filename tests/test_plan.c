@@ -1766,6 +1766,34 @@ START_TEST(sweep_runs_basp_beyond_divisibility)
 }
 END_TEST
 
+START_TEST(planner_walks_only_micro_batches_in_range)
+{
+	/* The largest global batch the range table takes, 2^52 tokens, is 2^40 sequences of
+	 * 4096: the search walked B from 1 to the sequences per replica (up to 2^40, hours)
+	 * and cast B and the accumulation per / B to int. B and per / B are each at most 2^20
+	 * (the micro_batch and grad_accum rows), so on 8 GPUs: N in {1, 2, 4, 8} gives
+	 * R = 8 / N replicas and per = 2^40 / R in {2^37, 2^38, 2^39, 2^40}; the B dividing per
+	 * with per / B <= 2^20 and B <= 2^20 are the powers of two from per / 2^20 to 2^20:
+	 * 4 + 3 + 2 + 1 = 10 (N, B) pairs, each under the 4 default variants: 40 layouts. */
+	config_model m;
+	config_platform p;
+	config_error e = {""};
+	ck_assert(config_load_model("llama-3.2-1b", &m, &e) && config_load_platform("dgx-a100", &p, &e));
+	int budget = 8;
+	plan_query q = {.model = &m, .platforms = &p, .n_platforms = 1, .budgets = &budget, .n_budgets = 1,
+			.seq_len = 4096, .global_tokens = 4503599627370496L};
+	plan_candidate *c;
+	long n;
+	plan_search_stats st;
+	ck_assert_msg(plan_search(&q, &c, &n, &st, &e), "%s", e.msg);
+	ck_assert_int_eq(st.layouts, 40);
+	for (long i = 0; i < n; i++)
+		ck_assert(c[i].job.micro_batch <= 1048576 && c[i].job.grad_accum <= 1048576 &&
+			  (double)c[i].job.micro_batch * c[i].job.grad_accum * (8 / c[i].job.sp) == 1099511627776.0);
+	free(c);
+}
+END_TEST
+
 START_TEST(planner_weighs_basp_beyond_divisibility)
 {
 	/* 3 sequences per step on 8 GPUs: B = 3 never divides N = 8; only the uneven BASP
@@ -2729,6 +2757,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, planner_top_pick_is_the_exhaustive_best);
 	tcase_add_test(t, planner_finds_basp_where_it_wins);
 	tcase_add_test(t, planner_weighs_basp_beyond_divisibility);
+	tcase_add_test(t, planner_walks_only_micro_batches_in_range);
 	tcase_add_test(t, planner_says_when_basp_does_not_win);
 	tcase_add_test(t, planner_takes_the_implementation_and_reserve);
 	tcase_add_test(t, planner_takes_run_job_settings);

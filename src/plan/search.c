@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/ranges.h"
 #include "plan/plan.h"
 
 static int variant_index(const plan_variant *v) { return (int)(v - plan_variants); }
@@ -198,7 +199,12 @@ static bool walk(search *x, const config_job *base, long seqs, bool count, confi
 					continue;
 				}
 				const long per = seqs / R; /* sequences per replica per step */
-				for (long B = 1; B <= per; B++) {
+				/* B and per / B within the micro-batch and gradient-accumulation rows
+				 * (the job check refuses the rest): walking B from 1 to per hung on a
+				 * 2^52-token batch (2^40 sequences) and cast B and per / B past int */
+				const long mb_max = (long)config_range_get(CONFIG_R_MICRO_BATCH)->hi,
+					   ga_max = (long)config_range_get(CONFIG_R_GRAD_ACCUM)->hi;
+				for (long B = (per + ga_max - 1) / ga_max; B <= per && B <= mb_max; B++) {
 					if (per % B || (q->max_micro_batch > 0 && B > q->max_micro_batch))
 						continue;
 					for (const plan_variant *var = plan_variants; var->name; var++)
