@@ -1274,6 +1274,34 @@ START_TEST(max_seq_is_not_held_to_an_engine)
 }
 END_TEST
 
+START_TEST(max_seq_says_when_its_search_stopped)
+{
+	/* A one-layer model of width 1 on one 80 GiB GPU fits more than the 2^30 tokens
+	 * max-seq searches: the answer is that floor, and what stops it is the search, not
+	 * memory. It said "blocked by: activations" and that more GPUs "would fit 1073741824
+	 * tokens", the same length. */
+	char dir[64];
+	tmp_dir(dir, sizeof dir);
+	const char *model = tmp_write(dir, "w1.yaml",
+				      "model:\n  name: w1\n  layers: 1\n  hidden: 1\n  heads: 1\n  ffn: 1\n  vocab: 1\n"
+				      "  max_position: 2147483647\n");
+	cli_out *o = spsim("max-seq", "--model", model, "--platform", "dgx-a100", "--gpus", "1", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	json_t *j = json_loads(o->out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "max_seq_len")), 1073741824);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "blocked_by")), "search limit");
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "unblock_max_seq_len")), 0);
+	json_decref(j);
+	free(o);
+	/* a job memory stops keeps its answer */
+	o = spsim("max-seq", "--model", "llama-3.2-1b", "--platform", "dgx-a100", "--format", "json", NULL);
+	expect(o, 0, NULL);
+	ck_assert_msg(strstr(o->out, "\"blocked_by\": \"activations\""), "%s", o->out);
+	free(o);
+}
+END_TEST
+
 START_TEST(simgrid_node_size_is_refused_up_front)
 {
 	/* A platform of 72 GPUs per node (an NVL72 rack) is within the file's range (1024)
@@ -2313,6 +2341,7 @@ int main(void)
 	tcase_add_test(tc, max_seq_says_which_time_settings_it_ignores);
 	tcase_add_test(tc, max_seq_is_not_held_to_an_engine);
 	tcase_add_test(tc, simgrid_node_size_is_refused_up_front);
+	tcase_add_test(tc, max_seq_says_when_its_search_stopped);
 	tcase_add_test(tc, compare_refuses_a_repeated_strategy);
 	tcase_add_test(tc, memory_technique_flags);
 	tcase_add_test(tc, optimizer_offload_flags);

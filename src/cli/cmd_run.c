@@ -445,7 +445,8 @@ static void maxseq_help(FILE *f)
 	      "Prints the longest sequence that fits in GPU memory for the job, searched in steps of\n"
 	      "--granule tokens (default 1024, rounded up to a multiple of the sequence shard count), and\n"
 	      "what blocks a longer one: the model states (parameters, gradients, optimizer; they do not\n"
-	      "shrink with the sequence) or the activations, with the setting that would go further.\n"
+	      "shrink with the sequence) or the activations, with the setting that would go further (or\n"
+	      "the search limit: lengths past 2^30 tokens are not searched; the answer is then a floor).\n"
 	      "--strategy, --zero and --recompute take comma lists; every combination is one row:\n"
 	      "  spsim max-seq ... --strategy ulysses,basp --zero 2,3 --recompute none,full\n"
 	      "The answer is a memory bound, the same for every engine (--engine and --seq-len are not used,\n"
@@ -529,7 +530,7 @@ typedef struct maxseq_row {
 	char invalid[CONFIG_ERROR_MAX];
 	long granule, best;
 	workload_memory at_limit; /* memory of the first length that does not fit */
-	const char *blocked_by;   /* "model states" or "activations" */
+	const char *blocked_by;   /* "model states", "activations" or "search limit" */
 	char unblock[96];         /* the setting that would go further, or "" */
 	long unblock_best;        /* its longest sequence (0: none) */
 } maxseq_row;
@@ -555,8 +556,16 @@ static void maxseq_eval(const cli_job_args *a, long granule, maxseq_row *r)
 	if (workload_layout_make(&a->m, &j, &l, NULL))
 		workload_memory_compute(&a->m, &a->p, &j, &l, &r->at_limit);
 	/* With no length fitting, the states that do not depend on the sequence are what
-	 * leaves no room; otherwise the next step's activations are what overflows. */
+	 * leaves no room; otherwise the next step's activations are what overflows, unless the
+	 * next step fits too: the search stopped at its cap (workload_max_seq, 2^30 tokens)
+	 * and said "activations" and "more GPUs would fit" the same length. */
 	r->blocked_by = r->best == 0 ? "model states" : "activations";
+	if (r->best > 0 && r->at_limit.fits) {
+		r->blocked_by = "search limit";
+		snprintf(r->unblock, sizeof r->unblock, "none: longer sequences are not searched");
+		r->unblock_best = 0;
+		return;
+	}
 	/* The one setting to change, in the order that costs least step time: recompute frees
 	 * activations (one more forward), ZeRO-3 frees parameters, gradients and optimizer. */
 	config_job alt = r->job;
@@ -571,8 +580,10 @@ static void maxseq_eval(const cli_job_args *a, long granule, maxseq_row *r)
 	}
 	if (r->unblock[0]) {
 		r->unblock_best = workload_max_seq(&a->m, &a->p, &alt, maxseq_granule(&alt, granule));
-		if (r->unblock_best <= r->best)
+		if (r->unblock_best <= r->best) {
 			r->unblock[0] = '\0';
+			r->unblock_best = 0; /* "more GPUs" below: no length computed for it */
+		}
 	}
 	if (!r->unblock[0])
 		snprintf(r->unblock, sizeof r->unblock, "more GPUs (a larger --sp)");
