@@ -492,6 +492,44 @@ START_TEST(usp_bytes_are_the_sum_of_its_parts)
 }
 END_TEST
 
+/* Wire bytes of the rings (workload_volume_on), 2 nodes of 4 GPUs. Every rank sends its
+ * whole message to the next rank of its ring, so off-GPU = the ring's bytes; a ring leaves
+ * each node it spans once, so off-node, averaged over the ranks, = bytes / (ring ranks per
+ * node):
+ *  - ring of 8 (4 per node): 1/4 of the bytes off-node;
+ *  - USP U = 2, R = 4: rings of ranks i, i+2, i+4, i+6, 2 per node: 1/2; the all-to-alls
+ *    over U = 2 stay in the node;
+ *  - USP U = 4, R = 2: rings i, i+4, one rank per node: all of it. */
+START_TEST(ring_wire_bytes_leave_the_node_at_its_boundaries)
+{
+	config_platform p = tu_platform(2, 4, 1);
+	const struct {
+		config_job j;
+		double off_node; /* of the ring's bytes */
+	} cases[] = {
+		{ring_job(8, 1, 1024, CONFIG_CP_SPLIT_ZIGZAG), 1.0 / 4},
+		{usp_job(8, 1, 1024, 2, 4), 1.0 / 2},
+		{usp_job(8, 1, 1024, 4, 2), 1.0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		config_job j = cases[i].j;
+		workload_plan plan;
+		plan_of(&p, &j, &plan);
+		double ring = tu_comm_bytes(&plan, WL_CAT_SP_COMM, WL_COLL_SENDRECV);
+		ck_assert_double_gt(ring, 0);
+		workload_volume v;
+		workload_volume_on(&plan, p.gpus_per_node, &v);
+		double a2a = v.sp_bytes - ring; /* USP's all-to-alls over U ranks of one node */
+		int U = plan.layout.group_size;
+		ck_assert_msg(fabs(v.sp_wire_off_node - cases[i].off_node * ring) <= 1e-9 * ring, "case %zu: %.9g off-node",
+			      i, v.sp_wire_off_node);
+		ck_assert_msg(fabs(v.sp_wire_off_gpu - (ring + a2a * (U - 1) / U)) <= 1e-9 * v.sp_bytes, "case %zu", i);
+		ck_assert_msg(fabs(v.sp_off_gpu - v.sp_wire_off_gpu) <= 1e-9 * v.sp_bytes, "case %zu", i);
+		workload_plan_finish(&plan);
+	}
+}
+END_TEST
+
 /* U = P is Ulysses and R = P is ring attention, exactly; BASP over USP with B = 1 is USP. */
 START_TEST(usp_edges_are_ulysses_and_ring)
 {
@@ -896,6 +934,7 @@ int main(void)
 	tcase_add_test(tc, usp_edges_are_ulysses_and_ring);
 	tcase_add_test(tc, usp_degrees);
 	tcase_add_test(tc, engines_agree_on_usp);
+	tcase_add_test(tc, ring_wire_bytes_leave_the_node_at_its_boundaries);
 	tcase_add_test(tc, all_gather_bytes_per_layer);
 	tcase_add_test(tc, all_gather_work_is_the_zigzag_mean);
 	tcase_add_test(tc, all_gather_memory);

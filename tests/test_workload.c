@@ -371,6 +371,12 @@ static void received(workload_coll c, int P, int r, double bytes, int to, double
 			}
 		return;
 	}
+	if (c == WL_COLL_SENDRECV) { /* ring attention: the predecessor's whole message */
+		int from = (to + P - 1) % P;
+		*all = bytes;
+		*off_node = from / r != to / r ? bytes : 0;
+		return;
+	}
 	/* ring 0 -> 1 -> ... -> P-1 -> 0: a chunk bytes/P from the predecessor per step,
 	 * P-1 steps (all-gather, reduce-scatter) or 2(P-1) (all-reduce) */
 	int steps = c == WL_COLL_ALLREDUCE ? 2 * (P - 1) : P - 1, from = (to + P - 1) % P;
@@ -383,8 +389,8 @@ START_TEST(wire_bytes_sent_equal_received)
 	/* Summed over the ranks, what workload_wire_bytes says each sends equals what the
 	 * algorithm delivers, off-GPU and off-node, for rings and all-to-alls over 1-3 nodes. */
 	static const workload_coll cs[] = {WL_COLL_ALLTOALL, WL_COLL_ALLGATHER, WL_COLL_REDUCESCATTER,
-					   WL_COLL_ALLREDUCE};
-	static const int shapes[][2] = {{8, 4}, {12, 4}, {4, 4}, {16, 8}, {6, 2}};
+					   WL_COLL_ALLREDUCE, WL_COLL_SENDRECV};
+	static const int shapes[][2] = {{8, 4}, {12, 4}, {4, 4}, {16, 8}, {6, 2}, {2, 1}, {4, 1}};
 	const double B = 3e6;
 	for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
 		for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
@@ -416,6 +422,16 @@ START_TEST(wire_bytes_sent_equal_received)
 	workload_wire_bytes(WL_COLL_ALLTOALL, WL_ALG_HIERARCHICAL, 8, 4, B, &hg, &hn);
 	ck_assert_close(hn, n, 1e-12);
 	ck_assert_close(hg, 2 * B * 3 / 4 + B / 2, 1e-12);
+	/* ring attention's send/recv round a ring of 8 over two nodes: the whole message
+	 * leaves every GPU, and 2 of the 8 messages (one per node boundary) leave a node; a
+	 * ring of 2 on two nodes (USP's rings, one rank per node) sends everything off-node */
+	workload_wire_bytes(WL_COLL_SENDRECV, WL_ALG_RING, 8, 4, B, &g, &n);
+	ck_assert_close(g, B, 1e-12);
+	ck_assert_close(n, B * 2 / 8, 1e-12);
+	workload_wire_bytes(WL_COLL_SENDRECV, WL_ALG_RING, 2, 1, B, &g, &n);
+	ck_assert_close(n, B, 1e-12);
+	workload_wire_bytes(WL_COLL_SENDRECV, WL_ALG_RING, 4, 4, B, &g, &n);
+	ck_assert_close(n, 0, 1e-12);
 	/* one rank: nothing leaves the GPU */
 	workload_wire_bytes(WL_COLL_ALLTOALL, WL_ALG_DIRECT, 1, 1, B, &g, &n);
 	ck_assert(g == 0 && n == 0);
@@ -423,19 +439,7 @@ START_TEST(wire_bytes_sent_equal_received)
 END_TEST
 
 /* Sum of ZeRO bytes of one collective kind over the whole step. */
-static double zero_bytes(const workload_plan *plan, workload_coll c)
-{
-	double s = 0;
-	const workload_program *pr = &plan->program;
-	for (int i = 0; i < pr->n_micro + pr->n_step; i++) {
-		const workload_block *b = i < pr->n_micro ? &pr->micro[i] : &pr->step[i - pr->n_micro];
-		double times = (double)b->repeat * (i < pr->n_micro ? pr->grad_accum : 1);
-		for (int j = 0; j < b->n_ops; j++)
-			if (b->ops[j].cat == WL_CAT_ZERO_COMM && b->ops[j].coll == c)
-				s += b->ops[j].bytes * times;
-	}
-	return s;
-}
+static double zero_bytes(const workload_plan *plan, workload_coll c) { return tu_comm_bytes(plan, WL_CAT_ZERO_COMM, c); }
 
 START_TEST(zero_traffic_per_stage_conserves_parameters)
 {

@@ -108,6 +108,22 @@ static inline int tu_count(const workload_plan *plan, workload_category cat, wor
 	return n;
 }
 
+/* Bytes of a step's communication ops of one category and collective, every instance
+ * (repeat, and grad_accum for micro-step blocks). */
+static inline double tu_comm_bytes(const workload_plan *plan, workload_category cat, workload_coll coll)
+{
+	double s = 0;
+	const workload_program *pr = &plan->program;
+	for (int i = 0; i < pr->n_micro + pr->n_step; i++) {
+		const workload_block *b = i < pr->n_micro ? &pr->micro[i] : &pr->step[i - pr->n_micro];
+		double times = (double)b->repeat * (i < pr->n_micro ? pr->grad_accum : 1);
+		for (int j = 0; j < b->n_ops; j++)
+			if (b->ops[j].kind == WL_OP_COMM && b->ops[j].cat == cat && b->ops[j].coll == coll)
+				s += b->ops[j].bytes * times;
+	}
+	return s;
+}
+
 /* Writes text to path (created or truncated). */
 static inline void tu_write_file(const char *path, const char *text)
 {

@@ -130,8 +130,7 @@ bool engine_analytic_durations(const config_platform *p, const workload_plan *pl
 				continue;
 			}
 			bool w = op->group == WL_GROUP_WORLD;
-			if (!w && ((op->group_size > 0 && op->group_size != l->group_size) ||
-				   (l->ring > 1 && op->coll == WL_COLL_SENDRECV))) {
+			if (engine_op_own_shape(l, op)) {
 				row[j] = comm_time_by(cached_collective_time, p, op, engine_op_shape(p, l, op));
 				continue;
 			}

@@ -63,16 +63,17 @@ engine_group_shape engine_group_shape_of(const config_platform *p, const workloa
 
 engine_group_shape engine_ring_shape_of(const config_platform *p, const workload_layout *l)
 {
-	/* A ring of R ranks `stride` apart, placed contiguously: all on one node when its
-	 * span fits, else G / stride of them per node (one per node when stride >= G). */
-	int G = p->gpus_per_node, R = l->ring, st = l->ring_stride > 1 ? l->ring_stride : 1;
-	engine_group_shape s = {.size = R};
-	if ((long)R * st <= G)
-		s.per_node = R;
-	else
-		s.per_node = st >= G ? 1 : G / st;
+	/* A ring of R ranks `stride` apart, placed contiguously (workload_ring_per_node) */
+	int G = p->gpus_per_node;
+	engine_group_shape s = {.size = l->ring, .per_node = workload_ring_per_node(l, G)};
 	s.active_per_node = l->world < G ? l->world : G;
 	return s;
+}
+
+bool engine_op_own_shape(const workload_layout *l, const workload_op *op)
+{
+	return op->group == WL_GROUP_SP &&
+	       ((op->group_size > 0 && op->group_size != l->group_size) || (l->ring > 1 && op->coll == WL_COLL_SENDRECV));
 }
 
 engine_group_shape engine_op_shape(const config_platform *p, const workload_layout *l, const workload_op *op)

@@ -163,6 +163,10 @@ engine_group_shape engine_ring_shape_of(const config_platform *p, const workload
 /* The shape of an op's group: its group kind, or its own SP group size when set; ring
  * attention's send/recv: its ring. */
 engine_group_shape engine_op_shape(const config_platform *p, const workload_layout *l, const workload_op *op);
+/* Whether op's shape (engine_op_shape) differs from the layout's SP or world group: an SP op
+ * on a group of its own size, or ring attention's send/recv, which goes round the ring. Such
+ * an op's time and link loads are its own, not those memoised per group. */
+bool engine_op_own_shape(const workload_layout *l, const workload_op *op);
 
 /* The invariant every reported result holds: each time, rate and MFU finite and >= 0,
  * the step time > 0. A result that breaks it is an engine error (message names the

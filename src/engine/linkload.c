@@ -206,12 +206,21 @@ static void collective(const config_platform *p, engine_op_load *l, workload_col
 	}
 	switch (c) {
 	case WL_COLL_ALLTOALL: alltoall(p, l, s, bytes, a == WL_ALG_PAIRWISE); return;
-	case WL_COLL_SENDRECV:
+	case WL_COLL_SENDRECV: {
+		/* One message to the next rank of the group's ring (ring attention). Every GPU
+		 * sends one; a ring over several nodes leaves each node once, from the last of its
+		 * ranks there, so a node's NICs carry one exit per ring with ranks on the node
+		 * (active_per_node / per_node), the others send over the fabric. The op waits for
+		 * its slowest hop, so both loads are the op's (collectives.c times it by the NIC's
+		 * share, as here); no GPU sends both, so on PCIe the port carries one message. */
 		if (r >= 2)
 			local_to(p, l, 1, bytes, 1);
-		else
-			remote(p, l, s, per_nic(p, s.active_per_node) * bytes, per_nic(p, s.active_per_node), bytes, 1);
+		if (P > r) {
+			int k = per_nic(p, s.active_per_node / r);
+			remote(p, l, s, k * bytes, k, r >= 2 ? 0 : bytes, r >= 2 ? 0 : 1);
+		}
 		return;
+	}
 	case WL_COLL_BROADCAST: ring(p, l, s, bytes); return; /* pipelined: every hop carries the message once */
 	default: ring(p, l, s, ring_steps(c, P) * bytes / P); return;
 	}
@@ -271,7 +280,7 @@ bool engine_analytic_loads(const config_platform *p, const workload_plan *plan, 
 		for (int j = 0; j < blk->n_ops; j++) {
 			const workload_op *op = &blk->ops[j];
 			bool w = op->group == WL_GROUP_WORLD;
-			if (!w && op->group_size > 0 && op->group_size != l->group_size) {
+			if (engine_op_own_shape(l, op)) {
 				engine_op_load_of(p, engine_op_shape(p, l, op), op, &row[j]);
 				continue;
 			}

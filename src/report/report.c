@@ -279,7 +279,8 @@ void report_run_table(FILE *f, const report_run *r)
 		report_time(b->gemm, b2, sizeof b2), report_time(b->attention, c, sizeof c));
 	fprintf(f, ", memory-bound %s", report_time(b->memory_bound, a, sizeof a));
 	fprintf(f, ", optimizer %s)\n", report_time(b->optimizer, a, sizeof a));
-	fprintf(f, "  %-20s %12s   exposed %s, %s per GPU sent off-GPU\n", "sp all-to-all",
+	/* ring attention's SP traffic is (also) point-to-point: not an all-to-all */
+	fprintf(f, "  %-20s %12s   exposed %s, %s per GPU sent off-GPU\n", l->ring > 1 ? "sp comm" : "sp all-to-all",
 		report_time(b->sp_comm, a, sizeof a), report_time(b->sp_comm_exposed, b2, sizeof b2),
 		report_bytes(v.sp_off_gpu, c, sizeof c));
 	fprintf(f, "  %-20s %12s   exposed %s\n", "zero comm", report_time(b->zero_comm, a, sizeof a),

@@ -59,8 +59,10 @@ void workload_wire_bytes(workload_coll c, workload_alg a, int P, int r, double b
 			n = bytes * (nodes - 1) / P;
 			break;
 		case WL_COLL_SENDRECV:
+			/* every rank sends its message to the next; the ring leaves each of its
+			 * nodes once, so P/r of the P messages cross a node boundary */
 			g = bytes;
-			n = r == 1 ? bytes : 0;
+			n = r < P ? bytes / r : 0;
 			break;
 		default:
 			g = bytes * (P - 1) / P;
@@ -70,6 +72,14 @@ void workload_wire_bytes(workload_coll c, workload_alg a, int P, int r, double b
 	}
 	*off_gpu = g;
 	*off_node = n;
+}
+
+int workload_ring_per_node(const workload_layout *l, int gpus_per_node)
+{
+	int G = gpus_per_node, R = l->ring, st = l->ring_stride > 1 ? l->ring_stride : 1;
+	if (G <= 0 || (long)R * st <= G)
+		return R;
+	return st >= G ? 1 : G / st;
 }
 
 void workload_volume_on(const workload_plan *plan, int gpus_per_node, workload_volume *v)
@@ -92,13 +102,18 @@ void workload_volume_on(const workload_plan *plan, int gpus_per_node, workload_v
 				r = gpus_per_node;
 			if (op->group == WL_GROUP_SP && l->straddle_per_node > 0 && l->straddle_per_node < r)
 				r = l->straddle_per_node;
+			bool ring = op->group == WL_GROUP_SP && op->coll == WL_COLL_SENDRECV && l->ring > 1;
+			if (ring) { /* ring attention's message goes round the ring, not the group */
+				P = l->ring;
+				r = workload_ring_per_node(l, gpus_per_node);
+			}
 			double g, n;
 			workload_wire_bytes(op->coll, op->alg, P, r, op->bytes, &g, &n);
 			if (gpus_per_node <= 0)
 				n = 0;
 			if (op->cat == WL_CAT_SP_COMM) {
 				v->sp_bytes += op->bytes * times;
-				v->sp_off_gpu += P > 0 ? op->bytes * (P - 1) / P * times : 0;
+				v->sp_off_gpu += ring ? g * times : P > 0 ? op->bytes * (P - 1) / P * times : 0;
 				v->sp_wire_off_gpu += g * times;
 				v->sp_wire_off_node += n * times;
 				v->sp_collectives += (long long)times;

@@ -337,12 +337,17 @@ double workload_program_flops(const workload_program *prog);
  * to NCCL (sp_bytes, zero_bytes: nccl-tests' sizes, see workload_op.bytes), and wire bytes:
  * what this GPU sends to other GPUs (off_gpu) and to other nodes (off_node) as NCCL's
  * algorithm moves them (workload_wire_bytes). sp_off_gpu is kept for old readers: the
- * all-to-all's (P-1)/P of the buffer, = sp_wire_off_gpu for direct and pairwise. */
+ * all-to-all's (P-1)/P of the buffer and a ring's whole message, = sp_wire_off_gpu for
+ * direct and pairwise all-to-alls and for ring attention's send/recv. */
 typedef struct workload_volume {
 	double sp_bytes, sp_off_gpu, zero_bytes;
 	double sp_wire_off_gpu, sp_wire_off_node, zero_wire_off_gpu, zero_wire_off_node;
 	long long sp_collectives, zero_collectives; /* calls: a 1-element bucket makes billions */
 } workload_volume;
+/* Ranks per node of one attention ring of a layout (l->ring > 1), placed contiguously on
+ * nodes of gpus_per_node: all R on one node when the ring's span R x stride fits, else
+ * gpus_per_node / stride (one per node when stride >= gpus_per_node). */
+int workload_ring_per_node(const workload_layout *l, int gpus_per_node);
 /* gpus_per_node places ranks contiguously; 0 leaves the off-node fields 0. */
 void workload_volume_on(const workload_plan *plan, int gpus_per_node, workload_volume *out);
 void workload_volume_of(const workload_plan *plan, workload_volume *out); /* gpus_per_node 0 */
@@ -353,8 +358,9 @@ void workload_volume_of(const workload_plan *plan, workload_volume *out); /* gpu
  *     boundaries once, (P-1) chunks of bytes/P each: (P-1)/P / r off-node (0 on one node);
  *   ring all-reduce: twice the ring's;
  *   hierarchical: the sum of its phases (intra-node on r, inter-node on P/r ranks);
- *   broadcast (pipelined chain): (P-1)/P off-GPU, (nodes-1)/P off-node; send/recv: all of
- *     it, off-node when r = 1. */
+ *   broadcast (pipelined chain): (P-1)/P off-GPU, (nodes-1)/P off-node; send/recv (one
+ *     message to the next rank of a ring of P): all of it off-GPU, and off-node 1/r of it
+ *     (the ring leaves each of its P/r nodes once; all of it when r = 1). */
 void workload_wire_bytes(workload_coll c, workload_alg a, int P, int r, double bytes, double *off_gpu,
 			 double *off_node);
 
