@@ -4,7 +4,10 @@
  * Grid: llama-3.1-8b, qwen1.5-7b, llama-3.2-3b x seq 8K, 16K, 32K x ZeRO 1, 2, 3 x
  * micro-batch 1, 2, 4, 8 x Ulysses, BASP on a100-2x4-ib400 (216 points), and optimizer
  * offload (offload_optimizer: cpu) on llama-3.2-3b at 16K, Ulysses, micro-batch 1 x ZeRO 1, 2,
- * 3 x grad_accum 1, 4 there (6 points, named .../offload/ga<G>). Then a sample of
+ * 3 x grad_accum 1, 4 there (6 points, named .../offload/ga<G>); the sequence-parallel family
+ * (ring, usp with u=4 and u=2, basp:inner=ring, basp:inner=usp, ring:comm=all_gather) on
+ * llama-3.2-3b x seq 8K, 16K, 32K x ZeRO 1, 3 x micro-batch 1, 2, 4 with full recompute
+ * (108 points, named .../<strategy spec>). Then a sample of
  * the planner's search space (`spsim plan`, src/plan/search.c) on every shipped platform,
  * and for each of those queries the Kendall tau between the analytic and SimGrid order of
  * the analytic top 10. Each point prints one line:
@@ -232,6 +235,31 @@ int main(int argc, char **argv)
 			snprintf(what, sizeof what, "%s/llama-3.2-3b/16K/zero%d/B1/ulysses/offload/ga%d", ref.name, z, ga);
 			run_point(what, &m3, &ref, &job, &now, &before);
 		}
+	/* the sequence-parallel family (ring attention, USP, BASP over them, Megatron-Core's
+	 * all_gather context parallelism): rings and all-to-all groups of their own shapes
+	 * beside ZeRO traffic on the shared NIC */
+	static const char *const family[] = {"ring", "usp", "usp:u=2:r=4", "basp:inner=ring", "basp:inner=usp",
+					     "ring:comm=all_gather"};
+	for (size_t fi = 0; fi < sizeof family / sizeof *family; fi++)
+		for (int si = 0; si < 3; si++)
+			for (int z = 1; z <= 3; z += 2)
+				for (int bi = 0; bi < 3; bi++) {
+					config_job job;
+					config_job_defaults(&job);
+					job.seq_len = seqs[si];
+					job.zero_stage = z;
+					job.micro_batch = batches[bi];
+					job.recompute = CONFIG_RECOMPUTE_FULL;
+					if (!config_strategy_parse(family[fi], &job, NULL, &err) ||
+					    !workload_check(&m3, &ref, &job, &err)) {
+						printf("point %s invalid %s\n", family[fi], err.msg);
+						continue;
+					}
+					char what[160];
+					snprintf(what, sizeof what, "%s/llama-3.2-3b/%ldK/zero%d/B%d/%s", ref.name, seqs[si] / 1024,
+						 z, batches[bi], family[fi]);
+					run_point(what, &m3, &ref, &job, &now, &before);
+				}
 	double t_grid = bench_now() - t0;
 
 	/* ---- the planner's space on every shipped platform ---- */
